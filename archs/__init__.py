@@ -1,0 +1,1 @@
+"""Architecture tables (TOML), shipped as package data."""

@@ -1,0 +1,84 @@
+"""mmasim: bit-exact simulation of GPU matrix-multiply-accumulate instructions.
+
+>>> import mmasim
+>>> m = mmasim.MMA("B200", "tcgen05.mma.kind::tf32")
+>>> hex(int(m.dot([0x3F800000] * 8, [0x3F800000] * 8, 0)))
+'0x41000000'
+"""
+
+from .errors import (
+    AmbiguousInstruction,
+    DtypeError,
+    MMAError,
+    OperandError,
+    ScaleError,
+    ShapeError,
+    SparseMetadataError,
+    TableError,
+    UnknownArchitecture,
+    UnknownInstruction,
+    UnsupportedDatapath,
+    WordRangeError,
+)
+from .lookup import resolve, resolve_arch
+from .model import Model
+from .plugins import hookimpl, register, unregister
+from .registry import get_registry
+
+__version__ = "0.1.0"
+
+
+def MMA(arch: str, instruction: str, **qualifiers) -> Model:
+    """The model of ``instruction`` on ``arch``.
+
+    ``arch``: family ("Blackwell"), product ("B200") or target ("sm_100a").
+    ``instruction``: PTX-style qualifiers (MMA-Sim 2.1.1 strings accepted).
+    ``qualifiers``: ``a_type``, ``b_type``, ``c_type``, ``d_type``,
+    ``scale_type``, ``saturate``, ``sparse``, ``block``, ``scale_vec``, ``kind``.
+    """
+    reg = get_registry()
+    return Model(resolve(reg, arch, instruction, qualifiers), reg)
+
+
+def architectures() -> list:
+    """Names of every registered architecture."""
+    return sorted(get_registry().architectures)
+
+
+def aliases(arch: str) -> list:
+    """Every name that resolves to ``arch``."""
+    reg = get_registry()
+    name = resolve_arch(reg, arch)
+    return [name, *reg.architectures[name].aliases]
+
+
+def instructions(arch: str) -> list:
+    """Canonical names of every datapath of ``arch``."""
+    reg = get_registry()
+    name = resolve_arch(reg, arch)
+    return [dp.canonical(reg.formats) for dp in reg.architectures[name].datapaths]
+
+
+def datapaths(arch: str) -> list:
+    """Every :class:`~mmasim.datapath.Datapath` of ``arch``."""
+    reg = get_registry()
+    return list(reg.architectures[resolve_arch(reg, arch)].datapaths)
+
+
+def layouts(arch: str | None = None) -> list:
+    """Registered operand layouts and result slices (of ``arch``, or all)."""
+    reg = get_registry()
+    items = list(reg.layouts.values())
+    if arch is not None:
+        name = resolve_arch(reg, arch)
+        items = [x for x in items if x.arch == name]
+    return items
+
+
+__all__ = [
+    "MMA", "Model", "architectures", "aliases", "instructions", "datapaths", "layouts",
+    "register", "unregister", "hookimpl",
+    "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction",
+    "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",
+    "ScaleError", "SparseMetadataError", "TableError",
+]

@@ -1,0 +1,118 @@
+"""The truncating fixed-point window (T-FDPA) and its scaled / grouped variants.
+
+REFERENCE.md sections 3 and 6.  One group of products plus C is aligned to a
+shared quantum ``2**quantum`` and every term (or every exact group sum) is
+truncated toward zero to a multiple of it; the truncated integers are summed
+exactly and the sum goes to the output encoder.  Parameters:
+
+``F``
+    fraction bits kept below the window exponent ``E``: quantum = E - F.
+``zeros``
+    ``"excluded"``: zero terms do not take part in ``E`` (B200 tcgen05); an
+    integer: zero products and a zero C count with that exponent (``e_zero``).
+``group``
+    consecutive products summed exactly before truncation (1: each alone).
+``scale_floor``
+    the quantum is at least ``max(scale raw) - scale_floor`` (block-scaled B200).
+``c_dominant``
+    ``{"F": Fc, "group": G}``: when C is nonzero and ``r_c`` reaches the
+    largest product raw, quantum = ``r_c - Fc`` and products are summed in
+    groups of ``G`` (B200 NVFP4 / MXF4).
+``c_relative``
+    ``Fc``: a product group whose own largest raw is <= ``r_c`` is truncated at
+    ``max(quantum, r_c - Fc)`` (B200 ue8m0 MXF4).
+``subnormal_redo``
+    ``T``: if the result is an f32 subnormal, groups whose scale raw is below
+    the largest and whose contribution is below ``2**T`` are left out and the
+    sum is redone (B200 ue8m0 MXF4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..decode import FINITE, Decoded
+from ..intmath import NEG_INF_EXP, bit_length, exact_group_sums, shift, truncate_signed
+from ..special import classify, product
+
+
+def _group_max(x: np.ndarray, group: int) -> np.ndarray:
+    return x.reshape(x.shape[:-1] + (x.shape[-1] // group, group)).max(axis=-1)
+
+
+def window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, *, F: int,
+           zeros="excluded", group: int = 1, scale_floor=None, c_dominant=None,
+           c_relative=None, subnormal_redo=None):
+    scaled = scale_a is not None
+    p = product(a, b, scale_a, scale_b) if scaled else product(a, b)
+    specials = classify(p, c)
+    live = p.cls == FINITE
+    neg = p.sign == 1
+    mag = np.where(live, p.m, 0)
+    c_live = c.cls == FINITE
+    c_mag = np.where(c_live, c.m, 0)
+    c_neg = c.sign == 1
+
+    live_r = np.where(live, p.r, NEG_INF_EXP)
+    max_r = live_r.max(axis=-1)
+    any_live = live.any(axis=-1)
+    if zeros == "excluded":
+        E = np.maximum(max_r, np.where(c_live, c.r, NEG_INF_EXP))
+    else:
+        z = np.int64(zeros)
+        zero_r = np.where(p.cls == FINITE, p.r, z)
+        E = np.maximum(zero_r.max(axis=-1), np.where(c_live, c.r, z))
+    quantum = E - F
+    scale_r = None
+    if scaled:
+        scale_r = scale_a.r + scale_b.r
+    if scale_floor is not None:
+        quantum = np.maximum(quantum, scale_r.max(axis=-1) - scale_floor)
+
+    cdom = None
+    if c_dominant is not None:
+        cdom = c_live & any_live & (c.r >= max_r)
+        quantum = np.where(cdom, c.r - c_dominant["F"], quantum)
+
+    qk = quantum[..., None]
+    if group == 1:
+        contrib = truncate_signed(neg, mag, p.q, qk)
+        gr = live_r
+    else:
+        gsum, gq = exact_group_sums(neg, mag, p.q, group)
+        contrib = truncate_signed(gsum < 0, np.abs(gsum), gq, qk)
+        gr = _group_max(live_r, group)
+    if c_relative is not None:
+        rel = c_live[..., None] & (gr > NEG_INF_EXP) & (gr <= c.r[..., None])
+        q_rel = np.maximum(qk, (c.r - c_relative)[..., None])
+        src_neg, src_mag, src_q = (neg, mag, p.q) if group == 1 else (gsum < 0, np.abs(gsum), gq)
+        t_rel = truncate_signed(src_neg, src_mag, src_q, q_rel)
+        contrib = np.where(rel, np.where(t_rel < 0, -shift(-t_rel, q_rel - qk), shift(t_rel, q_rel - qk)), contrib)
+    if cdom is not None and c_dominant["group"] != group:
+        csum, cq = exact_group_sums(neg, mag, p.q, c_dominant["group"])
+        c_contrib = truncate_signed(csum < 0, np.abs(csum), cq, qk).sum(axis=-1)
+        products_total = np.where(cdom, c_contrib, contrib.sum(axis=-1))
+    else:
+        products_total = contrib.sum(axis=-1)
+    total = products_total + truncate_signed(c_neg, c_mag, c.q, quantum)
+
+    if subnormal_redo is not None:
+        group_scale_r = _group_max(scale_r, group)
+        lead = quantum + bit_length(np.abs(total)) - 1
+        subnormal = (total != 0) & (lead < -126)
+        if cdom is not None:
+            subnormal &= ~cdom
+        if subnormal.any():
+            limit = np.clip(np.int64(subnormal_redo) - quantum, 0, 62)[..., None]
+            small = bit_length(np.abs(contrib)) <= limit
+            drop = small & (group_scale_r < group_scale_r.max(axis=-1, keepdims=True))
+            redone = np.where(drop, 0, contrib).sum(axis=-1) + truncate_signed(c_neg, c_mag, c.q, quantum)
+            total = np.where(subnormal, redone, total)
+
+    out_neg, out_mag, e0 = total < 0, np.abs(total), quantum
+    if zeros == "excluded":
+        # No nonzero product: the result is C itself (T1), -0 becoming +0.
+        out_neg = np.where(any_live, out_neg, c_neg)
+        out_mag = np.where(any_live, out_mag, c_mag)
+        e0 = np.where(any_live, e0, c.q)
+    return encoding.pack(out_neg, out_mag, e0, nan=specials.nan, inf=specials.inf, inf_neg=specials.inf_neg)

@@ -1,0 +1,126 @@
+"""Value classes for what an architecture table declares: datapaths and their evidence."""
+
+from __future__ import annotations
+
+import attrs
+
+STATUS_KINDS = ("hardware", "peer", "assumed")
+
+
+@attrs.frozen
+class Status:
+    """Where a datapath's claim comes from (REFERENCE.md section 9)."""
+
+    kind: str = attrs.field(validator=attrs.validators.in_(STATUS_KINDS))
+    evidence: str = ""
+    device: str = ""
+    cases: int | None = None
+    source: str = ""
+
+    def describe(self) -> str:
+        parts = [self.kind]
+        if self.device:
+            parts.append(self.device)
+        if self.cases:
+            parts.append(f"{self.cases:,} cases")
+        if self.source:
+            parts.append(f"source {self.source}")
+        text = ", ".join(parts)
+        return f"{text}: {self.evidence}" if self.evidence else text
+
+
+def _freeze(value):
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw_params(params):
+    out = {}
+    for k, v in params:
+        out[k] = dict(_thaw_params(v)) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else v
+    return out
+
+
+@attrs.frozen
+class Datapath:
+    """One arithmetic datapath of one architecture: formats, K, accumulator, rounding."""
+
+    arch: str
+    op: str                                  # "tcgen05.mma", "mma.sync", "wgmma.mma_async", "v_mfma"
+    kind: str | None
+    a: str                                   # format keys (registry)
+    b: str
+    c: str
+    d: str
+    k: int                                   # logical K of one instruction
+    accumulator: str
+    rounding: str                            # encoding key
+    params: tuple = attrs.field(converter=_freeze, factory=tuple)
+    chunk: int | None = None                 # elements per hardware step (L); None: all of K
+    scale: str | None = None                 # scale format key
+    block: int | None = None                 # elements per scale block
+    scale_vec: str | None = None             # "1X", "2X", "4X"
+    sparse: str | None = None                # sparse selector rule name
+    saturate: bool = False
+    m: tuple = attrs.field(converter=tuple, factory=tuple)   # legal M (empty: any)
+    n: tuple = attrs.field(converter=tuple, factory=tuple)   # legal N (empty: any)
+    names: tuple = attrs.field(converter=tuple, factory=tuple)  # extra accepted spellings
+    default: bool = False
+    refuse: str = ""                         # non-empty: lookup fails with this reason
+    status: Status = attrs.field(factory=lambda: Status("assumed"))
+    notes: str = ""
+
+    @property
+    def parameters(self) -> dict:
+        return _thaw_params(self.params)
+
+    @property
+    def stored_k(self) -> int:
+        """Elements per row after sparse compaction (= ``k`` for dense)."""
+        return self.k // 2 if self.sparse else self.k
+
+    @property
+    def blocks(self) -> int:
+        return self.stored_k // self.block if self.block else 0
+
+    def canonical(self, formats) -> str:
+        """The PTX-style name mmasim prints for this datapath."""
+        fa, fb, fc, fd = (formats[x].name for x in (self.a, self.b, self.c, self.d))
+        parts = [self.op]
+        if self.sparse:
+            parts.append("sp")
+        if self.kind:
+            parts.append(f"kind::{self.kind}")
+        if self.scale:
+            parts.append("block_scale")
+            if self.scale_vec:
+                parts.append(f"scale_vec::{self.scale_vec}")
+            if self.block:
+                parts.append(f"block{self.block}")
+        if len(self.m) == 1 and len(self.n) == 1:
+            parts.append(f"m{self.m[0]}n{self.n[0]}k{self.k}")
+        elif not self.kind:
+            parts.append(f"k{self.k}")
+        parts += [fd, fa, fb]
+        if fc != fd:
+            parts.append(fc)
+        if self.scale:
+            parts.append(formats[self.scale].name)
+        if self.saturate:
+            parts.append("satfinite")
+        return ".".join(parts)
+
+
+@attrs.frozen
+class Architecture:
+    """An architecture: its names and its datapaths."""
+
+    name: str
+    vendor: str
+    description: str
+    aliases: tuple = attrs.field(converter=tuple)
+    datapaths: tuple = attrs.field(converter=tuple)
+    source: str = ""

@@ -1,0 +1,53 @@
+"""Exceptions raised by mmasim.  Every error a user can provoke derives from MMAError."""
+
+
+class MMAError(Exception):
+    """Base class of every mmasim error."""
+
+
+class UnknownArchitecture(MMAError, LookupError):
+    """The architecture name matches no registered architecture."""
+
+
+class UnknownInstruction(MMAError, LookupError):
+    """The instruction string matches no datapath of the architecture."""
+
+
+class AmbiguousInstruction(MMAError, LookupError):
+    """The instruction string (and qualifiers) leave several datapaths open."""
+
+    def __init__(self, message, candidates=()):
+        super().__init__(message)
+        self.candidates = tuple(candidates)
+
+
+class OperandError(MMAError, ValueError):
+    """An operand has the wrong shape, dtype, word range, scale count or sparse selector."""
+
+
+class ShapeError(OperandError):
+    """Operand shapes do not fit the instruction (K, batch shape, matrix shape)."""
+
+
+class DtypeError(OperandError):
+    """An operand array has a dtype that cannot carry the operand's container words."""
+
+
+class WordRangeError(OperandError):
+    """A container word lies outside the container's range."""
+
+
+class ScaleError(OperandError):
+    """Scale arrays are missing, unexpected, or have the wrong number of blocks."""
+
+
+class SparseMetadataError(OperandError):
+    """Sparse metadata is missing, has the wrong shape, or holds an illegal selector."""
+
+
+class UnsupportedDatapath(MMAError):
+    """The instruction exists but its arithmetic was never measured and is refused."""
+
+
+class TableError(MMAError):
+    """An architecture table (TOML) or plugin registration is malformed."""

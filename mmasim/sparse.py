@@ -1,0 +1,77 @@
+"""Structured sparsity: selecting the stored elements from the logical K (REFERENCE.md section 6).
+
+Metadata is an array of 32-bit words; nibble ``i`` (low nibble of word 0
+first) is the selector of chunk ``i`` of the logical K.  The selected positions
+are gathered from A and B in order; the unselected ones are dropped before any
+classification, so a NaN there cannot poison the result.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from .errors import SparseMetadataError
+
+_PAIR_SELECTORS = (0x4, 0x8, 0xC, 0x9, 0xD, 0x6, 0xE)
+
+
+@attrs.frozen
+class SparseRule:
+    name: str
+    chunk: int                 # logical elements per selector nibble
+    unit: int                  # elements one selector field picks (1, or 2 for pairs)
+    selectors: dict            # legal nibble -> tuple of picked unit indices
+    description: str = ""
+
+    def chunks(self, k: int) -> int:
+        return k // self.chunk
+
+    def words(self, k: int) -> int:
+        return -(-self.chunks(k) // 8)
+
+    def positions(self, nibbles: np.ndarray) -> np.ndarray:
+        """Logical positions (within the K row) picked by selector nibbles ``(..., chunks)``."""
+        table = np.full((16, len(next(iter(self.selectors.values()))) * self.unit), -1, dtype=np.int64)
+        for nib, picks in self.selectors.items():
+            table[nib] = [p * self.unit + u for p in picks for u in range(self.unit)]
+        pos = table[nibbles]                                     # (..., chunks, picked)
+        base = (np.arange(nibbles.shape[-1]) * self.chunk)[:, None]
+        return (pos + base).reshape(nibbles.shape[:-1] + (-1,))
+
+
+def _pairs(nib):
+    return (nib & 3, nib >> 2)
+
+
+RULES = {
+    "tf32": SparseRule("tf32", 2, 1, {0x4: (0,), 0xE: (1,)},
+                       "chunks of 2: selector 0x4 keeps element 0, 0xE element 1"),
+    "pairs4": SparseRule("pairs4", 4, 1, {s: _pairs(s) for s in _PAIR_SELECTORS},
+                         "chunks of 4: selector bits 1:0 and 3:2 pick two elements"),
+    "pairs8": SparseRule("pairs8", 8, 2, {s: _pairs(s) for s in _PAIR_SELECTORS},
+                         "chunks of 8: selector bits 1:0 and 3:2 pick two adjacent pairs"),
+}
+
+
+def nibbles(metadata: np.ndarray, count: int) -> np.ndarray:
+    """The first ``count`` selector nibbles of metadata words ``(..., W)``."""
+    md = np.asarray(metadata).astype(np.uint64)
+    shifts = (np.arange(8, dtype=np.uint64) * np.uint64(4))
+    nib = ((md[..., :, None] >> shifts) & np.uint64(0xF)).reshape(md.shape[:-1] + (-1,))
+    return nib[..., :count].astype(np.int64)
+
+
+def select(rule: SparseRule, k: int, metadata: np.ndarray, *operands):
+    """Gather the selected elements of each operand ``(N, k)`` -> ``(N, k/2)``."""
+    nib = nibbles(metadata, rule.chunks(k))
+    legal = np.isin(nib, list(rule.selectors))
+    if not legal.all():
+        where = np.argwhere(~legal)[0]
+        bad = int(nib[tuple(where)])
+        raise SparseMetadataError(
+            f"illegal sparse selector 0x{bad:X} for chunk {int(where[-1])} of case {int(where[0])} "
+            f"({rule.description}); legal selectors: {', '.join(f'0x{s:X}' for s in rule.selectors)}"
+        )
+    pos = rule.positions(nib)
+    return tuple(np.take_along_axis(x, pos, axis=-1) for x in operands)

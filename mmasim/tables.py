@@ -1,0 +1,185 @@
+"""Reading architecture tables (TOML) into :class:`~mmasim.datapath.Architecture`.
+
+Schema (see docs/tables.md): ``[architecture]`` names the architecture;
+``[defaults]`` gives keys every ``[[datapath]]`` inherits; each ``[[datapath]]``
+may list keys in ``expand`` whose values are lists, expanded as a cartesian
+product; ``by_d`` overrides keys per D format; ``[[evidence]]`` entries set the
+validation status of every datapath their ``match`` selects (last match wins).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+from .datapath import Architecture, Datapath, Status
+from .errors import TableError
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+_DATAPATH_KEYS = {
+    "op", "kind", "a", "b", "c", "d", "k", "accumulator", "rounding", "params", "chunk",
+    "scale", "block", "scale_vec", "sparse", "saturate", "m", "n", "names", "default",
+    "refuse", "status", "notes",
+}
+_CONTROL_KEYS = {"expand", "by_d"}
+
+
+def load_table(source) -> dict:
+    """Parse a table given as TOML text, a dict, or a path/traversable."""
+    if isinstance(source, dict):
+        return source
+    if isinstance(source, str):
+        text, where = source, "<string>"
+    else:
+        try:
+            text, where = source.read_text(encoding="utf-8"), str(source)
+        except (AttributeError, OSError) as exc:
+            raise TableError(f"cannot read architecture table {source!r}: {exc}") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TableError(f"architecture table {where}: invalid TOML: {exc}") from exc
+    data.setdefault("_source", where if not isinstance(source, str) else "")
+    return data
+
+
+def _range(spec, key, where):
+    if isinstance(spec, dict):
+        try:
+            return tuple(range(spec["from"], spec["to"] + 1, spec.get("step", 1)))
+        except KeyError as exc:
+            raise TableError(f"{where}: {key} range needs 'from' and 'to'") from exc
+    if isinstance(spec, int):
+        return (spec,)
+    return tuple(spec or ())
+
+
+def _status(spec, where) -> Status:
+    if isinstance(spec, Status):
+        return spec
+    if isinstance(spec, str):
+        spec = {"kind": spec}
+    try:
+        return Status(**spec)
+    except (TypeError, ValueError) as exc:
+        raise TableError(f"{where}: bad status {spec!r}: {exc}") from exc
+
+
+def _matches(dp: Datapath, match: dict) -> bool:
+    for key, want in match.items():
+        wants = want if isinstance(want, list) else [want]
+        if key == "ab":
+            if not (dp.a == dp.b and dp.a in wants):
+                return False
+            continue
+        if not hasattr(dp, key):
+            raise TableError(f"evidence match key {key!r} is not a datapath attribute")
+        value = getattr(dp, key)
+        if key == "sparse":
+            value = bool(value)
+        if value not in wants:
+            return False
+    return True
+
+
+def _expand(entry: dict, where: str):
+    keys = entry.get("expand", [])
+    for key in keys:
+        if not isinstance(entry.get(key), list):
+            raise TableError(f"{where}: expand key {key!r} must be a list")
+    combos = itertools.product(*(entry[k] for k in keys)) if keys else [()]
+    for combo in combos:
+        item = {k: v for k, v in entry.items() if k not in _CONTROL_KEYS}
+        item.update(zip(keys, combo))
+        overrides = entry.get("by_d", {}).get(item.get("d"), {})
+        for key, value in overrides.items():
+            if key == "params":
+                item["params"] = {**item.get("params", {}), **value}
+            else:
+                item[key] = value
+        yield item
+
+
+def build_architecture(data: dict) -> Architecture:
+    where = data.get("_source") or "architecture table"
+    head = data.get("architecture")
+    if not isinstance(head, dict) or "name" not in head:
+        raise TableError(f"{where}: missing [architecture] with a name")
+    name = head["name"]
+    defaults = data.get("defaults", {})
+    datapaths = []
+    for i, raw in enumerate(data.get("datapath", [])):
+        entry = copy.deepcopy(defaults)
+        if "params" in raw and "params" in entry:
+            raw = {**raw, "params": {**entry["params"], **raw["params"]}}
+        entry.update(raw)
+        here = f"{where}: datapath #{i + 1}"
+        unknown = set(entry) - _DATAPATH_KEYS - _CONTROL_KEYS
+        if unknown:
+            raise TableError(f"{here}: unknown keys {sorted(unknown)}")
+        for item in _expand(entry, here):
+            item.setdefault("c", item.get("d"))
+            sparse = item.get("sparse") or None
+            try:
+                dp = Datapath(
+                    arch=name,
+                    op=item["op"],
+                    kind=item.get("kind"),
+                    a=item["a"], b=item["b"], c=item["c"], d=item["d"],
+                    k=int(item["k"]) * (2 if sparse else 1),
+                    accumulator=item["accumulator"],
+                    rounding=item["rounding"],
+                    params=item.get("params", {}),
+                    chunk=item.get("chunk"),
+                    scale=item.get("scale"),
+                    block=item.get("block"),
+                    scale_vec=item.get("scale_vec"),
+                    sparse=sparse,
+                    saturate=bool(item.get("saturate", False)),
+                    m=_range(item.get("m"), "m", here),
+                    n=_range(item.get("n"), "n", here),
+                    names=item.get("names", ()),
+                    default=bool(item.get("default", False)),
+                    refuse=item.get("refuse", ""),
+                    status=_status(item.get("status", "assumed"), here),
+                    notes=item.get("notes", ""),
+                )
+            except KeyError as exc:
+                raise TableError(f"{here}: missing key {exc.args[0]!r}") from exc
+            except (TypeError, ValueError) as exc:
+                raise TableError(f"{here}: {exc}") from exc
+            datapaths.append(dp)
+    for ev in data.get("evidence", []):
+        match = ev.get("match", {})
+        status = _status(ev.get("status"), f"{where}: evidence")
+        datapaths = [
+            _with_status(dp, status) if _matches(dp, match) else dp for dp in datapaths
+        ]
+    return Architecture(
+        name=name,
+        vendor=head.get("vendor", ""),
+        description=head.get("description", ""),
+        aliases=tuple(head.get("aliases", ())),
+        datapaths=tuple(datapaths),
+        source=str(where),
+    )
+
+
+def _with_status(dp: Datapath, status: Status) -> Datapath:
+    import attrs
+
+    return attrs.evolve(dp, status=status)
+
+
+def table_path(package: str, filename: str):
+    """A table shipped as package data (``importlib.resources``)."""
+    from importlib import resources
+
+    return resources.files(package).joinpath(filename)
+
+
+__all__ = ["load_table", "build_architecture", "table_path"]

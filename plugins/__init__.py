@@ -1,0 +1,1 @@
+"""Built-in architecture plugins, registered exactly like third-party ones."""
