@@ -160,6 +160,12 @@ class Model:
         md = None if sparse_metadata is None else np.asarray(sparse_metadata)[:, None, :]
         return self.dot(a, b, C, scale_a=sa, scale_b=sb, sparse_metadata=md)
 
+    def decode(self, operand: str, words):
+        """Decode words of ``operand`` ("a", "b", "c", "d" or "scale") with this datapath's formats."""
+        fmt = {"a": self.a_format, "b": self.b_format, "c": self.c_format, "d": self.d_format,
+               "scale": self.scale_format}[operand]
+        return self._decode[fmt.key](fmt, np.asarray(words))
+
     # ----------------------------------------------------------- explanation
     def describe(self) -> str:
         """The datapath's composition, parameters and validation status."""

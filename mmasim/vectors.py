@@ -1,0 +1,193 @@
+"""Frozen test vectors: the ``mmasim-vectors`` v1 file format (docs/vectors.md).
+
+A vector file is a compressed numpy ``.npz`` (read with ``allow_pickle=False``)
+holding ``a`` (N, K), ``b`` (N, K), ``c`` (N,), ``d`` (N,) container words as
+uint64, optional ``scale_a``/``scale_b`` (N, blocks) and ``sparse_metadata``
+(N, words), and ``meta``: a JSON string with the architecture, the instruction,
+qualifiers, the NaN comparison policy and the provenance of the expected words.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import zipfile
+
+import attrs
+import numpy as np
+
+from .decode import NAN
+from .errors import MMAError
+
+FORMAT = "mmasim-vectors"
+VERSION = 1
+SOURCES = ("hardware", "peer", "hand-derived")
+NAN_POLICIES = ("canonical", "any")
+_REQUIRED = ("a", "b", "c", "d", "meta")
+_OPTIONAL = ("scale_a", "scale_b", "sparse_metadata", "labels")
+
+
+class VectorFileError(MMAError):
+    """A vector file is unreadable, corrupt, or not in the mmasim-vectors format."""
+
+
+@attrs.frozen(eq=False)
+class VectorFile:
+    path: str
+    meta: dict
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    d: np.ndarray
+    scale_a: np.ndarray | None = None
+    scale_b: np.ndarray | None = None
+    sparse_metadata: np.ndarray | None = None
+    labels: np.ndarray | None = None
+
+    @property
+    def arch(self) -> str:
+        return self.meta["arch"]
+
+    @property
+    def instruction(self) -> str:
+        return self.meta["instruction"]
+
+    @property
+    def qualifiers(self) -> dict:
+        return dict(self.meta.get("qualifiers") or {})
+
+    @property
+    def provenance(self) -> dict:
+        return self.meta["provenance"]
+
+    @property
+    def source(self) -> str:
+        return self.provenance["source"]
+
+    @property
+    def nan_policy(self) -> str:
+        return self.meta.get("nan_policy", "canonical")
+
+    def __len__(self) -> int:
+        return int(self.d.shape[0])
+
+
+def load(path) -> VectorFile:
+    """Read and check one vector file; every problem is a :class:`VectorFileError` naming the file."""
+    path = pathlib.Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise VectorFileError(f"{path}: no such vector file") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+        raise VectorFileError(f"{path}: not a readable mmasim-vectors .npz file ({exc})") from exc
+    missing = [k for k in _REQUIRED if k not in arrays]
+    if missing:
+        raise VectorFileError(f"{path}: missing arrays {missing} (an mmasim-vectors file has {list(_REQUIRED)})")
+    try:
+        meta = json.loads(str(arrays["meta"]))
+    except (TypeError, ValueError) as exc:
+        raise VectorFileError(f"{path}: 'meta' is not a JSON string ({exc})") from exc
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise VectorFileError(f"{path}: meta.format is not {FORMAT!r}")
+    if meta.get("version") != VERSION:
+        raise VectorFileError(f"{path}: unsupported mmasim-vectors version {meta.get('version')!r} (expected {VERSION})")
+    for key in ("arch", "instruction", "provenance"):
+        if key not in meta:
+            raise VectorFileError(f"{path}: meta has no {key!r}")
+    prov = meta["provenance"]
+    if not isinstance(prov, dict) or prov.get("source") not in SOURCES:
+        raise VectorFileError(f"{path}: provenance.source must be one of {SOURCES}")
+    if meta.get("nan_policy", "canonical") not in NAN_POLICIES:
+        raise VectorFileError(f"{path}: nan_policy must be one of {NAN_POLICIES}")
+    a, b, c, d = (arrays[k] for k in ("a", "b", "c", "d"))
+    for name, arr in (("a", a), ("b", b), ("c", c), ("d", d)):
+        if arr.dtype.kind not in "iu":
+            raise VectorFileError(f"{path}: array {name!r} must hold integer words, not {arr.dtype}")
+    n = d.shape[0] if d.ndim == 1 else -1
+    if a.ndim != 2 or b.shape != a.shape or c.shape != (n,) or a.shape[0] != n:
+        raise VectorFileError(
+            f"{path}: inconsistent shapes a{a.shape} b{b.shape} c{c.shape} d{d.shape} (expected (N,K),(N,K),(N,),(N,))"
+        )
+    extra = {}
+    for key in _OPTIONAL:
+        if key in arrays:
+            if arrays[key].shape[:1] != (n,):
+                raise VectorFileError(f"{path}: array {key!r} must have N={n} rows, has shape {arrays[key].shape}")
+            extra[key] = arrays[key]
+    return VectorFile(str(path), meta, a, b, c, d, **extra)
+
+
+def save(path, *, arch: str, instruction: str, a, b, c, d, provenance: dict, qualifiers=None,
+         nan_policy: str = "canonical", notes: str = "", scale_a=None, scale_b=None,
+         sparse_metadata=None, labels=None) -> pathlib.Path:
+    """Write a vector file (the inverse of :func:`load`)."""
+    if provenance.get("source") not in SOURCES:
+        raise VectorFileError(f"provenance.source must be one of {SOURCES}")
+    meta = {
+        "format": FORMAT, "version": VERSION, "arch": arch, "instruction": instruction,
+        "qualifiers": qualifiers or {}, "nan_policy": nan_policy, "provenance": provenance,
+        "cases": int(np.asarray(d).shape[0]), "notes": notes,
+    }
+    arrays = {
+        "meta": np.array(json.dumps(meta, sort_keys=True)),
+        "a": np.asarray(a, dtype=np.uint64), "b": np.asarray(b, dtype=np.uint64),
+        "c": np.asarray(c, dtype=np.uint64), "d": np.asarray(d, dtype=np.uint64),
+    }
+    for key, value in (("scale_a", scale_a), ("scale_b", scale_b), ("sparse_metadata", sparse_metadata)):
+        if value is not None:
+            arrays[key] = np.asarray(value, dtype=np.uint64)
+    if labels is not None:
+        arrays["labels"] = np.asarray(labels, dtype=str)
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **arrays)
+    return path
+
+
+def find(paths=None) -> list:
+    """Vector files under ``paths`` (files or directories); default: the bundled ``vectors/``."""
+    if not paths:
+        paths = [bundled_root()]
+    out = []
+    for p in map(pathlib.Path, paths):
+        if p.is_dir():
+            out += sorted(p.rglob("*.npz"))
+        else:
+            out.append(p)
+    return out
+
+
+def bundled_root() -> pathlib.Path:
+    """The ``vectors/`` directory of a source checkout, or the installed copy."""
+    here = pathlib.Path(__file__).resolve().parent
+    for cand in (here.parent / "vectors", here / "_vectors"):
+        if cand.is_dir():
+            return cand
+    raise VectorFileError("no bundled vectors found (looked for vectors/ beside the package)")
+
+
+@attrs.frozen(eq=False)
+class Outcome:
+    file: VectorFile
+    got: np.ndarray
+    mismatches: np.ndarray      # indices of mismatching cases
+
+
+def run(vf: VectorFile) -> Outcome:
+    """Run a vector file through the simulator and compare every word."""
+    from . import MMA
+
+    model = MMA(vf.arch, vf.instruction, **vf.qualifiers)
+    kw = {}
+    if vf.scale_a is not None:
+        kw = {"scale_a": vf.scale_a, "scale_b": vf.scale_b}
+    if vf.sparse_metadata is not None:
+        kw["sparse_metadata"] = vf.sparse_metadata
+    got = np.asarray(model.dot(vf.a, vf.b, vf.c, **kw)).astype(np.uint64)
+    expected = vf.d.astype(np.uint64)
+    same = got == expected
+    if vf.nan_policy == "any":
+        same |= (model.decode("d", got).cls == NAN) & (model.decode("d", expected).cls == NAN)
+    return Outcome(vf, got, np.flatnonzero(~same))

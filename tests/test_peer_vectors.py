@@ -1,0 +1,33 @@
+"""Differential tests: every frozen MMA-Sim 2.1.1 vector file, every word.
+
+The files in vectors/peer were produced by tools/peer/generate_vectors.py in a
+separate venv with torch and MMA-Sim 2.1.1 (docs/peer-vectors.md); this test
+needs neither.
+"""
+
+import pathlib
+
+import pytest
+
+from mmasim import vectors
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "vectors" / "peer"
+FILES = sorted(ROOT.rglob("*.npz"))
+
+
+def test_peer_vectors_are_bundled():
+    assert len(FILES) >= 290
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
+def test_agrees_with_mmasim_2_1_1(path):
+    vf = vectors.load(path)
+    assert vf.source == "peer"
+    out = vectors.run(vf)
+    if len(out.mismatches):
+        i = int(out.mismatches[0])
+        pytest.fail(
+            f"{len(out.mismatches)}/{len(vf)} mismatches; first case {i}: a={[hex(int(x)) for x in vf.a[i]]} "
+            f"b={[hex(int(x)) for x in vf.b[i]]} c={hex(int(vf.c[i]))} got {hex(int(out.got[i]))} "
+            f"expected {hex(int(vf.d[i]))}"
+        )
