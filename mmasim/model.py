@@ -121,7 +121,7 @@ class Model:
     def _steps(self, wa, wb, wc, sa, sb):
         dp = self.datapath
         k = wa.shape[-1]
-        step = dp.chunk or k
+        step = min(dp.chunk or k, k)
         if sa is not None:
             sa = np.repeat(sa, dp.block, axis=-1)
             sb = np.repeat(sb, dp.block, axis=-1)
@@ -185,7 +185,7 @@ class Model:
         if dp.sparse:
             lines.append(f"  sparsity: {self.sparse_rule.description}")
         lines.append(f"  accumulator: {dp.accumulator} {_fmt_params(dp.parameters)}")
-        chunk = dp.chunk or dp.stored_k
+        chunk = min(dp.chunk or dp.stored_k, dp.stored_k)
         lines.append(
             f"  steps: {dp.stored_k // chunk} x {chunk} elements"
             + (" (C of each step is D of the previous one, rounded)" if chunk < dp.stored_k else " (one window over the whole K)")

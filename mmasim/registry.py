@@ -42,8 +42,8 @@ class Registry:
                     raise TableError(f"{where}: unknown rounding {dp.rounding!r}")
                 if dp.block and dp.stored_k % dp.block:
                     raise TableError(f"{where}: K {dp.stored_k} is not a multiple of block {dp.block}")
-                if dp.chunk and dp.k % dp.chunk:
-                    raise TableError(f"{where}: K {dp.k} is not a multiple of chunk {dp.chunk}")
+                if dp.chunk and dp.chunk < dp.stored_k and dp.stored_k % dp.chunk:
+                    raise TableError(f"{where}: K {dp.stored_k} is not a multiple of chunk {dp.chunk}")
 
 
 def _collect(results, what):

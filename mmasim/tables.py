@@ -3,7 +3,9 @@
 Schema (see docs/tables.md): ``[architecture]`` names the architecture;
 ``[defaults]`` gives keys every ``[[datapath]]`` inherits; each ``[[datapath]]``
 may list keys in ``expand`` whose values are lists, expanded as a cartesian
-product; ``by_d`` overrides keys per D format; ``[[evidence]]`` entries set the
+product; ``by_d`` overrides keys per D format and ``when`` (a list of
+``{match = {...}, set = {...}}``) overrides keys of the expanded datapaths a
+match selects; ``[[evidence]]`` entries set the
 validation status of every datapath their ``match`` selects (last match wins).
 """
 
@@ -25,7 +27,7 @@ _DATAPATH_KEYS = {
     "scale", "block", "scale_vec", "sparse", "saturate", "m", "n", "names", "default",
     "refuse", "status", "notes",
 }
-_CONTROL_KEYS = {"expand", "by_d"}
+_CONTROL_KEYS = {"expand", "by_d", "when"}
 
 
 def load_table(source) -> dict:
@@ -95,12 +97,16 @@ def _expand(entry: dict, where: str):
     for combo in combos:
         item = {k: v for k, v in entry.items() if k not in _CONTROL_KEYS}
         item.update(zip(keys, combo))
-        overrides = entry.get("by_d", {}).get(item.get("d"), {})
-        for key, value in overrides.items():
-            if key == "params":
-                item["params"] = {**item.get("params", {}), **value}
-            else:
-                item[key] = value
+        rules = [({"d": d}, o) for d, o in entry.get("by_d", {}).items()]
+        rules += [(w.get("match", {}), w.get("set", {})) for w in entry.get("when", [])]
+        for match, overrides in rules:
+            if not all(item.get(k) in (v if isinstance(v, list) else [v]) for k, v in match.items()):
+                continue
+            for key, value in overrides.items():
+                if key == "params":
+                    item["params"] = {**item.get("params", {}), **value}
+                else:
+                    item[key] = value
         yield item
 
 
@@ -114,7 +120,9 @@ def build_architecture(data: dict) -> Architecture:
     datapaths = []
     for i, raw in enumerate(data.get("datapath", [])):
         entry = copy.deepcopy(defaults)
-        if "params" in raw and "params" in entry:
+        if "accumulator" in raw and raw["accumulator"] != entry.get("accumulator"):
+            entry.pop("params", None)  # default parameters belong to the default accumulator
+        elif "params" in raw and "params" in entry:
             raw = {**raw, "params": {**entry["params"], **raw["params"]}}
         entry.update(raw)
         here = f"{where}: datapath #{i + 1}"
@@ -182,4 +190,20 @@ def table_path(package: str, filename: str):
     return resources.files(package).joinpath(filename)
 
 
-__all__ = ["load_table", "build_architecture", "table_path"]
+def table_hook(*filenames: str, package: str = "mmasim_archs"):
+    """The ``mmasim_architectures`` hook of a plugin that ships tables as package data.
+
+    A plugin whose architecture is nothing but a table is one line::
+
+        mmasim_architectures = table_hook("volta.toml")
+    """
+    from .plugins import hookimpl
+
+    @hookimpl
+    def mmasim_architectures():
+        return [table_path(package, name) for name in filenames]
+
+    return mmasim_architectures
+
+
+__all__ = ["load_table", "build_architecture", "table_path", "table_hook"]

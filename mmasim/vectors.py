@@ -160,12 +160,20 @@ def find(paths=None) -> list:
 
 
 def bundled_root() -> pathlib.Path:
-    """The ``vectors/`` directory of a source checkout, or the installed copy."""
-    here = pathlib.Path(__file__).resolve().parent
-    for cand in (here.parent / "vectors", here / "_vectors"):
-        if cand.is_dir():
-            return cand
-    raise VectorFileError("no bundled vectors found (looked for vectors/ beside the package)")
+    """The bundled vectors: the installed ``mmasim_vectors`` package data, or
+    ``vectors/`` of a source checkout."""
+    try:
+        from importlib import resources
+
+        root = pathlib.Path(str(resources.files("mmasim_vectors")))
+        if root.is_dir():
+            return root
+    except (ImportError, TypeError):
+        pass
+    cand = pathlib.Path(__file__).resolve().parent.parent / "vectors"
+    if cand.is_dir():
+        return cand
+    raise VectorFileError("no bundled vectors found (the mmasim_vectors package is not installed)")
 
 
 @attrs.frozen(eq=False)
