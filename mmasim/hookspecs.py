@@ -45,7 +45,7 @@ def mmasim_encodings():
 
 @hookspec
 def mmasim_layouts():
-    """Return an iterable of :class:`mmasim.layouts.Layout` (operand layouts, result slices)."""
+    """Return an iterable of :class:`mmasim.layout.ResultSlice` or :class:`mmasim.layout.CoreMatrixLayout` (operand layouts, result slices)."""
 
 
 @hookspec

@@ -52,8 +52,15 @@ def parse_instruction(text: str, reg: Registry) -> dict:
     scale_names = {reg.formats[k].name for k in ("ue8m0", "ue4m3") if k in reg.formats}
     want: dict = {}
     types: list[str] = []
-    tokens = [t for t in str(text).strip().split(".") if t]
-    if not tokens:
+    text = str(text).strip()
+    ops = sorted({dp.op for arch in reg.architectures.values() for dp in arch.datapaths}, key=len, reverse=True)
+    for op in ops:
+        if text == op or text.startswith(op + "."):
+            want["op"] = op
+            text = text[len(op):]
+            break
+    tokens = [t for t in text.split(".") if t]
+    if not tokens and "op" not in want:
         raise UnknownInstruction("empty instruction string")
     i = 0
     while i < len(tokens):

@@ -5,7 +5,7 @@ this plugin adds the table and the TMEM / shared-memory layout facts of the
 B200 write-up (REFERENCE.md section 6, source T1).
 """
 
-from mmasim.layouts import CoreMatrixLayout, ResultSlice
+from mmasim.layout import CoreMatrixLayout, ResultSlice
 from mmasim.plugins import hookimpl
 from mmasim.tables import table_path
 

@@ -75,7 +75,13 @@ class CoreMatrixLayout:
         if rows % self.T or depth % self.T:
             raise ShapeError(f"{self.name}: rows and K must be multiples of {self.T}; got ({rows}, {depth})")
         i, k = np.meshgrid(np.arange(rows), np.arange(depth), indexing="ij")
-        return self.offset(i, k)
+        off = self.offset(i, k)
+        if np.unique(off).size != off.size:
+            raise ShapeError(
+                f"{self.name}: a ({rows}, {depth}) operand does not fit this layout "
+                f"(distinct elements would share a slot; SBO={self.SBO}, LBO={self.LBO})"
+            )
+        return off
 
     def to_image(self, matrix, fill=0) -> np.ndarray:
         """Flat shared-memory image (in elements) of a logical ``(rows, K)`` operand."""
