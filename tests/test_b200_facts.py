@@ -261,3 +261,44 @@ def test_mixed_pair_agrees_with_each_decoders_standalone_values(fa, fb, d):
     expected = np.where(exact == 0, 0, rounded.view(np.uint32 if d == "f32" else np.uint16))
     assert rep.sum() > 100
     assert np.array_equal(got[rep], expected[rep].astype(got.dtype))
+
+
+@pytest.mark.parametrize("instruction,qual", [
+    ("tcgen05.kind::mxf4.block_scale", {}),
+    ("tcgen05.kind::mxf4nvf4.2X", {}),
+])
+def test_mxf4_ue8m0_group_at_or_below_c_is_truncated_relative_to_c(instruction, qual):
+    """Hand-derived from the ue8m0 MXF4 rule (REFERENCE.md section 6).
+
+    C = 2^-9 (r_c = -9).  Block 0 (scales 2^-5 x 2^-5): 2.0*2.0 -> 2^-8, raw
+    1+1-10 = -8 > r_c, so C is not dominant; quantum = max(-8-39, -10-35) = -45.
+    Block 1 (scales 2^-22 x 2^-22): -1.0*0.5 -> -2^-45, raw 0+0-44 = -44 <= r_c:
+    its group is truncated at max(-45, r_c-35 = -44), giving 0.  D = 2^-9 + 2^-8
+    = 0x3BC00000 exactly (truncating that group at -45 would give one ulp less).
+    """
+    m = mmasim.MMA("B200", instruction, **qual)
+    a = np.zeros(64, dtype=np.uint8)
+    b = np.zeros(64, dtype=np.uint8)
+    a[0], b[0] = fp4(2.0), fp4(2.0)
+    a[32], b[32] = fp4(-1.0), fp4(0.5)
+    s = [0x7A, 0x69]                          # 2^-5, 2^-22
+    assert int(m.dot(a, b, f32(2.0**-9), scale_a=s, scale_b=s)) == 0x3BC00000
+
+
+def test_mxf4_ue8m0_subnormal_result_is_redone_without_tiny_lower_scale_groups():
+    """Hand-derived from the ue8m0 MXF4 subnormal rule (REFERENCE.md section 6).
+
+    Block 0 (scales 2^-70 x 2^-70): 1.0*1.0 -> 2^-140 (raw -140).  Block 1
+    (scales 2^-87 x 2^-88): -1.0*1.0 -> -2^-175.  quantum = max(-140-39,
+    -140-35) = -175; the sum is 2^35 - 1 quanta, an f32 subnormal that would
+    truncate to 511 * 2^-149.  The result being subnormal, the sum is redone
+    without block 1's group: its scale raw -175 is below the max -140 and its
+    contribution (1 quantum) is below 2^(-174+175) = 2 quanta.  D = 2^-140 =
+    512 * 2^-149 = 0x00000200.
+    """
+    m = mmasim.MMA("B200", "tcgen05.kind::mxf4.block_scale")
+    a = np.zeros(64, dtype=np.uint8)
+    b = np.zeros(64, dtype=np.uint8)
+    a[0], b[0] = fp4(1.0), fp4(1.0)
+    a[32], b[32] = fp4(-1.0), fp4(1.0)
+    assert int(m.dot(a, b, 0, scale_a=[0x39, 0x28], scale_b=[0x39, 0x27])) == 0x00000200
