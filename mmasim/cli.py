@@ -24,21 +24,9 @@ def _words(text: str) -> list:
 
 
 def _value(model, operand: str, word: int) -> str:
-    dec = model.decode(operand, np.array([word], dtype=np.uint64))
-    cls = int(dec.cls[0])
-    sign = "-" if int(dec.sign[0]) else ""
-    if cls == 3:
-        return "nan"
-    if cls == 2:
-        return f"{sign}inf"
-    if cls == 0:
-        return f"{sign}0"
-    m, q = int(dec.m[0]), int(dec.q[0])
-    if getattr(model, f"{operand}_format").integer:
-        return f"{sign}{m}"
-    value = float(m) * 2.0 ** q if -1000 < q < 1000 else None
-    exact = f"{sign}{m}*2^{q}"
-    return f"{sign}{value!r} ({exact})" if value is not None else exact
+    from .display import value_text
+
+    return value_text(model, operand, word)
 
 
 def cmd_list(args) -> int:
@@ -94,6 +82,49 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_validate(args) -> int:
+    import json
+
+    from . import validate as v
+
+    progress = None
+    if not args.quiet:
+        tty = sys.stderr.isatty()
+
+        def progress(i, n, path):
+            if tty:
+                print(f"\rvalidating [{i}/{n}] {str(path)[-60:]:60s}", end="", file=sys.stderr, flush=True)
+            elif i == 1 or i == n or i % 50 == 0:
+                print(f"validating [{i}/{n}] {path}", file=sys.stderr, flush=True)
+
+    results = v.validate(args.paths or None, show=args.show, progress=progress)
+    if progress is not None and sys.stderr.isatty():
+        print("\r" + " " * 80 + "\r", end="", file=sys.stderr, flush=True)
+    if args.json:
+        print(json.dumps(v.to_json(results), indent=2))
+    else:
+        print(v.report(results, show_ok=not args.failures_only))
+    return 0 if v.summary(results)["ok"] else 1
+
+
+def cmd_compare(args) -> int:
+    from . import compare as cmp
+
+    q = _qualifiers(args)
+    ma = MMA(args.arch_a, args.instruction, **q)
+    mb = MMA(args.arch_b, args.instruction_b or args.instruction, **q)
+    result = cmp.compare(ma, mb, cases=args.cases, seed=args.seed)
+    print(cmp.report(result))
+    if args.plot:
+        try:
+            cmp.plot(result, args.plot)
+        except ImportError as exc:
+            print(f"mmasim: {exc}; no plot written", file=sys.stderr)
+            return 3
+        print(f"plot written to {args.plot}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mmasim", description="Bit-exact GPU matrix-multiply-accumulate simulator")
     sub = p.add_subparsers(dest="command", required=True)
@@ -123,6 +154,38 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sparse-metadata", help="hex 32-bit metadata words (sparse kinds)")
     s.add_argument("-v", "--verbose", action="store_true", help="also decode every operand")
     s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser(
+        "validate",
+        help="run vector files (default: every bundled one) and compare every word",
+        description="Run frozen vector files through the simulator. Exit status 0 when every word matches, "
+                    "1 on any mismatch or unreadable/unresolvable file.",
+    )
+    s.add_argument("paths", nargs="*", metavar="PATH", help="vector files or directories (default: the bundled vectors/)")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument("--show", type=int, default=3, metavar="N", help="mismatching cases shown per file (default 3)")
+    s.add_argument("--failures-only", action="store_true", help="list only files with mismatches or errors")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    s.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser(
+        "compare",
+        help="search for inputs on which two architectures (or two datapaths) differ",
+        description="Run INSTRUCTION on ARCH_A and ARCH_B (or INSTRUCTION on ARCH_A against --instruction-b on "
+                    "ARCH_B) on random, near-one, cancellation-heavy and adversarial inputs; report how often the "
+                    "results differ, the largest difference in ULPs and the smallest differing example.",
+    )
+    s.add_argument("arch_a")
+    s.add_argument("arch_b")
+    s.add_argument("instruction")
+    s.add_argument("--instruction-b", help="the instruction on ARCH_B (default: INSTRUCTION)")
+    s.add_argument("--cases", type=int, default=4096, help="number of generated cases (default 4096)")
+    s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    s.add_argument("--plot", metavar="FILE.png", help="histogram of both errors against the exact result (needs matplotlib)")
+    for key in ("a_type", "b_type", "c_type", "d_type", "scale_type"):
+        s.add_argument(f"--{key.replace('_', '-')}", dest=key)
+    s.add_argument("--saturate", action="store_true", help="saturating integer datapath")
+    s.set_defaults(func=cmd_compare)
     return p
 
 

@@ -69,7 +69,8 @@ class Encoding:
         wmag = np.where(mag == 0, 0, wmag)
         if frac != self.word_frac_bits:  # e.g. E8M13 results in an f32 word
             wmag = ((wmag >> frac) << self.word_frac_bits) | ((wmag & ((1 << frac) - 1)) << (self.word_frac_bits - frac))
-        overflow = wmag >= self.inf_word
+        # a lead past the largest exponent is inf (the shifted exponent could wrap int64)
+        overflow = (wmag >= self.inf_word) | ((lead > self.bias) & (mag != 0))
         wmag = np.where(overflow, self.inf_word, wmag)
         neg_out = neg & (wmag != 0)
         if zero_neg is not None:

@@ -92,6 +92,8 @@ BUILTIN_FORMATS = (
     _f("f32", "f32", 32, 8, 23, 127, typed="float32"),
     _f("tf32", "tf32", 32, 8, 10, 127, field_shift=13, typed="float32", typed_shift=0,
        note="f32 word; the low 13 bits are ignored before classification"),
+    _f("xf32", "xf32", 32, 8, 10, 127, field_shift=13, typed="float32", typed_shift=0,
+       note="AMD's tf32 (CDNA3): f32 word; the low 13 bits are ignored before classification"),
     _f("bf16", "bf16", 16, 8, 7, 127, typed="bfloat16"),
     _f("f16", "f16", 16, 5, 10, 15, typed="float16"),
     _f("e4m3", "e4m3", 8, 4, 3, 7, nan="max", typed="float8_e4m3fn"),

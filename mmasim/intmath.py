@@ -55,3 +55,56 @@ def exact_group_sums(neg, mag, q, group: int):
         raise OverflowError("group exponent spread too wide for exact int64 group sums")
     aligned = mag << spread
     return np.where(neg, -aligned, aligned).sum(axis=-1), qmin
+
+
+KEEP_BITS = 62   # significand bits :func:`exact_sum` keeps (with a sticky bit) for the encoder
+
+
+def _sticky_reduce(total: int, q: int):
+    """``(neg, mag, e0)`` of the Python int ``total * 2**q`` with ``mag`` cut to
+    :data:`KEEP_BITS` bits; dropped nonzero bits set the last kept bit (sticky),
+    which leaves RZ and RNE rounding to any narrower format unchanged."""
+    neg, mag = total < 0, abs(total)
+    drop = mag.bit_length() - KEEP_BITS
+    if drop > 0:
+        sticky = 1 if mag & ((1 << drop) - 1) else 0
+        mag = (mag >> drop) | sticky
+        q += drop
+    return neg, mag, q
+
+
+def exact_sum(neg: np.ndarray, mag: np.ndarray, q: np.ndarray):
+    """The exact sum of the terms ``±mag * 2**q`` along the last axis, ready for rounding.
+
+    Returns ``(neg, mag, e0)`` of shape ``batch``: the sum is ``±mag * 2**e0``
+    exactly when it fits :data:`KEEP_BITS` bits, else ``mag`` carries a sticky
+    bit (correct for RZ/RNE into any format of at most 60 significand bits).
+    An exact zero gives ``mag = 0``, ``neg = False``.  Rows whose exponent
+    spread fits int64 are summed vectorized; the others (huge spreads, e.g.
+    bf16 products next to a tiny C) are summed with Python integers.
+    """
+    neg = np.asarray(neg, dtype=bool)
+    mag = np.asarray(mag, dtype=np.int64)
+    q = np.broadcast_to(np.asarray(q, dtype=np.int64), mag.shape)
+    live = mag != 0
+    any_live = live.any(axis=-1)
+    qmin = np.where(any_live, np.where(live, q, np.int64(1) << 40).min(axis=-1), 0)
+    top = np.where(live, q + bit_length(mag), NEG_INF_EXP).max(axis=-1)
+    guard = int(mag.shape[-1]).bit_length()
+    fast = ~any_live | (top - qmin + guard <= KEEP_BITS)
+    spread = np.where(live & fast[..., None], q - qmin[..., None], 0)
+    aligned = mag << spread
+    total = np.where(neg, -aligned, aligned).sum(axis=-1)
+    out_neg, out_mag, e0 = total < 0, np.abs(total), qmin
+    for i in np.flatnonzero(~fast):
+        row = [(int(m), int(e), bool(s)) for m, e, s in zip(mag[i], q[i], neg[i]) if m]
+        low = min(e for _, e, _ in row)
+        big = sum((-m if s else m) << (e - low) for m, e, s in row)
+        out_neg[i], out_mag[i], e0[i] = _sticky_reduce(big, low)
+    out_neg = out_neg & (out_mag != 0)
+    return out_neg, out_mag, e0
+
+
+def product_bits(a_m: np.ndarray, b_m: np.ndarray) -> int:
+    """Upper bound on the bit length of products of significands from ``a_m`` and ``b_m``."""
+    return int(bit_length(a_m).max(initial=0)) + int(bit_length(b_m).max(initial=0))

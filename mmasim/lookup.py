@@ -148,6 +148,13 @@ def _fits(dp, want: dict, reg: Registry) -> bool:
     return True
 
 
+def _close_hint(reg: Registry, architecture, instruction: str) -> str:
+    known = sorted({dp.canonical(reg.formats) for dp in architecture.datapaths}
+                   | {n for dp in architecture.datapaths for n in dp.names})
+    close = difflib.get_close_matches(str(instruction), known, n=5, cutoff=0.4)
+    return f" Close matches: {', '.join(close)}." if close else ""
+
+
 def resolve(reg: Registry, arch: str, instruction: str, qualifiers: dict):
     name = resolve_arch(reg, arch)
     architecture = reg.architectures[name]
@@ -155,15 +162,17 @@ def resolve(reg: Registry, arch: str, instruction: str, qualifiers: dict):
     if literal and not qualifiers:
         candidates = literal
     else:
-        want = _apply_qualifiers(parse_instruction(instruction, reg), qualifiers)
+        try:
+            want = _apply_qualifiers(parse_instruction(instruction, reg), qualifiers)
+        except UnknownInstruction as exc:
+            raise UnknownInstruction(
+                f"{name}: {exc}.{_close_hint(reg, architecture, instruction)} See mmasim.instructions({name!r})."
+            ) from None
         want.setdefault("sparse", False)
         want.setdefault("saturate", False)
         candidates = [dp for dp in (literal or architecture.datapaths) if _fits(dp, want, reg)]
     if not candidates:
-        known = sorted({dp.canonical(reg.formats) for dp in architecture.datapaths}
-                       | {n for dp in architecture.datapaths for n in dp.names})
-        close = difflib.get_close_matches(str(instruction), known, n=5, cutoff=0.4)
-        hint = f" Close matches: {', '.join(close)}." if close else ""
+        hint = _close_hint(reg, architecture, instruction)
         raise UnknownInstruction(
             f"{name} has no instruction matching {instruction!r}"
             + (f" with {qualifiers}" if qualifiers else "")

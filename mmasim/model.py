@@ -9,6 +9,7 @@ from .errors import ScaleError, ShapeError, SparseMetadataError
 from .registry import Registry
 from .sparse import RULES as SPARSE_RULES
 from .sparse import select
+from .special import rules_for as special_rules
 from .words import from_words, to_words
 
 
@@ -171,13 +172,9 @@ class Model:
         """The datapath's composition, parameters and validation status."""
         dp = self.datapath
         f = self._reg.formats
-        lines = [
-            f"{self.arch}: {self.instruction}",
-            f"  A: {self.a_format.describe()}",
-            f"  B: {self.b_format.describe()}",
-            f"  C: {self.c_format.describe()}",
-            f"  D: {self.d_format.describe()}",
-        ]
+        lines = [f"{self.arch}: {self.instruction}"]
+        for name, fmt in (("A", self.a_format), ("B", self.b_format), ("C", self.c_format), ("D", self.d_format)):
+            lines.append(f"  {name}: {fmt.describe()}; decoder {fmt.decoder!r}, {fmt.container_bits}-bit container")
         if dp.scale:
             lines.append(f"  scales: {f[dp.scale].describe()}; one per {dp.block} elements"
                          + (f" (scale_vec::{dp.scale_vec})" if dp.scale_vec else ""))
@@ -191,6 +188,7 @@ class Model:
             + (" (C of each step is D of the previous one, rounded)" if chunk < dp.stored_k else " (one window over the whole K)")
         )
         lines.append(f"  rounding: {self.encoding.key}: {self.encoding.description}")
+        lines.append(f"  special values: {special_rules(dp.accumulator, self.accumulator)}")
         if dp.m or dp.n:
             lines.append(f"  shapes: M in {_fmt_range(dp.m)}, N in {_fmt_range(dp.n)}")
         lines.append(f"  validation: {dp.status.describe()}")

@@ -19,6 +19,14 @@ hookimpl = pluggy.HookimplMarker("mmasim")
 DEFAULT_PLUGINS = (
     "mmasim.builtins",
     "mmasim_plugins.blackwell",
+    "mmasim_plugins.volta",
+    "mmasim_plugins.turing",
+    "mmasim_plugins.ampere",
+    "mmasim_plugins.ada_lovelace",
+    "mmasim_plugins.hopper",
+    "mmasim_plugins.blackwell_mma_sync",
+    "mmasim_plugins.rtx_blackwell",
+    "mmasim_plugins.amd_cdna",
 )
 
 _manager: pluggy.PluginManager | None = None

@@ -56,3 +56,37 @@ def classify(terms: Decoded, c: Decoded | None = None) -> Specials:
         neg_inf = neg_inf | ((c.cls == INF) & (c.sign == 1))
     nan = nan | (pos_inf & neg_inf)
     return Specials(nan, (pos_inf | neg_inf) & ~nan, neg_inf & ~pos_inf)
+
+
+#: The NVIDIA special-value rules of REFERENCE.md section 3 step 1, as text.
+NVIDIA_RULES = (
+    "NVIDIA rules (REFERENCE.md section 3 step 1): classified after the container is read "
+    "(tf32/bf16 truncation first); any NaN input, inf x 0, or +inf with -inf gives the canonical NaN "
+    "(f32 0x7FFFFFFF, f16 0x7FFF); else any inf gives that inf; a zero or underflowed result is +0"
+)
+
+#: Special-value text of each built-in accumulator family (by registry name).
+#: An accumulator may carry its own text as a ``special_values`` attribute,
+#: which wins; plugins adding an accumulator should set it.
+ACCUMULATOR_RULES = {
+    "window": NVIDIA_RULES,
+    "group_scaled_window": NVIDIA_RULES,
+    "exact_sum": NVIDIA_RULES.replace("a zero or underflowed result is +0",
+                                      "an exact zero sum is +0, a nonzero sum that rounds to zero keeps its sign"),
+    "two_stage_window": "NaN/inf classified as in REFERENCE.md section 3 step 1 (products overflowing 2^128 "
+                        "become inf); an exact zero is +0, a negative sum that rounds to zero is -0",
+    "fma": "IEEE 754 per fused multiply-add: NaN in, inf x 0 or inf - inf give the NaN word (payloads not "
+           "propagated); an exact zero sum is +0 unless both addends are -0",
+    "mul_add_chain": "IEEE 754 per multiply and add (RNE); NaN results are the canonical NaN word",
+    "ftz_mul_add": "IEEE 754 f32 multiplies and adds with flush-to-zero: subnormal inputs read as +0, "
+                   "subnormal products and sums flush to zeros of their sign; NaN results are the NaN word",
+    "integer": "none: integers have no special values (s32 wrap or saturate)",
+}
+
+
+def rules_for(name: str, accumulator) -> str:
+    """The special-value text of an accumulator (its ``special_values`` attribute, else the table)."""
+    text = getattr(accumulator, "special_values", None)
+    if text:
+        return str(text)
+    return ACCUMULATOR_RULES.get(name, "not documented by the accumulator (set its special_values attribute)")

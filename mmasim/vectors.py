@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import pathlib
 import zipfile
+import zlib
 
 import attrs
 import numpy as np
@@ -80,7 +81,7 @@ def load(path) -> VectorFile:
             arrays = {k: z[k] for k in z.files}
     except FileNotFoundError:
         raise VectorFileError(f"{path}: no such vector file") from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError, zlib.error, RuntimeError) as exc:
         raise VectorFileError(f"{path}: not a readable mmasim-vectors .npz file ({exc})") from exc
     missing = [k for k in _REQUIRED if k not in arrays]
     if missing:
@@ -99,6 +100,10 @@ def load(path) -> VectorFile:
     prov = meta["provenance"]
     if not isinstance(prov, dict) or prov.get("source") not in SOURCES:
         raise VectorFileError(f"{path}: provenance.source must be one of {SOURCES}")
+    if not isinstance(meta["arch"], str) or not isinstance(meta["instruction"], str):
+        raise VectorFileError(f"{path}: meta.arch and meta.instruction must be strings")
+    if not isinstance(meta.get("qualifiers") or {}, dict):
+        raise VectorFileError(f"{path}: meta.qualifiers must be an object (keyword qualifiers of mmasim.MMA)")
     if meta.get("nan_policy", "canonical") not in NAN_POLICIES:
         raise VectorFileError(f"{path}: nan_policy must be one of {NAN_POLICIES}")
     a, b, c, d = (arrays[k] for k in ("a", "b", "c", "d"))
@@ -115,6 +120,8 @@ def load(path) -> VectorFile:
         if key in arrays:
             if arrays[key].shape[:1] != (n,):
                 raise VectorFileError(f"{path}: array {key!r} must have N={n} rows, has shape {arrays[key].shape}")
+            if key != "labels" and (arrays[key].dtype.kind not in "iu" or arrays[key].ndim != 2):
+                raise VectorFileError(f"{path}: array {key!r} must hold integer words of shape (N, n)")
             extra[key] = arrays[key]
     return VectorFile(str(path), meta, a, b, c, d, **extra)
 
@@ -183,11 +190,18 @@ class Outcome:
     mismatches: np.ndarray      # indices of mismatching cases
 
 
-def run(vf: VectorFile) -> Outcome:
-    """Run a vector file through the simulator and compare every word."""
+def model_for(vf: VectorFile):
+    """The simulator model a vector file's meta names (may raise :class:`MMAError`)."""
     from . import MMA
 
-    model = MMA(vf.arch, vf.instruction, **vf.qualifiers)
+    return MMA(vf.arch, vf.instruction, **vf.qualifiers)
+
+
+def run(vf: VectorFile, model=None) -> Outcome:
+    """Run a vector file through the simulator (``model``, default: the one its
+    meta names) and compare every word."""
+    if model is None:
+        model = model_for(vf)
     kw = {}
     if vf.scale_a is not None:
         kw = {"scale_a": vf.scale_a, "scale_b": vf.scale_b}

@@ -1,0 +1,85 @@
+"""Showing words and values to people: hex words, decoded exact values."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from .decode import FINITE, INF, NAN, ZERO
+
+
+def hex_word(word: int, bits: int) -> str:
+    return f"0x{int(word):0{max(1, bits // 4)}X}"
+
+
+def exact_values(decoded) -> list:
+    """Decoded elements as exact values: ``Fraction``, ``float('inf')``/``-inf``/``nan``."""
+    out = []
+    for cls, sign, m, q in zip(np.ravel(decoded.cls), np.ravel(decoded.sign), np.ravel(decoded.m), np.ravel(decoded.q)):
+        cls, sign = int(cls), int(sign)
+        if cls == NAN:
+            out.append(float("nan"))
+        elif cls == INF:
+            out.append(float("-inf") if sign else float("inf"))
+        elif cls == ZERO:
+            out.append(Fraction(0))
+        else:
+            v = Fraction(int(m)) * Fraction(2) ** int(q)
+            out.append(-v if sign else v)
+    return out
+
+
+def describe_value(fmt, decoded, index=0) -> str:
+    """One decoded element as text: ``-1.5 (= -3*2^-1)``, ``-0``, ``inf``, ``nan``."""
+    cls = int(np.ravel(decoded.cls)[index])
+    sign = "-" if int(np.ravel(decoded.sign)[index]) else ""
+    if cls == NAN:
+        return "nan"
+    if cls == INF:
+        return f"{sign}inf"
+    if cls == ZERO:
+        return f"{sign}0"
+    m, q = int(np.ravel(decoded.m)[index]), int(np.ravel(decoded.q)[index])
+    if getattr(fmt, "integer", False):
+        return f"{sign}{m}"
+    while m and m % 2 == 0:
+        m //= 2
+        q += 1
+    exact = f"{sign}{m}*2^{q}" if q else f"{sign}{m}"
+    if -1020 < q + m.bit_length() < 1020:
+        value = float(m) * 2.0 ** q
+        return f"{sign}{value!r} (= {exact})"
+    return exact
+
+
+def value_text(model, operand: str, word: int) -> str:
+    """The decoded value of one word of ``operand`` ("a", "b", "c", "d", "scale") of ``model``."""
+    fmt = {"a": model.a_format, "b": model.b_format, "c": model.c_format, "d": model.d_format,
+           "scale": model.scale_format}[operand]
+    dec = model.decode(operand, np.array([int(word)], dtype=np.uint64))
+    return describe_value(fmt, dec)
+
+
+def fraction_text(x) -> str:
+    """An exact value (``Fraction`` or special float) as short text."""
+    if not isinstance(x, Fraction):
+        return str(x)
+    if x == 0:
+        return "0"
+    num, den = abs(x.numerator), x.denominator
+    sign = "-" if x < 0 else ""
+    if den & (den - 1) == 0:  # dyadic: m * 2^q
+        q = -(den.bit_length() - 1)
+        while num % 2 == 0:
+            num //= 2
+            q += 1
+        exact = f"{sign}{num}*2^{q}" if q else f"{sign}{num}"
+        try:
+            return f"{float(x)!r} (= {exact})"
+        except OverflowError:
+            return exact
+    return f"{float(x)!r} (= {x})"
+
+
+__all__ = ["hex_word", "exact_values", "describe_value", "value_text", "fraction_text", "FINITE"]

