@@ -415,10 +415,12 @@ def ulp_of(fmt, x: Fraction) -> Fraction:
 
 
 def ulp_distance(fmt, x, y) -> float:
-    """``|x - y|`` in ULPs of ``fmt`` at the larger magnitude (inf if either is inf or NaN)."""
+    """``|x - y|`` in ULPs of ``fmt`` at the smaller nonzero magnitude (adjacent words are 1 apart,
+    also across a binade boundary); inf if either is inf or NaN."""
     if not (isinstance(x, Fraction) and isinstance(y, Fraction)):
         return float("inf")
-    return float(abs(x - y) / ulp_of(fmt, max(abs(x), abs(y))))
+    mags = [abs(v) for v in (x, y) if v != 0]
+    return float(abs(x - y) / ulp_of(fmt, min(mags) if mags else Fraction(0)))
 
 
 @attrs.frozen(eq=False)
@@ -653,7 +655,7 @@ def example_table(cmp: Comparison) -> list:
         x = exact_values(ma.decode("d", np.array([ex.da], dtype=np.uint64)))[0]
         y = exact_values(mb.decode("d", np.array([ex.db], dtype=np.uint64)))[0]
         lines.append(f"    difference: {_num(ulp_distance(ma.d_format, x, y))} ulp of {ma.d_format.name}"
-                     " (at the larger result)")
+                     " (at the smaller nonzero result)")
     return lines
 
 
@@ -678,7 +680,7 @@ def report(cmp: Comparison) -> str:
         unit = "units" if ma.d_format.integer else f"ULPs of {ma.d_format.name}"
         mx = cmp.max_ulps
         lines.append(f"largest difference: {_num(mx) if mx is not None else '-'} {unit}"
-                     + ("" if ma.d_format.integer else " (at the larger result)")
+                     + ("" if ma.d_format.integer else " (at the smaller nonzero result)")
                      + (f"; {cmp.special_differences} cases differ in a special value (inf/NaN)" if cmp.special_differences else ""))
         finite = cmp.ulps[cmp.differ & np.isfinite(cmp.ulps)]
         if finite.size:

@@ -1,0 +1,157 @@
+"""The docs stay true: the generated reference, the user guide's examples, the
+plugin guide's example plugin (installed and run as written), the vector format."""
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+import mmasim
+from mmasim import vectors
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+def _blocks(text, lang=None):
+    return [(l, body) for l, body in re.findall(r"```(\w*)\n(.*?)```", text, re.S) if lang in (None, l)]
+
+
+def test_reference_is_what_the_generator_writes():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import gen_reference
+    finally:
+        sys.path.pop(0)
+    assert (DOCS / "reference.md").read_text(encoding="utf-8") == gen_reference.generate(), \
+        "docs/reference.md is stale: run python tools/gen_reference.py"
+
+
+def test_reference_lists_every_builtin_datapath_with_its_status():
+    text = (DOCS / "reference.md").read_text(encoding="utf-8")
+    reg = mmasim.get_registry()
+    for name in ("Blackwell", "Ampere", "Hopper"):
+        if name not in reg.architectures:
+            continue
+        assert f"## {name}" in text
+        for dp in reg.architectures[name].datapaths:
+            assert f"`{dp.canonical(reg.formats)}`" in text
+    assert "| tcgen05.mma" not in text  # names are code-quoted
+    assert "hardware [" in text and "peer [" in text
+
+
+def test_user_guide_examples_run():
+    text = (DOCS / "user-guide.md").read_text(encoding="utf-8")
+    scope = {}
+    blocks = _blocks(text, "python")
+    assert len(blocks) >= 8
+    for i, (_, body) in enumerate(blocks):
+        exec(compile(body, f"user-guide.md block {i}", "exec"), scope)
+
+
+def test_user_guide_covers_the_topics():
+    text = (DOCS / "user-guide.md").read_text(encoding="utf-8").lower()
+    for topic in ("raw words", "typed arrays", "matrix form", "block scales", "sparsity", "errors"):
+        assert f"## {topic}" in text
+
+
+def test_vector_format_doc_matches_the_implementation():
+    text = (DOCS / "vectors.md").read_text(encoding="utf-8")
+    for name in vectors._REQUIRED + vectors._OPTIONAL:
+        assert f"`{name}`" in text
+    for source in vectors.SOURCES:
+        assert f"`{source}`" in text
+    for policy in vectors.NAN_POLICIES:
+        assert f"`{policy}`" in text
+    assert vectors.FORMAT in text and f"v{vectors.VERSION}" in text
+
+
+# ------------------------------------------------------------ the plugin guide
+def _write_example(tmp: pathlib.Path):
+    text = (DOCS / "plugins.md").read_text(encoding="utf-8")
+    snippets = {}
+    for _, body in _blocks(text):
+        first = body.splitlines()[0] if body.strip() else ""
+        m = re.match(r"# file: (\S+)", first)
+        if m:
+            path = tmp / m.group(1)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(body.split("\n", 1)[1], encoding="utf-8")
+        elif first.startswith("# usage") or first.startswith("# register"):
+            snippets[first[2:].split()[0]] = body
+    assert {"usage", "register"} <= set(snippets)
+    pkg = tmp / "mmasim-toyarch"
+    assert (pkg / "pyproject.toml").exists() and (pkg / "toyarch" / "__init__.py").exists()
+    assert (pkg / "toyarch" / "toy.toml").exists()
+    return pkg, snippets
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env.update(extra)
+    return env
+
+
+def _run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
+
+
+def test_plugin_example_registers_at_run_time(tmp_path):
+    pkg, snippets = _write_example(tmp_path)
+    (tmp_path / "register.py").write_text(snippets["register"])
+    r = _run([sys.executable, str(tmp_path / "register.py")], env=_env(PYTHONPATH=str(pkg)), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+def test_plugin_example_loads_through_its_entry_point(tmp_path):
+    """What `pip install` leaves behind, written by hand: a dist-info with the
+    entry point on sys.path.  Every mmasim process then loads the plugin."""
+    pkg, snippets = _write_example(tmp_path)
+    dist = pkg / "mmasim_toyarch-0.1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mmasim-toyarch\nVersion: 0.1.0\n")
+    (dist / "entry_points.txt").write_text("[mmasim]\ntoyarch = toyarch\n")
+    (tmp_path / "usage.py").write_text(snippets["usage"])
+    env = _env(PYTHONPATH=str(pkg))
+    r = _run([sys.executable, str(tmp_path / "usage.py")], env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "mma.sync.m16n8k8.f32.toy8.toy8" in r.stdout
+    assert "decoder 'toy8-log'" in r.stdout
+    r = _run([sys.executable, "-m", "mmasim", "list", "Toy"], env=env, cwd=tmp_path)
+    assert r.returncode == 0 and "mma.sync.m16n8k8.f32.toy8.toy8" in r.stdout
+    r = _run([sys.executable, "-m", "mmasim", "explain", "TOY-1", "m16n8k8.f32.toy8.toy8"], env=env, cwd=tmp_path)
+    assert r.returncode == 0 and "F=20" in r.stdout
+
+
+def _can_build_wheels():
+    try:
+        import setuptools
+    except ImportError:
+        return False
+    major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
+    if (major, minor) >= (70, 1):
+        return True
+    try:
+        import wheel  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def test_plugin_example_pip_installs_and_is_found_by_its_entry_point(tmp_path):
+    """The guide's package, pip-installed (offline, with this environment's pip and
+    setuptools) into a target directory, is found through the mmasim entry-point group."""
+    assert _can_build_wheels(), "the test extra installs setuptools>=70.1"
+    pkg, snippets = _write_example(tmp_path)
+    target = tmp_path / "site"
+    r = _run([sys.executable, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--no-deps", "-q",
+              "--target", str(target), str(pkg)], env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    (tmp_path / "usage.py").write_text(snippets["usage"])
+    r = _run([sys.executable, str(tmp_path / "usage.py")], env=_env(PYTHONPATH=str(target)), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "mma.sync.m16n8k8.f32.toy8.toy8" in r.stdout
