@@ -25,9 +25,21 @@ OUT = ROOT / "docs" / "reference.md"
 ARCHS = ROOT / "archs"
 
 
+def _table_dirs():
+    """archs/ of this checkout and the installed ``mmasim_archs`` package (the same tables)."""
+    dirs = {ARCHS.resolve()}
+    try:
+        from importlib import resources
+
+        dirs.add(pathlib.Path(str(resources.files("mmasim_archs"))).resolve())
+    except (ImportError, TypeError):
+        pass
+    return dirs
+
+
 def _builtin(arch) -> bool:
     try:
-        return pathlib.Path(arch.source).resolve().parent == ARCHS.resolve()
+        return pathlib.Path(arch.source).resolve().parent in _table_dirs()
     except (OSError, ValueError):
         return False
 
