@@ -155,3 +155,24 @@ def test_plugin_example_pip_installs_and_is_found_by_its_entry_point(tmp_path):
     r = _run([sys.executable, str(tmp_path / "usage.py")], env=_env(PYTHONPATH=str(target)), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "mma.sync.m16n8k8.f32.toy8.toy8" in r.stdout
+
+
+def test_readme_python_examples_run(capsys):
+    text = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    scope = {}
+    blocks = _blocks(text, "python")
+    assert len(blocks) >= 3
+    for i, (_, body) in enumerate(blocks):
+        exec(compile(body, f"README.md block {i}", "exec"), scope)
+    out = capsys.readouterr().out
+    assert "0x41100000" in out and "0x3f800000" in out   # the values the README states
+
+
+def test_readme_commands_are_real_subcommands():
+    from mmasim.cli import build_parser
+
+    text = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    sub = build_parser()._subparsers._group_actions[0].choices
+    for line in text.splitlines():
+        if line.startswith("mmasim "):
+            assert line.split()[1] in sub, line
