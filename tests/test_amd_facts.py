@@ -227,3 +227,23 @@ def test_fnuz_0x80_is_nan_and_there_is_no_negative_zero():
     d = run("MI300X", "f32_16x16x32_fp8_fp8", [0x80], [fp8(1)], 0)
     assert value(d, F32) == NAN
     assert fp8(-0.0) == 0 and bf8(-0.0) == 0
+
+
+# ------------------------------------------------------------ core helper
+def test_exact_sum_rounds_like_the_exact_rational_sum_at_any_spread():
+    from mmasim.intmath import exact_sum
+    from mmasim.registry import get_registry
+
+    enc = get_registry().encodings["rne-f32"]
+    rng = np.random.default_rng(4)
+    n, t = 3000, 5
+    mag = rng.integers(0, 1 << 24, (n, t))
+    q = np.where(rng.random((n, t)) < 0.5, rng.integers(-300, 300, (n, t)), rng.integers(-40, 0, (n, t)))
+    neg = rng.random((n, t)) < 0.5
+    # exact cancellation in some rows: term 1 = -term 0
+    mag[::5, 1], q[::5, 1], neg[::5, 1] = mag[::5, 0], q[::5, 0], ~neg[::5, 0]
+    sneg, smag, e0 = exact_sum(neg, mag, q)
+    got = enc.pack(sneg, smag, e0, zero_neg=sneg)
+    for i in range(n):
+        exact = sum((-1 if s else 1) * Fraction(int(m)) * Fraction(2) ** int(e) for s, m, e in zip(neg[i], mag[i], q[i]))
+        assert int(got[i]) == round_rne(exact, F32), i
