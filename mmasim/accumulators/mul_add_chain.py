@@ -14,18 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..decode import INF, NAN, Decoded
+from ..decode import Decoded
+from ..ieee import values
 
 _PRECISION = {"f32": (np.float32, np.uint32), "f64": (np.float64, np.uint64)}
-
-
-def _values(x: Decoded, dtype) -> np.ndarray:
-    """Exact values of decoded elements in ``dtype`` (specials included)."""
-    with np.errstate(over="ignore"):
-        mag = np.ldexp(x.m.astype(np.float64), x.q.astype(np.int64)).astype(dtype)
-    mag = np.where(x.cls == INF, dtype(np.inf), mag)
-    mag = np.where(x.cls == NAN, dtype(np.nan), mag)
-    return np.where(x.sign == 1, -mag, mag).astype(dtype)
 
 
 def mul_add_chain(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding):
@@ -34,12 +26,12 @@ def mul_add_chain(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding
     if encoding.format not in _PRECISION or encoding.mode != "rne":
         raise TypeError(f"mul_add_chain rounds RNE into f32 or f64, not with {encoding.key!r}")
     dtype, word = _PRECISION[encoding.format]
-    av, bv = _values(a, dtype), _values(b, dtype)
+    av, bv = values(a, dtype), values(b, dtype)
     with np.errstate(all="ignore"):
         p = av * bv
         acc = p[..., 0]
         for k in range(1, p.shape[-1]):
             acc = acc + p[..., k]
-        acc = acc + _values(c, dtype)
+        acc = acc + values(c, dtype)
     words = acc.view(word)
     return np.where(np.isnan(acc), word(encoding.nan_word), words).astype(encoding.dtype)
