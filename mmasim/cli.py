@@ -133,12 +133,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("arch", nargs="?")
     s.set_defaults(func=cmd_list)
 
-    def add_instruction(s):
-        s.add_argument("arch")
-        s.add_argument("instruction")
+    def add_qualifiers(s):
         for key in ("a_type", "b_type", "c_type", "d_type", "scale_type"):
             s.add_argument(f"--{key.replace('_', '-')}", dest=key)
         s.add_argument("--saturate", action="store_true", help="saturating integer datapath")
+
+    def add_instruction(s):
+        s.add_argument("arch")
+        s.add_argument("instruction")
+        add_qualifiers(s)
 
     s = sub.add_parser("explain", help="composition, parameters and validation status of a datapath")
     add_instruction(s)
@@ -182,9 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cases", type=int, default=4096, help="number of generated cases (default 4096)")
     s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     s.add_argument("--plot", metavar="FILE.png", help="histogram of both errors against the exact result (needs matplotlib)")
-    for key in ("a_type", "b_type", "c_type", "d_type", "scale_type"):
-        s.add_argument(f"--{key.replace('_', '-')}", dest=key)
-    s.add_argument("--saturate", action="store_true", help="saturating integer datapath")
+    add_qualifiers(s)
     s.set_defaults(func=cmd_compare)
     return p
 
