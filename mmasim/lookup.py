@@ -76,7 +76,7 @@ def parse_instruction(text: str, reg: Registry) -> dict:
             want["sparse"] = True
         elif low.startswith("kind::"):
             want["kind"] = tok[len("kind::"):]
-        elif low in ("satfinite", "sat"):
+        elif low in ("satfinite", "sat", "saturate"):
             want["saturate"] = True
         elif (m := _SHAPE.match(low)):
             want["m"], want["n"], want["k"] = (int(x) for x in m.groups())
