@@ -20,6 +20,7 @@ from .errors import (
     UnsupportedDatapath,
     WordRangeError,
 )
+from .gemm import gemm
 from .lookup import resolve, resolve_arch
 from .model import Model
 from .plugins import hookimpl, register, unregister
@@ -28,16 +29,23 @@ from .registry import get_registry
 __version__ = "0.1.0"
 
 
-def MMA(arch: str, instruction: str, **qualifiers) -> Model:
+def MMA(arch: str, instruction: str, backend: str | None = None, **qualifiers) -> Model:
     """The model of ``instruction`` on ``arch``.
 
     ``arch``: family ("Blackwell"), product ("B200") or target ("sm_100a").
     ``instruction``: PTX-style qualifiers (MMA-Sim 2.1.1 strings accepted).
     ``qualifiers``: ``a_type``, ``b_type``, ``c_type``, ``d_type``,
     ``scale_type``, ``saturate``, ``sparse``, ``block``, ``scale_vec``, ``kind``.
+    ``backend``: ``"numpy"``, ``"numba"`` or ``"auto"`` for this model's
+    computations (default: the ``MMASIM_BACKEND`` environment variable, else
+    auto); see :mod:`mmasim.backends`.
     """
     reg = get_registry()
-    return Model(resolve(reg, arch, instruction, qualifiers), reg)
+    if backend is not None:
+        from . import backends
+
+        backends.resolve(backend)   # an unknown or missing backend fails here, not at the first dot
+    return Model(resolve(reg, arch, instruction, qualifiers), reg, backend=backend)
 
 
 def architectures() -> list:
@@ -76,7 +84,7 @@ def layouts(arch: str | None = None) -> list:
 
 
 __all__ = [
-    "MMA", "Model", "architectures", "aliases", "instructions", "datapaths", "layouts",
+    "MMA", "Model", "gemm", "architectures", "aliases", "instructions", "datapaths", "layouts",
     "register", "unregister", "hookimpl",
     "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction",
     "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",

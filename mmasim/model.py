@@ -10,7 +10,7 @@ from .registry import Registry
 from .sparse import RULES as SPARSE_RULES
 from .sparse import select
 from .special import rules_for as special_rules
-from .words import from_words, to_words
+from .words import from_words, to_words, typed_dtype
 
 
 class Model:
@@ -20,8 +20,9 @@ class Model:
     products; calling the model works on matrices.
     """
 
-    def __init__(self, datapath: Datapath, registry: Registry):
+    def __init__(self, datapath: Datapath, registry: Registry, backend: str | None = None):
         self.datapath = datapath
+        self.backend = backend      # None: MMASIM_BACKEND, else auto
         self._reg = registry
         f = registry.formats
         self.a_format, self.b_format = f[datapath.a], f[datapath.b]
@@ -53,19 +54,22 @@ class Model:
         return f"<mmasim.Model {self.arch}: {self.instruction} ({self.status.kind})>"
 
     # ------------------------------------------------------------ computation
-    def dot(self, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None):
+    def dot(self, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backend=None):
         """D words of ``c + sum(a*b)`` as the hardware computes them.
 
         ``a``, ``b``: shape ``(..., K)`` (the logical K, also for sparse
         instructions); ``c``: shape ``(...)``; scales ``(..., blocks)``;
         ``sparse_metadata``: ``(..., words)`` of 32-bit selector words.  Batch
         shapes broadcast.  Returns D words (``uint32``/``uint16``/``uint64``),
-        or a typed array when ``a`` is typed.
+        or a typed array when ``a`` is typed.  ``backend``: ``"numpy"``,
+        ``"numba"`` or ``"auto"`` (default: the model's, else ``MMASIM_BACKEND``,
+        else auto); every backend gives the same words.  Large batches are
+        computed in chunks, in bounded memory.
         """
         dp = self.datapath
-        wa, typed = to_words(a, self.a_format, "a")
-        wb, _ = to_words(b, self.b_format, "b")
-        wc, _ = to_words(c, self.c_format, "c")
+        wa, typed = _operand(a, self.a_format, "a")
+        wb, _ = _operand(b, self.b_format, "b")
+        wc, _ = _operand(c, self.c_format, "c")
         for name, w in (("a", wa), ("b", wb)):
             if w.ndim == 0 or w.shape[-1] != dp.k:
                 raise ShapeError(
@@ -78,7 +82,7 @@ class Model:
             if scale_a is None or scale_b is None:
                 raise ScaleError(f"{self.instruction} needs scale_a and scale_b of shape (..., {dp.blocks})")
             for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
-                ws, _ = to_words(s, self.scale_format, name)
+                ws, _ = _operand(s, self.scale_format, name)
                 if ws.ndim == 0 or ws.shape[-1] != dp.blocks:
                     raise ScaleError(
                         f"{name} must have shape (..., {dp.blocks}): one {self.scale_format.name} scale per block "
@@ -98,7 +102,7 @@ class Model:
                 )
             if md.size and (md.min() < 0 or int(md.max()) > 0xFFFFFFFF):
                 raise SparseMetadataError("sparse_metadata words must be 32-bit (0 <= word <= 0xFFFFFFFF)")
-            extra.append(md.astype(np.uint64))
+            extra.append(md)
         elif sparse_metadata is not None:
             raise SparseMetadataError(f"{self.instruction} is dense: sparse_metadata must be None")
         try:
@@ -107,17 +111,76 @@ class Model:
             shapes = ", ".join(str(x.shape) for x in (wa, wb, wc, *extra))
             raise ShapeError(f"operand batch shapes do not broadcast: {shapes}") from exc
         n = int(np.prod(batch, dtype=np.int64))
-        flat = lambda w: np.broadcast_to(w, batch + w.shape[len(w.shape) - 1:]).reshape(n, w.shape[-1])
-        wa, wb = flat(wa), flat(wb)
-        wc = np.broadcast_to(wc, batch).reshape(n)
-        extra = [flat(e) for e in extra]
+        ops = [_Flat(wa, batch, n), _Flat(wb, batch, n), _Flat(wc, batch, n, vector=False)]
+        ops += [_Flat(e, batch, n) for e in extra]
+        d = self._compute(ops, n, backend).reshape(batch)
+        return from_words(d, self.d_format) if typed else d
+
+    # rows per chunk: bounded temporaries (numpy) and bounded gathers (both backends)
+    CHUNK_ELEMENTS = 1 << 17
+
+    def _kernel(self):
+        try:
+            return self._kern
+        except AttributeError:
+            from . import backends
+
+            self._kern = backends.kernel_for(self)
+            return self._kern
+
+    def _backend(self, backend):
+        from . import backends
+
+        if backend is None and self.backend is not None:
+            backend = self.backend
+        return backends.resolve(backend)
+
+    def _compute(self, ops, n, backend):
+        dp = self.datapath
+        out = np.empty(n, dtype=self.encoding.dtype)
+        kern = self._kernel() if self._backend(backend) == "numba" else None
+        scaled = dp.scale is not None
+        chunk = max(1, self.CHUNK_ELEMENTS // max(dp.k, 1))
+        dtypes = [_word_dtype(f) for f in (self.a_format, self.b_format, self.c_format)]
+        if scaled:
+            dtypes += [_word_dtype(self.scale_format)] * 2
+        step = min(dp.chunk or dp.stored_k, dp.stored_k)
+        for s in range(0, n, chunk):
+            e = min(n, s + chunk)
+            if kern is not None and not self.sparse_rule:
+                args = [op.for_kernel(s, e, dt) for op, dt in zip(ops, dtypes)]
+                if not scaled:
+                    args += [(_NO_SCALE, _NO_INDEX), (_NO_SCALE, _NO_INDEX)]
+                (wa, ia), (wb, ib), (wc, ic), (sa, isa), (sb, isb) = args
+                words, flags = kern(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, 0, e - s, step)
+            elif kern is not None:
+                rows = [op.rows(s, e) for op in ops]
+                wa, wb = select(self.sparse_rule, dp.k, rows[-1].astype(np.uint64), rows[0], rows[1])
+                wa, wb, wc = (np.ascontiguousarray(x, dtype=dt) for x, dt in zip((wa, wb, rows[2]), dtypes))
+                sa = sb = _NO_SCALE
+                if scaled:
+                    sa, sb = (np.ascontiguousarray(x, dtype=dtypes[3]) for x in rows[3:5])
+                words, flags = kern(wa, wb, wc, sa, sb, _NO_INDEX, _NO_INDEX, _NO_INDEX, _NO_INDEX, _NO_INDEX,
+                                    0, e - s, step)
+            else:
+                out[s:e] = self._numpy_rows(ops, s, e)
+                continue
+            if flags is not None:   # rows the kernel leaves to the reference
+                idx = np.flatnonzero(flags)
+                words[idx] = self._numpy_rows(ops, s, e, idx)
+            out[s:e] = words
+        return out
+
+    def _numpy_rows(self, ops, s, e, idx=None):
+        dp = self.datapath
+        rows = [op.rows(s, e, idx).astype(np.uint64) for op in ops]
+        wa, wb, wc = rows[:3]
         sa = sb = None
         if dp.scale:
-            sa, sb = extra[0], extra[1]
+            sa, sb = rows[3], rows[4]
         if self.sparse_rule:
-            wa, wb = select(self.sparse_rule, dp.k, extra[-1], wa, wb)
-        d = self._steps(wa, wb, wc, sa, sb).reshape(batch)
-        return from_words(d, self.d_format) if typed else d
+            wa, wb = select(self.sparse_rule, dp.k, rows[-1], wa, wb)
+        return self._steps(wa, wb, wc, sa, sb)
 
     def _steps(self, wa, wb, wc, sa, sb):
         dp = self.datapath
@@ -142,7 +205,7 @@ class Model:
             c_fmt = self.d_format
         return words
 
-    def __call__(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None):
+    def __call__(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None):
         """Matrix form: ``(M, K) x (K, N) + (M, N) -> (M, N)``.
 
         ``scale_a`` is ``(M, blocks)``, ``scale_b`` ``(blocks, N)``;
@@ -154,12 +217,61 @@ class Model:
         (M, K), (K2, N) = A.shape, B.shape
         if K != K2 or C.shape != (M, N):
             raise ShapeError(f"matrix shapes do not fit (M,K) x (K,N) + (M,N): {A.shape}, {B.shape}, {C.shape}")
+        fast = self._matrix_fast(A, B, C, scale_a, scale_b, sparse_metadata, backend)
+        if fast is not None:
+            return fast
         a = A[:, None, :]
         b = B.T[None, :, :]
         sa = None if scale_a is None else np.asarray(scale_a)[:, None, :]
         sb = None if scale_b is None else np.asarray(scale_b).T[None, :, :]
         md = None if sparse_metadata is None else np.asarray(sparse_metadata)[:, None, :]
-        return self.dot(a, b, C, scale_a=sa, scale_b=sb, sparse_metadata=md)
+        return self.dot(a, b, C, scale_a=sa, scale_b=sb, sparse_metadata=md, backend=backend)
+
+    def _matrix_fast(self, A, B, C, scale_a, scale_b, sparse_metadata, backend):
+        """The compiled kernel on the matrices themselves (no broadcast copies), when
+        the operands are plain, valid container words; else ``None``."""
+        dp = self.datapath
+        if self.sparse_rule or sparse_metadata is not None or (scale_a is None) != (dp.scale is None) \
+                or (scale_b is None) != (dp.scale is None) or A.shape[1] != dp.k:
+            return None
+        if self._backend(backend) != "numba":
+            return None
+        kern = self._kernel()
+        if kern is None:
+            return None
+        M, N = C.shape
+        mats = [(A, self.a_format), (B, self.b_format), (C, self.c_format)]
+        if dp.scale:
+            scale_a, scale_b = np.asarray(scale_a), np.asarray(scale_b)
+            if scale_a.shape != (M, dp.blocks) or scale_b.shape != (dp.blocks, N):
+                return None
+            mats += [(scale_a, self.scale_format), (scale_b, self.scale_format)]
+        words = []
+        for x, fmt in mats:
+            if x.dtype.kind not in "iu" or x.dtype == _typed(fmt) or not _plain_words(x, fmt):
+                return None
+            words.append(x)
+        dt = [_word_dtype(f) for _, f in mats]
+        wa = np.ascontiguousarray(words[0], dtype=dt[0])
+        wb = np.ascontiguousarray(words[1].T, dtype=dt[1])
+        wc = np.ascontiguousarray(words[2], dtype=dt[2]).reshape(-1)
+        if dp.scale:
+            sa = np.ascontiguousarray(words[3], dtype=dt[3])
+            sb = np.ascontiguousarray(words[4].T, dtype=dt[4])
+        else:
+            sa = sb = _NO_SCALE
+        n = M * N
+        if n == 0:
+            return np.empty((M, N), dtype=self.encoding.dtype)
+        step = min(dp.chunk or dp.stored_k, dp.stored_k)
+        out, flags = kern(wa, wb, wc, sa, sb, _NO_INDEX, _NO_INDEX, _NO_INDEX, _NO_INDEX, _NO_INDEX, N, n, step)
+        if flags is not None:
+            idx = np.flatnonzero(flags)
+            i, j = idx // N, idx % N
+            out[idx] = self._steps(wa[i].astype(np.uint64), wb[j].astype(np.uint64), wc[idx].astype(np.uint64),
+                                   None if not dp.scale else sa[i].astype(np.uint64),
+                                   None if not dp.scale else sb[j].astype(np.uint64))
+        return out.reshape(M, N)
 
     def decode(self, operand: str, words):
         """Decode words of ``operand`` ("a", "b", "c", "d" or "scale") with this datapath's formats."""
@@ -210,3 +322,90 @@ def _fmt_range(values) -> str:
     if len(values) > 3 and all(b - a == values[1] - values[0] for a, b in zip(values, values[1:])):
         return f"{values[0]}..{values[-1]} step {values[1] - values[0]}"
     return ", ".join(map(str, values))
+
+
+_NO_INDEX = np.zeros(0, dtype=np.int64)
+_NO_SCALE = np.zeros((1, 1), dtype=np.uint8)
+
+
+def _word_dtype(fmt):
+    """The unsigned dtype that holds ``fmt``'s container words (what kernels read)."""
+    bits = fmt.container_bits
+    return np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32 if bits <= 32 else np.uint64
+
+
+def _plain_words(arr: np.ndarray, fmt) -> bool:
+    """Whether the integer array holds only legal container words of ``fmt``."""
+    if arr.dtype.kind == "u" and arr.dtype.itemsize * 8 <= fmt.container_bits:
+        return True
+    if not arr.size:
+        return True
+    return not (arr.min() < 0 or (fmt.container_bits < 64 and int(arr.max()) >= 1 << fmt.container_bits))
+
+
+def _typed(fmt):
+    try:
+        return _TYPED[fmt.key]
+    except KeyError:
+        _TYPED[fmt.key] = typed_dtype(fmt)
+        return _TYPED[fmt.key]
+
+
+_TYPED: dict = {}
+
+
+def _operand(x, fmt, what):
+    """``(words, typed?)``: integer word arrays are checked and kept as they are
+    (no copy); typed and float arrays are converted by :func:`to_words`."""
+    arr = np.asarray(x)
+    if arr.dtype.kind in "iu" and arr.dtype != _typed(fmt):
+        if not _plain_words(arr, fmt):
+            to_words(arr, fmt, what)   # raises the WordRangeError
+        return arr, False
+    return to_words(arr, fmt, what)
+
+
+class _Flat:
+    """One operand of a batch: its rows (last axis kept, unless ``vector=False``)
+    addressed by flat batch index, without materializing broadcasts."""
+
+    def __init__(self, w: np.ndarray, batch: tuple, n: int, vector: bool = True):
+        self.vector = vector
+        own = w.shape[:-1] if vector else w.shape
+        pad = (1,) * (len(batch) - len(own)) + tuple(own)
+        self.identity = pad == tuple(batch)
+        self.pad = pad
+        self.batch = tuple(batch)
+        tail = w.shape[-1:] if vector else ()
+        self.flat = w.reshape((-1,) + tail) if own else w.reshape((1,) + tail)
+        self._converted = {}
+
+    def index(self, s, e):
+        if self.identity:
+            return None
+        if all(p == 1 for p in self.pad):
+            return np.zeros(e - s, dtype=np.int64)
+        coords = np.unravel_index(np.arange(s, e, dtype=np.int64), self.batch)
+        idx = np.zeros(e - s, dtype=np.int64)
+        for size, c in zip(self.pad, coords):
+            idx = idx * size + (c if size > 1 else 0)
+        return idx
+
+    def rows(self, s, e, sel=None):
+        """Materialized rows ``s..e`` (or the rows ``s + sel``)."""
+        idx = self.index(s, e)
+        if idx is None:
+            part = self.flat[s:e]
+            return part if sel is None else part[sel]
+        return self.flat[idx if sel is None else idx[sel]]
+
+    def for_kernel(self, s, e, dtype):
+        """``(array, index)`` for a kernel: contiguous words of ``dtype`` and an
+        index per row (empty: row i is array row i)."""
+        idx = self.index(s, e)
+        if idx is None:
+            part = np.ascontiguousarray(self.flat[s:e], dtype=dtype)
+            return part, _NO_INDEX
+        if dtype not in self._converted:
+            self._converted[dtype] = np.ascontiguousarray(self.flat, dtype=dtype)
+        return self._converted[dtype], idx

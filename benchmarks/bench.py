@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""mmasim speed: batched dot products and single-tile matrix calls, per backend,
+side by side with MMA-Sim 2.1.1 when its interpreter is given.
+
+    python benchmarks/bench.py                          # mmasim backends only
+    python benchmarks/bench.py --peer-python /work/peer/venv/bin/python
+    python benchmarks/bench.py --memory                 # + 10 M dot products, peak RSS
+    python benchmarks/bench.py --quick                  # smaller batches
+
+Everything runs pinned to one CPU core (``--cpu``), single-threaded (torch
+too).  "ns/product" is wall time divided by the number of products a*b, i.e.
+batch x K.  Both simulators get the same words: random finite values near one
+(signs mixed), scales near 1.  MMA-Sim 2.1.1 is timed in a subprocess of the
+given interpreter started in a temporary directory, so that this repository's
+``mmasim`` package is not the one it imports.  Figures are printed, never
+asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import mmasim  # noqa: E402
+from mmasim import backends  # noqa: E402
+
+# label, arch, instruction, qualifiers, (peer class, peer arch, peer shape_and_type), kind
+CASES = [
+    ("Ampere mma.sync m16n8k16 f32.f16.f16.f32", "Ampere", "m16n8k16.f32.f16.f16.f32", {},
+     ("MMA", "Ampere", "m16n8k16.f32.f16.f16.f32"), "T-FDPA"),
+    ("Hopper wgmma m64nNk16 f32.f16.f16", "Hopper", "wgmma.m64n8k16.f32.f16.f16", {},
+     ("WGMMA", "Hopper", "m64n8k16.f32.f16.f16"), "T-FDPA"),
+    ("B200 tcgen05 kind::tf32", "B200", "tcgen05.mma.kind::tf32", {},
+     ("TCGen05MMA", "Blackwell", "m128n8k8.kind::tf32.f32.tf32.tf32"), "T-FDPA"),
+    ("B200 tcgen05 kind::f16 f32.f16.f16", "B200", "tcgen05.mma.kind::f16.f32.f16.f16", {},
+     ("TCGen05MMA", "Blackwell", "m128n8k16.kind::f16.f32.f16.f16"), "T-FDPA"),
+    ("B200 tcgen05 kind::f8f6f4 e4m3.e4m3", "B200", "tcgen05.mma.kind::f8f6f4",
+     dict(a_type="e4m3", b_type="e4m3", d_type="f32"),
+     ("TCGen05MMA", "Blackwell", "m128n8k32.kind::f8f6f4.f32.e4m3.e4m3"), "T-FDPA"),
+    ("B200 kind::mxf8f6f4 e4m3 ue8m0", "B200", "tcgen05.kind::mxf8f6f4.block_scale",
+     dict(a_type="e4m3", b_type="e4m3"),
+     ("TCGen05MMABlockScale", "Blackwell", "m128n8k32.kind::mxf8f6f4.block32.f32.e4m3.e4m3.ue8m0"), "block-scaled"),
+    ("B200 kind::mxf4nvf4 NVFP4 (ue4m3, 4X)", "B200", "tcgen05.kind::mxf4nvf4.4X", {},
+     ("TCGen05MMABlockScale", "Blackwell", "m128n8k64.kind::mxf4nvf4.block16.f32.e2m1.e2m1.ue4m3"), "block-scaled"),
+    ("B200 kind::mxf4 (ue8m0, 2X)", "B200", "tcgen05.kind::mxf4.block_scale", {},
+     ("TCGen05MMABlockScale", "Blackwell", "m128n8k64.kind::mxf4.block32.f32.e2m1.e2m1.ue8m0"), "block-scaled"),
+]
+
+TILES = [
+    ("Ampere m16n8k16 tile (16x8x16)", "Ampere", "m16n8k16.f32.f16.f16.f32", {}, 16, 8,
+     ("MMA", "Ampere", "m16n8k16.f32.f16.f16.f32"), 20e-6),
+    ("B200 m128n256k16 tile, kind::f16", "B200", "tcgen05.mma.kind::f16.f32.f16.f16", {}, 128, 256,
+     ("TCGen05MMA", "Blackwell", "m128n256k16.kind::f16.f32.f16.f16"), 2e-3),
+]
+
+TARGET = {"T-FDPA": {"numba": 3.0, "numpy": 30.0}, "block-scaled": {"numba": 5.0, "numpy": 30.0}}
+
+
+# ------------------------------------------------------------------- inputs
+def near_one(fmt, shape, rng):
+    """Container words of finite values near one (mixed signs) in ``fmt``."""
+    if fmt.key == "e2m1x":
+        return rng.integers(0, 16, size=shape).astype(np.uint8)
+    if fmt.key in ("ue8m0",):
+        return rng.integers(124, 131, size=shape).astype(np.uint8)
+    if fmt.key == "ue4m3":
+        return rng.integers(0x30, 0x40, size=shape).astype(np.uint8)
+    E, M = fmt.exp_bits, fmt.man_bits
+    e = np.clip(fmt.bias + rng.integers(-2, 3, size=shape), 1, (1 << E) - 2).astype(np.uint64)
+    field = (e << np.uint64(M)) | rng.integers(0, 1 << M, size=shape, dtype=np.uint64)
+    field |= rng.integers(0, 2, size=shape, dtype=np.uint64) << np.uint64(E + M)
+    words = field << np.uint64(fmt.field_shift)
+    dt = np.uint8 if fmt.container_bits <= 8 else np.uint16 if fmt.container_bits <= 16 else np.uint32
+    return words.astype(dt)
+
+
+def make_inputs(model, n, rng, M=None, N=None):
+    dp = model.datapath
+    if M is None:
+        a = near_one(model.a_format, (n, dp.k), rng)
+        b = near_one(model.b_format, (n, dp.k), rng)
+        c = near_one(model.c_format, (n,), rng)
+        s = {}
+        if dp.scale:
+            s = dict(scale_a=near_one(model.scale_format, (n, dp.blocks), rng),
+                     scale_b=near_one(model.scale_format, (n, dp.blocks), rng))
+        return a, b, c, s
+    a = near_one(model.a_format, (M, dp.k), rng)
+    b = near_one(model.b_format, (dp.k, N), rng)
+    c = near_one(model.c_format, (M, N), rng)
+    return a, b, c, {}
+
+
+def best_time(fn, repeat, min_time=0.2):
+    best = float("inf")
+    t_all = time.perf_counter()
+    for i in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+        if i >= 2 and time.perf_counter() - t_all > min_time * repeat:
+            break
+    return best
+
+
+# --------------------------------------------------------------------- peer
+PEER_SCRIPT = textwrap.dedent(r'''
+    import json, os, sys, time
+    import numpy as np
+    try:
+        os.sched_setaffinity(0, {int(sys.argv[3])})
+    except Exception:
+        pass
+    import torch
+    torch.set_num_threads(1)
+    import mmasim
+    from mmasim.nv_ptx import MMA, WGMMA, TCGen05MMA, TCGen05MMABlockScale
+    CLS = dict(MMA=MMA, WGMMA=WGMMA, TCGen05MMA=TCGen05MMA, TCGen05MMABlockScale=TCGen05MMABlockScale)
+    jobs = json.loads(open(sys.argv[1]).read())
+    data = np.load(sys.argv[2])
+
+    def tensor(words, fmt):
+        w = np.ascontiguousarray(words)
+        if fmt in ("f16",):
+            return torch.from_numpy(w.astype(np.uint16).view(np.float16))
+        if fmt in ("f32", "tf32"):
+            return torch.from_numpy(w.astype(np.uint32).view(np.float32))
+        if fmt in ("e4m3", "ue4m3"):
+            return torch.from_numpy(w.astype(np.uint8)).view(torch.float8_e4m3fn)
+        if fmt == "e5m2":
+            return torch.from_numpy(w.astype(np.uint8)).view(torch.float8_e5m2)
+        if fmt == "ue8m0":
+            return torch.from_numpy(w.astype(np.uint8)).view(torch.float8_e8m0fnu)
+        if fmt == "e2m1x":   # packed two per byte, first element in the high nibble
+            w = w.astype(np.uint8)
+            return torch.from_numpy(np.ascontiguousarray((w[..., 0::2] << 4) | w[..., 1::2]))
+        raise ValueError(fmt)
+
+    def best(fn, repeat):
+        b = float("inf")
+        t0 = time.perf_counter()
+        for i in range(repeat):
+            t = time.perf_counter(); fn(); b = min(b, time.perf_counter() - t)
+            if i >= 1 and time.perf_counter() - t0 > 3.0:
+                break
+        return b
+
+    out = {}
+    for job in jobs:
+        key = job["key"]
+        try:
+            cls, arch, name = job["peer"]
+            op = CLS[cls](arch, name)
+            f = job["formats"]
+            a, b, c = (tensor(data[key + x], f[i]) for i, x in enumerate(("_a", "_b", "_c")))
+            if job["mode"] == "tile":
+                args = (a, b, c)
+                if "_sa" in "".join(data.files) and (key + "_sa") in data.files:
+                    args += (tensor(data[key + "_sa"], f[3]), tensor(data[key + "_sb"], f[3]))
+                fn = lambda: op(*args)
+            else:
+                args = (a, b, c)
+                if (key + "_sa") in data.files:
+                    args += (tensor(data[key + "_sa"], f[3]), tensor(data[key + "_sb"], f[3]))
+                fn = lambda: op.dpa(*args)
+            fn()
+            out[key] = best(fn, job["repeat"])
+        except Exception as exc:
+            out[key] = "error: " + type(exc).__name__ + ": " + str(exc)[:200]
+    print(json.dumps(out))
+''')
+
+
+def run_peer(python, jobs, arrays, cpu):
+    with tempfile.TemporaryDirectory() as tmp:
+        jpath, dpath = Path(tmp, "jobs.json"), Path(tmp, "data.npz")
+        jpath.write_text(json.dumps(jobs))
+        np.savez(dpath, **arrays)
+        spath = Path(tmp, "peer_bench.py")
+        spath.write_text(PEER_SCRIPT)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        proc = subprocess.run([python, "-I", str(spath), str(jpath), str(dpath), str(cpu)], cwd=tmp,
+                              env=env, capture_output=True, text=True, timeout=3600)
+        if proc.returncode != 0:
+            print("MMA-Sim 2.1.1 run failed:\n" + proc.stderr[-2000:], file=sys.stderr)
+            return {}
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------- main
+def fmt_ns(x):
+    return f"{x:8.2f}" if isinstance(x, float) else f"{'n/a':>8s}"
+
+
+def memory_run(backend, n):
+    code = textwrap.dedent(f'''
+        import resource, sys, time, numpy as np
+        sys.path.insert(0, {str(ROOT)!r})
+        import mmasim
+        m = mmasim.MMA("Ampere", "m16n8k16.f32.f16.f16.f32", backend={backend!r})
+        n = {n}
+        rng = np.random.default_rng(0)
+        a = (rng.integers(0x3800, 0x4000, size=(n, 16), dtype=np.uint16))
+        b = a[::-1]
+        c = np.zeros(n, np.uint32)
+        m.dot(a[:16], b[:16], c[:16])
+        t = time.perf_counter(); d = m.dot(a, b, c); t = time.perf_counter() - t
+        base = (a.nbytes + c.nbytes + d.nbytes) / 2**20
+        print(t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, base)
+    ''')
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if proc.returncode:
+        return None
+    t, rss, base = map(float, proc.stdout.split())
+    return t, rss, base
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--peer-python", help="interpreter of a venv with mmasim==2.1.1 and torch")
+    ap.add_argument("--cpu", type=int, default=0, help="CPU core to pin to (default 0)")
+    ap.add_argument("--quick", action="store_true", help="smaller batches")
+    ap.add_argument("--memory", action="store_true", help="also stream 10 million dot products and report peak RSS")
+    ap.add_argument("--json", help="write the figures to this file")
+    args = ap.parse_args(argv)
+    try:
+        os.sched_setaffinity(0, {args.cpu})
+    except (AttributeError, OSError):
+        pass
+    rng = np.random.default_rng(12345)
+    have = backends.available()
+    n_fast = 50_000 if args.quick else 400_000
+    n_numpy = 20_000 if args.quick else 100_000
+    n_peer = 4_000 if args.quick else 20_000
+    print(f"mmasim {mmasim.__version__}, numpy {np.__version__}, backends: {', '.join(have)}; "
+          f"one core (cpu {args.cpu}); ns per product a*b (batch x K)\n")
+    results, peer_jobs, peer_arrays = {}, [], {}
+    for idx, (label, arch, ins, q, peer, kind) in enumerate(CASES):
+        model = mmasim.MMA(arch, ins, **q)
+        row = {"label": label, "instruction": model.instruction, "kind": kind, "k": model.k}
+        a, b, c, s = make_inputs(model, n_fast, rng)
+        for be in have:
+            n = n_fast if be == "numba" else n_numpy
+            aa, bb, cc = a[:n], b[:n], c[:n]
+            ss = {k: v[:n] for k, v in s.items()}
+            model.dot(aa[:64], bb[:64], cc[:64], backend=be, **{k: v[:64] for k, v in ss.items()})
+            t = best_time(lambda: model.dot(aa, bb, cc, backend=be, **ss), 5 if be == "numba" else 3)
+            row[be] = t / (n * model.k) * 1e9
+        if args.peer_python:
+            key = f"dot{idx}"
+            fm = [model.a_format.key, model.b_format.key, model.c_format.key,
+                  model.scale_format.key if model.scale_format else ""]
+            peer_arrays.update({key + "_a": a[:n_peer], key + "_b": b[:n_peer], key + "_c": c[:n_peer]})
+            if s:
+                peer_arrays.update({key + "_sa": s["scale_a"][:n_peer], key + "_sb": s["scale_b"][:n_peer]})
+            peer_jobs.append(dict(key=key, peer=peer, formats=fm, mode="dot", repeat=3))
+            row["peer_n"] = n_peer
+        results[f"dot{idx}"] = row
+    for idx, (label, arch, ins, q, M, N, peer, target) in enumerate(TILES):
+        model = mmasim.MMA(arch, ins, **q)
+        A, B, C, _ = make_inputs(model, 0, rng, M, N)
+        row = {"label": label, "instruction": model.instruction, "M": M, "N": N, "k": model.k, "target_s": target}
+        for be in have:
+            model(A, B, C, backend=be)
+            row[be] = best_time(lambda: model(A, B, C, backend=be), 200 if M * N < 1000 else 20, min_time=0.01)
+        if args.peer_python:
+            key = f"tile{idx}"
+            fm = [model.a_format.key, model.b_format.key, model.c_format.key, ""]
+            peer_arrays.update({key + "_a": A, key + "_b": B, key + "_c": C})
+            peer_jobs.append(dict(key=key, peer=peer, formats=fm, mode="tile", repeat=10))
+        results[f"tile{idx}"] = row
+    peer = run_peer(args.peer_python, peer_jobs, peer_arrays, args.cpu) if args.peer_python else {}
+
+    # ---- tables
+    cols = [be for be in ("numba", "numpy") if be in have]
+    head = f"{'batched dot':44s} {'K':>3s} " + " ".join(f"{be + ' ns':>9s}" for be in cols)
+    head += f" {'target':>9s}"
+    if args.peer_python:
+        head += f" {'MMA-Sim ns':>11s} " + " ".join(f"{'x ' + be:>9s}" for be in cols)
+    print(head)
+    print("-" * len(head))
+    for key, row in results.items():
+        if not key.startswith("dot"):
+            continue
+        line = f"{row['label']:44s} {row['k']:3d} " + " ".join(fmt_ns(row.get(be)) + " " for be in cols)
+        line += f" {'<= %g/%g' % (TARGET[row['kind']]['numba'], TARGET[row['kind']]['numpy']):>9s}"
+        if args.peer_python:
+            p = peer.get(key)
+            if isinstance(p, float):
+                ns = p / (row["peer_n"] * row["k"]) * 1e9
+                row["peer"] = ns
+                line += f" {ns:11.1f} " + " ".join(f"{ns / row[be]:8.1f}x" for be in cols)
+            else:
+                line += f" {'n/a':>11s}  ({p})" if p else f" {'n/a':>11s}"
+        print(line)
+    print()
+    head = f"{'one Model(A, B, C) call':44s} " + " ".join(f"{be + ' us':>10s}" for be in cols) + f" {'target':>10s}"
+    if args.peer_python:
+        head += f" {'MMA-Sim us':>11s} " + " ".join(f"{'x ' + be:>9s}" for be in cols)
+    print(head)
+    print("-" * len(head))
+    for key, row in results.items():
+        if not key.startswith("tile"):
+            continue
+        line = f"{row['label']:44s} " + " ".join(f"{row[be] * 1e6:10.1f}" for be in cols)
+        line += f" {'<= %g' % (row['target_s'] * 1e6):>10s}"
+        if args.peer_python:
+            p = peer.get(key)
+            if isinstance(p, float):
+                row["peer"] = p
+                line += f" {p * 1e6:11.1f} " + " ".join(f"{p / row[be]:8.1f}x" for be in cols)
+            else:
+                line += f" {'n/a':>11s}  ({p})" if p else f" {'n/a':>11s}"
+        print(line)
+    if args.memory:
+        print()
+        n = 10_000_000
+        for be in cols:
+            r = memory_run(be, n)
+            if r is None:
+                print(f"10 M dot products ({be}): failed")
+                continue
+            t, rss, base = r
+            results[f"memory_{be}"] = dict(seconds=t, peak_rss_mib=rss, arrays_mib=base)
+            print(f"10 M dot products, Ampere m16n8k16, {be:5s}: {t:6.1f} s, {t / (n * 16) * 1e9:5.1f} ns/product, "
+                  f"peak RSS {rss:7.0f} MiB (inputs and output alone {base:.0f} MiB)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

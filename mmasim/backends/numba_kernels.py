@@ -1,0 +1,1181 @@
+"""Compiled (numba) kernels, one per accumulator family.
+
+Each kernel is the scalar transcription of its numpy reference in
+:mod:`mmasim.accumulators`, fused per dot product: decode every element, form
+the products, accumulate, encode the D word, and decode it again as the C of
+the next hardware step.  Fixed-point families use exact int64 arithmetic only
+(the same shifts, clips and wrap-arounds as the reference); the IEEE families
+(FMA chain, mul-add chain, FTZ mul-add) use IEEE binary32/binary64 operations,
+which numba emits without fast-math (no contraction, no reassociation), and a
+correctly rounded fused multiply-add (``llvm.fma``).
+
+Nothing here knows an architecture: every kernel is driven by arrays built
+from the datapath's formats, parameters and encoding:
+
+``FM``  (5, 12) int64
+    decode spec of the A, B, C, D and scale formats: a slice of ``TAB`` (a
+    decode table built by the registered decoder over every container word,
+    for containers of at most 16 bits, so plugin decoders are honoured), or
+    the parameters of the generic float / int decoders for wider containers.
+``TAB`` (n, 5) int64
+    decoded ``cls, sign, m, q, r`` of every word of the tabled formats.
+``P``   int64
+    the family's parameters.
+``ENC`` int64
+    the output encoding.
+
+Rows a kernel cannot compute exactly in int64 (an exact-sum exponent spread
+wider than 62 bits, a group sum that the reference refuses) are flagged in
+``flags``; the caller recomputes those rows with the numpy reference, so the
+result (or the error) is the reference's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba.core import types
+from numba.core.extending import intrinsic
+from numba.cpython.unsafe.numbers import leading_zeros
+
+from ..decode import BUILTIN_DECODERS, decode_float, decode_int
+from . import register_kernel
+
+ZERO, FINITE, INF, NAN = 0, 1, 2, 3
+NEG = -(1 << 40)          # intmath.NEG_INF_EXP
+_NAN_CODES = {"ieee": 0, "max": 1, "negzero": 2, "allones": 3, "none": 4}
+_MODES = {"rz": 0, "rne": 1, "wrap": 2, "sat": 3}
+
+_jit = numba.njit(cache=True, nogil=True)
+_inline = numba.njit(cache=True, inline="always")
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """Correctly rounded fused multiply-add (``llvm.fma``) in the operands' precision."""
+    if isinstance(a, types.Float) and a == b == c:
+        def codegen(context, builder, sig, args):
+            return builder.fma(*args)
+        return a(a, b, c), codegen
+    return None
+
+
+# --------------------------------------------------------------- scalar parts
+@_inline
+def _bitlen(x):
+    """Bit length of x >= 0 (0 for x <= 0, like intmath.bit_length)."""
+    if x <= 0:
+        return np.int64(0)
+    return np.int64(64) - np.int64(leading_zeros(x))
+
+
+@_inline
+def _clip(x, lo, hi):
+    return min(max(x, lo), hi)
+
+
+@_inline
+def _shift(mag, by):
+    """intmath.shift: trunc(mag * 2**by) for mag >= 0."""
+    return (mag << _clip(by, 0, 62)) >> _clip(-by, 0, 63)
+
+
+@_inline
+def _trunc(neg, mag, q, quantum):
+    """intmath.truncate_signed."""
+    t = _shift(mag, q - quantum)
+    return -t if neg else t
+
+
+@_inline
+def _floor_shift(x, by):
+    if by >= 0:
+        return x << _clip(by, 0, 62)
+    return x >> _clip(-by, 0, 63)
+
+
+@_inline
+def _fmt(FM, f):
+    """Format row ``f`` as a tuple of scalars (kept in registers by the kernels)."""
+    return (FM[f, 0], FM[f, 1], FM[f, 2], FM[f, 3], FM[f, 4], FM[f, 5], FM[f, 6], FM[f, 7], FM[f, 8],
+            FM[f, 9], FM[f, 10], FM[f, 11])
+
+
+@_inline
+def _decode(w, fp, TAB):
+    """(cls, sign, m, q, r) of word ``w`` in format ``fp`` (decode.decode_float / decode_int)."""
+    if fp[1] > 0:
+        v = TAB[fp[0] + w]
+        return (v & 3, (v >> 2) & 1, (v >> 3) & 0xFFFFF, ((v >> 23) & 0xFFFF) - 32768,
+                ((v >> 39) & 0xFFFF) - 32768)
+    fs = fp[3]
+    fb = fp[4]
+    if fp[2] == 1:  # integer
+        if fb >= 64:
+            x = w
+        else:
+            x = (w >> fs) & ((np.int64(1) << fb) - 1)
+        if fp[8] == 1 and fb < 64:
+            top = np.int64(1) << (fb - 1)
+            if x >= top:
+                x -= np.int64(1) << fb
+        s = np.int64(1) if x < 0 else np.int64(0)
+        m = -x if x < 0 else x
+        return (ZERO if m == 0 else FINITE), s, m, np.int64(0), np.int64(0)
+    E = fp[5]
+    M = fp[6]
+    bias = fp[7]
+    if fb >= 64:
+        x = w
+    else:
+        x = (w >> fs) & ((np.int64(1) << fb) - 1)
+    mag_bits = E + M
+    s = ((x >> mag_bits) & 1) if fp[8] == 1 else np.int64(0)
+    e = (x >> M) & ((np.int64(1) << E) - 1)
+    fr = x & ((np.int64(1) << M) - 1)
+    if fp[10] == 1:
+        if e != 0:
+            m = fr | (np.int64(1) << M)
+            r = e - bias
+        else:
+            m = fr
+            r = 1 - bias
+    else:
+        m = fr | (np.int64(1) << M)
+        r = e - bias
+    q = r - M
+    cls = ZERO if m == 0 else FINITE
+    rule = fp[9]
+    special = False
+    if rule == 0:
+        if e == (np.int64(1) << E) - 1:
+            special = True
+            cls = INF if fr == 0 else NAN
+    elif rule == 1:
+        mm = (np.int64(1) << mag_bits) - 1
+        if (x & mm) == mm:
+            special = True
+            cls = NAN
+    elif rule == 2:
+        if x == (np.int64(1) << mag_bits):
+            special = True
+            cls = NAN
+        if cls == ZERO:
+            s = np.int64(0)
+    elif rule == 3:
+        if x == (np.int64(1) << fb) - 1:
+            special = True
+            cls = NAN
+    if special:
+        m = np.int64(0)
+    return cls, s, m, q, r
+
+
+@_inline
+def _pack(neg, mag, e0, nan, inf, inf_neg, zero_neg, ENC):
+    """encode.Encoding.pack for one value."""
+    if nan:
+        return ENC[6]
+    if inf:
+        return ENC[4] | (ENC[5] if inf_neg else np.int64(0))
+    bias = ENC[1]
+    frac = ENC[2]
+    wfrac = ENC[3]
+    emin = 1 - bias
+    lead = e0 + _bitlen(mag) - 1
+    ml = lead if lead > emin else emin
+    drop = (ml - frac) - e0
+    keep = (mag << _clip(-drop, 0, 62)) >> _clip(drop, 0, 63)
+    if ENC[0] == 1 and drop > 0:
+        d = drop if drop < 63 else 63
+        if d > 62:
+            rem = mag
+            half = np.int64(1) << 62
+        else:
+            rem = mag & ((np.int64(1) << d) - 1)
+            half = np.int64(1) << (d - 1)
+        if rem > half or (rem == half and (keep & 1) == 1):
+            keep += 1
+    wmag = ((ml - emin) << frac) + keep
+    if mag == 0:
+        wmag = np.int64(0)
+    if frac != wfrac:
+        wmag = ((wmag >> frac) << wfrac) | ((wmag & ((np.int64(1) << frac) - 1)) << (wfrac - frac))
+    if wmag >= ENC[4] or (lead > bias and mag != 0):
+        wmag = ENC[4]
+    neg_out = neg and wmag != 0
+    if zero_neg and wmag == 0:
+        neg_out = True
+    return wmag | (ENC[5] if neg_out else np.int64(0))
+
+
+@_inline
+def _pack_int(total, ENC):
+    if ENC[0] == 3:
+        lo = -(np.int64(1) << 31)
+        hi = (np.int64(1) << 31) - 1
+        total = lo if total < lo else (hi if total > hi else total)
+    return total & np.int64(0xFFFFFFFF)
+
+
+@_inline
+def _rows(d, ncols, ia, ib, ic, isa, isb):
+    if ncols > 0:
+        i = d // ncols
+        j = d - i * ncols
+        return i, j, d, i, j
+    ra = ia[d] if ia.shape[0] > 0 else d
+    rb = ib[d] if ib.shape[0] > 0 else d
+    rc = ic[d] if ic.shape[0] > 0 else d
+    rsa = isa[d] if isa.shape[0] > 0 else d
+    rsb = isb[d] if isb.shape[0] > 0 else d
+    return ra, rb, rc, rsa, rsb
+
+
+@_inline
+def _value(cls, s, m, q):
+    """ieee.values of one decoded element, as binary64."""
+    if cls == NAN:
+        return np.nan
+    if cls == INF:
+        v = np.inf
+    else:
+        v = math.ldexp(float(m), q)
+    return -v if s == 1 else v
+
+
+# ------------------------------------------------------------------- window
+@_jit
+def window_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp0, fp1, fp2, fp3, fp4 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    F = P[0]
+    excl = P[1] == 1
+    ezero = P[2]
+    group = P[3]
+    has_sf = P[4] == 1
+    sf = P[5]
+    has_cd = P[6] == 1
+    cdF = P[7]
+    cdG = P[8]
+    has_cr = P[9] == 1
+    crF = P[10]
+    has_sr = P[11] == 1
+    srT = P[12]
+    scaled = P[13] == 1
+    clog_g = P[14]
+    clog_cd = P[15]
+    pm = np.zeros(step, np.int64)
+    pq = np.zeros(step, np.int64)
+    pn = np.zeros(step, np.bool_)
+    plr = np.zeros(step, np.int64)
+    psr = np.zeros(step, np.int64)
+    G = step // group
+    contrib = np.zeros(G, np.int64)
+    gs = np.zeros(G, np.int64)
+    gq = np.zeros(G, np.int64)
+    gr = np.zeros(G, np.int64)
+    nflag = 0
+    for d in range(n):
+        flags[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
+        word = np.int64(0)
+        bad = False
+        for s0 in range(0, K, step):
+            s_nan = False
+            s_pinf = False
+            s_ninf = False
+            max_r = np.int64(NEG)
+            zmax = np.int64(NEG)
+            max_sr = np.int64(NEG)
+            any_live = False
+            for k in range(step):
+                kk = s0 + k
+                ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp0, TAB)
+                bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp1, TAB)
+                nanf = ac == NAN or bc == NAN
+                inff = ac == INF or bc == INF
+                zf = ac == ZERO or bc == ZERO
+                sg = asg ^ bsg
+                m = am * bm
+                q = aq + bq
+                r = ar + br
+                if scaled:
+                    blk = kk // block
+                    xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp4, TAB)
+                    yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp4, TAB)
+                    nanf = nanf or xc == NAN or yc == NAN
+                    inff = inff or xc == INF or yc == INF
+                    zf = zf or xc == ZERO or yc == ZERO
+                    sg = sg ^ xsg ^ ysg
+                    m = m * xm * ym
+                    q = q + xq + yq
+                    r = r + xr + yr
+                    srk = xr + yr
+                    psr[k] = srk
+                    if srk > max_sr:
+                        max_sr = srk
+                live = False
+                if nanf or (inff and zf):
+                    s_nan = True
+                elif inff:
+                    if sg == 1:
+                        s_ninf = True
+                    else:
+                        s_pinf = True
+                elif not zf:
+                    live = True
+                pn[k] = sg == 1
+                pq[k] = q
+                if live:
+                    pm[k] = m
+                    plr[k] = r
+                    any_live = True
+                    if r > max_r:
+                        max_r = r
+                    if r > zmax:
+                        zmax = r
+                else:
+                    pm[k] = 0
+                    plr[k] = NEG
+                    if ezero > zmax:
+                        zmax = ezero
+            # specials (special.classify with C)
+            if ccls == NAN:
+                s_nan = True
+            elif ccls == INF:
+                if csg == 1:
+                    s_ninf = True
+                else:
+                    s_pinf = True
+            nan = s_nan or (s_pinf and s_ninf)
+            inf = (s_pinf or s_ninf) and not nan
+            inf_neg = s_ninf and not s_pinf
+            c_live = ccls == FINITE
+            c_mag = cm if c_live else np.int64(0)
+            c_neg = csg == 1
+            if excl:
+                E = max_r
+                if c_live and cr > E:
+                    E = cr
+            else:
+                E = zmax
+                ce = cr if c_live else ezero
+                if ce > E:
+                    E = ce
+            quantum = E - F
+            if has_sf:
+                fl = max_sr - sf
+                if fl > quantum:
+                    quantum = fl
+            cdom = False
+            if has_cd:
+                cdom = c_live and any_live and cr >= max_r
+                if cdom:
+                    quantum = cr - cdF
+            bad = False
+            if group == 1:
+                for k in range(step):
+                    contrib[k] = _trunc(pn[k], pm[k], pq[k], quantum)
+                    gr[k] = plr[k]
+            else:
+                for g in range(G):
+                    lo = g * group
+                    qmin = np.int64(1) << 40
+                    anyl = False
+                    grm = np.int64(NEG)
+                    for k in range(lo, lo + group):
+                        if pm[k] != 0:
+                            anyl = True
+                            if pq[k] < qmin:
+                                qmin = pq[k]
+                        if plr[k] > grm:
+                            grm = plr[k]
+                    if not anyl:
+                        qmin = 0
+                    tot = np.int64(0)
+                    for k in range(lo, lo + group):
+                        if pm[k] != 0:
+                            sp = pq[k] - qmin
+                            if sp + _bitlen(pm[k]) + clog_g > 62:
+                                bad = True
+                                sp = 0
+                            v = pm[k] << sp
+                            tot += -v if pn[k] else v
+                    gs[g] = tot
+                    gq[g] = qmin
+                    gr[g] = grm
+                    contrib[g] = _trunc(tot < 0, abs(tot), qmin, quantum)
+            if has_cr:
+                qrel = cr - crF
+                if quantum > qrel:
+                    qrel = quantum
+                for g in range(G):
+                    if c_live and gr[g] > NEG and gr[g] <= cr:
+                        if group == 1:
+                            t = _trunc(pn[g], pm[g], pq[g], qrel)
+                        else:
+                            t = _trunc(gs[g] < 0, abs(gs[g]), gq[g], qrel)
+                        if t < 0:
+                            contrib[g] = -_shift(-t, qrel - quantum)
+                        else:
+                            contrib[g] = _shift(t, qrel - quantum)
+            ptot = np.int64(0)
+            for g in range(G):
+                ptot += contrib[g]
+            if has_cd and cdG != group:
+                ctot = np.int64(0)
+                for h in range(step // cdG):
+                    lo = h * cdG
+                    qmin = np.int64(1) << 40
+                    anyl = False
+                    for k in range(lo, lo + cdG):
+                        if pm[k] != 0:
+                            anyl = True
+                            if pq[k] < qmin:
+                                qmin = pq[k]
+                    if not anyl:
+                        qmin = 0
+                    tot = np.int64(0)
+                    for k in range(lo, lo + cdG):
+                        if pm[k] != 0:
+                            sp = pq[k] - qmin
+                            if sp + _bitlen(pm[k]) + clog_cd > 62:
+                                bad = True
+                                sp = 0
+                            v = pm[k] << sp
+                            tot += -v if pn[k] else v
+                    ctot += _trunc(tot < 0, abs(tot), qmin, quantum)
+                if cdom:
+                    ptot = ctot
+            if bad:
+                break
+            ctr = _trunc(c_neg, c_mag, cq, quantum)
+            total = ptot + ctr
+            if has_sr:
+                lead = quantum + _bitlen(abs(total)) - 1
+                if total != 0 and lead < -126 and not (has_cd and cdom):
+                    limit = _clip(srT - quantum, 0, 62)
+                    gmax = np.int64(NEG)
+                    for g in range(G):
+                        v = np.int64(NEG)
+                        for k in range(g * group, g * group + group):
+                            if psr[k] > v:
+                                v = psr[k]
+                        gr[g] = v
+                        if v > gmax:
+                            gmax = v
+                    red = ctr
+                    for g in range(G):
+                        if not (_bitlen(abs(contrib[g])) <= limit and gr[g] < gmax):
+                            red += contrib[g]
+                    total = red
+            oneg = total < 0
+            omag = abs(total)
+            e0 = quantum
+            if excl and not any_live:
+                oneg = c_neg
+                omag = c_mag
+                e0 = cq
+            word = _pack(oneg, omag, e0, nan, inf, inf_neg, False, ENC)
+            if s0 + step < K:
+                ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
+        if bad:
+            flags[d] = True
+            nflag += 1
+            continue
+        out[d] = word
+    return nflag
+
+
+# ------------------------------------------------------------------ integer
+@_jit
+def integer_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp0, fp1, fp2, fp3, fp4 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    for d in range(n):
+        flags[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
+        word = np.int64(0)
+        for s0 in range(0, K, step):
+            total = np.int64(0)
+            for k in range(s0, s0 + step):
+                ac, asg, am, aq, ar = _decode(np.int64(wa[ra, k]), fp0, TAB)
+                bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, k]), fp1, TAB)
+                total += (-am if asg == 1 else am) * (-bm if bsg == 1 else bm)
+            total += -cm if csg == 1 else cm
+            word = _pack_int(total, ENC)
+            if s0 + step < K:
+                ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
+        out[d] = word
+    return 0
+
+
+# ------------------------------------------------------- group-scaled window
+@_jit
+def group_scaled_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp0, fp1, fp2, fp3, fp4 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    F = P[0]
+    group = P[1]
+    ezero = P[2]
+    clog_g = P[3]
+    pm = np.zeros(step, np.int64)
+    pq = np.zeros(step, np.int64)
+    pn = np.zeros(step, np.bool_)
+    nflag = 0
+    for d in range(n):
+        flags[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
+        word = np.int64(0)
+        bad = False
+        for s0 in range(0, K, step):
+            s_nan = False
+            s_pinf = False
+            s_ninf = False
+            for k in range(step):
+                kk = s0 + k
+                ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp0, TAB)
+                bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp1, TAB)
+                blk = kk // block
+                xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp4, TAB)
+                yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp4, TAB)
+                # specials of the scaled product
+                nan4 = ac == NAN or bc == NAN or xc == NAN or yc == NAN
+                inf4 = ac == INF or bc == INF or xc == INF or yc == INF
+                z4 = ac == ZERO or bc == ZERO or xc == ZERO or yc == ZERO
+                sg4 = asg ^ bsg ^ xsg ^ ysg
+                if nan4 or (inf4 and z4):
+                    s_nan = True
+                elif inf4:
+                    if sg4 == 1:
+                        s_ninf = True
+                    else:
+                        s_pinf = True
+                # the unscaled product
+                nan2 = ac == NAN or bc == NAN
+                inf2 = ac == INF or bc == INF
+                z2 = ac == ZERO or bc == ZERO
+                live = not (nan2 or inf2 or z2)
+                pm[k] = am * bm if live else np.int64(0)
+                pq[k] = aq + bq
+                pn[k] = (asg ^ bsg) == 1
+            if ccls == NAN:
+                s_nan = True
+            elif ccls == INF:
+                if csg == 1:
+                    s_ninf = True
+                else:
+                    s_pinf = True
+            nan = s_nan or (s_pinf and s_ninf)
+            inf = (s_pinf or s_ninf) and not nan
+            inf_neg = s_ninf and not s_pinf
+            c_live = ccls == FINITE
+            E = cr if c_live else ezero
+            G = step // group
+            for g in range(G):
+                lo = g * group
+                anyl = False
+                for k in range(lo, lo + group):
+                    if pm[k] != 0:
+                        anyl = True
+                blk = (s0 + lo) // block
+                xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp4, TAB)
+                yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp4, TAB)
+                scls = NAN if (xc == NAN or yc == NAN or ((xc == INF or yc == INF) and (xc == ZERO or yc == ZERO))) \
+                    else (INF if (xc == INF or yc == INF) else (ZERO if (xc == ZERO or yc == ZERO) else FINITE))
+                ge = ezero if ((not anyl) or scls == ZERO) else xr + yr
+                if ge > E:
+                    E = ge
+            quantum = E - F
+            total = np.int64(0)
+            for g in range(G):
+                lo = g * group
+                qmin = np.int64(1) << 40
+                anyl = False
+                for k in range(lo, lo + group):
+                    if pm[k] != 0:
+                        anyl = True
+                        if pq[k] < qmin:
+                            qmin = pq[k]
+                if not anyl:
+                    qmin = 0
+                tot = np.int64(0)
+                for k in range(lo, lo + group):
+                    if pm[k] != 0:
+                        sp = pq[k] - qmin
+                        if sp + _bitlen(pm[k]) + clog_g > 62:
+                            bad = True
+                            sp = 0
+                        v = pm[k] << sp
+                        tot += -v if pn[k] else v
+                blk = (s0 + lo) // block
+                xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp4, TAB)
+                yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp4, TAB)
+                sfin = not (xc == NAN or yc == NAN or xc == INF or yc == INF or xc == ZERO or yc == ZERO)
+                smag = xm * ym if sfin else np.int64(0)
+                total += _trunc(tot < 0, abs(tot) * smag, qmin + xq + yq, quantum)
+            total += _trunc(csg == 1, cm if c_live else np.int64(0), cq, quantum)
+            word = _pack(total < 0, abs(total), quantum, nan, inf, inf_neg, False, ENC)
+            if bad:
+                break
+            if s0 + step < K:
+                ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
+        if bad:
+            flags[d] = True
+            nflag += 1
+            continue
+        out[d] = word
+    return nflag
+
+
+# ---------------------------------------------------------- two-stage window
+@_jit
+def two_stage_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp0, fp1, fp2, fp3, fp4 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    F = P[0]
+    F2 = P[1]
+    even_odd = P[2] == 1
+    drop_c = P[3] == 1
+    has_ovf = P[4] == 1
+    ovf = P[5]
+    has_nf = P[6] == 1
+    nfcr = P[7]
+    ngroups = 2 if even_odd else 1
+    emin = 1 - ENC[1]
+    pm = np.zeros(step, np.int64)
+    pq = np.zeros(step, np.int64)
+    pn = np.zeros(step, np.bool_)
+    plr = np.zeros(step, np.int64)
+    for d in range(n):
+        flags[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
+        word = np.int64(0)
+        for s0 in range(0, K, step):
+            s_nan = False
+            s_pinf = False
+            s_ninf = False
+            for k in range(step):
+                kk = s0 + k
+                ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp0, TAB)
+                bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp1, TAB)
+                sg = asg ^ bsg
+                nanf = ac == NAN or bc == NAN
+                inff = ac == INF or bc == INF
+                zf = ac == ZERO or bc == ZERO
+                cls = NAN if (nanf or (inff and zf)) else (INF if inff else (ZERO if zf else FINITE))
+                m = am * bm if cls == FINITE else np.int64(0)
+                q = aq + bq
+                if has_ovf and cls == FINITE and _bitlen(m) - 1 + q >= ovf:
+                    cls = INF
+                    m = np.int64(0)
+                if cls == NAN:
+                    s_nan = True
+                elif cls == INF:
+                    if sg == 1:
+                        s_ninf = True
+                    else:
+                        s_pinf = True
+                live = cls == FINITE
+                pm[k] = m if live else np.int64(0)
+                pq[k] = q
+                pn[k] = sg == 1
+                plr[k] = ar + br if live else np.int64(NEG)
+            E0 = np.int64(NEG)
+            E1 = np.int64(NEG)
+            for k in range(step):
+                if even_odd and (k & 1) == 1:
+                    if plr[k] > E1:
+                        E1 = plr[k]
+                else:
+                    if plr[k] > E0:
+                        E0 = plr[k]
+            S0 = np.int64(0)
+            S1 = np.int64(0)
+            for k in range(step):
+                if even_odd and (k & 1) == 1:
+                    S1 += _trunc(pn[k], pm[k], pq[k], E1 - F)
+                else:
+                    S0 += _trunc(pn[k], pm[k], pq[k], E0 - F)
+            E_dot = E0
+            if ngroups == 2 and E1 > E_dot:
+                E_dot = E1
+            dot = _floor_shift(S0, E0 - E_dot)
+            if ngroups == 2:
+                dot += _floor_shift(S1, E1 - E_dot)
+            r_c = cr
+            if has_nf and not (ccls == FINITE or ccls == ZERO):
+                r_c = nfcr
+            e = E_dot if E_dot > r_c else r_c
+            dot = _floor_shift(dot, (E_dot - F) - (e - F2 - 1))
+            c_signed = (-cm if csg == 1 else cm) if ccls == FINITE else np.int64(0)
+            c_fl = _floor_shift(c_signed, cq - (e - F))
+            keep_c = True
+            if drop_c:
+                keep_c = r_c >= e - F - 1
+                if not keep_c:
+                    c_fl = np.int64(0)
+            total = dot + (c_fl << (F2 + 1 - F))
+            E2 = _bitlen(abs(total)) - 1 + (e - F2 - 1)
+            if E2 < emin:
+                E2 = emin
+            total = _floor_shift(total, (e - F2 - 1) - (E2 - F2))
+            ccls_s = ccls if keep_c else ZERO
+            if ccls_s == NAN:
+                s_nan = True
+            elif ccls_s == INF:
+                if csg == 1:
+                    s_ninf = True
+                else:
+                    s_pinf = True
+            nan = s_nan or (s_pinf and s_ninf)
+            inf = (s_pinf or s_ninf) and not nan
+            inf_neg = s_ninf and not s_pinf
+            word = _pack(total < 0, abs(total), E2 - F2, nan, inf, inf_neg, total < 0, ENC)
+            if s0 + step < K:
+                ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
+        out[d] = word
+    return 0
+
+
+# ---------------------------------------------------------------- exact sum
+@_jit
+def exact_sum_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp0, fp1, fp2, fp3, fp4 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    guard = _bitlen(np.int64(step + 1))
+    pm = np.zeros(step + 1, np.int64)
+    pq = np.zeros(step + 1, np.int64)
+    pn = np.zeros(step + 1, np.bool_)
+    nflag = 0
+    for d in range(n):
+        flags[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
+        word = np.int64(0)
+        bad = False
+        for s0 in range(0, K, step):
+            s_nan = False
+            s_pinf = False
+            s_ninf = False
+            for k in range(step):
+                kk = s0 + k
+                ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp0, TAB)
+                bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp1, TAB)
+                sg = asg ^ bsg
+                nanf = ac == NAN or bc == NAN
+                inff = ac == INF or bc == INF
+                zf = ac == ZERO or bc == ZERO
+                if nanf or (inff and zf):
+                    s_nan = True
+                elif inff:
+                    if sg == 1:
+                        s_ninf = True
+                    else:
+                        s_pinf = True
+                live = not (nanf or inff or zf)
+                pm[k] = am * bm if live else np.int64(0)
+                pq[k] = aq + bq
+                pn[k] = sg == 1
+            if ccls == NAN:
+                s_nan = True
+            elif ccls == INF:
+                if csg == 1:
+                    s_ninf = True
+                else:
+                    s_pinf = True
+            pm[step] = cm if ccls == FINITE else np.int64(0)
+            pq[step] = cq
+            pn[step] = csg == 1
+            nan = s_nan or (s_pinf and s_ninf)
+            inf = (s_pinf or s_ninf) and not nan
+            inf_neg = s_ninf and not s_pinf
+            qmin = np.int64(1) << 40
+            top = np.int64(NEG)
+            anyl = False
+            for k in range(step + 1):
+                if pm[k] != 0:
+                    anyl = True
+                    if pq[k] < qmin:
+                        qmin = pq[k]
+                    t = pq[k] + _bitlen(pm[k])
+                    if t > top:
+                        top = t
+            if not anyl:
+                qmin = 0
+            elif top - qmin + guard > 62:
+                bad = True
+                break
+            total = np.int64(0)
+            for k in range(step + 1):
+                if pm[k] != 0:
+                    v = pm[k] << (pq[k] - qmin)
+                    total += -v if pn[k] else v
+            oneg = total < 0
+            word = _pack(oneg, abs(total), qmin, nan, inf, inf_neg, oneg, ENC)
+            if s0 + step < K:
+                ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
+        if bad:
+            flags[d] = True
+            nflag += 1
+            continue
+        out[d] = word
+    return nflag
+
+
+# ------------------------------------------------------- IEEE float families
+@_jit
+def fma_f64_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp0, fp1, fp2, fp3, fp4 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    for d in range(n):
+        flags[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        c0, c1, c2, c3, c4 = _decode(np.int64(wc[rc]), fp2, TAB)
+        acc = _value(c0, c1, c2, c3)
+        for k in range(K):
+            a0, a1, a2, a3, a4 = _decode(np.int64(wa[ra, k]), fp0, TAB)
+            b0, b1, b2, b3, b4 = _decode(np.int64(wb[rb, k]), fp1, TAB)
+            acc = _fma(_value(a0, a1, a2, a3), _value(b0, b1, b2, b3), acc)
+        out[d] = acc
+    return 0
+
+
+@_jit
+def fma_f32_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp0, fp1, fp2, fp3, fp4 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    for d in range(n):
+        flags[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        c0, c1, c2, c3, c4 = _decode(np.int64(wc[rc]), fp2, TAB)
+        acc = np.float32(_value(c0, c1, c2, c3))
+        for k in range(K):
+            a0, a1, a2, a3, a4 = _decode(np.int64(wa[ra, k]), fp0, TAB)
+            b0, b1, b2, b3, b4 = _decode(np.int64(wb[rb, k]), fp1, TAB)
+            acc = _fma(np.float32(_value(a0, a1, a2, a3)), np.float32(_value(b0, b1, b2, b3)), acc)
+        out[d] = acc
+    return 0
+
+
+@_jit
+def mul_add_f32_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp0, fp1, fp2, fp3, fp4 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    for d in range(n):
+        flags[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        acc = np.float32(0.0)
+        for k in range(K):
+            a0, a1, a2, a3, a4 = _decode(np.int64(wa[ra, k]), fp0, TAB)
+            b0, b1, b2, b3, b4 = _decode(np.int64(wb[rb, k]), fp1, TAB)
+            p = np.float32(_value(a0, a1, a2, a3)) * np.float32(_value(b0, b1, b2, b3))
+            acc = p if k == 0 else acc + p
+        c0, c1, c2, c3, c4 = _decode(np.int64(wc[rc]), fp2, TAB)
+        out[d] = acc + np.float32(_value(c0, c1, c2, c3))
+    return 0
+
+
+@_jit
+def mul_add_f64_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp0, fp1, fp2, fp3, fp4 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    for d in range(n):
+        flags[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        acc = 0.0
+        for k in range(K):
+            a0, a1, a2, a3, a4 = _decode(np.int64(wa[ra, k]), fp0, TAB)
+            b0, b1, b2, b3, b4 = _decode(np.int64(wb[rb, k]), fp1, TAB)
+            p = _value(a0, a1, a2, a3) * _value(b0, b1, b2, b3)
+            acc = p if k == 0 else acc + p
+        c0, c1, c2, c3, c4 = _decode(np.int64(wc[rc]), fp2, TAB)
+        out[d] = acc + _value(c0, c1, c2, c3)
+    return 0
+
+
+@_inline
+def _ftz_in(cls, s, m, q, r):
+    """ftz_mul_add._flush_inputs: subnormals and zeros read as +0."""
+    if cls == ZERO or (cls == FINITE and _bitlen(m) - 1 + q < r):
+        return np.float32(0.0)
+    return np.float32(_value(cls, s, m, q))
+
+
+@_inline
+def _flush(x):
+    if abs(x) < np.float32(2.0 ** -126):
+        return x * np.float32(0.0)
+    return x
+
+
+@_jit
+def ftz_mul_add_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp0, fp1, fp2, fp3, fp4 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    PP = P[0]
+    for d in range(n):
+        flags[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        c0, c1, c2, c3, c4 = _decode(np.int64(wc[rc]), fp2, TAB)
+        acc = _ftz_in(c0, c1, c2, c3, c4)
+        for i in range(0, K, PP):
+            p0 = np.float32(0.0)
+            p1 = np.float32(0.0)
+            p2 = np.float32(0.0)
+            p3 = np.float32(0.0)
+            for j in range(PP):
+                a0, a1, a2, a3, a4 = _decode(np.int64(wa[ra, i + j]), fp0, TAB)
+                b0, b1, b2, b3, b4 = _decode(np.int64(wb[rb, i + j]), fp1, TAB)
+                p = _flush(_ftz_in(a0, a1, a2, a3, a4) * _ftz_in(b0, b1, b2, b3, b4))
+                if j == 0:
+                    p0 = p
+                elif j == 1:
+                    p1 = p
+                elif j == 2:
+                    p2 = p
+                else:
+                    p3 = p
+            s = _flush(p0 + p1)
+            if PP == 4:
+                s = _flush(s + _flush(p2 + p3))
+            acc = _flush(acc + s)
+        out[d] = acc
+    return 0
+
+
+# ------------------------------------------------------------ python side
+class Kernel:
+    """A compiled kernel bound to one datapath's formats, parameters and encoding."""
+
+    def __init__(self, model, fn, P, out_kind="word"):
+        self.fn = fn
+        self.family = model.datapath.accumulator
+        self.P = np.asarray(P, dtype=np.int64)
+        self.out_kind = out_kind            # "word", or "f32"/"f64": float values to be packed
+        self.encoding = model.encoding
+        self.FM, self.TAB = _format_specs(model)
+        enc = model.encoding
+        sign_bit = enc.sign_bit if enc.sign_bit < (1 << 63) else enc.sign_bit - (1 << 64)
+        self.ENC = np.array([_MODES[enc.mode], enc.bias, enc.frac_bits, enc.word_frac_bits, enc.inf_word,
+                             sign_bit, enc.nan_word, (1 << enc.word_bits) - 1 if enc.word_bits < 64 else -1],
+                            dtype=np.int64)
+        dp = model.datapath
+        self.block = int(dp.block or 1)
+
+    def __call__(self, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, n, step):
+        if self.out_kind == "f64":
+            vals = np.empty(n, dtype=np.float64)
+        elif self.out_kind == "f32":
+            vals = np.empty(n, dtype=np.float32)
+        else:
+            vals = np.empty(n, dtype=self.encoding.dtype)
+        flags = np.empty(n, dtype=np.bool_)
+        nflag = self.fn(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, self.TAB, self.FM, self.P, self.ENC,
+                        step, self.block, vals, flags)
+        if self.out_kind != "word":
+            word = np.uint64 if self.out_kind == "f64" else np.uint32
+            words = vals.view(word if self.out_kind == "f64" else np.uint32)
+            words = np.where(np.isnan(vals), word(self.encoding.nan_word), words).astype(self.encoding.dtype)
+            vals = words
+        return vals, (flags if nflag else None)
+
+
+_EMPTY_TAB = np.zeros(1, dtype=np.int64)
+
+
+def _packed_table(fmt, decoder):
+    """Every word of ``fmt`` decoded and packed into one int64:
+    cls | sign << 2 | m << 3 | (q + 2**15) << 23 | (r + 2**15) << 39; ``None`` if a field does not fit."""
+    words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
+    dec = decoder(fmt, words)
+    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    if (m.min() < 0 or m.max() >= 1 << 20 or np.abs(q).max() >= 1 << 15 or np.abs(r).max() >= 1 << 15
+            or cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1):
+        return None
+    return cls | (sign << 2) | (m << 3) | ((q + (1 << 15)) << 23) | ((r + (1 << 15)) << 39)
+
+
+def _format_specs(model):
+    """(FM, TAB) for the A, B, C, D and scale formats of ``model``; None if one cannot be compiled."""
+    reg = model._reg
+    fmts = [model.a_format, model.b_format, model.c_format, model.d_format, model.scale_format]
+    rows, tabs, off = [], [], 0
+    for fmt in fmts:
+        row = [0] * 12
+        if fmt is not None:
+            decoder = reg.decoders[fmt.decoder]
+            builtin = decoder is decode_float or decoder is decode_int
+            # small containers (and plugin decoders of up to 16 bits): a packed table built by
+            # the registered decoder; wider built-in formats are decoded arithmetically (a
+            # 64K-entry table misses the cache on random words)
+            small = fmt.container_bits <= 8 or (fmt.container_bits <= 16 and not builtin)
+            tab = _packed_table(fmt, decoder) if small else None
+            if tab is not None:
+                row[0], row[1] = off, len(tab)
+                tabs.append(tab)
+                off += len(tab)
+            elif builtin:
+                row[2] = 1 if decoder is decode_int else 0
+                row[3] = fmt.field_shift
+                row[4] = fmt.field_bits
+                row[5], row[6], row[7] = fmt.exp_bits, fmt.man_bits, fmt.bias
+                row[8] = 1 if fmt.signed else 0
+                row[9] = _NAN_CODES[fmt.nan]
+                row[10] = 1 if fmt.subnormals else 0
+                if decoder is decode_float and fmt.exp_bits + fmt.man_bits >= 63 and fmt.nan != "ieee":
+                    return None, None
+                if decoder is decode_int and fmt.field_bits >= 64:
+                    return None, None
+            else:
+                return None, None
+        rows.append(row)
+    TAB = np.ascontiguousarray(np.concatenate(tabs)) if tabs else _EMPTY_TAB
+    return np.array(rows, dtype=np.int64), TAB
+
+
+def _clog2(g: int) -> int:
+    return int(np.ceil(np.log2(g))) if g > 1 else 0
+
+
+def _is_builtin(model, name):
+    from ..accumulators import BUILTIN_ACCUMULATORS
+
+    return BUILTIN_ACCUMULATORS.get(name) is model.accumulator
+
+
+def _make(model, fn, P, out_kind="word"):
+    k = Kernel(model, fn, P, out_kind)
+    return None if k.FM is None else k
+
+
+@register_kernel("window")
+def _window(model):
+    if not _is_builtin(model, "window"):
+        return None
+    p = dict(model.datapath.parameters)
+    known = {"F", "zeros", "group", "scale_floor", "c_dominant", "c_relative", "subnormal_redo"}
+    if set(p) - known or model.encoding.mode not in ("rz", "rne"):
+        return None
+    zeros = p.get("zeros", "excluded")
+    group = int(p.get("group", 1))
+    scaled = model.datapath.scale is not None
+    cd = p.get("c_dominant")
+    if (p.get("scale_floor") is not None or p.get("subnormal_redo") is not None) and not scaled:
+        return None
+    step = min(model.datapath.chunk or model.datapath.stored_k, model.datapath.stored_k)
+    if step % group or (cd is not None and step % int(cd["group"])):
+        return None
+    P = [
+        int(p["F"]), 1 if zeros == "excluded" else 0, 0 if zeros == "excluded" else int(zeros), group,
+        0 if p.get("scale_floor") is None else 1, int(p.get("scale_floor") or 0),
+        0 if cd is None else 1, int(cd["F"]) if cd else 0, int(cd["group"]) if cd else 1,
+        0 if p.get("c_relative") is None else 1, int(p.get("c_relative") or 0),
+        0 if p.get("subnormal_redo") is None else 1, int(p.get("subnormal_redo") or 0),
+        1 if scaled else 0, _clog2(group), _clog2(int(cd["group"])) if cd else 0,
+    ]
+    return _make(model, window_kernel, P)
+
+
+@register_kernel("integer")
+def _integer(model):
+    if not _is_builtin(model, "integer") or model.encoding.mode not in ("wrap", "sat") or model.datapath.parameters:
+        return None
+    return _make(model, integer_kernel, [0])
+
+
+@register_kernel("group_scaled_window")
+def _group_scaled(model):
+    if not _is_builtin(model, "group_scaled_window") or model.datapath.scale is None:
+        return None
+    p = model.datapath.parameters
+    if set(p) - {"F", "group", "zeros"} or model.encoding.mode not in ("rz", "rne"):
+        return None
+    step = min(model.datapath.chunk or model.datapath.stored_k, model.datapath.stored_k)
+    if step % int(p["group"]):
+        return None
+    return _make(model, group_scaled_kernel, [int(p["F"]), int(p["group"]), int(p["zeros"]), _clog2(int(p["group"]))])
+
+
+@register_kernel("two_stage_window")
+def _two_stage(model):
+    if not _is_builtin(model, "two_stage_window") or model.datapath.scale is not None:
+        return None
+    p = model.datapath.parameters
+    if set(p) - {"F", "F2", "even_odd", "drop_c", "overflow", "nonfinite_c_r"} or model.encoding.mode not in ("rz", "rne"):
+        return None
+    P = [int(p["F"]), int(p["F2"]), 1 if p.get("even_odd") else 0, 1 if p.get("drop_c") else 0,
+         0 if p.get("overflow") is None else 1, int(p.get("overflow") or 0),
+         0 if p.get("nonfinite_c_r") is None else 1, int(p.get("nonfinite_c_r") or 0)]
+    return _make(model, two_stage_kernel, P)
+
+
+@register_kernel("exact_sum")
+def _exact_sum(model):
+    if not _is_builtin(model, "exact_sum") or model.datapath.scale is not None or model.datapath.parameters:
+        return None
+    if model.encoding.mode not in ("rz", "rne"):
+        return None
+    return _make(model, exact_sum_kernel, [0])
+
+
+def _ieee_ok(model, formats=("f32", "f64")):
+    enc = model.encoding
+    return model.datapath.scale is None and enc.mode == "rne" and enc.format in formats and not model.datapath.parameters
+
+
+@register_kernel("fma")
+def _fma_family(model):
+    if not _is_builtin(model, "fma") or not _ieee_ok(model):
+        return None
+    if model.datapath.chunk and model.datapath.chunk < model.datapath.stored_k:
+        return None
+    if model.encoding.format == "f64":
+        return _make(model, fma_f64_kernel, [0], "f64")
+    # the reference needs products exact in binary64 (it refuses otherwise)
+    if model.a_format.integer or model.b_format.integer or model.a_format.man_bits + model.b_format.man_bits + 2 > 53:
+        return None
+    return _make(model, fma_f32_kernel, [0], "f32")
+
+
+@register_kernel("mul_add_chain")
+def _mul_add(model):
+    if not _is_builtin(model, "mul_add_chain") or not _ieee_ok(model):
+        return None
+    if model.datapath.chunk and model.datapath.chunk < model.datapath.stored_k:
+        return None
+    if model.encoding.format == "f64":
+        return _make(model, mul_add_f64_kernel, [0], "f64")
+    return _make(model, mul_add_f32_kernel, [0], "f32")
+
+
+@register_kernel("ftz_mul_add")
+def _ftz(model):
+    if not _is_builtin(model, "ftz_mul_add") or model.datapath.scale is not None:
+        return None
+    enc = model.encoding
+    p = model.datapath.parameters
+    if enc.format != "f32" or enc.mode != "rne" or set(p) != {"P"} or p["P"] not in (2, 4):
+        return None
+    if model.datapath.chunk and model.datapath.chunk < model.datapath.stored_k:
+        return None
+    if model.datapath.stored_k % p["P"]:
+        return None
+    return _make(model, ftz_mul_add_kernel, [int(p["P"])], "f32")
