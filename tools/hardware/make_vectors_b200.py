@@ -299,11 +299,9 @@ def pad(xs, k, fill=0):
     return list(xs) + [fill] * (k - len(xs))
 
 
-def tf32_ladder_hardware():
-    """Every probe of the T1 TF32 ladder whose result T1 states as measured."""
-    K = 8
-    cs = Cases()
-    one = ONE32
+def tf32_case_adder(cs, K):
+    """``dot(label, a, b, c, expect)``: add one kind::tf32 case to ``cs``; its D
+    word comes from the independent T-FDPA model and must equal ``expect``."""
 
     def dot(label, a, b, c, expect=None):
         a, b = pad(a, K), pad(b, K)
@@ -311,6 +309,17 @@ def tf32_ladder_hardware():
         if expect is not None:
             assert d == expect, (label, hex(d), hex(expect))
         cs.add(label, a, b, c, d)
+
+    return dot
+
+
+def tf32_ladder_hardware():
+    """Every probe of the T1 TF32 ladder whose result T1 states as measured."""
+    K = 8
+    cs = Cases()
+    one = ONE32
+
+    dot = tf32_case_adder(cs, K)
 
     # Input truncation: bits 0-12 of A and B change nothing.
     dot("a-low13-ignored: (1 | 0x1FFF) * 1 = 1", [one | 0x1FFF], [one], 0, one)
@@ -361,12 +370,7 @@ def tf32_window_derived():
     cs = Cases()
     one = ONE32
 
-    def dot(label, a, b, c, expect=None):
-        a, b = pad(a, K), pad(b, K)
-        d = tfdpa("tf32", "tf32", "f32", a, b, c)
-        if expect is not None:
-            assert d == expect, (label, hex(d), hex(expect))
-        cs.add(label, a, b, c, d)
+    dot = tf32_case_adder(cs, K)
 
     dot("window: C=1 + 0.5ulp + 0.5ulp = 1 + 1ulp (no per-term rounding)",
         [f32(P2(-24)), f32(P2(-24))], [one, one], one, f32(1 + P2(-23)))
