@@ -182,7 +182,26 @@ class Model:
             wa, wb = select(self.sparse_rule, dp.k, rows[-1], wa, wb)
         return self._steps(wa, wb, wc, sa, sb)
 
+    def _lean(self):
+        try:
+            return self._lean_np
+        except AttributeError:
+            from .backends.numpy_lean import LeanWindow
+
+            lean = LeanWindow(self)
+            self._lean_np = lean if lean.ok else None
+            return self._lean_np
+
     def _steps(self, wa, wb, wc, sa, sb):
+        """D words of materialized rows (uint64 words): the lean numpy window where it
+        applies (same words; rows with inf / NaN go to the reference), else the reference."""
+        lean = self._lean()
+        if lean is not None and wa.shape[0]:
+            return lean(wa, wb, wc, sa, sb)
+        return self._steps_reference(wa, wb, wc, sa, sb)
+
+    def _steps_reference(self, wa, wb, wc, sa, sb):
+        """The reference: decode, then the registered accumulator, step by step."""
         dp = self.datapath
         k = wa.shape[-1]
         step = min(dp.chunk or k, k)

@@ -835,6 +835,499 @@ def exact_sum_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P
     return nflag
 
 
+# ------------------------------------------------------------ fast window
+# The same window, with a lean decode: every A / B element becomes a signed
+# significand ``sm`` and an exponent ``q`` (of its last bit), read from a
+# per-format table (containers of up to 16 bits: ``LT[0]`` signed m, ``LT[1]``
+# q) or decoded arithmetically (wider IEEE formats), with the classes folded
+# into ``q``: a zero has q = LZQ (its products fall far below any window), an
+# inf / NaN has q = LSQ (its products rise far above).  The raw exponent is q
+# plus a per-format constant (checked when the table is built).  A row with an
+# inf / NaN anywhere (A, B, scales, C, or a step that overflowed) is computed
+# by the general :func:`window_kernel`, so special values and the reference's
+# refusals are exactly the general kernel's.
+LZQ = -(1 << 30)
+LSQ = 1 << 36
+LZT = -(1 << 29)     # a product q below this has a zero factor
+LST = 1 << 35        # a product q at or above this has an inf / NaN factor
+
+
+@_inline
+def _lean_one(x0, mode, off, fs, fmask, sp, M, emask, bias, LT):
+    """Lean decode of one word: (signed m, q), the class folded into q (LZQ, LSQ)."""
+    if mode == 0:
+        return LT[0, off + x0], LT[1, off + x0]
+    x = (x0 >> fs) & fmask
+    e = (x >> M) & emask
+    f = x & ((np.int64(1) << M) - 1)
+    nrm = e != 0
+    m = (f | (np.int64(1) << M)) if nrm else f
+    q = ((e if nrm else np.int64(1)) - bias) - M
+    q = LZQ if m == 0 else q
+    q = LSQ if e == emask else q
+    return (-m if ((x >> sp) & 1) == 1 else m), q
+
+
+# the general decode as a called function: the lean kernels use it once per dot
+# product (C) or per block (scales); compiled once, it keeps their compile time low
+_decode_call = numba.njit(cache=True, nogil=True)(_decode.py_func)
+
+
+@_inline
+def _ieee_decode(w, fp):
+    """decode.decode_float for a signed IEEE format with subnormals (NaN rule "ieee",
+    field under 64 bits): the C / D decode of the lean kernels."""
+    E = fp[5]
+    M = fp[6]
+    x = (w >> fp[3]) & ((np.int64(1) << fp[4]) - 1)
+    s = (x >> (E + M)) & 1
+    emask = (np.int64(1) << E) - 1
+    e = (x >> M) & emask
+    f = x & ((np.int64(1) << M) - 1)
+    nrm = e != 0
+    m = (f | (np.int64(1) << M)) if nrm else f
+    r = (e if nrm else np.int64(1)) - fp[7]
+    cls = FINITE if m != 0 else ZERO
+    if e == emask:
+        cls = INF if f == 0 else NAN
+        m = np.int64(0)
+    return cls, s, m, r - M, r
+
+
+@_inline
+def _c_decode(w, fp, ieee, TAB):
+    if ieee:
+        return _ieee_decode(w, fp)
+    return _decode_call(w, fp, TAB)
+
+
+@_inline
+def _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr):
+    """Per block: signed product of the two scales, its q, r - q offset of the scaled
+    products, scale raw sum; returns whether a scale is inf / NaN."""
+    special = False
+    for blk in range(nb):
+        xc, xsg, xm, xq, xr = _decode_call(np.int64(sa[rsa, blk]), fp4, TAB)
+        yc, ysg, ym, yq, yr = _decode_call(np.int64(sb[rsb, blk]), fp4, TAB)
+        if xc >= INF or yc >= INF:
+            special = True
+        bsr[blk] = xr + yr
+        bro[blk] = roff + (xr - xq) + (yr - yq)
+        if xc == ZERO or yc == ZERO:
+            bsm[blk] = 0
+            bqs[blk] = LZQ
+        else:
+            v = xm * ym
+            bsm[blk] = -v if (xsg ^ ysg) == 1 else v
+            bqs[blk] = xq + yq
+    return special
+
+
+@_jit
+def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags,
+                       LT, LS, spec):
+    """The window with one product per group (``group`` 1, no ``c_dominant``,
+    ``c_relative``, ``subnormal_redo``), scaled or not.  Pass one decodes,
+    multiplies and finds the window; products are kept pre-shifted left by ``S``
+    (the largest left shift a live product can need, P[18]), so that pass two
+    truncates each with one right shift: ``t = (|p| << S) >> (S - q + quantum)``,
+    the same value as the reference's ``(|p| << d) >> -d`` clips."""
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp2, fp3, fp4 = _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    c_ieee = fp2[1] == 0 and fp2[2] == 0 and fp2[4] < 64 and fp2[8] == 1 and fp2[9] == 0 and fp2[10] == 1
+    d_ieee = fp3[1] == 0 and fp3[2] == 0 and fp3[4] < 64 and fp3[8] == 1 and fp3[9] == 0 and fp3[10] == 1
+    F = P[0]
+    excl = P[1] == 1
+    ezero = P[2]
+    has_sf = P[4] == 1
+    sf = P[5]
+    scaled = P[13] == 1
+    roff = P[16]
+    S = P[18]
+    amode, aoff, afs, afm, asp, aM, aem, abias = LS[0, 0], LS[0, 1], LS[0, 2], LS[0, 3], LS[0, 4], LS[0, 5], \
+        LS[0, 6], LS[0, 7]
+    bmode, boff, bfs, bfm, bsp, bM, bem, bbias = LS[1, 0], LS[1, 1], LS[1, 2], LS[1, 3], LS[1, 4], LS[1, 5], \
+        LS[1, 6], LS[1, 7]
+    tables = amode == 0 and bmode == 0
+    arith = amode == 1 and bmode == 1
+    LTm = LT[0]
+    LTq = LT[1]
+    px = np.zeros(step, np.int64)
+    pu = np.zeros(step, np.int64)
+    nb = sa.shape[1] if scaled else 1
+    bsm = np.zeros(nb, np.int64)
+    bqs = np.zeros(nb, np.int64)
+    bro = np.zeros(nb, np.int64)
+    bsr = np.zeros(nb, np.int64)
+    nflag = 0
+    nspec = 0
+    for d in range(n):
+        spec[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        ccls, csg, cm, cq, cr = _c_decode(np.int64(wc[rc]), fp2, c_ieee, TAB)
+        special = ccls >= INF
+        if scaled and not special:
+            special = _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr)
+        word = np.int64(0)
+        s0 = 0
+        while s0 < K and not special:
+            hi = np.int64(LZQ) * 8
+            lo = np.int64(LSQ) * 8
+            max_sr = np.int64(NEG)
+            if scaled:
+                for k in range(step):
+                    kk = s0 + k
+                    blk = kk // block
+                    xa = np.uint64(aoff) + np.uint64(wa[ra, kk])    # scaled: A and B always tabled
+                    xb = np.uint64(boff) + np.uint64(wb[rb, kk])
+                    q = LTq[xa] + LTq[xb] + bqs[blk]
+                    px[k] = (LTm[xa] * LTm[xb] * bsm[blk]) << S
+                    pu[k] = S - q
+                    hi = max(hi, q + bro[blk])
+                    lo = min(lo, q)
+                    max_sr = max(max_sr, bsr[blk])
+            elif tables:
+                for k in range(step):
+                    xa = np.uint64(aoff) + np.uint64(wa[ra, s0 + k])    # unsigned: no wrap-around code
+                    xb = np.uint64(boff) + np.uint64(wb[rb, s0 + k])
+                    q = LTq[xa] + LTq[xb]
+                    px[k] = (LTm[xa] * LTm[xb]) << S
+                    pu[k] = S - q
+                    hi = max(hi, q)
+                    lo = min(lo, q)
+                hi += roff
+            elif arith:
+                for k in range(step):
+                    kk = s0 + k
+                    ma, qa = _lean_one(np.int64(wa[ra, kk]), 1, aoff, afs, afm, asp, aM, aem, abias, LT)
+                    mb, qb = _lean_one(np.int64(wb[rb, kk]), 1, boff, bfs, bfm, bsp, bM, bem, bbias, LT)
+                    q = qa + qb
+                    px[k] = (ma * mb) << S
+                    pu[k] = S - q
+                    hi = max(hi, q)
+                    lo = min(lo, q)
+                hi += roff
+            else:
+                for k in range(step):
+                    kk = s0 + k
+                    ma, qa = _lean_one(np.int64(wa[ra, kk]), amode, aoff, afs, afm, asp, aM, aem, abias, LT)
+                    mb, qb = _lean_one(np.int64(wb[rb, kk]), bmode, boff, bfs, bfm, bsp, bM, bem, bbias, LT)
+                    q = qa + qb
+                    px[k] = (ma * mb) << S
+                    pu[k] = S - q
+                    hi = max(hi, q)
+                    lo = min(lo, q)
+                hi += roff
+            if hi >= LST:
+                special = True
+                break
+            any_live = hi > LZT
+            c_live = ccls == FINITE
+            E = hi if any_live else np.int64(NEG)
+            if excl:
+                if c_live and cr > E:
+                    E = cr
+            else:
+                if lo < LZT and ezero > E:      # a zero product counts with e_zero
+                    E = ezero
+                ce = cr if c_live else ezero
+                if ce > E:
+                    E = ce
+            quantum = E - F
+            if has_sf:
+                fl = max_sr - sf
+                if fl > quantum:
+                    quantum = fl
+            total = np.int64(0)
+            for k in range(step):
+                x = px[k]
+                sg = x >> 63
+                t = ((x ^ sg) - sg) >> min(pu[k] + quantum, 63)
+                total += (t ^ sg) - sg
+            c_mag = cm if c_live else np.int64(0)
+            total += _trunc(csg == 1, c_mag, cq, quantum)
+            oneg = total < 0
+            omag = abs(total)
+            e0 = quantum
+            if excl and not any_live:
+                oneg = csg == 1
+                omag = c_mag
+                e0 = cq
+            word = _pack(oneg, omag, e0, False, False, False, False, ENC)
+            s0 += step
+            if s0 < K:
+                ccls, csg, cm, cq, cr = _c_decode(word & ENC[7], fp3, d_ieee, TAB)
+                if ccls >= INF:
+                    special = True
+        if special:
+            # inf / NaN somewhere: the general kernel computes the whole row (LeanWindowKernel)
+            spec[d] = True
+            nspec += 1
+            continue
+        flags[d] = False
+        out[d] = word
+    return nflag, nspec
+
+
+@_jit
+def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags,
+                       LT, LS, spec):
+    """The window with every parameter (groups, ``c_dominant``, ``c_relative``,
+    ``subnormal_redo``) on the lean decode; the steps after the products are
+    those of :func:`window_kernel`."""
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp2, fp3, fp4 = _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    F = P[0]
+    excl = P[1] == 1
+    ezero = P[2]
+    group = P[3]
+    has_sf = P[4] == 1
+    sf = P[5]
+    has_cd = P[6] == 1
+    cdF = P[7]
+    cdG = P[8]
+    has_cr = P[9] == 1
+    crF = P[10]
+    has_sr = P[11] == 1
+    srT = P[12]
+    scaled = P[13] == 1
+    clog_g = P[14]
+    clog_cd = P[15]
+    roff = P[16]
+    simple = P[17] == 1
+    amode, aoff, afs, afm, asp, aM, aem, abias = LS[0, 0], LS[0, 1], LS[0, 2], LS[0, 3], LS[0, 4], LS[0, 5], \
+        LS[0, 6], LS[0, 7]
+    bmode, boff, bfs, bfm, bsp, bM, bem, bbias = LS[1, 0], LS[1, 1], LS[1, 2], LS[1, 3], LS[1, 4], LS[1, 5], \
+        LS[1, 6], LS[1, 7]
+    pp = np.zeros(step, np.int64)
+    pq = np.zeros(step, np.int64)
+    pm = np.zeros(step, np.int64)
+    pn = np.zeros(step, np.bool_)
+    plr = np.zeros(step, np.int64)
+    psr = np.zeros(step, np.int64)
+    G = step // group
+    contrib = np.zeros(G, np.int64)
+    gs = np.zeros(G, np.int64)
+    gq = np.zeros(G, np.int64)
+    gr = np.zeros(G, np.int64)
+    nb = sa.shape[1] if scaled else 1
+    bsm = np.zeros(nb, np.int64)
+    bqs = np.zeros(nb, np.int64)
+    bro = np.zeros(nb, np.int64)
+    bsr = np.zeros(nb, np.int64)
+    nflag = 0
+    nspec = 0
+    for d in range(n):
+        flags[d] = False
+        spec[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
+        special = ccls >= INF
+        if scaled and not special:
+            special = _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr)
+        word = np.int64(0)
+        bad = False
+        for s0 in range(0, K, step):
+            if special:
+                break
+            hi = np.int64(LZQ) * 8
+            lo = np.int64(LSQ) * 8
+            max_sr = np.int64(NEG)
+            if scaled:
+                for k in range(step):
+                    kk = s0 + k
+                    blk = kk // block
+                    ma, qa = _lean_one(np.int64(wa[ra, kk]), amode, aoff, afs, afm, asp, aM, aem, abias, LT)
+                    mb, qb = _lean_one(np.int64(wb[rb, kk]), bmode, boff, bfs, bfm, bsp, bM, bem, bbias, LT)
+                    p = ma * mb * bsm[blk]
+                    q = qa + qb + bqs[blk]
+                    pp[k] = p
+                    pq[k] = q
+                    rq = q + bro[blk]
+                    hi = max(hi, rq)
+                    lo = min(lo, q)
+                    psr[k] = bsr[blk]
+                    max_sr = max(max_sr, bsr[blk])
+            else:
+                for k in range(step):
+                    kk = s0 + k
+                    ma, qa = _lean_one(np.int64(wa[ra, kk]), amode, aoff, afs, afm, asp, aM, aem, abias, LT)
+                    mb, qb = _lean_one(np.int64(wb[rb, kk]), bmode, boff, bfs, bfm, bsp, bM, bem, bbias, LT)
+                    p = ma * mb
+                    q = qa + qb
+                    pp[k] = p
+                    pq[k] = q
+                    hi = max(hi, q)
+                    lo = min(lo, q)
+                hi += roff
+            if hi >= LST:
+                special = True
+                break
+            any_live = hi > LZT
+            max_r = hi if any_live else np.int64(NEG)
+            c_live = ccls == FINITE
+            c_mag = cm if c_live else np.int64(0)
+            c_neg = csg == 1
+            if excl:
+                E = max_r
+                if c_live and cr > E:
+                    E = cr
+            else:
+                E = max_r
+                if lo < LZT and ezero > E:      # a zero product counts with e_zero
+                    E = ezero
+                ce = cr if c_live else ezero
+                if ce > E:
+                    E = ce
+            quantum = E - F
+            if has_sf:
+                fl = max_sr - sf
+                if fl > quantum:
+                    quantum = fl
+            cdom = False
+            if has_cd:
+                cdom = c_live and any_live and cr >= max_r
+                if cdom:
+                    quantum = cr - cdF
+            if simple:
+                ptot = np.int64(0)
+                for k in range(step):
+                    p = pp[k]
+                    dd = pq[k] - quantum
+                    t = (abs(p) << _clip(dd, 0, 62)) >> _clip(-dd, 0, 63)
+                    ptot += -t if p < 0 else t
+                total = ptot + _trunc(c_neg, c_mag, cq, quantum)
+            else:
+                for k in range(step):
+                    p = pp[k]
+                    pn[k] = p < 0
+                    pm[k] = abs(p)
+                    if p != 0:
+                        plr[k] = pq[k] + (roff if not scaled else bro[(s0 + k) // block])
+                    else:
+                        plr[k] = NEG
+                if group == 1:
+                    for k in range(step):
+                        contrib[k] = _trunc(pn[k], pm[k], pq[k], quantum)
+                        gr[k] = plr[k]
+                else:
+                    for g in range(G):
+                        glo = g * group
+                        qmin = np.int64(1) << 40
+                        anyl = False
+                        grm = np.int64(NEG)
+                        for k in range(glo, glo + group):
+                            if pm[k] != 0:
+                                anyl = True
+                                if pq[k] < qmin:
+                                    qmin = pq[k]
+                            if plr[k] > grm:
+                                grm = plr[k]
+                        if not anyl:
+                            qmin = 0
+                        tot = np.int64(0)
+                        for k in range(glo, glo + group):
+                            if pm[k] != 0:
+                                sp = pq[k] - qmin
+                                if sp + _bitlen(pm[k]) + clog_g > 62:
+                                    bad = True
+                                    sp = 0
+                                v = pm[k] << sp
+                                tot += -v if pn[k] else v
+                        gs[g] = tot
+                        gq[g] = qmin
+                        gr[g] = grm
+                        contrib[g] = _trunc(tot < 0, abs(tot), qmin, quantum)
+                if has_cr:
+                    qrel = cr - crF
+                    if quantum > qrel:
+                        qrel = quantum
+                    for g in range(G):
+                        if c_live and gr[g] > NEG and gr[g] <= cr:
+                            if group == 1:
+                                t = _trunc(pn[g], pm[g], pq[g], qrel)
+                            else:
+                                t = _trunc(gs[g] < 0, abs(gs[g]), gq[g], qrel)
+                            if t < 0:
+                                contrib[g] = -_shift(-t, qrel - quantum)
+                            else:
+                                contrib[g] = _shift(t, qrel - quantum)
+                ptot = np.int64(0)
+                for g in range(G):
+                    ptot += contrib[g]
+                if has_cd and cdG != group:
+                    ctot = np.int64(0)
+                    for h in range(step // cdG):
+                        hlo = h * cdG
+                        qmin = np.int64(1) << 40
+                        anyl = False
+                        for k in range(hlo, hlo + cdG):
+                            if pm[k] != 0:
+                                anyl = True
+                                if pq[k] < qmin:
+                                    qmin = pq[k]
+                        if not anyl:
+                            qmin = 0
+                        tot = np.int64(0)
+                        for k in range(hlo, hlo + cdG):
+                            if pm[k] != 0:
+                                sp = pq[k] - qmin
+                                if sp + _bitlen(pm[k]) + clog_cd > 62:
+                                    bad = True
+                                    sp = 0
+                                v = pm[k] << sp
+                                tot += -v if pn[k] else v
+                        ctot += _trunc(tot < 0, abs(tot), qmin, quantum)
+                    if cdom:
+                        ptot = ctot
+                if bad:
+                    break
+                ctr = _trunc(c_neg, c_mag, cq, quantum)
+                total = ptot + ctr
+                if has_sr:
+                    lead = quantum + _bitlen(abs(total)) - 1
+                    if total != 0 and lead < -126 and not (has_cd and cdom):
+                        limit = _clip(srT - quantum, 0, 62)
+                        gmax = np.int64(NEG)
+                        for g in range(G):
+                            v = np.int64(NEG)
+                            for k in range(g * group, g * group + group):
+                                if psr[k] > v:
+                                    v = psr[k]
+                            gr[g] = v
+                            if v > gmax:
+                                gmax = v
+                        red = ctr
+                        for g in range(G):
+                            if not (_bitlen(abs(contrib[g])) <= limit and gr[g] < gmax):
+                                red += contrib[g]
+                        total = red
+            oneg = total < 0
+            omag = abs(total)
+            e0 = quantum
+            if excl and not any_live:
+                oneg = c_neg
+                omag = c_mag
+                e0 = cq
+            word = _pack(oneg, omag, e0, False, False, False, False, ENC)
+            if s0 + step < K:
+                ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
+                if ccls >= INF:
+                    special = True
+        if special:
+            # inf / NaN somewhere: the general kernel computes the whole row (LeanWindowKernel)
+            spec[d] = True
+            nspec += 1
+            continue
+        if bad:
+            flags[d] = True
+            nflag += 1
+            continue
+        out[d] = word
+    return nflag, nspec
+
 # ------------------------------------------------------- IEEE float families
 @_jit
 def fma_f64_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
@@ -979,6 +1472,7 @@ class Kernel:
                             dtype=np.int64)
         dp = model.datapath
         self.block = int(dp.block or 1)
+        self.extra = ()                     # further arrays of the kernel (the lean window's tables)
 
     def __call__(self, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, n, step):
         if self.out_kind == "f64":
@@ -989,12 +1483,38 @@ class Kernel:
             vals = np.empty(n, dtype=self.encoding.dtype)
         flags = np.empty(n, dtype=np.bool_)
         nflag = self.fn(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, self.TAB, self.FM, self.P, self.ENC,
-                        step, self.block, vals, flags)
+                        step, self.block, vals, flags, *self.extra)
         if self.out_kind != "word":
             word = np.uint64 if self.out_kind == "f64" else np.uint32
             words = vals.view(word if self.out_kind == "f64" else np.uint32)
             words = np.where(np.isnan(vals), word(self.encoding.nan_word), words).astype(self.encoding.dtype)
             vals = words
+        return vals, (flags if nflag else None)
+
+
+class LeanWindowKernel(Kernel):
+    """The lean window kernels: rows with an inf / NaN (``spec``) are then computed
+    by the general :func:`window_kernel`, rows it flags by the numpy reference."""
+
+    def __call__(self, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, n, step):
+        vals = np.empty(n, dtype=self.encoding.dtype)
+        flags = np.empty(n, dtype=np.bool_)
+        spec = np.empty(n, dtype=np.bool_)
+        nflag, nspec = self.fn(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, self.TAB, self.FM, self.P, self.ENC,
+                               step, self.block, vals, flags, *self.extra, spec)
+        if nspec:
+            d = np.flatnonzero(spec)
+            if ncols > 0:
+                i = d // ncols
+                j = d - i * ncols
+                rows = (i, j, d, i, j)
+            else:
+                rows = tuple(np.ascontiguousarray(x[d]) if x.shape[0] else d for x in (ia, ib, ic, isa, isb))
+            sub, subf = np.empty(len(d), dtype=vals.dtype), np.empty(len(d), dtype=np.bool_)
+            nflag += window_kernel(wa, wb, wc, sa, sb, *rows, 0, self.TAB, self.FM, self.P, self.ENC, step,
+                                   self.block, sub, subf)
+            vals[d] = sub
+            flags[d] = subf
         return vals, (flags if nflag else None)
 
 
@@ -1011,6 +1531,71 @@ def _packed_table(fmt, decoder):
             or cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1):
         return None
     return cls | (sign << 2) | (m << 3) | ((q + (1 << 15)) << 23) | ((r + (1 << 15)) << 39)
+
+
+def _lean_spec(fmt, decoder):
+    """Lean decode of an A / B format: ``(row, table or None, r - q offset, significand bits)``, or ``None``.
+
+    Row: ``mode, table offset, field shift, field mask, sign bit, M, exponent mask, bias``.
+    Mode 0 reads the table (containers of up to 16 bits, built by the registered
+    decoder): row 0 the signed significand, row 1 q (LZQ for a zero, LSQ for inf /
+    NaN).  Mode 1 decodes a wider IEEE format arithmetically."""
+    if fmt.container_bits > 16:
+        if (decoder is decode_float and fmt.nan == "ieee" and fmt.subnormals and fmt.signed
+                and not fmt.integer and fmt.exp_bits + fmt.man_bits < 40):
+            E, M = fmt.exp_bits, fmt.man_bits
+            return ([1, 0, fmt.field_shift, (1 << fmt.field_bits) - 1, E + M, M, (1 << E) - 1, fmt.bias],
+                    None, M, M + 1)
+        return None
+    words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
+    dec = decoder(fmt, words)
+    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    fin = cls == FINITE
+    if cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1 or m.min() < 0 or m.max() >= 1 << 30:
+        return None
+    if (m[fin] == 0).any() or (m[cls == ZERO] != 0).any() or np.abs(q[fin]).max(initial=0) >= 1 << 20:
+        return None
+    off = np.unique(r[fin] - q[fin])
+    if len(off) > 1:
+        return None
+    sm = np.where(fin, np.where(sign == 1, -m, m), 0)
+    qq = np.where(fin, q, np.where(cls == ZERO, LZQ, LSQ))
+    return [0, 0, 0, 0, 0, 0, 0, 0], np.stack([sm, qq]), int(off[0]) if len(off) else 0, \
+        int(m[fin].max(initial=0)).bit_length()
+
+
+def _lean_specs(model):
+    """``(LT, LS, r - q offset of the products, significand bits of the products)`` of
+    the lean window decode of A and B, or ``None``."""
+    reg = model._reg
+    rows, tabs, roff, bits, off = [], [], 0, 0, 0
+    for fmt in (model.a_format, model.b_format):
+        spec = _lean_spec(fmt, reg.decoders[fmt.decoder])
+        if spec is None:
+            return None
+        row, tab, o, b = spec
+        if tab is not None:
+            row[1] = off
+            tabs.append(tab)
+            off += tab.shape[1]
+        rows.append(row)
+        roff += o
+        bits += b
+    LT = np.ascontiguousarray(np.concatenate(tabs, axis=1)) if tabs else np.zeros((2, 1), np.int64)
+    return LT, np.array(rows, dtype=np.int64), roff, bits
+
+
+def _scale_bounds(model):
+    """(min r - q offset, significand bits) over every word of the scale format, or ``None``."""
+    fmt = model.scale_format
+    if fmt.container_bits > 16:
+        return None
+    dec = model._reg.decoders[fmt.decoder](fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
+    cls, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.m, dec.q, dec.r))
+    fin = cls == FINITE
+    if not fin.any():
+        return None
+    return int((r - q)[fin].min()), int(m[fin].max()).bit_length()
 
 
 def _format_specs(model):
@@ -1091,7 +1676,28 @@ def _window(model):
         0 if p.get("subnormal_redo") is None else 1, int(p.get("subnormal_redo") or 0),
         1 if scaled else 0, _clog2(group), _clog2(int(cd["group"])) if cd else 0,
     ]
-    return _make(model, window_kernel, P)
+    lean = _lean_specs(model)
+    if lean is None:
+        return _make(model, window_kernel, P)
+    LT, LS, roff, bits = lean
+    simple = group == 1 and cd is None and p.get("c_relative") is None and p.get("subnormal_redo") is None
+    # the lean kernel keeps products shifted left by S, the largest left shift a live
+    # product can need (its raw exponent is at most the window's): they must fit int64
+    S, lean_ok = max(0, int(p["F"]) - roff), simple
+    if scaled:
+        sb = _scale_bounds(model)
+        if sb is None:
+            lean_ok = False
+        else:
+            S = max(0, int(p["F"]) - roff - 2 * sb[0])
+            bits += 2 * sb[1]
+    lean_ok = lean_ok and bits + S <= 62 and (not scaled or (LS[0, 0] == 0 and LS[1, 0] == 0))
+    k = LeanWindowKernel(model, window_lean_kernel if lean_ok else window_fast_kernel,
+                         P + [roff, 1 if simple else 0, S])
+    if k.FM is None:
+        return None
+    k.extra = (LT, LS)
+    return k
 
 
 @register_kernel("integer")

@@ -1,0 +1,199 @@
+"""A lean numpy path for the common window datapaths (the numpy backend's fast path).
+
+The truncating window (:func:`mmasim.accumulators.window.window`) with one
+product per group (``group`` 1, no ``c_dominant``, ``c_relative`` or
+``subnormal_redo``), scaled or not, computed on container words with fewer
+passes: every A / B word is decoded through a per-format table (containers of
+up to 16 bits; built by the registered decoder) into a signed significand and
+the exponent ``q`` of its last bit, the classes folded into ``q`` (a zero far
+below any window, an inf / NaN far above), and the truncation of each product
+to the window's quantum is one right shift of the product pre-shifted left by
+``S`` (the largest left shift a live product can need).  Rows with an inf or
+NaN anywhere (or a step that overflowed into inf) are computed by the
+reference accumulator itself, so special values are the reference's.  Exact
+int64 arithmetic throughout; ``tests/test_speed_paths.py`` compares this path
+with the reference accumulator on every datapath it covers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..decode import FINITE, INF, ZERO, decode_float
+
+LZQ = -(1 << 30)     # q of a zero element
+LSQ = 1 << 36        # q of an inf / NaN element
+LZT = -(1 << 29)     # a product q below this has a zero factor
+LST = 1 << 35        # a product q at or above this has an inf / NaN factor
+NEG = -(1 << 40)     # intmath.NEG_INF_EXP
+
+
+class _Table:
+    """Lean decode of one A / B format: table lookups or arithmetic (wide IEEE formats)."""
+
+    def __init__(self, fmt, decoder):
+        self.fmt = fmt
+        self.ok = False
+        if fmt.container_bits > 16:
+            if (decoder is decode_float and fmt.nan == "ieee" and fmt.subnormals and fmt.signed
+                    and not fmt.integer and fmt.exp_bits + fmt.man_bits < 40):
+                self.tab = None
+                self.off = fmt.man_bits
+                self.bits = fmt.man_bits + 1
+                self.ok = True
+            return
+        words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
+        dec = decoder(fmt, words)
+        cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1)
+                              for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+        fin = cls == FINITE
+        if cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1 or m.min() < 0 or m.max() >= 1 << 30:
+            return
+        if (m[fin] == 0).any() or (m[cls == ZERO] != 0).any() or np.abs(q[fin]).max(initial=0) >= 1 << 20:
+            return
+        off = np.unique(r[fin] - q[fin])
+        if len(off) > 1:
+            return
+        self.tab = (np.where(fin, np.where(sign == 1, -m, m), 0),
+                    np.where(fin, q, np.where(cls == ZERO, LZQ, LSQ)))
+        self.off = int(off[0]) if len(off) else 0
+        self.bits = int(m[fin].max(initial=0)).bit_length()
+        self.ok = True
+
+    def __call__(self, words):
+        """(signed m, q) of container words (int64 arrays)."""
+        if self.tab is not None:
+            idx = words.view(np.int64) if words.dtype == np.uint64 else words.astype(np.intp)
+            return self.tab[0].take(idx), self.tab[1].take(idx)
+        fmt = self.fmt
+        E, M = fmt.exp_bits, fmt.man_bits
+        x = (words.astype(np.int64) >> fmt.field_shift) & ((1 << fmt.field_bits) - 1)
+        e = (x >> M) & ((1 << E) - 1)
+        m = x & ((1 << M) - 1)
+        nrm = e != 0
+        m |= nrm.astype(np.int64) << M
+        q = np.maximum(e, 1) - (fmt.bias + M)
+        q[m == 0] = LZQ
+        q[e == (1 << E) - 1] = LSQ
+        neg = (x >> (E + M)) & 1
+        m = np.where(neg == 1, -m, m)
+        return m, q
+
+
+class LeanWindow:
+    """The lean numpy window of one model, or ``ok = False`` where it does not apply."""
+
+    def __init__(self, model):
+        from ..accumulators import BUILTIN_ACCUMULATORS
+
+        self.ok = False
+        dp = model.datapath
+        if BUILTIN_ACCUMULATORS.get("window") is not model.accumulator or dp.accumulator != "window" \
+                or dp.sparse or model.encoding.mode not in ("rz", "rne"):
+            return
+        p = dict(dp.parameters)
+        if set(p) - {"F", "zeros", "group", "scale_floor"} or int(p.get("group", 1)) != 1:
+            return
+        if p.get("scale_floor") is not None and dp.scale is None:
+            return
+        reg = model._reg
+        self.ta = _Table(model.a_format, reg.decoders[model.a_format.decoder])
+        self.tb = _Table(model.b_format, reg.decoders[model.b_format.decoder])
+        if not (self.ta.ok and self.tb.ok):
+            return
+        self.F = int(p["F"])
+        zeros = p.get("zeros", "excluded")
+        self.excl = zeros == "excluded"
+        self.ezero = 0 if self.excl else int(zeros)
+        self.sf = p.get("scale_floor")
+        self.roff = self.ta.off + self.tb.off
+        bits = self.ta.bits + self.tb.bits
+        self.S = max(0, self.F - self.roff)
+        if dp.scale is not None:
+            fmt = model.scale_format
+            if fmt.container_bits > 16:
+                return
+            dec = reg.decoders[fmt.decoder](fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
+            fin = np.asarray(dec.cls) == FINITE
+            if not fin.any():
+                return
+            soff = int((np.asarray(dec.r) - np.asarray(dec.q))[fin].min())
+            self.S = max(0, self.F - self.roff - 2 * soff)
+            bits += 2 * int(np.asarray(dec.m)[fin].max()).bit_length()
+        if bits + self.S > 62:
+            return
+        self.model = model
+        self.ok = True
+
+    def __call__(self, wa, wb, wc, sa, sb):
+        """D words of the rows (uint64 word arrays as :meth:`Model._steps` takes them)."""
+        model = self.model
+        dp = model.datapath
+        n, k = wa.shape
+        step = min(dp.chunk or k, k)
+        dec = model._decode
+        S, F = self.S, self.F
+        special = np.zeros(n, dtype=bool)
+        if sa is not None:
+            fmt = model.scale_format
+            xa, xb = dec[fmt.key](fmt, sa), dec[fmt.key](fmt, sb)
+            special |= ((xa.cls >= INF) | (xb.cls >= INF)).any(axis=-1)
+            szero = (xa.cls == ZERO) | (xb.cls == ZERO)
+            s_m = np.where(szero, 0, np.where((xa.sign ^ xb.sign) == 1, -(xa.m * xb.m), xa.m * xb.m))
+            s_q = np.where(szero, LZQ, xa.q + xb.q)
+            s_ro = self.roff + (xa.r - xa.q) + (xb.r - xb.q)
+            s_r = xa.r + xb.r
+            s_m, s_q, s_ro, s_r = (np.repeat(x, dp.block, axis=-1) for x in (s_m, s_q, s_ro, s_r))
+        c_fmt = model.c_format
+        words = wc
+        for s0 in range(0, k, step):
+            cut = slice(s0, s0 + step)
+            ma, qa = self.ta(wa[:, cut])
+            mb, qb = self.tb(wb[:, cut])
+            p = ma * mb
+            q = qa + qb
+            if sa is not None:
+                p *= s_m[:, cut]
+                q += s_q[:, cut]
+                hi = (q + s_ro[:, cut]).max(axis=-1)
+            else:
+                hi = q.max(axis=-1) + self.roff
+            C = dec[c_fmt.key](c_fmt, words)
+            special |= (hi >= LST) | (C.cls >= INF)
+            any_live = hi > LZT
+            c_live = C.cls == FINITE
+            E = np.where(any_live, hi, NEG)
+            if self.excl:
+                E = np.maximum(E, np.where(c_live, C.r, NEG))
+            else:
+                E = np.where((q.min(axis=-1) < LZT) & (E < self.ezero), self.ezero, E)
+                E = np.maximum(E, np.where(c_live, C.r, self.ezero))
+            quantum = E - F
+            if self.sf is not None:
+                quantum = np.maximum(quantum, s_r[:, cut].max(axis=-1) - int(self.sf))
+            # t = trunc(|p| * 2**(q - quantum)) = (|p| << S) >> (S - q + quantum)
+            np.subtract((quantum + S)[:, None], q, out=q)
+            np.minimum(q, 63, out=q)
+            neg = p < 0
+            np.abs(p, out=p)
+            p <<= S
+            p >>= q
+            np.negative(p, out=p, where=neg)
+            total = p.sum(axis=-1)
+            c_mag = np.where(c_live, C.m, 0)
+            c_neg = C.sign == 1
+            cq = C.q - quantum
+            ct = (c_mag << np.clip(cq, 0, 62)) >> np.clip(-cq, 0, 63)
+            total += np.where(c_neg, -ct, ct)
+            out_neg, out_mag, e0 = total < 0, np.abs(total), quantum
+            if self.excl:
+                out_neg = np.where(any_live, out_neg, c_neg)
+                out_mag = np.where(any_live, out_mag, c_mag)
+                e0 = np.where(any_live, e0, C.q)
+            words = model.encoding.pack(out_neg, out_mag, e0)
+            c_fmt = model.d_format
+        if special.any():
+            idx = np.flatnonzero(special)
+            words[idx] = model._steps_reference(wa[idx], wb[idx], wc[idx],
+                                                None if sa is None else sa[idx], None if sb is None else sb[idx])
+        return words
