@@ -130,7 +130,7 @@ def test_describe_names_composition_parameters_and_status():
     text = mmasim.MMA("B200", "tcgen05.kind::mxf4nvf4.4X").describe()
     for needle in ("ue4m3", "e2m1", "window", "F=39", "scale_floor=35", "rz-f32", "hardware", "B200", "K: 64"):
         assert needle in text, needle
-    assumed = mmasim.MMA("B200", "tcgen05.mma.kind::f8f6f4.f16.e5m2.e3m2").describe()
+    assumed = mmasim.MMA("B200", "tcgen05.mma.sp.kind::f8f6f4.f16.e5m2.e3m2").describe()
     assert assumed.split("validation:")[1].strip().startswith("assumed")
 
 
@@ -142,6 +142,12 @@ def test_validation_status_of_the_46_t1_datapaths():
     assert all(dp.status.device == "B200" for dp in hw)
     sparse_i8 = [dp for dp in mmasim.datapaths("B200") if dp.kind == "i8" and dp.sparse]
     assert sparse_i8 and all(dp.status.kind == "assumed" for dp in sparse_i8)
+    peer = [dp for dp in mmasim.datapaths("B200") if dp.op == "tcgen05.mma" and dp.status.kind == "peer"]
+    # dense unscaled datapaths MMA-Sim models that T1 did not measure: kind::f16 f16 -> f16, and the 50
+    # kind::f8f6f4 pairs less the 5 same-format f32 ones and the 2 mixed representatives T1 measured
+    assert len(peer) == 1 + 50 - 5 - 2
+    assert all(not dp.sparse and dp.kind in ("tf32", "f16", "f8f6f4") for dp in peer)
+    assert mmasim.MMA("B200", "tcgen05.mma.kind::f16.f16.f16.f16").status.kind == "peer"
 
 
 def test_result_value_sanity():
