@@ -132,3 +132,26 @@ def test_lean_paths_cover_the_benchmarked_datapaths():
         m = mmasim.MMA(arch, ins, **q)
         assert m._lean() is not None
     assert mmasim.MMA("B200", "tcgen05.kind::mxf4nvf4.4X")._lean() is None   # groups: the reference
+
+
+def test_lean_bit_length_and_rz_pack_are_the_reference():
+    """The lean numpy encoder's bit length (float exponent, corrected) and its
+    round-toward-zero pack against intmath.bit_length and Encoding.pack, around
+    every power of two (where the 53-bit float rounds up) and on random values."""
+    from mmasim.backends.numpy_lean import _bit_length, _PackRZ
+    from mmasim.intmath import bit_length
+
+    p = np.array([1 << s for s in range(63)], dtype=np.int64)
+    rng = np.random.default_rng(7)
+    x = np.concatenate([[0, 1, 2, 3, (1 << 63) - 1], p, p - 1, p + 1, p[1:] - 2,
+                        rng.integers(0, 1 << 62, 4000), rng.integers(0, 1 << 20, 4000)]).astype(np.int64)
+    assert (_bit_length(x) == bit_length(x)).all()
+    reg = get_registry()
+    for enc in reg.encodings.values():
+        pk = _PackRZ(enc)
+        if not pk.ok:
+            continue
+        mag = x[x < (1 << 62)]
+        e0 = rng.integers(-200, 100, mag.shape[0])
+        neg = rng.integers(0, 2, mag.shape[0]).astype(bool)
+        assert (pk(neg, mag, e0) == enc.pack(neg, mag, e0)).all(), enc.key

@@ -212,6 +212,23 @@ def _pack(neg, mag, e0, nan, inf, inf_neg, zero_neg, ENC):
 
 
 @_inline
+def _pack_rz(neg, mag, e0, frac, bias, infw, sbit):
+    """_pack for round-toward-zero with the word's fraction width (no inf / NaN
+    inputs, no negative zero): the same words, without the RNE and relayout steps."""
+    lead = e0 + np.int64(63) - np.int64(leading_zeros(mag))    # e0 - 1 for mag == 0, as _pack
+    emin = 1 - bias
+    ml = max(lead, emin)
+    drop = ml - frac - e0
+    keep = (mag << _clip(-drop, 0, 62)) >> _clip(drop, 0, 63)
+    wmag = ((ml - emin) << frac) + keep
+    if mag == 0:
+        wmag = np.int64(0)
+    if wmag >= infw or (lead > bias and mag != 0):
+        wmag = infw
+    return wmag | (sbit if (neg and wmag != 0) else np.int64(0))
+
+
+@_inline
 def _pack_int(total, ENC):
     if ENC[0] == 3:
         lo = -(np.int64(1) << 31)
@@ -850,6 +867,7 @@ LZQ = -(1 << 30)
 LSQ = 1 << 36
 LZT = -(1 << 29)     # a product q below this has a zero factor
 LST = 1 << 35        # a product q at or above this has an inf / NaN factor
+LQBIG = 1 << 40      # above every live product q (the group minimum's start)
 
 
 @_inline
@@ -895,6 +913,28 @@ def _ieee_decode(w, fp):
 
 
 @_inline
+def _f32_decode(w):
+    """_ieee_decode of binary32 (field at bit 0, 32 bits), with the format's constants."""
+    x = w & np.int64(0xFFFFFFFF)
+    e = (x >> 23) & 0xFF
+    f = x & np.int64(0x7FFFFF)
+    m = f | (np.int64(e != 0) << 23)
+    r = max(e, np.int64(1)) - 127
+    cls = np.int64(FINITE) if m != 0 else np.int64(ZERO)
+    if e == 0xFF:
+        cls = np.int64(INF) if f == 0 else np.int64(NAN)
+        m = np.int64(0)
+    return cls, x >> 31, m, r - 23, r
+
+
+@_inline
+def _is_f32(fp):
+    """Whether decode spec ``fp`` is binary32 decoded arithmetically (no table)."""
+    return (fp[1] == 0 and fp[2] == 0 and fp[3] == 0 and fp[4] == 32 and fp[5] == 8 and fp[6] == 23
+            and fp[7] == 127 and fp[8] == 1 and fp[9] == 0 and fp[10] == 1)
+
+
+@_inline
 def _c_decode(w, fp, ieee, TAB):
     if ieee:
         return _ieee_decode(w, fp)
@@ -937,6 +977,8 @@ def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
     fp2, fp3, fp4 = _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
     c_ieee = fp2[1] == 0 and fp2[2] == 0 and fp2[4] < 64 and fp2[8] == 1 and fp2[9] == 0 and fp2[10] == 1
     d_ieee = fp3[1] == 0 and fp3[2] == 0 and fp3[4] < 64 and fp3[8] == 1 and fp3[9] == 0 and fp3[10] == 1
+    c_f32 = _is_f32(fp2)
+    d_f32 = _is_f32(fp3)
     F = P[0]
     excl = P[1] == 1
     ezero = P[2]
@@ -945,6 +987,9 @@ def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
     scaled = P[13] == 1
     roff = P[16]
     S = P[18]
+    # round toward zero into the word's own fraction width: the specialized encoder
+    rz = ENC[0] == 0 and ENC[2] == ENC[3]
+    efrac, ebias, einf, esb = ENC[2], ENC[1], ENC[4], ENC[5]
     amode, aoff, afs, afm, asp, aM, aem, abias = LS[0, 0], LS[0, 1], LS[0, 2], LS[0, 3], LS[0, 4], LS[0, 5], \
         LS[0, 6], LS[0, 7]
     bmode, boff, bfs, bfm, bsp, bM, bem, bbias = LS[1, 0], LS[1, 1], LS[1, 2], LS[1, 3], LS[1, 4], LS[1, 5], \
@@ -965,7 +1010,10 @@ def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
     for d in range(n):
         spec[d] = False
         ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
-        ccls, csg, cm, cq, cr = _c_decode(np.int64(wc[rc]), fp2, c_ieee, TAB)
+        if c_f32:
+            ccls, csg, cm, cq, cr = _f32_decode(np.int64(wc[rc]))
+        else:
+            ccls, csg, cm, cq, cr = _c_decode(np.int64(wc[rc]), fp2, c_ieee, TAB)
         special = ccls >= INF
         if scaled and not special:
             special = _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr)
@@ -976,16 +1024,22 @@ def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
             lo = np.int64(LSQ) * 8
             max_sr = np.int64(NEG)
             if scaled:
-                for k in range(step):
-                    kk = s0 + k
-                    blk = kk // block
-                    xa = np.uint64(aoff) + np.uint64(wa[ra, kk])    # scaled: A and B always tabled
-                    xb = np.uint64(boff) + np.uint64(wb[rb, kk])
-                    q = LTq[xa] + LTq[xb] + bqs[blk]
-                    px[k] = (LTm[xa] * LTm[xb] * bsm[blk]) << S
-                    pu[k] = S - q
-                    hi = max(hi, q + bro[blk])
-                    lo = min(lo, q)
+                # block by block (the scales of a block hoisted): the same hi, lo, max_sr
+                for blk in range(s0 // block, (s0 + step - 1) // block + 1):
+                    k0 = max(s0, blk * block)
+                    k1 = min(s0 + step, blk * block + block)
+                    bm = bsm[blk]
+                    bq = bqs[blk]
+                    hib = np.int64(LZQ) * 8
+                    for kk in range(k0, k1):
+                        xa = np.uint64(aoff) + np.uint64(wa[ra, kk])    # scaled: A and B always tabled
+                        xb = np.uint64(boff) + np.uint64(wb[rb, kk])
+                        q = LTq[xa] + LTq[xb] + bq
+                        px[kk - s0] = (LTm[xa] * LTm[xb] * bm) << S
+                        pu[kk - s0] = S - q
+                        hib = max(hib, q)
+                        lo = min(lo, q)
+                    hi = max(hi, hib + bro[blk])
                     max_sr = max(max_sr, bsr[blk])
             elif tables:
                 for k in range(step):
@@ -1054,10 +1108,16 @@ def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
                 oneg = csg == 1
                 omag = c_mag
                 e0 = cq
-            word = _pack(oneg, omag, e0, False, False, False, False, ENC)
+            if rz:
+                word = _pack_rz(oneg, omag, e0, efrac, ebias, einf, esb)
+            else:
+                word = _pack(oneg, omag, e0, False, False, False, False, ENC)
             s0 += step
             if s0 < K:
-                ccls, csg, cm, cq, cr = _c_decode(word & ENC[7], fp3, d_ieee, TAB)
+                if d_f32:
+                    ccls, csg, cm, cq, cr = _f32_decode(word & ENC[7])
+                else:
+                    ccls, csg, cm, cq, cr = _c_decode(word & ENC[7], fp3, d_ieee, TAB)
                 if ccls >= INF:
                     special = True
         if special:
@@ -1136,20 +1196,26 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
             lo = np.int64(LSQ) * 8
             max_sr = np.int64(NEG)
             if scaled:
-                for k in range(step):
-                    kk = s0 + k
-                    blk = kk // block
-                    ma, qa = _lean_one(np.int64(wa[ra, kk]), amode, aoff, afs, afm, asp, aM, aem, abias, LT)
-                    mb, qb = _lean_one(np.int64(wb[rb, kk]), bmode, boff, bfs, bfm, bsp, bM, bem, bbias, LT)
-                    p = ma * mb * bsm[blk]
-                    q = qa + qb + bqs[blk]
-                    pp[k] = p
-                    pq[k] = q
-                    rq = q + bro[blk]
-                    hi = max(hi, rq)
-                    lo = min(lo, q)
-                    psr[k] = bsr[blk]
-                    max_sr = max(max_sr, bsr[blk])
+                for blk in range(s0 // block, (s0 + step - 1) // block + 1):
+                    k0 = max(s0, blk * block)
+                    k1 = min(s0 + step, blk * block + block)
+                    bm = bsm[blk]
+                    bq = bqs[blk]
+                    br = bro[blk]
+                    bs = bsr[blk]
+                    hib = np.int64(LZQ) * 8
+                    for kk in range(k0, k1):
+                        ma, qa = _lean_one(np.int64(wa[ra, kk]), amode, aoff, afs, afm, asp, aM, aem, abias, LT)
+                        mb, qb = _lean_one(np.int64(wb[rb, kk]), bmode, boff, bfs, bfm, bsp, bM, bem, bbias, LT)
+                        q = qa + qb + bq
+                        pp[kk - s0] = ma * mb * bm
+                        pq[kk - s0] = q
+                        plr[kk - s0] = q + br
+                        psr[kk - s0] = bs
+                        hib = max(hib, q)
+                        lo = min(lo, q)
+                    hi = max(hi, hib + br)
+                    max_sr = max(max_sr, bs)
             else:
                 for k in range(step):
                     kk = s0 + k
@@ -1204,10 +1270,10 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
                     p = pp[k]
                     pn[k] = p < 0
                     pm[k] = abs(p)
-                    if p != 0:
-                        plr[k] = pq[k] + (roff if not scaled else bro[(s0 + k) // block])
+                    if scaled:
+                        plr[k] = plr[k] if p != 0 else NEG
                     else:
-                        plr[k] = NEG
+                        plr[k] = (pq[k] + roff) if p != 0 else NEG
                 if group == 1:
                     for k in range(step):
                         contrib[k] = _trunc(pn[k], pm[k], pq[k], quantum)
@@ -1219,23 +1285,20 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
                         anyl = False
                         grm = np.int64(NEG)
                         for k in range(glo, glo + group):
-                            if pm[k] != 0:
-                                anyl = True
-                                if pq[k] < qmin:
-                                    qmin = pq[k]
-                            if plr[k] > grm:
-                                grm = plr[k]
+                            qmin = min(qmin, pq[k] if pm[k] != 0 else LQBIG)
+                            grm = max(grm, plr[k])
+                        anyl = qmin < LQBIG
                         if not anyl:
                             qmin = 0
                         tot = np.int64(0)
                         for k in range(glo, glo + group):
-                            if pm[k] != 0:
-                                sp = pq[k] - qmin
-                                if sp + _bitlen(pm[k]) + clog_g > 62:
-                                    bad = True
-                                    sp = 0
-                                v = pm[k] << sp
-                                tot += -v if pn[k] else v
+                            # branch-free: a zero product adds 0 whatever its shift
+                            m_ = pm[k]
+                            sp = pq[k] - qmin
+                            bad = bad or (m_ != 0 and sp + _bitlen(m_) + clog_g > 62)
+                            v = m_ << _clip(sp, 0, 62)
+                            ng = np.int64(pn[k])
+                            tot += (v ^ -ng) + ng
                         gs[g] = tot
                         gq[g] = qmin
                         gr[g] = grm
@@ -1264,21 +1327,18 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
                         qmin = np.int64(1) << 40
                         anyl = False
                         for k in range(hlo, hlo + cdG):
-                            if pm[k] != 0:
-                                anyl = True
-                                if pq[k] < qmin:
-                                    qmin = pq[k]
+                            qmin = min(qmin, pq[k] if pm[k] != 0 else LQBIG)
+                        anyl = qmin < LQBIG
                         if not anyl:
                             qmin = 0
                         tot = np.int64(0)
                         for k in range(hlo, hlo + cdG):
-                            if pm[k] != 0:
-                                sp = pq[k] - qmin
-                                if sp + _bitlen(pm[k]) + clog_cd > 62:
-                                    bad = True
-                                    sp = 0
-                                v = pm[k] << sp
-                                tot += -v if pn[k] else v
+                            m_ = pm[k]
+                            sp = pq[k] - qmin
+                            bad = bad or (m_ != 0 and sp + _bitlen(m_) + clog_cd > 62)
+                            v = m_ << _clip(sp, 0, 62)
+                            ng = np.int64(pn[k])
+                            tot += (v ^ -ng) + ng
                         ctot += _trunc(tot < 0, abs(tot), qmin, quantum)
                     if cdom:
                         ptot = ctot
@@ -1540,7 +1600,7 @@ def _lean_spec(fmt, decoder):
     Mode 0 reads the table (containers of up to 16 bits, built by the registered
     decoder): row 0 the signed significand, row 1 q (LZQ for a zero, LSQ for inf /
     NaN).  Mode 1 decodes a wider IEEE format arithmetically."""
-    if fmt.container_bits > 16:
+    if fmt.container_bits > 8:
         if (decoder is decode_float and fmt.nan == "ieee" and fmt.subnormals and fmt.signed
                 and not fmt.integer and fmt.exp_bits + fmt.man_bits < 40):
             E, M = fmt.exp_bits, fmt.man_bits

@@ -41,6 +41,16 @@ class _Table:
                 self.off = fmt.man_bits
                 self.bits = fmt.man_bits + 1
                 self.ok = True
+                E, M = fmt.exp_bits, fmt.man_bits
+                self.se = None
+                if E + 1 <= 12 and fmt.field_bits == E + M + 1:
+                    # per sign-and-exponent code (small tables): the hidden bit, the sign
+                    # as +-1, and q (LSQ for inf / NaN); zeros get LZQ after the lookup
+                    se = np.arange(1 << (E + 1), dtype=np.int64)
+                    e = se & ((1 << E) - 1)
+                    self.se = ((e != 0).astype(np.int64) << M, np.where(se >> E == 1, -1, 1).astype(np.int64),
+                               np.where(e == (1 << E) - 1, LSQ, np.maximum(e, 1) - (fmt.bias + M)))
+                self.full = fmt.field_shift + fmt.field_bits >= fmt.container_bits
             return
         words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
         dec = decoder(fmt, words)
@@ -67,6 +77,18 @@ class _Table:
             return self.tab[0].take(idx), self.tab[1].take(idx)
         fmt = self.fmt
         E, M = fmt.exp_bits, fmt.man_bits
+        if self.se is not None:
+            x = words.astype(np.int64)
+            x >>= fmt.field_shift
+            if not self.full:
+                x &= (1 << fmt.field_bits) - 1
+            se = x >> M
+            x &= (1 << M) - 1
+            x |= self.se[0].take(se)
+            x *= self.se[1].take(se)
+            q = self.se[2].take(se)
+            q[x == 0] = LZQ
+            return x, q
         x = (words.astype(np.int64) >> fmt.field_shift) & ((1 << fmt.field_bits) - 1)
         e = (x >> M) & ((1 << E) - 1)
         m = x & ((1 << M) - 1)
@@ -78,6 +100,61 @@ class _Table:
         neg = (x >> (E + M)) & 1
         m = np.where(neg == 1, -m, m)
         return m, q
+
+
+def _bit_length(x):
+    """intmath.bit_length of int64 values in [0, 2**62]: the binary exponent of the
+    float, corrected where rounding to 53 bits carried into the next power of two
+    (exact: a check with an integer shift)."""
+    bl = np.frexp(x.astype(np.float64))[1].astype(np.int64)
+    bl -= ((x >> np.maximum(bl - 1, 0)) == 0) & (bl > 0)
+    return bl
+
+
+class _PackRZ:
+    """Encoding.pack for round-toward-zero into the word's own fraction width,
+    without inf / NaN / negative-zero overrides: the same integer steps, fewer passes."""
+
+    def __init__(self, enc):
+        self.ok = enc.mode == "rz" and enc.frac_bits == enc.word_frac_bits
+        self.frac, self.bias, self.inf = enc.frac_bits, enc.bias, enc.inf_word
+        self.sbit, self.dtype = np.uint64(enc.sign_bit), enc.dtype
+
+    def __call__(self, neg, mag, e0):
+        emin = 1 - self.bias
+        lead = e0 + _bit_length(mag) - 1
+        ml = np.maximum(lead, emin)
+        drop = ml - self.frac - e0
+        keep = (mag << np.clip(-drop, 0, 62)) >> np.clip(drop, 0, 63)
+        wmag = ((ml - emin) << self.frac) + keep
+        zero = mag == 0
+        wmag[zero] = 0
+        wmag[(wmag >= self.inf) | ((lead > self.bias) & ~zero)] = self.inf
+        words = wmag.astype(np.uint64)
+        words[neg & (wmag != 0)] |= self.sbit
+        return words.astype(self.dtype)
+
+
+class _IeeeC:
+    """decode_float of a signed IEEE format with subnormals (C / D words), reduced to
+    what the window needs: (special, live, sign, m, q, r)."""
+
+    def __init__(self, fmt, decoder):
+        self.ok = (decoder is decode_float and fmt.nan == "ieee" and fmt.subnormals and fmt.signed
+                   and not fmt.integer and fmt.exp_bits + fmt.man_bits < 40)
+        self.fmt = fmt
+
+    def __call__(self, words):
+        fmt = self.fmt
+        E, M = fmt.exp_bits, fmt.man_bits
+        x = (words.astype(np.int64) >> fmt.field_shift) & ((1 << fmt.field_bits) - 1)
+        e = (x >> M) & ((1 << E) - 1)
+        m = x & ((1 << M) - 1)
+        m |= (e != 0).astype(np.int64) << M
+        r = np.maximum(e, 1) - fmt.bias
+        special = e == (1 << E) - 1
+        live = (m != 0) & ~special
+        return special, live, (x >> (E + M)) & 1, m, r - M, r
 
 
 class LeanWindow:
@@ -122,6 +199,9 @@ class LeanWindow:
             bits += 2 * int(np.asarray(dec.m)[fin].max()).bit_length()
         if bits + self.S > 62:
             return
+        self.pack_rz = _PackRZ(model.encoding)
+        self.c_dec = _IeeeC(model.c_format, reg.decoders[model.c_format.decoder])
+        self.d_dec = _IeeeC(model.d_format, reg.decoders[model.d_format.decoder])
         self.model = model
         self.ok = True
 
@@ -158,16 +238,20 @@ class LeanWindow:
                 hi = (q + s_ro[:, cut]).max(axis=-1)
             else:
                 hi = q.max(axis=-1) + self.roff
-            C = dec[c_fmt.key](c_fmt, words)
-            special |= (hi >= LST) | (C.cls >= INF)
+            cdec = self.c_dec if s0 == 0 else self.d_dec
+            if cdec.ok:
+                c_special, c_live, c_sign, c_m, c_q, c_r = cdec(words)
+            else:
+                C = dec[c_fmt.key](c_fmt, words)
+                c_special, c_live, c_sign, c_m, c_q, c_r = C.cls >= INF, C.cls == FINITE, C.sign, C.m, C.q, C.r
+            special |= (hi >= LST) | c_special
             any_live = hi > LZT
-            c_live = C.cls == FINITE
             E = np.where(any_live, hi, NEG)
             if self.excl:
-                E = np.maximum(E, np.where(c_live, C.r, NEG))
+                E = np.maximum(E, np.where(c_live, c_r, NEG))
             else:
                 E = np.where((q.min(axis=-1) < LZT) & (E < self.ezero), self.ezero, E)
-                E = np.maximum(E, np.where(c_live, C.r, self.ezero))
+                E = np.maximum(E, np.where(c_live, c_r, self.ezero))
             quantum = E - F
             if self.sf is not None:
                 quantum = np.maximum(quantum, s_r[:, cut].max(axis=-1) - int(self.sf))
@@ -180,17 +264,20 @@ class LeanWindow:
             p >>= q
             np.negative(p, out=p, where=neg)
             total = p.sum(axis=-1)
-            c_mag = np.where(c_live, C.m, 0)
-            c_neg = C.sign == 1
-            cq = C.q - quantum
+            c_mag = np.where(c_live, c_m, 0)
+            c_neg = c_sign == 1
+            cq = c_q - quantum
             ct = (c_mag << np.clip(cq, 0, 62)) >> np.clip(-cq, 0, 63)
             total += np.where(c_neg, -ct, ct)
             out_neg, out_mag, e0 = total < 0, np.abs(total), quantum
             if self.excl:
                 out_neg = np.where(any_live, out_neg, c_neg)
                 out_mag = np.where(any_live, out_mag, c_mag)
-                e0 = np.where(any_live, e0, C.q)
-            words = model.encoding.pack(out_neg, out_mag, e0)
+                e0 = np.where(any_live, e0, c_q)
+            if self.pack_rz.ok:
+                words = self.pack_rz(out_neg, out_mag, e0)
+            else:
+                words = model.encoding.pack(out_neg, out_mag, e0)
             c_fmt = model.d_format
         if special.any():
             idx = np.flatnonzero(special)
