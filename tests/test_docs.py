@@ -165,7 +165,7 @@ def test_readme_python_examples_run(capsys):
     for i, (_, body) in enumerate(blocks):
         exec(compile(body, f"README.md block {i}", "exec"), scope)
     out = capsys.readouterr().out
-    assert "0x41100000" in out and "0x3f800000" in out   # the values the README states
+    assert "0x41100000" in out and "0x3f800000" in out and "0x42800000" in out   # the values the README states
 
 
 def test_readme_commands_are_real_subcommands():
