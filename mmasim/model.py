@@ -173,7 +173,11 @@ class Model:
 
     def _numpy_rows(self, ops, s, e, idx=None):
         dp = self.datapath
-        rows = [op.rows(s, e, idx).astype(np.uint64) for op in ops]
+        lean = self._lean()
+        # A / B words in their own dtype where the lean path takes them so (no uint64 copy)
+        native = 2 if getattr(lean, "native_words", False) and not self.sparse_rule else 0
+        rows = [op.rows(s, e, idx) if i < native else op.rows(s, e, idx).astype(np.uint64)
+                for i, op in enumerate(ops)]
         wa, wb, wc = rows[:3]
         sa = sb = None
         if dp.scale:
@@ -186,9 +190,11 @@ class Model:
         try:
             return self._lean_np
         except AttributeError:
-            from .backends.numpy_lean import LeanWindow
+            from .backends.numpy_lean import LeanGrouped, LeanWindow
 
             lean = LeanWindow(self)
+            if not lean.ok:
+                lean = LeanGrouped(self)
             self._lean_np = lean if lean.ok else None
             return self._lean_np
 

@@ -868,6 +868,7 @@ LSQ = 1 << 36
 LZT = -(1 << 29)     # a product q below this has a zero factor
 LST = 1 << 35        # a product q at or above this has an inf / NaN factor
 LQBIG = 1 << 40      # above every live product q (the group minimum's start)
+GDEAD = -1000        # numpy_lean.LeanGrouped.DEAD: joint q of a pair with a zero factor
 
 
 @_inline
@@ -1388,6 +1389,183 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
         out[d] = word
     return nflag, nspec
 
+@_jit
+def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags,
+                          LT, LS, spec):
+    """The grouped block-scaled window (B200 NVFP4 / MXF4) where every group lies in one
+    scale block and the A / B formats are narrow (``LeanGrouped`` of the numpy backend
+    decides, and proves the int64 bounds): A and B are decoded pairwise through one joint
+    table (``LT[0]`` the signed significand product aligned to the formats' smallest q,
+    ``LT[1]`` the sum of the two q, ``GDEAD`` with a zero factor), a group's exact sum is
+    the sum of those integers times the block's scale product, and the group rules
+    (``scale_floor``, ``c_dominant``, ``c_relative``, ``subnormal_redo``) follow the
+    reference on group values.  No row is refused (the bounds hold for every word)."""
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp2, fp3, fp4 = _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+    F = P[0]
+    group = P[3]
+    has_sf = P[4] == 1
+    sf = P[5]
+    has_cd = P[6] == 1
+    cdF = P[7]
+    cdG = P[8]
+    has_cr = P[9] == 1
+    crF = P[10]
+    has_sr = P[11] == 1
+    srT = P[12]
+    roff = P[16]
+    bsh = LS[0]
+    q0 = LS[1]
+    c_f32 = _is_f32(fp2)
+    d_f32 = _is_f32(fp3)
+    rz = ENC[0] == 0 and ENC[2] == ENC[3]
+    efrac, ebias, einf, esb = ENC[2], ENC[1], ENC[4], ENC[5]
+    G = step // group
+    per = block // group
+    contrib = np.zeros(G, np.int64)
+    gs = np.zeros(G, np.int64)
+    gq = np.zeros(G, np.int64)
+    gr = np.zeros(G, np.int64)
+    gsr = np.zeros(G, np.int64)
+    glive = np.zeros(G, np.bool_)
+    nb = sa.shape[1]
+    bsm = np.zeros(nb, np.int64)
+    bqs = np.zeros(nb, np.int64)
+    bsr = np.zeros(nb, np.int64)
+    nspec = 0
+    for d in range(n):
+        flags[d] = False
+        spec[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        if c_f32:
+            ccls, csg, cm, cq, cr = _f32_decode(np.int64(wc[rc]))
+        else:
+            ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
+        special = ccls >= INF
+        # the scales through the per-word table (rows 2-5 of LT): signed m, q, r, inf / NaN
+        for blk in range(nb):
+            x = np.int64(sa[rsa, blk])
+            y = np.int64(sb[rsb, blk])
+            if LT[5, x] + LT[5, y] != 0:
+                special = True
+            bsm[blk] = LT[2, x] * LT[2, y]
+            bqs[blk] = LT[3, x] + LT[3, y] + q0
+            bsr[blk] = LT[4, x] + LT[4, y]
+        word = np.int64(0)
+        for s0 in range(0, K, step):
+            if special:
+                break
+            max_r = np.int64(NEG)
+            max_sr = np.int64(NEG)
+            any_live = False
+            for blk in range(s0 // block, (s0 + step) // block):
+                bm = bsm[blk]
+                bq = bqs[blk]
+                bs = bsr[blk]
+                brr = roff + bs
+                if bs > max_sr:
+                    max_sr = bs
+                g0 = (blk * block - s0) // group
+                for g in range(g0, g0 + per):
+                    tot = np.int64(0)
+                    qm = np.int64(GDEAD)
+                    for kk in range(s0 + g * group, s0 + g * group + group):
+                        j = (np.int64(wa[ra, kk]) << bsh) | np.int64(wb[rb, kk])
+                        tot += LT[0, j]
+                        qm = max(qm, LT[1, j])
+                    gs[g] = tot * bm
+                    gq[g] = bq
+                    gsr[g] = bs
+                    live = qm > GDEAD // 2 and bm != 0
+                    glive[g] = live
+                    if live:
+                        v = qm + brr
+                        gr[g] = v
+                        any_live = True
+                        if v > max_r:
+                            max_r = v
+                    else:
+                        gr[g] = NEG
+            c_live = ccls == FINITE
+            c_mag = cm if c_live else np.int64(0)
+            c_neg = csg == 1
+            E = max_r
+            if c_live and cr > E:
+                E = cr
+            quantum = E - F
+            if has_sf:
+                fl = max_sr - sf
+                if fl > quantum:
+                    quantum = fl
+            cdom = False
+            if has_cd:
+                cdom = c_live and any_live and cr >= max_r
+                if cdom:
+                    quantum = cr - cdF
+            qrel = cr - crF
+            if quantum > qrel:
+                qrel = quantum
+            ptot = np.int64(0)
+            for g in range(G):
+                v = gs[g]
+                if has_cr and c_live and glive[g] and gr[g] <= cr:
+                    t = _trunc(v < 0, abs(v), gq[g], qrel)
+                    t = _trunc(t < 0, abs(t), qrel, quantum)
+                else:
+                    t = _trunc(v < 0, abs(v), gq[g], quantum)
+                contrib[g] = t
+                ptot += t
+            if has_cd and cdG != group and cdom:
+                r = cdG // group
+                ctot = np.int64(0)
+                for h in range(0, G, r):
+                    cs = np.int64(0)
+                    for g in range(h, h + r):
+                        cs += gs[g]
+                    ctot += _trunc(cs < 0, abs(cs), gq[h], quantum)
+                ptot = ctot
+            ctr = _trunc(c_neg, c_mag, cq, quantum)
+            total = ptot + ctr
+            if has_sr:
+                lead = quantum + _bitlen(abs(total)) - 1
+                if total != 0 and lead < -126 and not (has_cd and cdom):
+                    limit = _clip(srT - quantum, 0, 62)
+                    gmax = np.int64(NEG)
+                    for g in range(G):
+                        if gsr[g] > gmax:
+                            gmax = gsr[g]
+                    red = ctr
+                    for g in range(G):
+                        if not (_bitlen(abs(contrib[g])) <= limit and gsr[g] < gmax):
+                            red += contrib[g]
+                    total = red
+            oneg = total < 0
+            omag = abs(total)
+            e0 = quantum
+            if not any_live:
+                oneg = c_neg
+                omag = c_mag
+                e0 = cq
+            if rz:
+                word = _pack_rz(oneg, omag, e0, efrac, ebias, einf, esb)
+            else:
+                word = _pack(oneg, omag, e0, False, False, False, False, ENC)
+            if s0 + step < K:
+                if d_f32:
+                    ccls, csg, cm, cq, cr = _f32_decode(word & ENC[7])
+                else:
+                    ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
+                if ccls >= INF:
+                    special = True
+        if special:
+            spec[d] = True
+            nspec += 1
+            continue
+        out[d] = word
+    return 0, nspec
+
+
 # ------------------------------------------------------- IEEE float families
 @_jit
 def fma_f64_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
@@ -1711,6 +1889,25 @@ def _make(model, fn, P, out_kind="word"):
     return None if k.FM is None else k
 
 
+def _grouped_table(model, lg):
+    """The tables of :func:`window_grouped_kernel`: rows 0-1 the joint A x B table of
+    ``lg`` (a LeanGrouped), rows 2-5 per scale word (built by the registered decoder):
+    the signed significand (0 for a zero or inf / NaN), q, r, and 1 for inf / NaN."""
+    fmt = model.scale_format
+    dec = model._reg.decoders[fmt.decoder](fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
+    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    fin = cls == FINITE
+    N = max(len(lg.P), len(cls))
+    T = np.zeros((6, N), dtype=np.int64)
+    T[0, :len(lg.P)] = lg.P
+    T[1, :len(lg.Q)] = lg.Q
+    T[2, :len(cls)] = np.where(fin, np.where(sign == 1, -m, m), 0)
+    T[3, :len(cls)] = q
+    T[4, :len(cls)] = r
+    T[5, :len(cls)] = cls >= INF
+    return np.ascontiguousarray(T)
+
+
 @register_kernel("window")
 def _window(model):
     if not _is_builtin(model, "window"):
@@ -1739,6 +1936,15 @@ def _window(model):
     lean = _lean_specs(model)
     if lean is None:
         return _make(model, window_kernel, P)
+    if group > 1 or cd is not None:
+        from .numpy_lean import LeanGrouped
+
+        lg = LeanGrouped(model)
+        if lg.ok and lg.DEAD == GDEAD:
+            k = LeanWindowKernel(model, window_grouped_kernel, P + [lg.roff, 0, 0])
+            if k.FM is not None:
+                k.extra = (_grouped_table(model, lg), np.array([lg.bshift, lg.q0], dtype=np.int64))
+                return k
     LT, LS, roff, bits = lean
     simple = group == 1 and cd is None and p.get("c_relative") is None and p.get("subnormal_redo") is None
     # the lean kernel keeps products shifted left by S, the largest left shift a live

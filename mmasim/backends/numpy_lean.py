@@ -13,6 +13,10 @@ NaN anywhere (or a step that overflowed into inf) are computed by the
 reference accumulator itself, so special values are the reference's.  Exact
 int64 arithmetic throughout; ``tests/test_speed_paths.py`` compares this path
 with the reference accumulator on every datapath it covers.
+
+:class:`LeanGrouped` is the same idea for the grouped block-scaled window (the
+B200 FP4 rules): one joint A x B table lookup per product, exact group sums of
+tiny integers, the group rules on group-level arrays.
 """
 
 from __future__ import annotations
@@ -283,4 +287,240 @@ class LeanWindow:
             idx = np.flatnonzero(special)
             words[idx] = model._steps_reference(wa[idx], wb[idx], wc[idx],
                                                 None if sa is None else sa[idx], None if sb is None else sb[idx])
+        return words
+
+
+def _tsigned(v, by):
+    """intmath.truncate_signed of the signed int64 ``v * 2**by``, in units of 1."""
+    t = (np.abs(v) << np.clip(by, 0, 62)) >> np.clip(-by, 0, 63)
+    return np.where(v < 0, -t, t)
+
+
+def _group_reduce(x, g, op):
+    """op-reduction of consecutive groups of ``g`` elements (flattened): column by
+    column for small groups (a reduction along a short last axis costs numpy a loop
+    per row), numpy's reduction otherwise."""
+    x2 = x.reshape(-1, g)
+    if g > 8:
+        return op.reduce(x2, axis=-1)
+    y = x2[:, 0].copy()
+    for i in range(1, g):
+        op(y, x2[:, i], out=y)
+    return y
+
+
+class LeanGrouped:
+    """The lean numpy path of the grouped block-scaled window (B200 NVFP4 / MXF4:
+    ``group``, ``scale_floor``, ``c_dominant``, ``c_relative``, ``subnormal_redo``),
+    or ``ok = False`` where it does not apply.
+
+    Narrow A / B formats (containers of up to 8 bits, 16 together) are decoded
+    pairwise through one joint table indexed by ``(a << bits_b) | b``: the signed
+    product of the two significands aligned to the formats' smallest ``q`` (a tiny
+    integer) and the sum of their ``q`` (the group's largest product raw).  A group
+    lies inside one scale block, so its exact sum is the sum of those integers times
+    the block's scale product, at the exponent ``qmin_a + qmin_b + q_sa + q_sb``:
+    the same value as the reference's ``exact_group_sums`` (whose refusal cannot
+    happen here: the build checks the bit budget), so the truncations, the
+    C-dominant sums (groups of groups, again inside one block), the C-relative
+    truncation and the subnormal redo are the reference's, on group-level arrays.
+    """
+
+    DEAD = -1000   # joint q of a pair with a zero factor
+    native_words = True   # A / B words may come in any unsigned dtype (Model._numpy_rows)
+
+    def __init__(self, model):
+        from ..accumulators import BUILTIN_ACCUMULATORS
+
+        self.ok = False
+        dp = model.datapath
+        if BUILTIN_ACCUMULATORS.get("window") is not model.accumulator or dp.accumulator != "window" \
+                or dp.sparse or dp.scale is None or model.encoding.mode not in ("rz", "rne"):
+            return
+        p = dict(dp.parameters)
+        if set(p) - {"F", "zeros", "group", "scale_floor", "c_dominant", "c_relative", "subnormal_redo"}:
+            return
+        if p.get("zeros", "excluded") != "excluded":
+            return
+        self.group = g = int(p.get("group", 1))
+        cd = p.get("c_dominant")
+        self.cd = None if cd is None else (int(cd["F"]), int(cd["group"]))
+        self.crel = p.get("c_relative")
+        self.redo = p.get("subnormal_redo")
+        self.sf = p.get("scale_floor")
+        self.F = int(p["F"])
+        if g == 1 and cd is None and self.crel is None and self.redo is None:
+            return    # LeanWindow's
+        block, k = dp.block, dp.k
+        step = min(dp.chunk or k, k)
+        cg = self.cd[1] if self.cd else g
+        if not block or block % g or block % cg or cg % g or step % block or k % step:
+            return
+        fa, fb = model.a_format, model.b_format
+        if fa.container_bits + fb.container_bits > 16:
+            return
+        reg = model._reg
+        da = self._narrow(fa, reg.decoders[fa.decoder])
+        db = self._narrow(fb, reg.decoders[fb.decoder])
+        if da is None or db is None:
+            return
+        (va, qa, offa, qmina), (vb, qb, offb, qminb) = da, db
+        self.bshift = fb.container_bits
+        self.P = (va[:, None] * vb[None, :]).reshape(-1)
+        self.Q = np.where((qa[:, None] == self.DEAD) | (qb[None, :] == self.DEAD), self.DEAD,
+                          qa[:, None] + qb[None, :]).reshape(-1)
+        if int(np.abs(self.P).max()) * cg >= 1 << 31:
+            return
+        self.P = self.P.astype(np.int32)
+        self.Q = self.Q.astype(np.int32)
+        self.roff = offa + offb
+        self.q0 = qmina + qminb
+        fmt = model.scale_format
+        if fmt.container_bits > 16:
+            return
+        dec = reg.decoders[fmt.decoder](fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
+        fin = np.asarray(dec.cls) == FINITE
+        if not fin.any() or ((np.asarray(dec.r) - np.asarray(dec.q))[fin] < 0).any():
+            return
+        # Every finite factor is below 2**(r + 1) (checked for A / B in _narrow), so a
+        # group (or C-dominant group) sum is below cg * 2**(gr + 4), and every quantum
+        # is at least gr - max(F, Fc): a truncated sum has at most max(F, Fc) + 4 +
+        # bits(cg) bits, the step's total one more per doubling of the group count.
+        sm, sr, sq = (np.asarray(x, dtype=np.int64)[fin] for x in (dec.m, dec.r, dec.q))
+        if (sm >= np.int64(1) << np.clip(sr - sq + 1, 0, 62)).any():
+            return
+        if max(self.F, self.cd[0] if self.cd else 0) + 4 + int(cg).bit_length() + int(step).bit_length() + 1 > 62:
+            return
+        if self.roff < 0:
+            return
+        self.pack_rz = _PackRZ(model.encoding)
+        self.c_dec = _IeeeC(model.c_format, reg.decoders[model.c_format.decoder])
+        self.d_dec = _IeeeC(model.d_format, reg.decoders[model.d_format.decoder])
+        self.model = model
+        self.step = step
+        self.ok = True
+
+    def _narrow(self, fmt, decoder):
+        """(v, q, r - q, qmin) per container word: value = v * 2**qmin, q the exponent
+        of the last bit (DEAD for a zero); None unless every word is finite or zero
+        with a constant r - q and a small q range."""
+        if fmt.container_bits > 8:
+            return None
+        words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
+        dec = decoder(fmt, words)
+        cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1)
+                              for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+        fin = cls == FINITE
+        if not fin.any() or ((cls != FINITE) & (cls != ZERO)).any():
+            return None
+        if (m[fin] <= 0).any() or (m[~fin] != 0).any() or m.max() >= 1 << 16:
+            return None
+        off = np.unique(r[fin] - q[fin])
+        if len(off) != 1 or (m[fin] >= 1 << (int(off[0]) + 1)).any():
+            return None
+        qmin, qmax = int(q[fin].min()), int(q[fin].max())
+        if qmax - qmin > 16 or abs(qmin) > 1 << 20:
+            return None
+        v = np.where(fin, m << np.where(fin, q - qmin, 0), 0)
+        if int(v.max()).bit_length() > 16:
+            return None
+        v = np.where(sign == 1, -v, v)
+        return v, np.where(fin, q, self.DEAD), int(off[0]), qmin
+
+    def __call__(self, wa, wb, wc, sa, sb):
+        """D words of the rows (uint64 word arrays as :meth:`Model._steps` takes them)."""
+        model = self.model
+        dp = model.datapath
+        if wa.dtype.kind != "u":
+            wa = wa.astype(np.uint64)
+        if wb.dtype.kind != "u":
+            wb = wb.astype(np.uint64)
+        n, k = wa.shape
+        step, g, block, F = self.step, self.group, dp.block, self.F
+        dec = model._decode
+        fmt = model.scale_format
+        xa, xb = dec[fmt.key](fmt, sa), dec[fmt.key](fmt, sb)
+        special = ((xa.cls >= INF) | (xb.cls >= INF)).any(axis=-1)
+        szero = (xa.cls == ZERO) | (xb.cls == ZERO)
+        sm_all = np.where(szero, 0, np.where((xa.sign ^ xb.sign) == 1, -(xa.m * xb.m), xa.m * xb.m))
+        sq_all = xa.q + xb.q + self.q0
+        sr_all = xa.r + xb.r
+        per = block // g
+        c_fmt = model.c_format
+        words = wc
+        for s0 in range(0, k, step):
+            ng = step // g
+            bcut = slice(s0 // block, (s0 + step) // block)
+            ca, cb = wa[:, s0:s0 + step], wb[:, s0:s0 + step]
+            if ca.dtype == np.uint64:
+                idx = ca.view(np.int64) << self.bshift
+            else:
+                idx = ca.astype(np.intp)
+                idx <<= self.bshift
+            np.bitwise_or(idx, cb.view(np.int64) if cb.dtype == np.uint64 else cb, out=idx)
+            pg = _group_reduce(self.P.take(idx), g, np.add).reshape(n, ng).astype(np.int64)
+            qg = _group_reduce(self.Q.take(idx), g, np.maximum).reshape(n, ng)
+            s_m, s_q, s_r = (np.repeat(x[:, bcut], per, axis=-1) for x in (sm_all, sq_all, sr_all))
+            gs = pg * s_m
+            glive = (qg > self.DEAD // 2) & (s_m != 0)
+            gr = np.where(glive, qg + self.roff + s_r, NEG)
+            max_r = gr.max(axis=-1)
+            any_live = glive.any(axis=-1)
+            cdec = self.c_dec if s0 == 0 else self.d_dec
+            if cdec.ok:
+                c_special, c_live, c_sign, c_m, c_q, c_r = cdec(words)
+            else:
+                C = dec[c_fmt.key](c_fmt, words)
+                c_special, c_live, c_sign, c_m, c_q, c_r = C.cls >= INF, C.cls == FINITE, C.sign, C.m, C.q, C.r
+            special |= c_special
+            E = np.maximum(max_r, np.where(c_live, c_r, NEG))
+            quantum = E - F
+            if self.sf is not None:
+                quantum = np.maximum(quantum, sr_all[:, bcut].max(axis=-1) - int(self.sf))
+            cdom = None
+            if self.cd is not None:
+                cdom = c_live & any_live & (c_r >= max_r)
+                quantum = np.where(cdom, c_r - self.cd[0], quantum)
+            qk = quantum[:, None]
+            contrib = _tsigned(gs, s_q - qk)
+            if self.crel is not None:
+                rel = c_live[:, None] & glive & (gr <= c_r[:, None])
+                q_rel = np.maximum(qk, (c_r - int(self.crel))[:, None])
+                t_rel = _tsigned(gs, s_q - q_rel)
+                contrib = np.where(rel, _tsigned(t_rel, q_rel - qk), contrib)
+            if cdom is not None and self.cd[1] != g:
+                r = self.cd[1] // g
+                cs = gs.reshape(n, ng // r, r).sum(axis=-1)
+                c_contrib = _tsigned(cs, s_q[:, ::r] - qk).sum(axis=-1)
+                products_total = np.where(cdom, c_contrib, contrib.sum(axis=-1))
+            else:
+                products_total = contrib.sum(axis=-1)
+            c_mag = np.where(c_live, c_m, 0)
+            c_neg = c_sign == 1
+            ct = _tsigned(np.where(c_neg, -c_mag, c_mag), c_q - quantum)
+            total = products_total + ct
+            if self.redo is not None:
+                lead = quantum + _bit_length(np.abs(total)) - 1
+                subnormal = (total != 0) & (lead < -126)
+                if cdom is not None:
+                    subnormal &= ~cdom
+                if subnormal.any():
+                    limit = np.clip(np.int64(self.redo) - quantum, 0, 62)[:, None]
+                    small = _bit_length(np.abs(contrib)) <= limit
+                    drop = small & (s_r < s_r.max(axis=-1, keepdims=True))
+                    redone = np.where(drop, 0, contrib).sum(axis=-1) + ct
+                    total = np.where(subnormal, redone, total)
+            out_neg, out_mag, e0 = total < 0, np.abs(total), quantum
+            out_neg = np.where(any_live, out_neg, c_neg)
+            out_mag = np.where(any_live, out_mag, c_mag)
+            e0 = np.where(any_live, e0, c_q)
+            if self.pack_rz.ok:
+                words = self.pack_rz(out_neg, out_mag, e0)
+            else:
+                words = model.encoding.pack(out_neg, out_mag, e0)
+            c_fmt = model.d_format
+        if special.any():
+            idx = np.flatnonzero(special)
+            words[idx] = model._steps_reference(wa[idx].astype(np.uint64), wb[idx].astype(np.uint64),
+                                                wc[idx], sa[idx], sb[idx])
         return words
