@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
 
-from . import MMA, architectures, get_registry, instructions
+from . import MMA, architectures, get_registry
 from .errors import MMAError
 from .lookup import resolve_arch
 

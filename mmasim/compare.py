@@ -20,7 +20,7 @@ from fractions import Fraction
 import attrs
 import numpy as np
 
-from .decode import FINITE, INF, NAN, ZERO
+from .decode import NAN, ZERO
 from .display import exact_values, fraction_text, hex_word, value_text
 from .errors import MMAError
 from .sparse import select

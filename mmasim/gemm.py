@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from .errors import OperandError, ScaleError, ShapeError, UnsupportedDatapath
-from .model import Model
+from .model import Model, matrices
 
 #: problems with at least this many products report progress on stderr (progress=None)
 PROGRESS_PRODUCTS = 1 << 27
@@ -83,12 +83,7 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
             f"gemm chains D into C, but {name} reads C as {model.c_format.name} and writes D as "
             f"{model.d_format.name}; use the variant whose C and D formats agree"
         )
-    A, B, C = np.asarray(A), np.asarray(B), np.asarray(C)
-    if A.ndim != 2 or B.ndim != 2 or C.ndim != 2:
-        raise ShapeError(f"gemm needs 2-D A, B, C; got {A.shape}, {B.shape}, {C.shape}")
-    (M, K), (K2, N) = A.shape, B.shape
-    if K != K2 or C.shape != (M, N):
-        raise ShapeError(f"gemm shapes do not fit (M,K) x (K,N) + (M,N): {A.shape}, {B.shape}, {C.shape}")
+    A, B, C, (M, K, N) = matrices(A, B, C, "gemm")
     _tile(dp.m, M, "M", name)
     _tile(dp.n, N, "N", name)
     k = dp.k

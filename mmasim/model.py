@@ -236,12 +236,7 @@ class Model:
         ``scale_a`` is ``(M, blocks)``, ``scale_b`` ``(blocks, N)``;
         ``sparse_metadata`` is ``(M, words)`` (A is the sparse operand).
         """
-        A, B, C = np.asarray(A), np.asarray(B), np.asarray(C)
-        if A.ndim != 2 or B.ndim != 2 or C.ndim != 2:
-            raise ShapeError(f"matrix form needs 2-D A, B, C; got {A.shape}, {B.shape}, {C.shape}")
-        (M, K), (K2, N) = A.shape, B.shape
-        if K != K2 or C.shape != (M, N):
-            raise ShapeError(f"matrix shapes do not fit (M,K) x (K,N) + (M,N): {A.shape}, {B.shape}, {C.shape}")
+        A, B, C, _ = matrices(A, B, C, "matrix form")
         fast = self._matrix_fast(A, B, C, scale_a, scale_b, sparse_metadata, backend)
         if fast is not None:
             return fast
@@ -434,3 +429,14 @@ class _Flat:
         if dtype not in self._converted:
             self._converted[dtype] = np.ascontiguousarray(self.flat, dtype=dtype)
         return self._converted[dtype], idx
+
+
+def matrices(A, B, C, what: str):
+    """``A, B, C`` as arrays checked to be ``(M, K)``, ``(K, N)``, ``(M, N)``; also ``(M, K, N)``."""
+    A, B, C = np.asarray(A), np.asarray(B), np.asarray(C)
+    if A.ndim != 2 or B.ndim != 2 or C.ndim != 2:
+        raise ShapeError(f"{what} needs 2-D A, B, C; got {A.shape}, {B.shape}, {C.shape}")
+    (M, K), (K2, N) = A.shape, B.shape
+    if K != K2 or C.shape != (M, N):
+        raise ShapeError(f"{what}: shapes do not fit (M,K) x (K,N) + (M,N): {A.shape}, {B.shape}, {C.shape}")
+    return A, B, C, (M, K, N)

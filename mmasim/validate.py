@@ -12,7 +12,6 @@ import pathlib
 import time
 
 import attrs
-import numpy as np
 
 from . import vectors
 from .display import hex_word, value_text
@@ -72,7 +71,7 @@ def _word_entry(model, operand, word, bits) -> dict:
 
 def describe_mismatch(vf, model, index: int, got) -> Mismatch:
     """Inputs, expected and actual words of one case, each decoded by ``model``."""
-    fa, fb, fc, fd = model.a_format, model.b_format, model.c_format, model.d_format
+    fa, fb, fc = model.a_format, model.b_format, model.c_format
     inputs = {
         "a": [_word_entry(model, "a", w, fa.container_bits) for w in vf.a[index]],
         "b": [_word_entry(model, "b", w, fb.container_bits) for w in vf.b[index]],

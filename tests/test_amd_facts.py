@@ -9,7 +9,6 @@ running mmasim.
 from fractions import Fraction
 
 import numpy as np
-import pytest
 
 import mmasim
 from helpers import bf16, f16, f32

@@ -7,7 +7,6 @@ largest values) mixed into random rows.  Every D word must be equal, and where
 the reference raises, the compiled path raises the same error.
 """
 
-import os
 import warnings
 
 import numpy as np

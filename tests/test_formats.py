@@ -1,6 +1,5 @@
 """Decoders and output encoders against independent references (ml_dtypes, numpy casts, struct)."""
 
-import struct
 from fractions import Fraction
 
 import ml_dtypes

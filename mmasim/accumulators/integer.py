@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 
 
 def integer_sum(a, b, c, scale_a, scale_b, encoding):

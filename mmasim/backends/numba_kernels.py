@@ -40,7 +40,7 @@ from numba.core import types
 from numba.core.extending import intrinsic
 from numba.cpython.unsafe.numbers import leading_zeros
 
-from ..decode import BUILTIN_DECODERS, decode_float, decode_int
+from ..decode import decode_float, decode_int
 from . import register_kernel
 
 ZERO, FINITE, INF, NAN = 0, 1, 2, 3
