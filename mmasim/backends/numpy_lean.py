@@ -203,10 +203,7 @@ class LeanWindow:
             bits += 2 * int(np.asarray(dec.m)[fin].max()).bit_length()
         if bits + self.S > 62:
             return
-        self.pack_rz = _PackRZ(model.encoding)
-        self.c_dec = _IeeeC(model.c_format, reg.decoders[model.c_format.decoder])
-        self.d_dec = _IeeeC(model.d_format, reg.decoders[model.d_format.decoder])
-        self.model = model
+        _bind_output(self, model, reg)
         self.ok = True
 
     def __call__(self, wa, wb, wc, sa, sb):
@@ -273,15 +270,8 @@ class LeanWindow:
             cq = c_q - quantum
             ct = (c_mag << np.clip(cq, 0, 62)) >> np.clip(-cq, 0, 63)
             total += np.where(c_neg, -ct, ct)
-            out_neg, out_mag, e0 = total < 0, np.abs(total), quantum
-            if self.excl:
-                out_neg = np.where(any_live, out_neg, c_neg)
-                out_mag = np.where(any_live, out_mag, c_mag)
-                e0 = np.where(any_live, e0, c_q)
-            if self.pack_rz.ok:
-                words = self.pack_rz(out_neg, out_mag, e0)
-            else:
-                words = model.encoding.pack(out_neg, out_mag, e0)
+            words = _pack_sum(self.pack_rz, model.encoding, total, quantum,
+                              (any_live, c_neg, c_mag, c_q) if self.excl else None)
             c_fmt = model.d_format
         if special.any():
             idx = np.flatnonzero(special)
@@ -393,10 +383,7 @@ class LeanGrouped:
             return
         if self.roff < 0:
             return
-        self.pack_rz = _PackRZ(model.encoding)
-        self.c_dec = _IeeeC(model.c_format, reg.decoders[model.c_format.decoder])
-        self.d_dec = _IeeeC(model.d_format, reg.decoders[model.d_format.decoder])
-        self.model = model
+        _bind_output(self, model, reg)
         self.step = step
         self.ok = True
 
@@ -510,17 +497,33 @@ class LeanGrouped:
                     drop = small & (s_r < s_r.max(axis=-1, keepdims=True))
                     redone = np.where(drop, 0, contrib).sum(axis=-1) + ct
                     total = np.where(subnormal, redone, total)
-            out_neg, out_mag, e0 = total < 0, np.abs(total), quantum
-            out_neg = np.where(any_live, out_neg, c_neg)
-            out_mag = np.where(any_live, out_mag, c_mag)
-            e0 = np.where(any_live, e0, c_q)
-            if self.pack_rz.ok:
-                words = self.pack_rz(out_neg, out_mag, e0)
-            else:
-                words = model.encoding.pack(out_neg, out_mag, e0)
+            words = _pack_sum(self.pack_rz, model.encoding, total, quantum, (any_live, c_neg, c_mag, c_q))
             c_fmt = model.d_format
         if special.any():
             idx = np.flatnonzero(special)
             words[idx] = model._steps_reference(wa[idx].astype(np.uint64), wb[idx].astype(np.uint64),
                                                 wc[idx], sa[idx], sb[idx])
         return words
+
+
+def _pack_sum(pack_rz, encoding, total, quantum, c_when_no_product=None):
+    """D words of the exact sum ``total * 2**quantum``.  With ``c_when_no_product =
+    (any_live, c_neg, c_mag, c_q)`` a row without a nonzero product returns C itself
+    (the zeros-excluded rule of the window accumulator)."""
+    out_neg, out_mag, e0 = total < 0, np.abs(total), quantum
+    if c_when_no_product is not None:
+        any_live, c_neg, c_mag, c_q = c_when_no_product
+        out_neg = np.where(any_live, out_neg, c_neg)
+        out_mag = np.where(any_live, out_mag, c_mag)
+        e0 = np.where(any_live, e0, c_q)
+    if pack_rz.ok:
+        return pack_rz(out_neg, out_mag, e0)
+    return encoding.pack(out_neg, out_mag, e0)
+
+
+def _bind_output(path, model, reg):
+    """Attach the model and its C decode / D encode helpers to a lean path."""
+    path.pack_rz = _PackRZ(model.encoding)
+    path.c_dec = _IeeeC(model.c_format, reg.decoders[model.c_format.decoder])
+    path.d_dec = _IeeeC(model.d_format, reg.decoders[model.d_format.decoder])
+    path.model = model
