@@ -83,6 +83,32 @@ def _shift(mag, by):
 
 
 @_inline
+def _subnormal_redo(total, quantum, ctr, contrib, sr, group, G, gr, srT):
+    """The ue8m0 MXF4 subnormal rule of the window accumulator: if ``total`` (in
+    quanta of 2**quantum) is an f32 subnormal, redo the sum without the groups whose
+    scale raw (the max of ``sr`` over the group, stored in ``gr``) is below the
+    largest and whose contribution is below 2**(srT - quantum) quanta."""
+    lead = quantum + _bitlen(abs(total)) - 1
+    if total == 0 or lead >= -126:
+        return total
+    limit = _clip(srT - quantum, 0, 62)
+    gmax = np.int64(NEG)
+    for g in range(G):
+        v = np.int64(NEG)
+        for k in range(g * group, g * group + group):
+            if sr[k] > v:
+                v = sr[k]
+        gr[g] = v
+        if v > gmax:
+            gmax = v
+    red = ctr
+    for g in range(G):
+        if not (_bitlen(abs(contrib[g])) <= limit and gr[g] < gmax):
+            red += contrib[g]
+    return red
+
+
+@_inline
 def _trunc(neg, mag, q, quantum):
     """intmath.truncate_signed."""
     t = _shift(mag, q - quantum)
@@ -473,24 +499,8 @@ def window_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, E
                 break
             ctr = _trunc(c_neg, c_mag, cq, quantum)
             total = ptot + ctr
-            if has_sr:
-                lead = quantum + _bitlen(abs(total)) - 1
-                if total != 0 and lead < -126 and not (has_cd and cdom):
-                    limit = _clip(srT - quantum, 0, 62)
-                    gmax = np.int64(NEG)
-                    for g in range(G):
-                        v = np.int64(NEG)
-                        for k in range(g * group, g * group + group):
-                            if psr[k] > v:
-                                v = psr[k]
-                        gr[g] = v
-                        if v > gmax:
-                            gmax = v
-                    red = ctr
-                    for g in range(G):
-                        if not (_bitlen(abs(contrib[g])) <= limit and gr[g] < gmax):
-                            red += contrib[g]
-                    total = red
+            if has_sr and not (has_cd and cdom):
+                total = _subnormal_redo(total, quantum, ctr, contrib, psr, group, G, gr, srT)
             oneg = total < 0
             omag = abs(total)
             e0 = quantum
@@ -1347,24 +1357,8 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
                     break
                 ctr = _trunc(c_neg, c_mag, cq, quantum)
                 total = ptot + ctr
-                if has_sr:
-                    lead = quantum + _bitlen(abs(total)) - 1
-                    if total != 0 and lead < -126 and not (has_cd and cdom):
-                        limit = _clip(srT - quantum, 0, 62)
-                        gmax = np.int64(NEG)
-                        for g in range(G):
-                            v = np.int64(NEG)
-                            for k in range(g * group, g * group + group):
-                                if psr[k] > v:
-                                    v = psr[k]
-                            gr[g] = v
-                            if v > gmax:
-                                gmax = v
-                        red = ctr
-                        for g in range(G):
-                            if not (_bitlen(abs(contrib[g])) <= limit and gr[g] < gmax):
-                                red += contrib[g]
-                        total = red
+                if has_sr and not (has_cd and cdom):
+                    total = _subnormal_redo(total, quantum, ctr, contrib, psr, group, G, gr, srT)
             oneg = total < 0
             omag = abs(total)
             e0 = quantum
@@ -1527,19 +1521,8 @@ def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, 
                 ptot = ctot
             ctr = _trunc(c_neg, c_mag, cq, quantum)
             total = ptot + ctr
-            if has_sr:
-                lead = quantum + _bitlen(abs(total)) - 1
-                if total != 0 and lead < -126 and not (has_cd and cdom):
-                    limit = _clip(srT - quantum, 0, 62)
-                    gmax = np.int64(NEG)
-                    for g in range(G):
-                        if gsr[g] > gmax:
-                            gmax = gsr[g]
-                    red = ctr
-                    for g in range(G):
-                        if not (_bitlen(abs(contrib[g])) <= limit and gsr[g] < gmax):
-                            red += contrib[g]
-                    total = red
+            if has_sr and not (has_cd and cdom):
+                total = _subnormal_redo(total, quantum, ctr, contrib, gsr, 1, G, gsr, srT)
             oneg = total < 0
             omag = abs(total)
             e0 = quantum
