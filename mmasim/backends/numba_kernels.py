@@ -73,7 +73,10 @@ def _bitlen(x):
 
 @_inline
 def _clip(x, lo, hi):
-    return min(max(x, lo), hi)
+    """min(max(x, lo), hi) as selects (the builtins can stay calls, which stop the
+    loop vectorizer; nested inline helpers cost compile time)."""
+    y = x if x > lo else lo
+    return y if y < hi else hi
 
 
 @_inline
@@ -243,7 +246,7 @@ def _pack_rz(neg, mag, e0, frac, bias, infw, sbit):
     inputs, no negative zero): the same words, without the RNE and relayout steps."""
     lead = e0 + np.int64(63) - np.int64(leading_zeros(mag))    # e0 - 1 for mag == 0, as _pack
     emin = 1 - bias
-    ml = max(lead, emin)
+    ml = lead if lead > emin else emin
     drop = ml - frac - e0
     keep = (mag << _clip(-drop, 0, 62)) >> _clip(drop, 0, 63)
     wmag = ((ml - emin) << frac) + keep
@@ -882,10 +885,14 @@ GDEAD = -1000        # numpy_lean.LeanGrouped.DEAD: joint q of a pair with a zer
 
 
 @_inline
-def _lean_one(x0, mode, off, fs, fmask, sp, M, emask, bias, LT):
-    """Lean decode of one word: (signed m, q), the class folded into q (LZQ, LSQ)."""
+def _lean_one(x0, mode, ls, LT):
+    """Lean decode of one word: (signed m, q), the class folded into q (LZQ, LSQ).
+    ``ls``: the format's row of LS as a tuple; ``mode`` is passed apart so that a
+    literal mode folds the branch away."""
     if mode == 0:
-        return LT[0, off + x0], LT[1, off + x0]
+        i = np.uint64(ls[1]) + np.uint64(x0)    # unsigned: no wrap-around code
+        return LT[0, i], LT[1, i]
+    fs, fmask, sp, M, emask, bias = ls[2], ls[3], ls[4], ls[5], ls[6], ls[7]
     x = (x0 >> fs) & fmask
     e = (x >> M) & emask
     f = x & ((np.int64(1) << M) - 1)
@@ -930,7 +937,7 @@ def _f32_decode(w):
     e = (x >> 23) & 0xFF
     f = x & np.int64(0x7FFFFF)
     m = f | (np.int64(e != 0) << 23)
-    r = max(e, np.int64(1)) - 127
+    r = (e if e > 1 else np.int64(1)) - 127
     cls = np.int64(FINITE) if m != 0 else np.int64(ZERO)
     if e == 0xFF:
         cls = np.int64(INF) if f == 0 else np.int64(NAN)
@@ -953,192 +960,327 @@ def _c_decode(w, fp, ieee, TAB):
 
 
 @_inline
-def _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr):
-    """Per block: signed product of the two scales, its q, r - q offset of the scaled
-    products, scale raw sum; returns whether a scale is inf / NaN."""
+def _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr, r):
+    """Per block, into column ``r``: signed product of the two scales, its q, r - q
+    offset of the scaled products, scale raw sum; returns whether a scale is inf / NaN."""
     special = False
     for blk in range(nb):
         xc, xsg, xm, xq, xr = _decode_call(np.int64(sa[rsa, blk]), fp4, TAB)
         yc, ysg, ym, yq, yr = _decode_call(np.int64(sb[rsb, blk]), fp4, TAB)
         if xc >= INF or yc >= INF:
             special = True
-        bsr[blk] = xr + yr
-        bro[blk] = roff + (xr - xq) + (yr - yq)
+        bsr[blk, r] = xr + yr
+        bro[blk, r] = roff + (xr - xq) + (yr - yq)
         if xc == ZERO or yc == ZERO:
-            bsm[blk] = 0
-            bqs[blk] = LZQ
+            bsm[blk, r] = 0
+            bqs[blk, r] = LZQ
         else:
             v = xm * ym
-            bsm[blk] = -v if (xsg ^ ysg) == 1 else v
-            bqs[blk] = xq + yq
+            bsm[blk, r] = -v if (xsg ^ ysg) == 1 else v
+            bqs[blk, r] = xq + yq
     return special
 
 
-@_jit
-def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags,
-                       LT, LS, spec):
-    """The window with one product per group (``group`` 1, no ``c_dominant``,
-    ``c_relative``, ``subnormal_redo``), scaled or not.  Pass one decodes,
-    multiplies and finds the window; products are kept pre-shifted left by ``S``
-    (the largest left shift a live product can need, P[18]), so that pass two
-    truncates each with one right shift: ``t = (|p| << S) >> (S - q + quantum)``,
-    the same value as the reference's ``(|p| << d) >> -d`` clips."""
-    n = out.shape[0]
+# The lean window on tiles of rows.  Rows are computed TILE at a time, step by
+# step; every inner loop runs over the rows of the tile (k-major tile arrays),
+# has no branches, and vectorizes, and the rows' serial chains (window, sum,
+# pack, decode of D as the next C) overlap.  Each phase is an inlined helper,
+# called by the driver (window_lean_kernel) once per variant with the variant
+# as a literal (A / B decoded by table or arithmetically, the C / D decode, the
+# encoder), so that the loops have no variant branches.  The driver is not
+# itself inlined anywhere: numba's inlining copies the inlined function's
+# variable scope once per block, and a large inlined body costs tens of seconds
+# of compile time.
+TILE = 64    # rows per tile (the tile arrays stay in the L1 / L2 caches)
+PACK_M = 24  # a tabled element in a tile: q * 2**PACK_M + m, |m| < 2**(PACK_M - 1)
+
+
+@_inline
+def _tile_put(x, k, r, mode, ls, LT, tm):
+    """Word ``x`` into element ``k, r`` of a tile: its packed table entry (mode 0:
+    ``q * 2**PACK_M + m``, one scalar load, no gathers later), or the word itself
+    (decoded arithmetically with the products)."""
+    if mode == 0:
+        tm[k, r] = LT[2, np.uint64(ls[1]) + np.uint64(x)]
+    else:
+        tm[k, r] = x
+
+
+@_inline
+def _tile_get(tm, k, r, mode, ls, LT):
+    """(signed m, q) of tile element ``k, r`` (see :func:`_tile_put`)."""
+    if mode == 0:
+        v = tm[k, r]
+        m = (v << (64 - PACK_M)) >> (64 - PACK_M)
+        return m, (v - m) >> PACK_M
+    return _lean_one(tm[k, r], mode, ls, LT)
+
+
+@_inline
+def _tile_in(ops, idx, ncols, t0, nr, amode, bmode, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl):
+    """Rows ``t0 ..`` of the operands into a tile: A and B k-major (one loop over K
+    for both), the C words into ``cw``, the scales of the blocks (``_lean_scales``;
+    ``sp``: an inf / NaN scale).  ``ops``: the A, B, C, scale A, scale B words;
+    ``idx``: their row indices; ``tiles``: the A and B tiles (see :func:`_tile_put`);
+    ``scl``: the per-block scale arrays (none when unscaled)."""
+    wa, wb, wc, sa, sb = ops
+    ia, ib, ic, isa, isb = idx
+    at, bt = tiles
+    bsm, bqs, bro, bsr = scl
     K = wa.shape[1]
-    fp2, fp3, fp4 = _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
-    c_ieee = fp2[1] == 0 and fp2[2] == 0 and fp2[4] < 64 and fp2[8] == 1 and fp2[9] == 0 and fp2[10] == 1
-    d_ieee = fp3[1] == 0 and fp3[2] == 0 and fp3[4] < 64 and fp3[8] == 1 and fp3[9] == 0 and fp3[10] == 1
-    c_f32 = _is_f32(fp2)
-    d_f32 = _is_f32(fp3)
-    F = P[0]
-    excl = P[1] == 1
-    ezero = P[2]
-    has_sf = P[4] == 1
-    sf = P[5]
-    scaled = P[13] == 1
-    roff = P[16]
-    S = P[18]
-    # round toward zero into the word's own fraction width: the specialized encoder
-    rz = ENC[0] == 0 and ENC[2] == ENC[3]
-    efrac, ebias, einf, esb = ENC[2], ENC[1], ENC[4], ENC[5]
-    amode, aoff, afs, afm, asp, aM, aem, abias = LS[0, 0], LS[0, 1], LS[0, 2], LS[0, 3], LS[0, 4], LS[0, 5], \
-        LS[0, 6], LS[0, 7]
-    bmode, boff, bfs, bfm, bsp, bM, bem, bbias = LS[1, 0], LS[1, 1], LS[1, 2], LS[1, 3], LS[1, 4], LS[1, 5], \
-        LS[1, 6], LS[1, 7]
-    tables = amode == 0 and bmode == 0
-    arith = amode == 1 and bmode == 1
-    LTm = LT[0]
-    LTq = LT[1]
-    px = np.zeros(step, np.int64)
-    pu = np.zeros(step, np.int64)
-    nb = sa.shape[1] if scaled else 1
-    bsm = np.zeros(nb, np.int64)
-    bqs = np.zeros(nb, np.int64)
-    bro = np.zeros(nb, np.int64)
-    bsr = np.zeros(nb, np.int64)
-    nflag = 0
-    nspec = 0
-    for d in range(n):
-        spec[d] = False
-        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
-        if c_f32:
-            ccls, csg, cm, cq, cr = _f32_decode(np.int64(wc[rc]))
+    nb = bsm.shape[0]
+    for r in range(nr):
+        ra, rb, rc, rsa, rsb = _rows(t0 + r, ncols, ia, ib, ic, isa, isb)
+        for k in range(K):
+            _tile_put(wa[ra, k], k, r, amode, la, LT, at)
+            _tile_put(wb[rb, k], k, r, bmode, lb, LT, bt)
+        cw[r] = wc[rc]
+        sp[r] = False
+        if nb > 0:
+            sp[r] = _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr, r)
+
+
+@_inline
+def _c_put(r, dec, cdec, sp):
+    """Store the decoded C (or D, as the next step's C) of tile row ``r``:
+    ``cdec`` = signed significand, q, r, live (finite and non-zero)."""
+    ccls, csg, cm, cq, cr = dec
+    ccm, ccq, ccr, clive = cdec
+    sp[r] |= ccls >= INF
+    ccm[r] = -cm if csg == 1 else cm
+    ccq[r] = cq
+    ccr[r] = cr
+    clive[r] = ccls == FINITE
+
+
+@_inline
+def _c_tile(kind, cw, nr, fp, cdec, sp):
+    """Decode the C words of a tile: ``kind`` 2 binary32 (the format's constants),
+    1 another IEEE format with subnormals (its fields at run time)."""
+    if kind == 2:
+        for r in range(nr):
+            _c_put(r, _f32_decode(cw[r]), cdec, sp)
+    else:
+        for r in range(nr):
+            _c_put(r, _ieee_decode(cw[r], fp), cdec, sp)
+
+
+def _c_kind(fp):
+    """The :func:`_c_tile` kind of decode spec ``fp``: 2 binary32, 1 another IEEE
+    format with subnormals, 0 other (no lean variant)."""
+    if _is_f32.py_func(fp):
+        return 2
+    if fp[1] == 0 and fp[2] == 0 and fp[4] < 64 and fp[8] == 1 and fp[9] == 0 and fp[10] == 1:
+        return 1
+    return 0
+
+
+@_inline
+def _tile_products(tiles, s0, step, nr, amode, bmode, la, lb, LT, S, px, pu, win):
+    """Unscaled products of one step for a tile: ``px = (ma * mb) << S``,
+    ``pu = S - q``; ``hi`` / ``lo`` (of ``win``): the largest / smallest ``q``."""
+    at, bt = tiles
+    hi, lo, msr, qu = win
+    for r in range(nr):
+        hi[r] = np.int64(LZQ) * 8
+        lo[r] = np.int64(LSQ) * 8
+    for k in range(step):
+        for r in range(nr):
+            ma, qa = _tile_get(at, s0 + k, r, amode, la, LT)
+            mb, qb = _tile_get(bt, s0 + k, r, bmode, lb, LT)
+            q = qa + qb
+            px[k, r] = (ma * mb) << S
+            pu[k, r] = S - q
+            h = hi[r]
+            hi[r] = q if q > h else h
+            lw = lo[r]
+            lo[r] = q if q < lw else lw
+
+
+@_inline
+def _tile_products_scaled(tiles, s0, step, block, nr, la, lb, LT, S, px, pu, win, scl):
+    """Block-scaled products of one step (A and B tabled): block by block, the
+    block's scale product per row; ``hi``: the largest raw exponent (q plus the
+    block's r - q offset), ``lo``: the smallest q, ``msr``: the largest scale raw
+    sum."""
+    at, bt = tiles
+    bsm, bqs, bro, bsr = scl
+    hi, lo, msr, qu = win
+    for r in range(nr):
+        hi[r] = np.int64(LZQ) * 8
+        lo[r] = np.int64(LSQ) * 8
+        msr[r] = np.int64(NEG)
+    for blk in range(s0 // block, (s0 + step - 1) // block + 1):
+        for k in range(max(s0, blk * block), min(s0 + step, blk * block + block)):
+            for r in range(nr):
+                ma, qa = _tile_get(at, k, r, 0, la, LT)
+                mb, qb = _tile_get(bt, k, r, 0, lb, LT)
+                q = qa + qb + bqs[blk, r]
+                px[k - s0, r] = (ma * mb * bsm[blk, r]) << S
+                pu[k - s0, r] = S - q
+                qr = q + bro[blk, r]
+                h = hi[r]
+                hi[r] = qr if qr > h else h
+                lw = lo[r]
+                lo[r] = q if q < lw else lw
+        for r in range(nr):
+            m0, m1 = msr[r], bsr[blk, r]
+            msr[r] = m1 if m1 > m0 else m0
+
+
+@_inline
+def _tile_sum(nr, step, P, hoff, px, pu, win, cdec, sp, tot):
+    """The window of each row (from the largest product exponent ``hi + hoff``, C
+    and the zero rule; the scale floor), the truncated C and the sum of the
+    truncated products, in quanta of ``2**quantum`` (into ``tot``; ``qu``: quantum)."""
+    F, excl, ezero, has_sf, sf = P[0], P[1] == 1, P[2], P[4] == 1, P[5]
+    hi, lo, msr, qu = win
+    ccm, ccq, ccr, clive = cdec
+    for r in range(nr):
+        h = hi[r] + hoff
+        hi[r] = h
+        sp[r] |= h >= LST
+        c_live = clive[r]
+        cr = ccr[r]
+        E = h if h > LZT else np.int64(NEG)
+        if excl:
+            E = cr if (c_live and cr > E) else E
         else:
-            ccls, csg, cm, cq, cr = _c_decode(np.int64(wc[rc]), fp2, c_ieee, TAB)
-        special = ccls >= INF
-        if scaled and not special:
-            special = _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr)
-        word = np.int64(0)
-        s0 = 0
-        while s0 < K and not special:
-            hi = np.int64(LZQ) * 8
-            lo = np.int64(LSQ) * 8
-            max_sr = np.int64(NEG)
-            if scaled:
-                # block by block (the scales of a block hoisted): the same hi, lo, max_sr
-                for blk in range(s0 // block, (s0 + step - 1) // block + 1):
-                    k0 = max(s0, blk * block)
-                    k1 = min(s0 + step, blk * block + block)
-                    bm = bsm[blk]
-                    bq = bqs[blk]
-                    hib = np.int64(LZQ) * 8
-                    for kk in range(k0, k1):
-                        xa = np.uint64(aoff) + np.uint64(wa[ra, kk])    # scaled: A and B always tabled
-                        xb = np.uint64(boff) + np.uint64(wb[rb, kk])
-                        q = LTq[xa] + LTq[xb] + bq
-                        px[kk - s0] = (LTm[xa] * LTm[xb] * bm) << S
-                        pu[kk - s0] = S - q
-                        hib = max(hib, q)
-                        lo = min(lo, q)
-                    hi = max(hi, hib + bro[blk])
-                    max_sr = max(max_sr, bsr[blk])
-            elif tables:
-                for k in range(step):
-                    xa = np.uint64(aoff) + np.uint64(wa[ra, s0 + k])    # unsigned: no wrap-around code
-                    xb = np.uint64(boff) + np.uint64(wb[rb, s0 + k])
-                    q = LTq[xa] + LTq[xb]
-                    px[k] = (LTm[xa] * LTm[xb]) << S
-                    pu[k] = S - q
-                    hi = max(hi, q)
-                    lo = min(lo, q)
-                hi += roff
-            elif arith:
-                for k in range(step):
-                    kk = s0 + k
-                    ma, qa = _lean_one(np.int64(wa[ra, kk]), 1, aoff, afs, afm, asp, aM, aem, abias, LT)
-                    mb, qb = _lean_one(np.int64(wb[rb, kk]), 1, boff, bfs, bfm, bsp, bM, bem, bbias, LT)
-                    q = qa + qb
-                    px[k] = (ma * mb) << S
-                    pu[k] = S - q
-                    hi = max(hi, q)
-                    lo = min(lo, q)
-                hi += roff
+            E = ezero if (lo[r] < LZT and ezero > E) else E      # a zero product counts with e_zero
+            ce = cr if c_live else ezero
+            E = ce if ce > E else E
+        quantum = E - F
+        if has_sf:
+            fl = msr[r] - sf
+            quantum = fl if fl > quantum else quantum
+        qu[r] = quantum
+        cm = ccm[r] if c_live else np.int64(0)
+        sg = cm >> 63
+        tot[r] = (_shift((cm ^ sg) - sg, ccq[r] - quantum) ^ sg) - sg
+    for k in range(step):
+        for r in range(nr):
+            x = px[k, r]
+            sg = x >> 63
+            sh = pu[k, r] + qu[r]
+            t = ((x ^ sg) - sg) >> (sh if sh < 63 else np.int64(63))
+            tot[r] += (t ^ sg) - sg
+
+
+@_inline
+def _tile_pack(nr, rz, excl, tot, win, cdec, sp, ENC, cw):
+    """Encode the D words of a tile into ``cw`` (0 for rows marked in ``sp``); ``rz``:
+    round toward zero into the word's own fraction width (``_pack_rz``)."""
+    efrac, ebias, einf, esb, dmask = ENC[2], ENC[1], ENC[4], ENC[5], ENC[7]
+    hi, lo, msr, qu = win
+    ccm, ccq, ccr, clive = cdec
+    for r in range(nr):
+        total = tot[r]
+        oneg = total < 0
+        omag = abs(total)
+        e0 = qu[r]
+        if excl and not hi[r] > LZT:
+            cm = ccm[r] if clive[r] else np.int64(0)     # no live product: D is C
+            oneg = cm < 0
+            omag = abs(cm)
+            e0 = ccq[r]
+        if rz:
+            word = _pack_rz(oneg, omag, e0, efrac, ebias, einf, esb)
+        else:
+            word = _pack(oneg, omag, e0, False, False, False, False, ENC)
+        cw[r] = np.int64(0) if sp[r] else word & dmask
+
+
+def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
+    """The lean window kernel for one variant: ``SCALED`` (block scales), ``CKIND``
+    / ``DKIND`` (C / D decode, see :func:`_c_kind`), ``AMODE`` (A and B decode: 0
+    tables, 1 arithmetic), ``RZ`` (the round-toward-zero encoder).  The variant is
+    a constant of the closure: numba prunes the branches it decides before it
+    inlines the helpers, and LLVM folds the rest, so that the loops have no variant
+    branches."""
+
+    def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out,
+                           flags, LT, LS, spec):
+        """The window with one product per group (``group`` 1, no ``c_dominant``,
+        ``c_relative``, ``subnormal_redo``), scaled or not, on tiles of rows (above).
+
+        Pass one decodes, multiplies and finds the window; products are kept
+        pre-shifted left by ``S`` (the largest left shift a live product can need,
+        P[18]), so that pass two truncates each with one right shift:
+        ``t = (|p| << S) >> (S - q + quantum)``, the same value as the reference's
+        ``(|p| << d) >> -d`` clips.  A row with an inf / NaN (input, scale, C, or a
+        step that overflowed) is marked in ``spec`` and its word is not used (the
+        general kernel computes it)."""
+        n = out.shape[0]
+        K = wa.shape[1]
+        fp2, fp3, fp4 = _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+        excl = P[1] == 1
+        roff = P[16]
+        S = P[18]
+        la = (LS[0, 0], LS[0, 1], LS[0, 2], LS[0, 3], LS[0, 4], LS[0, 5], LS[0, 6], LS[0, 7])
+        lb = (LS[1, 0], LS[1, 1], LS[1, 2], LS[1, 3], LS[1, 4], LS[1, 5], LS[1, 6], LS[1, 7])
+        T = TILE
+        tiles = (np.empty((K, T), np.int64), np.empty((K, T), np.int64))
+        px = np.empty((step, T), np.int64)
+        pu = np.empty((step, T), np.int64)
+        cw = np.empty(T, np.int64)
+        cdec = (np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.bool_))
+        win = (np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64))
+        sp = np.empty(T, np.bool_)
+        tot = np.empty(T, np.int64)
+        nb = sa.shape[1] if SCALED else 0
+        scl = (np.zeros((nb, T), np.int64), np.zeros((nb, T), np.int64), np.zeros((nb, T), np.int64),
+               np.zeros((nb, T), np.int64))
+        ops, idx = (wa, wb, wc, sa, sb), (ia, ib, ic, isa, isb)
+        hoff = 0 if SCALED else roff      # hi + hoff: the largest raw exponent of a product
+        nspec = 0
+        for t0 in range(0, n, T):
+            nr = min(T, n - t0)
+            if AMODE == 0:
+                _tile_in(ops, idx, ncols, t0, nr, 0, 0, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl)
             else:
-                for k in range(step):
-                    kk = s0 + k
-                    ma, qa = _lean_one(np.int64(wa[ra, kk]), amode, aoff, afs, afm, asp, aM, aem, abias, LT)
-                    mb, qb = _lean_one(np.int64(wb[rb, kk]), bmode, boff, bfs, bfm, bsp, bM, bem, bbias, LT)
-                    q = qa + qb
-                    px[k] = (ma * mb) << S
-                    pu[k] = S - q
-                    hi = max(hi, q)
-                    lo = min(lo, q)
-                hi += roff
-            if hi >= LST:
-                special = True
-                break
-            any_live = hi > LZT
-            c_live = ccls == FINITE
-            E = hi if any_live else np.int64(NEG)
-            if excl:
-                if c_live and cr > E:
-                    E = cr
-            else:
-                if lo < LZT and ezero > E:      # a zero product counts with e_zero
-                    E = ezero
-                ce = cr if c_live else ezero
-                if ce > E:
-                    E = ce
-            quantum = E - F
-            if has_sf:
-                fl = max_sr - sf
-                if fl > quantum:
-                    quantum = fl
-            total = np.int64(0)
-            for k in range(step):
-                x = px[k]
-                sg = x >> 63
-                t = ((x ^ sg) - sg) >> min(pu[k] + quantum, 63)
-                total += (t ^ sg) - sg
-            c_mag = cm if c_live else np.int64(0)
-            total += _trunc(csg == 1, c_mag, cq, quantum)
-            oneg = total < 0
-            omag = abs(total)
-            e0 = quantum
-            if excl and not any_live:
-                oneg = csg == 1
-                omag = c_mag
-                e0 = cq
-            if rz:
-                word = _pack_rz(oneg, omag, e0, efrac, ebias, einf, esb)
-            else:
-                word = _pack(oneg, omag, e0, False, False, False, False, ENC)
-            s0 += step
-            if s0 < K:
-                if d_f32:
-                    ccls, csg, cm, cq, cr = _f32_decode(word & ENC[7])
+                _tile_in(ops, idx, ncols, t0, nr, 1, 1, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl)
+            for s0 in range(0, K, step):
+                if s0 == 0:
+                    _c_tile(CKIND, cw, nr, fp2, cdec, sp)
                 else:
-                    ccls, csg, cm, cq, cr = _c_decode(word & ENC[7], fp3, d_ieee, TAB)
-                if ccls >= INF:
-                    special = True
-        if special:
-            # inf / NaN somewhere: the general kernel computes the whole row (LeanWindowKernel)
-            spec[d] = True
-            nspec += 1
-            continue
-        flags[d] = False
-        out[d] = word
-    return nflag, nspec
+                    _c_tile(DKIND, cw, nr, fp3, cdec, sp)
+                if SCALED:
+                    _tile_products_scaled(tiles, s0, step, block, nr, la, lb, LT, S, px, pu, win, scl)
+                elif AMODE == 0:
+                    _tile_products(tiles, s0, step, nr, 0, 0, la, lb, LT, S, px, pu, win)
+                else:
+                    _tile_products(tiles, s0, step, nr, 1, 1, la, lb, LT, S, px, pu, win)
+                _tile_sum(nr, step, P, hoff, px, pu, win, cdec, sp, tot)
+                if RZ:
+                    _tile_pack(nr, True, excl, tot, win, cdec, sp, ENC, cw)
+                else:
+                    _tile_pack(nr, False, excl, tot, win, cdec, sp, ENC, cw)
+            for r in range(nr):
+                d = t0 + r
+                spec[d] = sp[r]
+                flags[d] = False
+                if sp[r]:
+                    # inf / NaN somewhere: the general kernel computes the whole row (LeanWindowKernel)
+                    nspec += 1
+                else:
+                    out[d] = cw[r]
+        return 0, nspec
+
+    window_lean_kernel.__qualname__ = window_lean_kernel.__name__ = "window_lean_kernel_%d_%d_%d_%d_%d" % (
+        SCALED, CKIND, DKIND, AMODE, RZ)
+    return _jit(window_lean_kernel)
+
+
+_LEAN_VARIANTS = {}
+
+
+def lean_variant(scaled, ckind, dkind, amode, rz):
+    """The lean window kernel compiled for one variant (made on first use; numba
+    compiles it on its first call and caches it per machine)."""
+    key = (bool(scaled), int(ckind), int(dkind), int(amode), bool(rz))
+    if key not in _LEAN_VARIANTS:
+        _LEAN_VARIANTS[key] = _window_lean_variant(*key)
+    return _LEAN_VARIANTS[key]
 
 
 @_jit
@@ -1168,10 +1310,8 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
     clog_cd = P[15]
     roff = P[16]
     simple = P[17] == 1
-    amode, aoff, afs, afm, asp, aM, aem, abias = LS[0, 0], LS[0, 1], LS[0, 2], LS[0, 3], LS[0, 4], LS[0, 5], \
-        LS[0, 6], LS[0, 7]
-    bmode, boff, bfs, bfm, bsp, bM, bem, bbias = LS[1, 0], LS[1, 1], LS[1, 2], LS[1, 3], LS[1, 4], LS[1, 5], \
-        LS[1, 6], LS[1, 7]
+    la = (LS[0, 0], LS[0, 1], LS[0, 2], LS[0, 3], LS[0, 4], LS[0, 5], LS[0, 6], LS[0, 7])
+    lb = (LS[1, 0], LS[1, 1], LS[1, 2], LS[1, 3], LS[1, 4], LS[1, 5], LS[1, 6], LS[1, 7])
     pp = np.zeros(step, np.int64)
     pq = np.zeros(step, np.int64)
     pm = np.zeros(step, np.int64)
@@ -1184,10 +1324,10 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
     gq = np.zeros(G, np.int64)
     gr = np.zeros(G, np.int64)
     nb = sa.shape[1] if scaled else 1
-    bsm = np.zeros(nb, np.int64)
-    bqs = np.zeros(nb, np.int64)
-    bro = np.zeros(nb, np.int64)
-    bsr = np.zeros(nb, np.int64)
+    bsm = np.zeros((nb, 1), np.int64)
+    bqs = np.zeros((nb, 1), np.int64)
+    bro = np.zeros((nb, 1), np.int64)
+    bsr = np.zeros((nb, 1), np.int64)
     nflag = 0
     nspec = 0
     for d in range(n):
@@ -1197,7 +1337,7 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
         ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
         special = ccls >= INF
         if scaled and not special:
-            special = _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr)
+            special = _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr, 0)
         word = np.int64(0)
         bad = False
         for s0 in range(0, K, step):
@@ -1210,14 +1350,14 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
                 for blk in range(s0 // block, (s0 + step - 1) // block + 1):
                     k0 = max(s0, blk * block)
                     k1 = min(s0 + step, blk * block + block)
-                    bm = bsm[blk]
-                    bq = bqs[blk]
-                    br = bro[blk]
-                    bs = bsr[blk]
+                    bm = bsm[blk, 0]
+                    bq = bqs[blk, 0]
+                    br = bro[blk, 0]
+                    bs = bsr[blk, 0]
                     hib = np.int64(LZQ) * 8
                     for kk in range(k0, k1):
-                        ma, qa = _lean_one(np.int64(wa[ra, kk]), amode, aoff, afs, afm, asp, aM, aem, abias, LT)
-                        mb, qb = _lean_one(np.int64(wb[rb, kk]), bmode, boff, bfs, bfm, bsp, bM, bem, bbias, LT)
+                        ma, qa = _lean_one(np.int64(wa[ra, kk]), la[0], la, LT)
+                        mb, qb = _lean_one(np.int64(wb[rb, kk]), lb[0], lb, LT)
                         q = qa + qb + bq
                         pp[kk - s0] = ma * mb * bm
                         pq[kk - s0] = q
@@ -1230,8 +1370,8 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
             else:
                 for k in range(step):
                     kk = s0 + k
-                    ma, qa = _lean_one(np.int64(wa[ra, kk]), amode, aoff, afs, afm, asp, aM, aem, abias, LT)
-                    mb, qb = _lean_one(np.int64(wb[rb, kk]), bmode, boff, bfs, bfm, bsp, bM, bem, bbias, LT)
+                    ma, qa = _lean_one(np.int64(wa[ra, kk]), la[0], la, LT)
+                    mb, qb = _lean_one(np.int64(wb[rb, kk]), lb[0], lb, LT)
                     p = ma * mb
                     q = qa + qb
                     pp[k] = p
@@ -1802,7 +1942,11 @@ def _lean_specs(model):
         rows.append(row)
         roff += o
         bits += b
-    LT = np.ascontiguousarray(np.concatenate(tabs, axis=1)) if tabs else np.zeros((2, 1), np.int64)
+    LT = np.concatenate(tabs, axis=1) if tabs else np.zeros((2, 1), np.int64)
+    # row 2: m and q packed into one word (the tiles of the lean kernel read one table
+    # entry per element); 0 where m does not fit (the variant is then not used)
+    packs = (np.abs(LT[0]) < 1 << (PACK_M - 1)).all()
+    LT = np.ascontiguousarray(np.vstack([LT, LT[1] * (1 << PACK_M) + LT[0] if packs else np.zeros_like(LT[0])]))
     return LT, np.array(rows, dtype=np.int64), roff, bits
 
 
@@ -1941,10 +2085,18 @@ def _window(model):
             S = max(0, int(p["F"]) - roff - 2 * sb[0])
             bits += 2 * sb[1]
     lean_ok = lean_ok and bits + S <= 62 and (not scaled or (LS[0, 0] == 0 and LS[1, 0] == 0))
-    k = LeanWindowKernel(model, window_lean_kernel if lean_ok else window_fast_kernel,
-                         P + [roff, 1 if simple else 0, S])
-    if k.FM is None:
+    P = P + [roff, 1 if simple else 0, S]
+    FM = _format_specs(model)[0]
+    if FM is None:
         return None
+    ckind, dkind = (_c_kind([int(x) for x in row]) for row in FM[2:4])
+    if lean_ok and LS[0, 0] == LS[1, 0] and ckind > 0 and dkind > 0 and (LS[0, 0] == 1 or LT[2].any()):
+        # the lean kernel compiled for the variant (A and B decoded alike, IEEE C and
+        # D: every built-in window datapath); others take the general lean steps
+        rz = model.encoding.mode == "rz" and model.encoding.frac_bits == model.encoding.word_frac_bits
+        k = LeanWindowKernel(model, lean_variant(scaled, ckind, dkind, LS[0, 0], rz), P)
+    else:
+        k = LeanWindowKernel(model, window_fast_kernel, P)
     k.extra = (LT, LS)
     return k
 
