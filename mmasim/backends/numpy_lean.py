@@ -236,9 +236,9 @@ class LeanWindow:
             if sa is not None:
                 p *= s_m[:, cut]
                 q += s_q[:, cut]
-                hi = (q + s_ro[:, cut]).max(axis=-1)
+                hi = _row_reduce(q + s_ro[:, cut], np.maximum)
             else:
-                hi = q.max(axis=-1) + self.roff
+                hi = _row_reduce(q, np.maximum) + self.roff
             cdec = self.c_dec if s0 == 0 else self.d_dec
             if cdec.ok:
                 c_special, c_live, c_sign, c_m, c_q, c_r = cdec(words)
@@ -251,7 +251,7 @@ class LeanWindow:
             if self.excl:
                 E = np.maximum(E, np.where(c_live, c_r, NEG))
             else:
-                E = np.where((q.min(axis=-1) < LZT) & (E < self.ezero), self.ezero, E)
+                E = np.where((_row_reduce(q, np.minimum) < LZT) & (E < self.ezero), self.ezero, E)
                 E = np.maximum(E, np.where(c_live, c_r, self.ezero))
             quantum = E - F
             if self.sf is not None:
@@ -264,7 +264,7 @@ class LeanWindow:
             p <<= S
             p >>= q
             np.negative(p, out=p, where=neg)
-            total = p.sum(axis=-1)
+            total = _row_reduce(p, np.add)
             c_mag = np.where(c_live, c_m, 0)
             c_neg = c_sign == 1
             cq = c_q - quantum
@@ -284,6 +284,11 @@ def _tsigned(v, by):
     """intmath.truncate_signed of the signed int64 ``v * 2**by``, in units of 1."""
     t = (np.abs(v) << np.clip(by, 0, 62)) >> np.clip(-by, 0, 63)
     return np.where(v < 0, -t, t)
+
+
+def _row_reduce(x, op):
+    """op-reduction of each row of a 2-D array (see :func:`_group_reduce`)."""
+    return _group_reduce(x, x.shape[-1], op)
 
 
 def _group_reduce(x, g, op):
