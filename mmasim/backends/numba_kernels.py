@@ -953,13 +953,6 @@ def _is_f32(fp):
 
 
 @_inline
-def _c_decode(w, fp, ieee, TAB):
-    if ieee:
-        return _ieee_decode(w, fp)
-    return _decode_call(w, fp, TAB)
-
-
-@_inline
 def _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr, r):
     """Per block, into column ``r``: signed product of the two scales, its q, r - q
     offset of the scaled products, scale raw sum; returns whether a scale is inf / NaN."""
