@@ -293,6 +293,85 @@ def _value(cls, s, m, q):
 
 
 # ------------------------------------------------------------------- window
+@_inline
+def _group_sum(pm, pq, pn, lo, hi, clog):
+    """Exact sum of the products ``lo .. hi`` (sign ``pn``, magnitude ``pm``, exponent
+    ``pq``) at the smallest live exponent ``qmin`` (0 if none is live): ``(sum, qmin,
+    bad)``, ``bad`` where a product shifted to ``qmin`` would leave no room in int64
+    for the sum of ``2**clog`` of them (the reference refuses such a sum)."""
+    qmin = np.int64(LQBIG)
+    for k in range(lo, hi):
+        qmin = min(qmin, pq[k] if pm[k] != 0 else LQBIG)
+    if qmin == LQBIG:
+        qmin = 0
+    tot = np.int64(0)
+    bad = False
+    for k in range(lo, hi):
+        # branch-free: a zero product adds 0 whatever its shift
+        m_ = pm[k]
+        sh = pq[k] - qmin
+        bad = bad or (m_ != 0 and sh + _bitlen(m_) + clog > 62)
+        v = m_ << _clip(sh, 0, 62)
+        ng = np.int64(pn[k])
+        tot += (v ^ -ng) + ng
+    return tot, qmin, bad
+
+
+@_inline
+def _group_total(G, step, pm, pq, pn, plr, psr, bufs, quantum, cterm, P):
+    """The window's sum of one step after the products, at ``quantum``: the group sums
+    (``group`` > 1) truncated, the C-relative truncation, the C-dominant sums (groups of
+    ``cdG``), the truncated C, the subnormal redo.  ``plr``: each product's raw exponent
+    (NEG for a zero); ``bufs``: work arrays (contributions, group sums, their q, their
+    largest raw exponent); ``cterm``: C live, C r, C sign, C magnitude, C q, and whether
+    C dominates.  Returns ``(total, bad)`` (``bad``: a sum the reference refuses)."""
+    contrib, gs, gq, gr = bufs
+    c_live, cr, c_neg, c_mag, cq, cdom = cterm
+    group, has_cd, cdG, has_cr, crF = P[3], P[6] == 1, P[8], P[9] == 1, P[10]
+    has_sr, srT, clog_g, clog_cd = P[11] == 1, P[12], P[14], P[15]
+    bad = False
+    if group == 1:
+        for k in range(step):
+            contrib[k] = _trunc(pn[k], pm[k], pq[k], quantum)
+            gr[k] = plr[k]
+    else:
+        for g in range(G):
+            tot, qmin, b = _group_sum(pm, pq, pn, g * group, g * group + group, clog_g)
+            bad = bad or b
+            grm = np.int64(NEG)
+            for k in range(g * group, g * group + group):
+                grm = max(grm, plr[k])
+            gs[g] = tot
+            gq[g] = qmin
+            gr[g] = grm
+            contrib[g] = _trunc(tot < 0, abs(tot), qmin, quantum)
+    if has_cr:
+        qrel = max(cr - crF, quantum)
+        for g in range(G):
+            if c_live and gr[g] > NEG and gr[g] <= cr:
+                if group == 1:
+                    t = _trunc(pn[g], pm[g], pq[g], qrel)
+                else:
+                    t = _trunc(gs[g] < 0, abs(gs[g]), gq[g], qrel)
+                contrib[g] = -_shift(-t, qrel - quantum) if t < 0 else _shift(t, qrel - quantum)
+    ptot = np.int64(0)
+    for g in range(G):
+        ptot += contrib[g]
+    if has_cd and cdG != group:
+        ctot = np.int64(0)
+        for h in range(step // cdG):
+            tot, qmin, b = _group_sum(pm, pq, pn, h * cdG, h * cdG + cdG, clog_cd)
+            bad = bad or b
+            ctot += _trunc(tot < 0, abs(tot), qmin, quantum)
+        if cdom:
+            ptot = ctot
+    ctr = _trunc(c_neg, c_mag, cq, quantum)
+    total = ptot + ctr
+    if has_sr and not (has_cd and cdom):
+        total = _subnormal_redo(total, quantum, ctr, contrib, psr, group, G, gr, srT)
+    return total, bad
+
+
 @_jit
 def window_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags):
     n = out.shape[0]
@@ -306,14 +385,7 @@ def window_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, E
     sf = P[5]
     has_cd = P[6] == 1
     cdF = P[7]
-    cdG = P[8]
-    has_cr = P[9] == 1
-    crF = P[10]
-    has_sr = P[11] == 1
-    srT = P[12]
     scaled = P[13] == 1
-    clog_g = P[14]
-    clog_cd = P[15]
     pm = np.zeros(step, np.int64)
     pq = np.zeros(step, np.int64)
     pn = np.zeros(step, np.bool_)
@@ -423,87 +495,10 @@ def window_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, E
                 cdom = c_live and any_live and cr >= max_r
                 if cdom:
                     quantum = cr - cdF
-            bad = False
-            if group == 1:
-                for k in range(step):
-                    contrib[k] = _trunc(pn[k], pm[k], pq[k], quantum)
-                    gr[k] = plr[k]
-            else:
-                for g in range(G):
-                    lo = g * group
-                    qmin = np.int64(1) << 40
-                    anyl = False
-                    grm = np.int64(NEG)
-                    for k in range(lo, lo + group):
-                        if pm[k] != 0:
-                            anyl = True
-                            if pq[k] < qmin:
-                                qmin = pq[k]
-                        if plr[k] > grm:
-                            grm = plr[k]
-                    if not anyl:
-                        qmin = 0
-                    tot = np.int64(0)
-                    for k in range(lo, lo + group):
-                        if pm[k] != 0:
-                            sp = pq[k] - qmin
-                            if sp + _bitlen(pm[k]) + clog_g > 62:
-                                bad = True
-                                sp = 0
-                            v = pm[k] << sp
-                            tot += -v if pn[k] else v
-                    gs[g] = tot
-                    gq[g] = qmin
-                    gr[g] = grm
-                    contrib[g] = _trunc(tot < 0, abs(tot), qmin, quantum)
-            if has_cr:
-                qrel = cr - crF
-                if quantum > qrel:
-                    qrel = quantum
-                for g in range(G):
-                    if c_live and gr[g] > NEG and gr[g] <= cr:
-                        if group == 1:
-                            t = _trunc(pn[g], pm[g], pq[g], qrel)
-                        else:
-                            t = _trunc(gs[g] < 0, abs(gs[g]), gq[g], qrel)
-                        if t < 0:
-                            contrib[g] = -_shift(-t, qrel - quantum)
-                        else:
-                            contrib[g] = _shift(t, qrel - quantum)
-            ptot = np.int64(0)
-            for g in range(G):
-                ptot += contrib[g]
-            if has_cd and cdG != group:
-                ctot = np.int64(0)
-                for h in range(step // cdG):
-                    lo = h * cdG
-                    qmin = np.int64(1) << 40
-                    anyl = False
-                    for k in range(lo, lo + cdG):
-                        if pm[k] != 0:
-                            anyl = True
-                            if pq[k] < qmin:
-                                qmin = pq[k]
-                    if not anyl:
-                        qmin = 0
-                    tot = np.int64(0)
-                    for k in range(lo, lo + cdG):
-                        if pm[k] != 0:
-                            sp = pq[k] - qmin
-                            if sp + _bitlen(pm[k]) + clog_cd > 62:
-                                bad = True
-                                sp = 0
-                            v = pm[k] << sp
-                            tot += -v if pn[k] else v
-                    ctot += _trunc(tot < 0, abs(tot), qmin, quantum)
-                if cdom:
-                    ptot = ctot
+            total, bad = _group_total(G, step, pm, pq, pn, plr, psr, (contrib, gs, gq, gr), quantum,
+                                      (c_live, cr, c_neg, c_mag, cq, cdom), P)
             if bad:
                 break
-            ctr = _trunc(c_neg, c_mag, cq, quantum)
-            total = ptot + ctr
-            if has_sr and not (has_cd and cdom):
-                total = _subnormal_redo(total, quantum, ctr, contrib, psr, group, G, gr, srT)
             oneg = total < 0
             omag = abs(total)
             e0 = quantum
@@ -1293,14 +1288,7 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
     sf = P[5]
     has_cd = P[6] == 1
     cdF = P[7]
-    cdG = P[8]
-    has_cr = P[9] == 1
-    crF = P[10]
-    has_sr = P[11] == 1
-    srT = P[12]
     scaled = P[13] == 1
-    clog_g = P[14]
-    clog_cd = P[15]
     roff = P[16]
     simple = P[17] == 1
     la = (LS[0, 0], LS[0, 1], LS[0, 2], LS[0, 3], LS[0, 4], LS[0, 5], LS[0, 6], LS[0, 7])
@@ -1418,80 +1406,11 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
                         plr[k] = plr[k] if p != 0 else NEG
                     else:
                         plr[k] = (pq[k] + roff) if p != 0 else NEG
-                if group == 1:
-                    for k in range(step):
-                        contrib[k] = _trunc(pn[k], pm[k], pq[k], quantum)
-                        gr[k] = plr[k]
-                else:
-                    for g in range(G):
-                        glo = g * group
-                        qmin = np.int64(1) << 40
-                        anyl = False
-                        grm = np.int64(NEG)
-                        for k in range(glo, glo + group):
-                            qmin = min(qmin, pq[k] if pm[k] != 0 else LQBIG)
-                            grm = max(grm, plr[k])
-                        anyl = qmin < LQBIG
-                        if not anyl:
-                            qmin = 0
-                        tot = np.int64(0)
-                        for k in range(glo, glo + group):
-                            # branch-free: a zero product adds 0 whatever its shift
-                            m_ = pm[k]
-                            sp = pq[k] - qmin
-                            bad = bad or (m_ != 0 and sp + _bitlen(m_) + clog_g > 62)
-                            v = m_ << _clip(sp, 0, 62)
-                            ng = np.int64(pn[k])
-                            tot += (v ^ -ng) + ng
-                        gs[g] = tot
-                        gq[g] = qmin
-                        gr[g] = grm
-                        contrib[g] = _trunc(tot < 0, abs(tot), qmin, quantum)
-                if has_cr:
-                    qrel = cr - crF
-                    if quantum > qrel:
-                        qrel = quantum
-                    for g in range(G):
-                        if c_live and gr[g] > NEG and gr[g] <= cr:
-                            if group == 1:
-                                t = _trunc(pn[g], pm[g], pq[g], qrel)
-                            else:
-                                t = _trunc(gs[g] < 0, abs(gs[g]), gq[g], qrel)
-                            if t < 0:
-                                contrib[g] = -_shift(-t, qrel - quantum)
-                            else:
-                                contrib[g] = _shift(t, qrel - quantum)
-                ptot = np.int64(0)
-                for g in range(G):
-                    ptot += contrib[g]
-                if has_cd and cdG != group:
-                    ctot = np.int64(0)
-                    for h in range(step // cdG):
-                        hlo = h * cdG
-                        qmin = np.int64(1) << 40
-                        anyl = False
-                        for k in range(hlo, hlo + cdG):
-                            qmin = min(qmin, pq[k] if pm[k] != 0 else LQBIG)
-                        anyl = qmin < LQBIG
-                        if not anyl:
-                            qmin = 0
-                        tot = np.int64(0)
-                        for k in range(hlo, hlo + cdG):
-                            m_ = pm[k]
-                            sp = pq[k] - qmin
-                            bad = bad or (m_ != 0 and sp + _bitlen(m_) + clog_cd > 62)
-                            v = m_ << _clip(sp, 0, 62)
-                            ng = np.int64(pn[k])
-                            tot += (v ^ -ng) + ng
-                        ctot += _trunc(tot < 0, abs(tot), qmin, quantum)
-                    if cdom:
-                        ptot = ctot
+                total, b = _group_total(G, step, pm, pq, pn, plr, psr, (contrib, gs, gq, gr), quantum,
+                                        (c_live, cr, c_neg, c_mag, cq, cdom), P)
+                bad = bad or b
                 if bad:
                     break
-                ctr = _trunc(c_neg, c_mag, cq, quantum)
-                total = ptot + ctr
-                if has_sr and not (has_cd and cdom):
-                    total = _subnormal_redo(total, quantum, ctr, contrib, psr, group, G, gr, srT)
             oneg = total < 0
             omag = abs(total)
             e0 = quantum
@@ -1515,6 +1434,7 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
             continue
         out[d] = word
     return nflag, nspec
+
 
 @_jit
 def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, ENC, step, block, out, flags,
