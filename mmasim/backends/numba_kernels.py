@@ -1005,7 +1005,7 @@ def _tile_get(tm, k, r, mode, ls, LT):
 
 
 @_inline
-def _tile_in(ops, idx, ncols, t0, nr, amode, bmode, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl):
+def _tile_in(ops, idx, ncols, t0, nr, mode, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl):
     """Rows ``t0 ..`` of the operands into a tile: A and B k-major (one loop over K
     for both), the C words into ``cw``, the scales of the blocks (``_lean_scales``;
     ``sp``: an inf / NaN scale).  ``ops``: the A, B, C, scale A, scale B words;
@@ -1020,8 +1020,8 @@ def _tile_in(ops, idx, ncols, t0, nr, amode, bmode, la, lb, LT, tiles, cw, sp, f
     for r in range(nr):
         ra, rb, rc, rsa, rsb = _rows(t0 + r, ncols, ia, ib, ic, isa, isb)
         for k in range(K):
-            _tile_put(wa[ra, k], k, r, amode, la, LT, at)
-            _tile_put(wb[rb, k], k, r, bmode, lb, LT, bt)
+            _tile_put(wa[ra, k], k, r, mode, la, LT, at)
+            _tile_put(wb[rb, k], k, r, mode, lb, LT, bt)
         cw[r] = wc[rc]
         sp[r] = False
         if nb > 0:
@@ -1064,7 +1064,7 @@ def _c_kind(fp):
 
 
 @_inline
-def _tile_products(tiles, s0, step, nr, amode, bmode, la, lb, LT, S, px, pu, win):
+def _tile_products(tiles, s0, step, nr, mode, la, lb, LT, S, px, pu, win):
     """Unscaled products of one step for a tile: ``px = (ma * mb) << S``,
     ``pu = S - q``; ``hi`` / ``lo`` (of ``win``): the largest / smallest ``q``."""
     at, bt = tiles
@@ -1074,8 +1074,8 @@ def _tile_products(tiles, s0, step, nr, amode, bmode, la, lb, LT, S, px, pu, win
         lo[r] = np.int64(LSQ) * 8
     for k in range(step):
         for r in range(nr):
-            ma, qa = _tile_get(at, s0 + k, r, amode, la, LT)
-            mb, qb = _tile_get(bt, s0 + k, r, bmode, lb, LT)
+            ma, qa = _tile_get(at, s0 + k, r, mode, la, LT)
+            mb, qb = _tile_get(bt, s0 + k, r, mode, lb, LT)
             q = qa + qb
             px[k, r] = (ma * mb) << S
             pu[k, r] = S - q
@@ -1143,8 +1143,7 @@ def _tile_sum(nr, step, P, hoff, px, pu, win, cdec, sp, tot):
             quantum = fl if fl > quantum else quantum
         qu[r] = quantum
         cm = ccm[r] if c_live else np.int64(0)
-        sg = cm >> 63
-        tot[r] = (_shift((cm ^ sg) - sg, ccq[r] - quantum) ^ sg) - sg
+        tot[r] = _trunc(cm < 0, abs(cm), ccq[r], quantum)
     for k in range(step):
         for r in range(nr):
             x = px[k, r]
@@ -1224,9 +1223,9 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
         for t0 in range(0, n, T):
             nr = min(T, n - t0)
             if AMODE == 0:
-                _tile_in(ops, idx, ncols, t0, nr, 0, 0, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl)
+                _tile_in(ops, idx, ncols, t0, nr, 0, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl)
             else:
-                _tile_in(ops, idx, ncols, t0, nr, 1, 1, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl)
+                _tile_in(ops, idx, ncols, t0, nr, 1, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl)
             for s0 in range(0, K, step):
                 if s0 == 0:
                     _c_tile(CKIND, cw, nr, fp2, cdec, sp)
@@ -1235,9 +1234,9 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
                 if SCALED:
                     _tile_products_scaled(tiles, s0, step, block, nr, la, lb, LT, S, px, pu, win, scl)
                 elif AMODE == 0:
-                    _tile_products(tiles, s0, step, nr, 0, 0, la, lb, LT, S, px, pu, win)
+                    _tile_products(tiles, s0, step, nr, 0, la, lb, LT, S, px, pu, win)
                 else:
-                    _tile_products(tiles, s0, step, nr, 1, 1, la, lb, LT, S, px, pu, win)
+                    _tile_products(tiles, s0, step, nr, 1, la, lb, LT, S, px, pu, win)
                 _tile_sum(nr, step, P, hoff, px, pu, win, cdec, sp, tot)
                 if RZ:
                     _tile_pack(nr, True, excl, tot, win, cdec, sp, ENC, cw)
@@ -1998,18 +1997,15 @@ def _window(model):
             S = max(0, int(p["F"]) - roff - 2 * sb[0])
             bits += 2 * sb[1]
     lean_ok = lean_ok and bits + S <= 62 and (not scaled or (LS[0, 0] == 0 and LS[1, 0] == 0))
-    P = P + [roff, 1 if simple else 0, S]
-    FM = _format_specs(model)[0]
-    if FM is None:
+    k = LeanWindowKernel(model, window_fast_kernel, P + [roff, 1 if simple else 0, S])
+    if k.FM is None:
         return None
-    ckind, dkind = (_c_kind([int(x) for x in row]) for row in FM[2:4])
+    ckind, dkind = (_c_kind([int(x) for x in row]) for row in k.FM[2:4])
     if lean_ok and LS[0, 0] == LS[1, 0] and ckind > 0 and dkind > 0 and (LS[0, 0] == 1 or LT[2].any()):
         # the lean kernel compiled for the variant (A and B decoded alike, IEEE C and
         # D: every built-in window datapath); others take the general lean steps
         rz = model.encoding.mode == "rz" and model.encoding.frac_bits == model.encoding.word_frac_bits
-        k = LeanWindowKernel(model, lean_variant(scaled, ckind, dkind, LS[0, 0], rz), P)
-    else:
-        k = LeanWindowKernel(model, window_fast_kernel, P)
+        k.fn = lean_variant(scaled, ckind, dkind, LS[0, 0], rz)
     k.extra = (LT, LS)
     return k
 
