@@ -225,7 +225,6 @@ class LeanWindow:
             s_ro = self.roff + (xa.r - xa.q) + (xb.r - xb.q)
             s_r = xa.r + xb.r
             s_m, s_q, s_ro, s_r = (np.repeat(x, dp.block, axis=-1) for x in (s_m, s_q, s_ro, s_r))
-        c_fmt = model.c_format
         words = wc
         for s0 in range(0, k, step):
             cut = slice(s0, s0 + step)
@@ -239,12 +238,7 @@ class LeanWindow:
                 hi = _row_reduce(q + s_ro[:, cut], np.maximum)
             else:
                 hi = _row_reduce(q, np.maximum) + self.roff
-            cdec = self.c_dec if s0 == 0 else self.d_dec
-            if cdec.ok:
-                c_special, c_live, c_sign, c_m, c_q, c_r = cdec(words)
-            else:
-                C = dec[c_fmt.key](c_fmt, words)
-                c_special, c_live, c_sign, c_m, c_q, c_r = C.cls >= INF, C.cls == FINITE, C.sign, C.m, C.q, C.r
+            c_special, c_live, c_sign, c_m, c_q, c_r = _c_terms(self, s0 == 0, words)
             special |= (hi >= LST) | c_special
             any_live = hi > LZT
             E = np.where(any_live, hi, NEG)
@@ -272,7 +266,6 @@ class LeanWindow:
             total += np.where(c_neg, -ct, ct)
             words = _pack_sum(self.pack_rz, model.encoding, total, quantum,
                               (any_live, c_neg, c_mag, c_q) if self.excl else None)
-            c_fmt = model.d_format
         if special.any():
             idx = np.flatnonzero(special)
             words[idx] = model._steps_reference(wa[idx], wb[idx], wc[idx],
@@ -438,7 +431,6 @@ class LeanGrouped:
         sq_all = xa.q + xb.q + self.q0
         sr_all = xa.r + xb.r
         per = block // g
-        c_fmt = model.c_format
         words = wc
         for s0 in range(0, k, step):
             ng = step // g
@@ -458,12 +450,7 @@ class LeanGrouped:
             gr = np.where(glive, qg + self.roff + s_r, NEG)
             max_r = gr.max(axis=-1)
             any_live = glive.any(axis=-1)
-            cdec = self.c_dec if s0 == 0 else self.d_dec
-            if cdec.ok:
-                c_special, c_live, c_sign, c_m, c_q, c_r = cdec(words)
-            else:
-                C = dec[c_fmt.key](c_fmt, words)
-                c_special, c_live, c_sign, c_m, c_q, c_r = C.cls >= INF, C.cls == FINITE, C.sign, C.m, C.q, C.r
+            c_special, c_live, c_sign, c_m, c_q, c_r = _c_terms(self, s0 == 0, words)
             special |= c_special
             E = np.maximum(max_r, np.where(c_live, c_r, NEG))
             quantum = E - F
@@ -503,7 +490,6 @@ class LeanGrouped:
                     redone = np.where(drop, 0, contrib).sum(axis=-1) + ct
                     total = np.where(subnormal, redone, total)
             words = _pack_sum(self.pack_rz, model.encoding, total, quantum, (any_live, c_neg, c_mag, c_q))
-            c_fmt = model.d_format
         if special.any():
             idx = np.flatnonzero(special)
             words[idx] = model._steps_reference(wa[idx].astype(np.uint64), wb[idx].astype(np.uint64),
@@ -524,6 +510,17 @@ def _pack_sum(pack_rz, encoding, total, quantum, c_when_no_product=None):
     if pack_rz.ok:
         return pack_rz(out_neg, out_mag, e0)
     return encoding.pack(out_neg, out_mag, e0)
+
+
+def _c_terms(path, first, words):
+    """(special, live, sign, m, q, r) of the C words of a step: the C format's at the
+    first step, the D format's after (the reduced IEEE decode where it applies)."""
+    cdec = path.c_dec if first else path.d_dec
+    if cdec.ok:
+        return cdec(words)
+    fmt = path.model.c_format if first else path.model.d_format
+    C = path.model._decode[fmt.key](fmt, words)
+    return C.cls >= INF, C.cls == FINITE, C.sign, C.m, C.q, C.r
 
 
 def _bind_output(path, model, reg):
