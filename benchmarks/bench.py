@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -206,6 +205,15 @@ def fmt_ns(x):
     return f"{x:8.2f}" if isinstance(x, float) else f"{'n/a':>8s}"
 
 
+def peer_cells(row, value, unit, cols):
+    """The MMA-Sim column and the speed-up per backend: ``value`` is the peer's figure
+    (recorded in ``row``, printed times ``unit``), or its failure message / None."""
+    if not isinstance(value, float):
+        return f" {'n/a':>11s}  ({value})" if value else f" {'n/a':>11s}"
+    row["peer"] = value
+    return f" {value * unit:11.1f} " + " ".join(f"{value / row[be]:8.1f}x" for be in cols)
+
+
 def memory_run(backend, n):
     code = textwrap.dedent(f'''
         import resource, sys, time, numpy as np
@@ -300,12 +308,7 @@ def main(argv=None):
         line += f" {'<= %g/%g' % (TARGET[row['kind']]['numba'], TARGET[row['kind']]['numpy']):>9s}"
         if args.peer_python:
             p = peer.get(key)
-            if isinstance(p, float):
-                ns = p / (row["peer_n"] * row["k"]) * 1e9
-                row["peer"] = ns
-                line += f" {ns:11.1f} " + " ".join(f"{ns / row[be]:8.1f}x" for be in cols)
-            else:
-                line += f" {'n/a':>11s}  ({p})" if p else f" {'n/a':>11s}"
+            line += peer_cells(row, p / (row["peer_n"] * row["k"]) * 1e9 if isinstance(p, float) else p, 1, cols)
         print(line)
     print()
     head = f"{'one Model(A, B, C) call':44s} " + " ".join(f"{be + ' us':>10s}" for be in cols) + f" {'target':>10s}"
@@ -319,12 +322,7 @@ def main(argv=None):
         line = f"{row['label']:44s} " + " ".join(f"{row[be] * 1e6:10.1f}" for be in cols)
         line += f" {'<= %g' % (row['target_s'] * 1e6):>10s}"
         if args.peer_python:
-            p = peer.get(key)
-            if isinstance(p, float):
-                row["peer"] = p
-                line += f" {p * 1e6:11.1f} " + " ".join(f"{p / row[be]:8.1f}x" for be in cols)
-            else:
-                line += f" {'n/a':>11s}  ({p})" if p else f" {'n/a':>11s}"
+            line += peer_cells(row, peer.get(key), 1e6, cols)
         print(line)
     if args.memory:
         print()
