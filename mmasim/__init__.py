@@ -17,11 +17,12 @@ from .errors import (
     TableError,
     UnknownArchitecture,
     UnknownInstruction,
+    UnknownQualifier,
     UnsupportedDatapath,
     WordRangeError,
 )
 from .gemm import gemm
-from .lookup import resolve, resolve_arch
+from .lookup import lookup_instruction, resolve, resolve_arch
 from .model import Model
 from .plugins import hookimpl, register, unregister
 from .registry import get_registry
@@ -45,7 +46,8 @@ def MMA(arch: str, instruction: str, backend: str | None = None, **qualifiers) -
         from . import backends
 
         backends.resolve(backend)   # an unknown or missing backend fails here, not at the first dot
-    return Model(resolve(reg, arch, instruction, qualifiers), reg, backend=backend)
+    found = lookup_instruction(reg, arch, instruction, qualifiers)
+    return Model(found.datapath, reg, backend=backend, resolution=found)
 
 
 def architectures() -> list:
@@ -86,7 +88,7 @@ def layouts(arch: str | None = None) -> list:
 __all__ = [
     "MMA", "Model", "gemm", "architectures", "aliases", "instructions", "datapaths", "layouts",
     "register", "unregister", "hookimpl",
-    "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction",
+    "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier",
     "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",
     "ScaleError", "SparseMetadataError", "TableError",
 ]

@@ -7,26 +7,63 @@ import attrs
 STATUS_KINDS = ("hardware", "peer", "assumed")
 
 
+def _shapes(value):
+    """``None`` (the claim holds for every shape of the datapath) or a tuple of ``(M, N)``."""
+    if value is None:
+        return None
+    return tuple((int(m), int(n)) for m, n in value)
+
+
+def _fmt_shapes(shapes) -> str:
+    return "; ".join(f"M={m}, N={n}" for m, n in shapes)
+
+
 @attrs.frozen
 class Status:
-    """Where a datapath's claim comes from (REFERENCE.md section 9)."""
+    """Where a datapath's claim comes from (docs/datapaths.md section 9).
+
+    ``shapes``: the ``(M, N)`` shapes the claim was measured at.  ``None``: the
+    claim is not tied to a shape (the datapath has one shape, or the source
+    covers all of them); ``()``: measured at shapes the source does not name, so
+    no named shape carries the claim.  See :meth:`Datapath.status_for`.
+    """
 
     kind: str = attrs.field(validator=attrs.validators.in_(STATUS_KINDS))
     evidence: str = ""
     device: str = ""
     cases: int | None = None
     source: str = ""
+    shapes: tuple | None = attrs.field(default=None, converter=_shapes)
 
     def describe(self) -> str:
         parts = [self.kind]
         if self.device:
             parts.append(self.device)
+        if self.shapes is not None:
+            parts.append(f"for {_fmt_shapes(self.shapes)} only; other shapes assumed" if self.shapes
+                         else "at M/N shapes the source does not name; every named shape assumed")
         if self.cases:
             parts.append(f"{self.cases:,} cases")
         if self.source:
             parts.append(f"source {self.source}")
         text = ", ".join(parts)
         return f"{text}: {self.evidence}" if self.evidence else text
+
+    def at_shape(self, m: int | None, n: int | None) -> "Status":
+        """The status of a lookup that asked for shape ``M = m, N = n`` (``None``: not named)."""
+        if self.shapes is None or m is None or n is None:
+            return self
+        if (m, n) in self.shapes:
+            return attrs.evolve(self, shapes=None,
+                                evidence=f"measured at M={m}, N={n}; {self.evidence}".rstrip("; "))
+        where = _fmt_shapes(self.shapes) if self.shapes else "M/N shapes the source does not name"
+        return Status(
+            "assumed",
+            evidence=(f"not measured at M={m}, N={n}: the {self.kind} claim ({self.device or 'see source'}) "
+                      f"holds for {where} only; the same per-element arithmetic is assumed at this shape. "
+                      f"{self.evidence}").strip(),
+            source=self.source,
+        )
 
 
 def _freeze(value):
@@ -68,10 +105,21 @@ class Datapath:
     m: tuple = attrs.field(converter=tuple, factory=tuple)   # legal M (empty: any)
     n: tuple = attrs.field(converter=tuple, factory=tuple)   # legal N (empty: any)
     names: tuple = attrs.field(converter=tuple, factory=tuple)  # extra accepted spellings
-    default: bool = False
+    # qualifiers this datapath fills when a lookup leaves them open, with the reason
+    # (the short form a document defines), as ((field, reason), ...); see mmasim.lookup
+    default_for: tuple = attrs.field(converter=_freeze, factory=tuple)
     refuse: str = ""                         # non-empty: lookup fails with this reason
     status: Status = attrs.field(factory=lambda: Status("assumed"))
     notes: str = ""
+
+    @property
+    def defaults(self) -> dict:
+        """``{field: reason}``: the qualifiers this datapath fills when a lookup leaves them open."""
+        return dict(self.default_for)
+
+    def status_for(self, m: int | None = None, n: int | None = None) -> Status:
+        """The validation status of this datapath at shape ``M = m, N = n`` (``None``: not named)."""
+        return self.status.at_shape(m, n)
 
     @property
     def parameters(self) -> dict:
@@ -124,3 +172,5 @@ class Architecture:
     aliases: tuple = attrs.field(converter=tuple)
     datapaths: tuple = attrs.field(converter=tuple)
     source: str = ""
+    inherits: str = ""                       # another architecture whose datapaths this one has
+    evidence: tuple = attrs.field(converter=tuple, factory=tuple)  # (match, Status) for inherited ones

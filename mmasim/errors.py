@@ -51,3 +51,7 @@ class UnsupportedDatapath(MMAError):
 
 class TableError(MMAError):
     """An architecture table (TOML) or plugin registration is malformed."""
+
+
+class UnknownQualifier(MMAError, TypeError):
+    """A keyword qualifier of ``MMA(...)`` that no lookup accepts (a ``TypeError`` too)."""

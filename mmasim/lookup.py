@@ -6,6 +6,30 @@ any of the spellings users write: MMA-Sim 2.1.1's strings
 (``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``) or a family prefix
 with keyword qualifiers (``tcgen05.mma.kind::f8f6f4`` + ``a_type=...``).
 Datapaths may also list literal extra names (``names`` in the table).
+
+The rules:
+
+- Every token is read, or the lookup fails with :class:`UnknownInstruction`
+  naming it; two tokens for one field (two kinds, two shapes, two layouts for A,
+  a repeated ``satfinite``) fail naming both.  Type names, kinds and shapes
+  match without regard to case (PTX spells each one way).
+- Syntax tokens belong to an instruction family (:data:`SYNTAX`): ``sync`` and
+  ``aligned`` to ``mma.sync`` / ``wgmma``; ``row`` / ``col`` to ``mma.sync``, where
+  PTX allows any layout pair only for the f16 ``m8n8k4`` and ``.row.col``
+  elsewhere; ``cta_group::1`` and ``collector::a::{fill,use,lastuse,discard}``
+  (a cache hint for A, no arithmetic change) to ``tcgen05.mma``;
+  ``block_scale`` to block-scaled kinds.  ``cta_group::2`` and ``tcgen05.mma.ws``
+  exist in PTX but are not modelled: :class:`UnsupportedDatapath`.
+- An optional PTX token that is absent means the instruction without it
+  (dense without ``sp``, wrapping without ``satfinite``, no ``kind::`` where the
+  family's kind is optional).  Three types ``D.A.B`` mean C = D (MMA-Sim
+  2.1.1's spelling; wgmma / tcgen05 have no C type at all).
+- Anything else left open must be named: a lookup that leaves several datapaths
+  is :class:`AmbiguousInstruction` listing them, unless they differ only in
+  qualifiers the tables declare a default for (``default_for``: e.g. the
+  design card's ``tcgen05.kind::mxf4nvf4.4X`` is NVFP4 with ue4m3 scales; PTX's
+  own ``scale_vec`` defaults).  :class:`Resolution` records what was defaulted
+  and why; ``Model.describe()`` prints it.
 """
 
 from __future__ import annotations
@@ -13,24 +37,71 @@ from __future__ import annotations
 import difflib
 import re
 
-from .errors import AmbiguousInstruction, UnknownArchitecture, UnknownInstruction, UnsupportedDatapath
+import attrs
+
+from .errors import (
+    AmbiguousInstruction,
+    UnknownArchitecture,
+    UnknownInstruction,
+    UnknownQualifier,
+    UnsupportedDatapath,
+)
 from .registry import Registry, normalize_name
 
 _SHAPE = re.compile(r"^m(\d+)n(\d+)k(\d+)$")
 _KSHAPE = re.compile(r"^k(\d+)$")
 _BLOCK = re.compile(r"^block(\d+)$")
-_VEC = re.compile(r"^(?:scale_vec::)?([124])x$", re.IGNORECASE)
-_OPS = {
-    "tcgen05": "tcgen05.mma",
-    "wgmma": "wgmma.mma_async",
-    "v_mfma": "v_mfma",
+_VEC = re.compile(r"^(?:scale_vec::)?([124])x$")
+_CTA = re.compile(r"^cta_group::(\w+)$")
+
+
+@attrs.frozen
+class Syntax:
+    """The PTX tokens of one instruction family beyond its operands' qualifiers."""
+
+    lead: tuple                     # tokens that name the family, in order ("tcgen05", "mma")
+    fixed: tuple = ()               # tokens PTX writes for it, optional here ("sync", "aligned")
+    layouts: bool = False           # takes .row/.col for A and B
+    kind_optional: bool = False     # a missing kind:: means the form without one
+    c_type: bool = False            # PTX spells a C type (three types D.A.B mean C = D)
+
+
+SYNTAX = {
+    "mma.sync": Syntax(lead=("mma",), fixed=("sync", "aligned"), layouts=True, kind_optional=True, c_type=True),
+    "wgmma.mma_async": Syntax(lead=("wgmma", "mma_async"), fixed=("sync", "aligned")),
+    "tcgen05.mma": Syntax(lead=("tcgen05", "mma")),
+    "v_mfma": Syntax(lead=("v_mfma",), kind_optional=True),
 }
-_IGNORED = {
-    "mma", "sync", "aligned", "row", "col", "mma_async", "cta_group::1", "cta_group::2",
-    "collector::a::discard", "ws", "block_scale",
+# tcgen05.mma's collector usage hints for A (PTX ISA, tcgen05.mma): they say whether
+# A is kept in or read from the collector buffer, not how it is multiplied.
+_COLLECTOR = {"collector::a::discard", "collector::a::fill", "collector::a::use", "collector::a::lastuse"}
+_NOT_MODELLED = {
+    "cta_group::2": "tcgen05.mma.cta_group::2 (a pair of CTAs) is not modelled yet; the modelled "
+                    "datapaths are cta_group::1",
+    "ws": "tcgen05.mma.ws (weight-stationary) is not modelled yet; the modelled datapaths are "
+          "tcgen05.mma.cta_group::1 without .ws",
 }
 QUALIFIERS = ("a_type", "b_type", "c_type", "d_type", "scale_type", "saturate", "sparse",
               "block", "scale_vec", "kind")
+_TYPE_FIELD = {"a_type": "a", "b_type": "b", "c_type": "c", "d_type": "d", "scale_type": "scale"}
+_FIELD_NAME = {"a": "a_type", "b": "b_type", "c": "c_type", "d": "d_type", "scale": "scale_type"}
+
+
+@attrs.frozen
+class Resolution:
+    """What a lookup resolved to: the datapath, the shape the string named (``None``
+    where it named none) and the qualifiers a table default filled,
+    as ``((qualifier, value, reason), ...)``."""
+
+    datapath: object
+    m: int | None = None
+    n: int | None = None
+    defaulted: tuple = ()
+
+    @property
+    def status(self):
+        """The datapath's validation status at the shape asked for."""
+        return self.datapath.status_for(self.m, self.n)
 
 
 def resolve_arch(reg: Registry, arch: str) -> str:
@@ -46,86 +117,195 @@ def resolve_arch(reg: Registry, arch: str) -> str:
     )
 
 
-def parse_instruction(text: str, reg: Registry) -> dict:
-    """Constraints an instruction string places on a datapath."""
-    names = {f.name for f in reg.formats.values()}
-    scale_names = {reg.formats[k].name for k in ("ue8m0", "ue4m3") if k in reg.formats}
-    want: dict = {}
-    types: list[str] = []
-    text = str(text).strip()
-    ops = sorted({dp.op for arch in reg.architectures.values() for dp in arch.datapaths}, key=len, reverse=True)
+class _Want(dict):
+    """Field -> value, remembering the token that set each field."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens: dict = {}
+
+    def put(self, field: str, value, token: str, text: str):
+        if field in self:
+            raise UnknownInstruction(
+                f"instruction {text!r}: {self.tokens[field]!r} and {token!r} both set {field}"
+                if self.tokens[field] != token else f"instruction {text!r}: {token!r} is repeated"
+            )
+        self[field] = value
+        self.tokens[field] = token
+
+
+def _vocabulary(reg: Registry):
+    names = {f.name.lower(): f.name for f in reg.formats.values()}
+    kinds = {dp.kind.lower(): dp.kind for a in reg.architectures.values() for dp in a.datapaths if dp.kind}
+    ops = {dp.op for a in reg.architectures.values() for dp in a.datapaths}
+    return names, kinds, ops
+
+
+def _lead(tokens: list, ops) -> tuple:
+    """``(op, number of tokens that name it)`` from the start of ``tokens`` (``(None, 0)``:
+    the string names no family, as MMA-Sim 2.1.1's strings)."""
+    low = [t.lower() for t in tokens]
+    best = (None, 0)
     for op in ops:
-        if text == op or text.startswith(op + "."):
-            want["op"] = op
-            text = text[len(op):]
-            break
-    tokens = [t for t in text.split(".") if t]
-    if not tokens and "op" not in want:
-        raise UnknownInstruction("empty instruction string")
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
+        syntax = SYNTAX.get(op)
+        lead = syntax.lead if syntax else tuple(op.split("."))
+        for spelling in (lead, lead[:1]):          # "tcgen05.mma" or "tcgen05"; "wgmma.mma_async" or "wgmma"
+            n = len(spelling)
+            if tuple(low[:n]) == spelling and n > best[1]:
+                best = (op, n)
+    return best
+
+
+def parse_instruction(text: str, reg: Registry) -> dict:
+    """Constraints an instruction string places on a datapath (raises on any token it cannot read)."""
+    names, kinds, ops = _vocabulary(reg)
+    scale_names = {reg.formats[k].name for k in ("ue8m0", "ue4m3") if k in reg.formats}
+    text = str(text).strip()
+    tokens = text.split(".")
+    if not text or any(not t for t in tokens):
+        raise UnknownInstruction(f"instruction {text!r}: empty qualifier (stray '.')" if text
+                                 else "empty instruction string")
+    want = _Want()
+    types: list = []
+    layouts: list = []
+    op, used = _lead(tokens, ops)
+    if op:
+        want.put("op", op, ".".join(tokens[:used]), text)
+    for tok in tokens[used:]:
         low = tok.lower()
-        if low == "mma" and i + 1 < len(tokens) and tokens[i + 1] == "sync":
-            want["op"] = "mma.sync"
-        elif low in _OPS:
-            want["op"] = _OPS[low]
-        elif low in _IGNORED or low.startswith("cta_group::"):
-            pass
+        if low in ("sync", "aligned"):
+            want.put(low, True, tok, text)
+            want.setdefault("ops", set()).add(frozenset(o for o, s in SYNTAX.items() if low in s.fixed))
+        elif low in ("row", "col"):
+            layouts.append(tok)
         elif low == "sp":
-            want["sparse"] = True
+            want.put("sparse", True, tok, text)
         elif low.startswith("kind::"):
-            want["kind"] = tok[len("kind::"):]
+            kind = low[len("kind::"):]
+            if kind not in kinds:
+                close = difflib.get_close_matches(kind, list(kinds), n=3, cutoff=0.5)
+                raise UnknownInstruction(
+                    f"instruction {text!r}: unknown kind {tok!r}"
+                    + (f"; did you mean {', '.join('kind::' + kinds[c] for c in close)}?" if close else "")
+                    + f" Known kinds: {', '.join(sorted(kinds.values()))}")
+            want.put("kind", kinds[kind], tok, text)
         elif low in ("satfinite", "sat", "saturate"):
-            want["saturate"] = True
+            want.put("saturate", True, tok, text)
+        elif low == "block_scale":
+            want.put("block_scale", True, tok, text)
+        elif low in _COLLECTOR:
+            want.put("collector", low, tok, text)
+            want.setdefault("ops", set()).add(frozenset({"tcgen05.mma"}))
+        elif low in _NOT_MODELLED:
+            want.put("unsupported", _NOT_MODELLED[low], tok, text)
+            want.setdefault("ops", set()).add(frozenset({"tcgen05.mma"}))
+        elif (m := _CTA.match(low)):
+            if m.group(1) not in ("1", "2"):
+                raise UnknownInstruction(f"instruction {text!r}: {tok!r}: PTX defines cta_group::1 and cta_group::2")
+            want.put("cta_group", int(m.group(1)), tok, text)
+            if m.group(1) == "2":
+                want["unsupported"] = _NOT_MODELLED["cta_group::2"]
+            want.setdefault("ops", set()).add(frozenset({"tcgen05.mma"}))
         elif (m := _SHAPE.match(low)):
-            want["m"], want["n"], want["k"] = (int(x) for x in m.groups())
+            want.put("shape", tuple(int(x) for x in m.groups()), tok, text)
         elif (m := _KSHAPE.match(low)):
-            want["k"] = int(m.group(1))
+            want.put("k", int(m.group(1)), tok, text)
         elif (m := _BLOCK.match(low)):
-            want["block"] = int(m.group(1))
-        elif (m := _VEC.match(tok)):
-            want["scale_vec"] = f"{m.group(1)}X"
-        elif tok in scale_names:
-            want["scale"] = tok
-        elif tok in names:
-            types.append(tok)
+            want.put("block", int(m.group(1)), tok, text)
+        elif (m := _VEC.match(low)):
+            want.put("scale_vec", f"{m.group(1)}X", tok, text)
+        elif tok in scale_names or low in {s.lower() for s in scale_names}:
+            want.put("scale", names[low], tok, text)
+        elif low in names:
+            types.append((names[low], tok))
         else:
-            raise UnknownInstruction(f"cannot read {tok!r} in instruction {text!r}")
-        i += 1
+            raise UnknownInstruction(f"instruction {text!r}: cannot read {tok!r}{_token_hint(low, names, kinds)}")
+    if "shape" in want:
+        if "k" in want:
+            raise UnknownInstruction(f"instruction {text!r}: {want.tokens['shape']!r} and {want.tokens['k']!r} both set k")
+        want["m"], want["n"], want["k"] = want.pop("shape")
+        want.tokens["k"] = want.tokens["m"] = want.tokens["n"] = want.tokens.pop("shape")
+    if layouts:
+        if len(layouts) != 2:
+            raise UnknownInstruction(
+                f"instruction {text!r}: layout tokens {', '.join(map(repr, layouts))}: mma.sync takes "
+                "exactly two (.alayout for A, then .blayout for B)")
+        want["layout"] = tuple(t.lower() for t in layouts)
+        want.tokens["layout"] = ".".join(layouts)
+        want.setdefault("ops", set()).add(frozenset(o for o, s in SYNTAX.items() if s.layouts))
     if len(types) == 4:
-        want["d"], want["a"], want["b"], want["c"] = types
+        want["d"], want["a"], want["b"], want["c"] = (t for t, _ in types)
     elif len(types) == 3:
-        want["d"], want["a"], want["b"] = types
+        want["d"], want["a"], want["b"] = (t for t, _ in types)
+        want["three_types"] = True
     elif len(types) in (1, 2):
         raise UnknownInstruction(
             f"instruction {text!r}: give the types as D.A.B[.C] or with a_type=/b_type=/d_type="
         )
     elif len(types) > 4:
-        raise UnknownInstruction(f"instruction {text!r}: too many type qualifiers {types}")
+        raise UnknownInstruction(
+            f"instruction {text!r}: too many type qualifiers ({', '.join(t for _, t in types)}); D.A.B[.C] is four at most")
+    for (field, _), (_, tok) in zip((("d", 0), ("a", 0), ("b", 0), ("c", 0)), types):
+        want.tokens[field] = tok
     return want
 
 
-def _apply_qualifiers(want: dict, qualifiers: dict) -> dict:
-    want = dict(want)
+def _normal(text: str) -> str:
+    """A spelling for close-match suggestions: no case, no PTX prefixes."""
+    text = str(text).lower()
+    for prefix in ("mma.sync.aligned.", "v_mfma_", "v_mfma."):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    return text
+
+
+def _token_hint(low: str, names: dict, kinds: dict) -> str:
+    pool = {**{n: n for n in names.values()}, **{f"kind::{k}": f"kind::{k}" for k in kinds.values()},
+            "satfinite": "satfinite", "block_scale": "block_scale", "cta_group::1": "cta_group::1"}
+    close = difflib.get_close_matches(low, {p.lower(): p for p in pool}, n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(repr(pool[c] if c in pool else c) for c in close)}?" if close else ""
+
+
+def _apply_qualifiers(want: dict, qualifiers: dict, reg: Registry) -> dict:
+    names, kinds, _ = _vocabulary(reg)
+    out = _Want()
+    out.update(want)
+    out.tokens = dict(getattr(want, "tokens", {}))
     for key, value in qualifiers.items():
         if key not in QUALIFIERS:
-            raise TypeError(f"unknown qualifier {key!r}; expected one of {', '.join(QUALIFIERS)}")
+            close = difflib.get_close_matches(str(key), QUALIFIERS, n=1, cutoff=0.6)
+            raise UnknownQualifier(
+                f"unknown qualifier {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                + f"; accepted: {', '.join(QUALIFIERS)}")
         if value is None:
             continue
-        field = {"a_type": "a", "b_type": "b", "c_type": "c", "d_type": "d", "scale_type": "scale"}.get(key, key)
-        if field == "scale_vec":
+        field = _TYPE_FIELD.get(key, key)
+        if field in ("a", "b", "c", "d", "scale"):
+            low = str(value).lower()
+            if low not in names:
+                raise UnknownInstruction(f"{key}={value!r} is not a format; known: {', '.join(sorted(names.values()))}")
+            value = names[low]
+        elif field == "kind":
+            low = str(value).lower().removeprefix("kind::")
+            if low not in kinds:
+                raise UnknownInstruction(f"kind={value!r} is unknown; known: {', '.join(sorted(kinds.values()))}")
+            value = kinds[low]
+        elif field == "scale_vec":
             value = str(value).upper().replace("SCALE_VEC::", "")
-        if field in want and want[field] != value:
+        elif field in ("sparse", "saturate"):
+            value = bool(value)
+        if field in out and out[field] != value:
             raise UnknownInstruction(
-                f"qualifier {key}={value!r} contradicts the instruction string ({field}={want[field]!r})"
+                f"qualifier {key}={value!r} contradicts the instruction string ({out.tokens.get(field, field)!r})"
             )
-        want[field] = value
-    return want
+        out[field] = value
+        out.tokens.setdefault(field, f"{key}={value!r}")
+    return out
 
 
 def _fits(dp, want: dict, reg: Registry) -> bool:
     fmt = reg.formats
+    syntax = SYNTAX.get(dp.op)
     for key, value in want.items():
         if key in ("a", "b", "c", "d", "scale"):
             actual = getattr(dp, key)
@@ -134,42 +314,92 @@ def _fits(dp, want: dict, reg: Registry) -> bool:
         elif key == "sparse":
             if bool(dp.sparse) != bool(value):
                 return False
-        elif key == "m":
-            if dp.m and value not in dp.m:
+        elif key in ("m", "n"):
+            legal = getattr(dp, key)
+            if legal and value not in legal:
                 return False
-        elif key == "n":
-            if dp.n and value not in dp.n:
+        elif key == "ops":
+            if any(dp.op not in allowed for allowed in value):
                 return False
-        elif getattr(dp, key) != value:
-            return False
-    if "c" not in want and "d" in want and "a" in want and dp.c != dp.d and fmt[dp.c].name != want["d"]:
-        # MMA-Sim's three-type spellings mean C = D
-        return False
+        elif key == "block_scale":
+            if not dp.scale:
+                return False
+        elif key in ("op", "kind", "k", "block", "scale_vec", "saturate"):
+            if getattr(dp, key) != value:
+                return False
+    if "kind" not in want and syntax is not None and syntax.kind_optional and dp.kind is not None:
+        return False            # mma.sync / v_mfma without kind:: is the kind-less instruction
+    if want.get("three_types") and "c" not in want and dp.c != dp.d:
+        return False            # D.A.B: C = D
     return True
 
 
 def _close_hint(reg: Registry, architecture, instruction: str) -> str:
     known = sorted({dp.canonical(reg.formats) for dp in architecture.datapaths}
                    | {n for dp in architecture.datapaths for n in dp.names})
-    close = difflib.get_close_matches(str(instruction), known, n=5, cutoff=0.4)
-    return f" Close matches: {', '.join(close)}." if close else ""
+    by_normal = {}
+    for name in sorted(known, key=lambda x: (x != _normal(x), len(x), x)):   # plainest spelling first
+        by_normal.setdefault(_normal(name), name)
+    close = difflib.get_close_matches(_normal(instruction), list(by_normal), n=5, cutoff=0.4)
+    return f" Close matches: {', '.join(by_normal[c] for c in close)}." if close else ""
 
 
-def resolve(reg: Registry, arch: str, instruction: str, qualifiers: dict):
+_FIELDS = ("op", "kind", "a", "b", "c", "d", "k", "scale", "block", "scale_vec", "sparse", "saturate", "m", "n")
+
+
+def _value(dp, field, reg):
+    v = getattr(dp, field)
+    if field in ("a", "b", "c", "d", "scale") and v is not None:
+        return reg.formats[v].name
+    return bool(v) if field == "sparse" else v
+
+
+def _apply_defaults(candidates: list, reg: Registry) -> list:
+    """Narrow ``candidates`` by the tables' ``default_for`` declarations, only where the
+    candidates differ in nothing but defaultable qualifiers: a default never settles a
+    qualifier that has none (``kind::mxf4nvf4`` without a scale_vec stays ambiguous)."""
+    open_fields = {f for f in _FIELDS if len({_value(dp, f, reg) for dp in candidates}) > 1}
+    groups = {"scale": {"scale"}, "scale_vec": {"scale_vec", "block"}, "c": {"c"}}
+
+    def covered(dp):
+        return set().union(*(groups[d] for d in dp.defaults)) if dp.defaults else set()
+
+    chosen = [dp for dp in candidates if open_fields and open_fields <= covered(dp)]
+    return chosen if len(chosen) == 1 else candidates
+
+
+def _defaulted(dp, want: dict, reg: Registry) -> tuple:
+    """The qualifiers of ``dp`` the lookup did not name and a default filled."""
+    out = []
+    for field, reason in dp.default_for:
+        named = field in want or (field == "scale_vec" and "block" in want)
+        if not named:
+            name = _FIELD_NAME.get(field, field)
+            out.append((name, _value(dp, field, reg), reason))
+    syntax = SYNTAX.get(dp.op)
+    if want.get("three_types") and "c" not in want and syntax is not None and syntax.c_type:
+        out.append(("c_type", _value(dp, "c", reg), "three-type spelling D.A.B means C = D (MMA-Sim 2.1.1)"))
+    return tuple(out)
+
+
+def lookup_instruction(reg: Registry, arch: str, instruction: str, qualifiers: dict) -> Resolution:
+    """Resolve a lookup to one datapath, or raise (see the module docstring for the rules)."""
     name = resolve_arch(reg, arch)
     architecture = reg.architectures[name]
-    literal = [dp for dp in architecture.datapaths if instruction in dp.names]
+    low = str(instruction).strip().lower()
+    literal = [dp for dp in architecture.datapaths if low in {n.lower() for n in dp.names}]
+    want = _Want()
     if literal and not qualifiers:
         candidates = literal
     else:
         try:
-            want = _apply_qualifiers(parse_instruction(instruction, reg), qualifiers)
-        except UnknownInstruction as exc:
-            raise UnknownInstruction(
+            want = _apply_qualifiers(parse_instruction(instruction, reg) if not literal else _Want(), qualifiers, reg)
+        except (UnknownInstruction, UnsupportedDatapath) as exc:
+            raise type(exc)(
                 f"{name}: {exc}.{_close_hint(reg, architecture, instruction)} See mmasim.instructions({name!r})."
             ) from None
-        want.setdefault("sparse", False)
-        want.setdefault("saturate", False)
+        want.setdefault("sparse", False)       # no .sp: the dense instruction
+        want.setdefault("saturate", False)     # no .satfinite: the wrapping one
         candidates = [dp for dp in (literal or architecture.datapaths) if _fits(dp, want, reg)]
     if not candidates:
         hint = _close_hint(reg, architecture, instruction)
@@ -178,10 +408,11 @@ def resolve(reg: Registry, arch: str, instruction: str, qualifiers: dict):
             + (f" with {qualifiers}" if qualifiers else "")
             + f".{hint} See mmasim.instructions({name!r})."
         )
+    if want.get("unsupported"):
+        raise UnsupportedDatapath(f"{instruction!r} on {name}: {want['unsupported']}")
     if len(candidates) > 1:
-        defaults = [dp for dp in candidates if dp.default]
-        if len(defaults) == 1:
-            return defaults[0]
+        candidates = _apply_defaults(candidates, reg)
+    if len(candidates) > 1:
         listing = sorted(dp.canonical(reg.formats) for dp in candidates)
         shown = "\n  ".join(listing[:40]) + ("\n  ..." if len(listing) > 40 else "")
         raise AmbiguousInstruction(
@@ -190,6 +421,23 @@ def resolve(reg: Registry, arch: str, instruction: str, qualifiers: dict):
             candidates=listing,
         )
     dp = candidates[0]
+    if "layout" in want:
+        _check_layout(dp, want, instruction, reg)
     if dp.refuse:
         raise UnsupportedDatapath(f"{dp.canonical(reg.formats)} on {name}: {dp.refuse}")
-    return dp
+    return Resolution(dp, m=want.get("m"), n=want.get("n"), defaulted=_defaulted(dp, want, reg))
+
+
+def _check_layout(dp, want, instruction, reg):
+    """PTX (mma): ``.alayout.blayout`` may be any of row/col only for the f16 m8n8k4
+    forms; every other shape is ``.row.col``."""
+    free = dp.m == (8,) and dp.n == (8,) and dp.k == 4 and reg.formats[dp.a].name == "f16"
+    if not free and want["layout"] != ("row", "col"):
+        raise UnknownInstruction(
+            f"{instruction!r}: layout {want.tokens['layout']!r}: PTX allows only .row.col for "
+            f"{dp.canonical(reg.formats)} (any .row/.col pair only for the f16 m8n8k4)")
+
+
+def resolve(reg: Registry, arch: str, instruction: str, qualifiers: dict):
+    """The datapath a lookup resolves to (see :func:`lookup_instruction` for what else it says)."""
+    return lookup_instruction(reg, arch, instruction, qualifiers).datapath

@@ -6,6 +6,7 @@ import numpy as np
 
 from .datapath import Datapath
 from .errors import ScaleError, ShapeError, SparseMetadataError
+from .lookup import Resolution
 from .registry import Registry
 from .sparse import RULES as SPARSE_RULES
 from .sparse import select
@@ -20,9 +21,11 @@ class Model:
     products; calling the model works on matrices.
     """
 
-    def __init__(self, datapath: Datapath, registry: Registry, backend: str | None = None):
+    def __init__(self, datapath: Datapath, registry: Registry, backend: str | None = None, resolution=None):
         self.datapath = datapath
         self.backend = backend      # None: MMASIM_BACKEND, else auto
+        # what the lookup asked for: the shape it named and the qualifiers a default filled
+        self.resolution = resolution if resolution is not None else Resolution(datapath)
         self._reg = registry
         f = registry.formats
         self.a_format, self.b_format = f[datapath.a], f[datapath.b]
@@ -48,7 +51,8 @@ class Model:
 
     @property
     def status(self):
-        return self.datapath.status
+        """The validation status of the datapath at the shape the instruction named."""
+        return self.resolution.status
 
     def __repr__(self) -> str:
         return f"<mmasim.Model {self.arch}: {self.instruction} ({self.status.kind})>"
@@ -323,7 +327,9 @@ class Model:
         lines.append(f"  special values: {special_rules(dp.accumulator, self.accumulator)}")
         if dp.m or dp.n:
             lines.append(f"  shapes: M in {_fmt_range(dp.m)}, N in {_fmt_range(dp.n)}")
-        lines.append(f"  validation: {dp.status.describe()}")
+        lines.append(f"  validation: {self.status.describe()}")
+        for name, value, reason in self.resolution.defaulted:
+            lines.append(f"  defaulted: {name}={value} ({reason})")
         if dp.notes:
             lines.append(f"  notes: {dp.notes}")
         if dp.names:

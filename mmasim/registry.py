@@ -7,7 +7,7 @@ import attrs
 from .datapath import Architecture
 from .errors import TableError
 from .plugins import get_plugin_manager
-from .tables import build_architecture, load_table
+from .tables import build_architecture, inherit, load_table
 
 
 def normalize_name(name: str) -> str:
@@ -79,6 +79,11 @@ def build_registry() -> Registry:
                     vendor=old.vendor or arch.vendor,
                 )
             architectures[arch.name] = arch
+    for name, arch in list(architectures.items()):
+        if arch.inherits:
+            if arch.inherits not in architectures:
+                raise TableError(f"architecture {name} inherits unknown architecture {arch.inherits!r}")
+            architectures[name] = inherit(arch, architectures[arch.inherits])
     for arch in architectures.values():
         for alias in (arch.name,) + arch.aliases:
             key = normalize_name(alias)

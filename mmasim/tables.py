@@ -7,12 +7,16 @@ product; ``by_d`` overrides keys per D format and ``when`` (a list of
 ``{match = {...}, set = {...}}``) overrides keys of the expanded datapaths a
 match selects; ``[[evidence]]`` entries set the
 validation status of every datapath their ``match`` selects (last match wins).
+``inherits = "Name"`` in ``[architecture]`` gives the architecture every datapath of
+another one, relabelled by its own ``[[evidence]]`` (see :func:`inherit`).
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
+
+import attrs
 
 from .datapath import Architecture, Datapath, Status
 from .errors import TableError
@@ -24,9 +28,11 @@ except ModuleNotFoundError:  # pragma: no cover - exercised on Python 3.10 only
 
 _DATAPATH_KEYS = {
     "op", "kind", "a", "b", "c", "d", "k", "accumulator", "rounding", "params", "chunk",
-    "scale", "block", "scale_vec", "sparse", "saturate", "m", "n", "names", "default",
+    "scale", "block", "scale_vec", "sparse", "saturate", "m", "n", "names", "default_for",
     "refuse", "status", "notes",
 }
+# default_for fields: the qualifiers a lookup may leave open (see mmasim.lookup)
+_DEFAULTABLE = {"scale", "scale_vec", "c"}
 _CONTROL_KEYS = {"expand", "by_d", "when"}
 
 
@@ -126,6 +132,14 @@ def build_architecture(data: dict) -> Architecture:
             raw = {**raw, "params": {**entry["params"], **raw["params"]}}
         entry.update(raw)
         here = f"{where}: datapath #{i + 1}"
+        if "default" in entry:
+            raise TableError(
+                f"{here}: 'default' is gone: a datapath may only fill qualifiers a lookup leaves open, "
+                f"declared as default_for = {{field = \"reason\"}} (fields: {', '.join(sorted(_DEFAULTABLE))})"
+            )
+        bad = set(entry.get("default_for", {})) - _DEFAULTABLE
+        if bad:
+            raise TableError(f"{here}: default_for names {sorted(bad)}; only {sorted(_DEFAULTABLE)} can be defaulted")
         unknown = set(entry) - _DATAPATH_KEYS - _CONTROL_KEYS
         if unknown:
             raise TableError(f"{here}: unknown keys {sorted(unknown)}")
@@ -151,7 +165,7 @@ def build_architecture(data: dict) -> Architecture:
                     m=_range(item.get("m"), "m", here),
                     n=_range(item.get("n"), "n", here),
                     names=item.get("names", ()),
-                    default=bool(item.get("default", False)),
+                    default_for=item.get("default_for", {}),
                     refuse=item.get("refuse", ""),
                     status=_status(item.get("status", "assumed"), here),
                     notes=item.get("notes", ""),
@@ -161,26 +175,42 @@ def build_architecture(data: dict) -> Architecture:
             except (TypeError, ValueError) as exc:
                 raise TableError(f"{here}: {exc}") from exc
             datapaths.append(dp)
-    for ev in data.get("evidence", []):
-        match = ev.get("match", {})
-        status = _status(ev.get("status"), f"{where}: evidence")
-        datapaths = [
-            _with_status(dp, status) if _matches(dp, match) else dp for dp in datapaths
-        ]
+    evidence = tuple((ev.get("match", {}), _status(ev.get("status"), f"{where}: evidence"))
+                     for ev in data.get("evidence", []))
+    inherits = head.get("inherits", "")
+    if inherits and datapaths:
+        raise TableError(f"{where}: an architecture that inherits {inherits!r} declares no datapaths of its own")
     return Architecture(
         name=name,
         vendor=head.get("vendor", ""),
         description=head.get("description", ""),
         aliases=tuple(head.get("aliases", ())),
-        datapaths=tuple(datapaths),
+        datapaths=_relabel(datapaths, evidence),
         source=str(where),
+        inherits=inherits,
+        evidence=evidence,
     )
 
 
-def _with_status(dp: Datapath, status: Status) -> Datapath:
-    import attrs
+def _relabel(datapaths, evidence) -> tuple:
+    """Apply ``[[evidence]]`` rules in order (the last match wins)."""
+    for match, status in evidence:
+        datapaths = [attrs.evolve(dp, status=status) if _matches(dp, match) else dp for dp in datapaths]
+    return tuple(datapaths)
 
-    return attrs.evolve(dp, status=status)
+
+def inherit(child: Architecture, parent: Architecture) -> Architecture:
+    """``child`` with every datapath of ``parent``, renamed to ``child`` and relabelled by
+    ``child``'s own ``[[evidence]]`` (an inheriting table must say what its claims rest on,
+    so a datapath no rule selects is refused)."""
+    datapaths = _relabel([attrs.evolve(dp, arch=child.name) for dp in parent.datapaths], child.evidence)
+    unlabelled = [dp for dp in datapaths if not any(_matches(dp, m) for m, _ in child.evidence)]
+    if unlabelled:
+        raise TableError(
+            f"{child.source or child.name}: inherits {parent.name!r} but no [[evidence]] rule labels "
+            f"{len(unlabelled)} of its datapaths (the parent's labels are the parent's measurements)"
+        )
+    return attrs.evolve(child, datapaths=datapaths, vendor=child.vendor or parent.vendor)
 
 
 def table_path(package: str, filename: str):
@@ -206,4 +236,4 @@ def table_hook(*filenames: str, package: str = "mmasim_archs"):
     return mmasim_architectures
 
 
-__all__ = ["load_table", "build_architecture", "table_path", "table_hook"]
+__all__ = ["load_table", "build_architecture", "inherit", "table_path", "table_hook"]

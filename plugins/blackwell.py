@@ -14,7 +14,7 @@ _T1 = "T1: B200 tcgen05 reverse-engineering write-up (seeds/000), probed on a re
 
 @hookimpl
 def mmasim_architectures():
-    return [table_path("mmasim_archs", "blackwell_tcgen05.toml")]
+    return [table_path("mmasim_archs", "blackwell_tcgen05.toml"), table_path("mmasim_archs", "blackwell_ultra.toml")]
 
 
 @hookimpl
