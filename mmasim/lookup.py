@@ -159,7 +159,7 @@ def _lead(tokens: list, ops) -> tuple:
 def parse_instruction(text: str, reg: Registry) -> dict:
     """Constraints an instruction string places on a datapath (raises on any token it cannot read)."""
     names, kinds, ops = _vocabulary(reg)
-    scale_names = {reg.formats[k].name for k in ("ue8m0", "ue4m3") if k in reg.formats}
+    scale_names = {reg.formats[k].name.lower() for k in ("ue8m0", "ue4m3") if k in reg.formats}
     text = str(text).strip()
     tokens = text.split(".")
     if not text or any(not t for t in tokens):
@@ -214,7 +214,7 @@ def parse_instruction(text: str, reg: Registry) -> dict:
             want.put("block", int(m.group(1)), tok, text)
         elif (m := _VEC.match(low)):
             want.put("scale_vec", f"{m.group(1)}X", tok, text)
-        elif tok in scale_names or low in {s.lower() for s in scale_names}:
+        elif low in scale_names:
             want.put("scale", names[low], tok, text)
         elif low in names:
             types.append((names[low], tok))
@@ -245,8 +245,7 @@ def parse_instruction(text: str, reg: Registry) -> dict:
     elif len(types) > 4:
         raise UnknownInstruction(
             f"instruction {text!r}: too many type qualifiers ({', '.join(t for _, t in types)}); D.A.B[.C] is four at most")
-    for (field, _), (_, tok) in zip((("d", 0), ("a", 0), ("b", 0), ("c", 0)), types):
-        want.tokens[field] = tok
+    want.tokens.update(zip("dabc", (tok for _, tok in types)))
     return want
 
 
