@@ -36,7 +36,10 @@ def MMA(arch: str, instruction: str, backend: str | None = None, **qualifiers) -
     ``arch``: family ("Blackwell"), product ("B200") or target ("sm_100a").
     ``instruction``: PTX-style qualifiers (MMA-Sim 2.1.1 strings accepted).
     ``qualifiers``: ``a_type``, ``b_type``, ``c_type``, ``d_type``,
-    ``scale_type``, ``saturate``, ``sparse``, ``block``, ``scale_vec``, ``kind``.
+    ``scale_type``, ``saturate``, ``sparse``, ``block``, ``scale_vec``, ``kind``
+    (any other raises :class:`UnknownQualifier`).  A lookup that leaves several
+    datapaths open raises :class:`AmbiguousInstruction`; ``Model.resolution``
+    records the shape the string named and any qualifier a table default filled.
     ``backend``: ``"numpy"``, ``"numba"`` or ``"auto"`` for this model's
     computations (default: the ``MMASIM_BACKEND`` environment variable, else
     auto); see :mod:`mmasim.backends`.
