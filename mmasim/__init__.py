@@ -45,7 +45,23 @@ def MMA(arch: str, instruction: str, backend: str | None = None, **qualifiers) -
         from . import backends
 
         backends.resolve(backend)   # an unknown or missing backend fails here, not at the first dot
-    return Model(resolve(reg, arch, instruction, qualifiers), reg, backend=backend)
+    dp = resolve(reg, arch, instruction, qualifiers)
+    return Model(dp, reg, backend=backend, shape=_named_shape(reg, dp, instruction))
+
+
+def _named_shape(reg, dp, instruction):
+    """``(M, N)`` when the instruction string names them (``m128n8k16...``): a promise the
+    matrix form and :func:`gemm` hold the caller to; else ``None``."""
+    from .lookup import parse_instruction
+
+    if instruction in dp.names:
+        return None
+    try:
+        want = parse_instruction(instruction, reg)
+    except MMAError:
+        return None
+    m, n = want.get("m"), want.get("n")
+    return (m, n) if m is not None and n is not None else None
 
 
 def architectures() -> list:
