@@ -185,7 +185,7 @@ def _checked_words(arr, fmt: Format, what: str):
 
 def _first(mask: np.ndarray):
     i = int(np.flatnonzero(mask.reshape(-1))[0])
-    return np.unravel_index(i, mask.shape) if mask.ndim else ()
+    return tuple(int(j) for j in np.unravel_index(i, mask.shape)) if mask.ndim else ()
 
 
 def _convert_exactly(arr, td, fmt: Format, what: str):
@@ -196,7 +196,7 @@ def _convert_exactly(arr, td, fmt: Format, what: str):
         lost = ~((arr == wide) | np.isnan(wide))
         if lost.any():
             at = _first(lost)
-            raise DtypeError(f"operand {what}: value {wide[at]!r} at index {at} is not exactly representable "
+            raise DtypeError(f"operand {what}: value {wide[at]} at index {at} is not exactly representable "
                              f"in {fmt.name}; pass {td} values or container words")
     try:
         with np.errstate(all="ignore"):
@@ -209,8 +209,8 @@ def _convert_exactly(arr, td, fmt: Format, what: str):
     if not same.all():
         at = _first(~same)
         raise DtypeError(
-            f"operand {what}: value {orig[at]!r} ({arr.dtype}) at index {at} is not exactly representable in "
-            f"{fmt.name} (nearest: {back[at]!r}); round it yourself or pass {td} values or container words"
+            f"operand {what}: value {arr[at]} ({arr.dtype}) at index {at} is not exactly representable in "
+            f"{fmt.name} (it would become {back[at]}); round it yourself or pass {td} values or container words"
         )
     return conv
 
@@ -224,16 +224,17 @@ def _clear_padding(words, arr, pad: int, td, fmt: Format, what: str):
     if not bad.any():
         return words
     cleared = words[bad] & ~pad
-    read = (cleared >> np.uint64(fmt.typed_shift)).astype(_UINT[td.itemsize]).view(td).astype(np.float64)
-    orig = arr[bad].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        read = (cleared >> np.uint64(fmt.typed_shift)).astype(_UINT[td.itemsize]).view(td).astype(np.float64)
+        orig = arr[bad].astype(np.float64)
     ok = (read == orig) | (np.isnan(read) & np.isnan(orig))      # NaN stays NaN; -0.0 is 0 for ue4m3
     if not ok.all():
         at = _first(bad & _scatter(~ok, bad))
-        v = float(arr[at])
-        why = ("it is negative and the format is unsigned" if v < 0 and not fmt.signed
+        v = arr[at]
+        why = ("it is negative and the format is unsigned" if float(v) < 0 and not fmt.signed
                else f"{fmt.name} keeps {fmt.man_bits} fraction bits; the word's bits {_bits(int(pad))} would be ignored")
         raise DtypeError(
-            f"operand {what}: value {v!r} ({arr.dtype}) at index {at} is not exactly representable in "
+            f"operand {what}: value {v} ({arr.dtype}) at index {at} is not exactly representable in "
             f"{fmt.name} ({why}); round it yourself or pass container words"
         )
     words = words.copy()
