@@ -24,8 +24,9 @@ class Model:
                  shape: tuple | None = None):
         self.datapath = datapath
         self.backend = backend      # None: MMASIM_BACKEND, else auto
-        #: ``(M, N)`` named by the instruction string (``m128n8k16...``), or None
-        self.shape = tuple(shape) if shape else None
+        self._shape = tuple(shape) if shape else None
+        self._legal = ((self._shape[0],) if self._shape else tuple(datapath.m),
+                       (self._shape[1],) if self._shape else tuple(datapath.n))
         self._reg = registry
         f = registry.formats
         self.a_format, self.b_format = f[datapath.a], f[datapath.b]
@@ -54,14 +55,19 @@ class Model:
         return self.datapath.status
 
     @property
+    def shape(self):
+        """``(M, N)`` named by the instruction string (``m128n8k16...``), or ``None``."""
+        return self._shape
+
+    @property
     def legal_m(self) -> tuple:
         """The M of one instruction: the string's, else the datapath's (empty: any)."""
-        return (self.shape[0],) if self.shape else tuple(self.datapath.m)
+        return self._legal[0]
 
     @property
     def legal_n(self) -> tuple:
         """The N of one instruction: the string's, else the datapath's (empty: any)."""
-        return (self.shape[1],) if self.shape else tuple(self.datapath.n)
+        return self._legal[1]
 
     def __repr__(self) -> str:
         return f"<mmasim.Model {self.arch}: {self.instruction} ({self.status.kind})>"
@@ -263,8 +269,10 @@ class Model:
         ``(M, blocks)``, ``scale_b`` ``(blocks, N)``; ``sparse_metadata`` is
         ``(M, words)`` (A is the sparse operand).
         """
-        A, B, C, _ = matrices(A, B, C, "matrix form")
-        self.check_tiles(A.shape, B.shape, "matrix form")
+        A, B, C, (M, _, N) = matrices(A, B, C, "matrix form")
+        ms, ns = self._legal
+        if (ms and M not in ms) or (ns and N not in ns):
+            self.check_tiles(A.shape, B.shape, "matrix form")    # raises, naming the shapes
         return self._matrix(A, B, C, scale_a, scale_b, sparse_metadata, backend)
 
     def check_tiles(self, a_shape, b_shape, what: str, grid: bool = False):
@@ -273,6 +281,9 @@ class Model:
         for the datapath) or a grid of instruction tiles (``grid=True``: multiples of
         them, as :func:`mmasim.gemm` takes).  Returns the ``(M, N)`` tile."""
         M, N = a_shape[0], b_shape[1]
+        ms, ns = self._legal
+        if not grid and (not ms or M in ms) and (not ns or N in ns):
+            return M, N
         return (_extent(self.legal_m, M, "M", a_shape, "A", what, self, grid),
                 _extent(self.legal_n, N, "N", b_shape, "B", what, self, grid))
 
@@ -472,27 +483,24 @@ def _one_mode(arrays: dict, name: str) -> bool:
 
 def _extent(legal, size: int, axis: str, shape, operand: str, what: str, model, grid: bool) -> int:
     """The tile extent along ``axis`` for ``size`` (see :meth:`Model.check_tiles`)."""
-    legal = tuple(legal)
-    if not legal:
+    if not legal or (not grid and size in legal):
         return size
+    fits = [t for t in legal if size and size % t == 0] if grid else []
+    if fits:
+        return max(fits)
     named = model.shape is not None
     listing = ", ".join(map(str, legal[:8])) + (", ..." if len(legal) > 8 else "")
     source = (f"the instruction string names {axis} = {legal[0]}" if named
               else f"{model.instruction} takes {axis} in {{{listing}}}")
     if grid:
-        fits = [t for t in legal if size and size % t == 0]
-        if not fits:
-            raise ShapeError(
-                f"{what}: {operand} is {tuple(shape)}, so {axis} = {size}, which is not a multiple of "
-                f"{'the' if named else 'a legal'} {axis.lower()} of {model.instruction} ({source})"
-            )
-        return max(fits)
-    if size not in legal:
         raise ShapeError(
-            f"{what}: {operand} is {tuple(shape)}, so {axis} = {size}; {source}. The matrix form is one "
-            "instruction: use mmasim.gemm for larger matrices, or Model.dot for single dot products"
+            f"{what}: {operand} is {tuple(shape)}, so {axis} = {size}, which is not a multiple of "
+            f"{'the' if named else 'a legal'} {axis.lower()} of {model.instruction} ({source})"
         )
-    return size
+    raise ShapeError(
+        f"{what}: {operand} is {tuple(shape)}, so {axis} = {size}; {source}. The matrix form is one "
+        "instruction: use mmasim.gemm for larger matrices, or Model.dot for single dot products"
+    )
 
 
 class _Flat:
@@ -543,7 +551,8 @@ class _Flat:
 
 def matrices(A, B, C, what: str):
     """``A, B, C`` as arrays checked to be ``(M, K)``, ``(K, N)``, ``(M, N)``; also ``(M, K, N)``."""
-    A, B, C = (as_array(x, name)[0] for x, name in ((A, "A"), (B, "B"), (C, "C")))
+    if not (type(A) is np.ndarray and type(B) is np.ndarray and type(C) is np.ndarray):
+        A, B, C = as_array(A, "A")[0], as_array(B, "B")[0], as_array(C, "C")[0]
     if A.ndim != 2 or B.ndim != 2 or C.ndim != 2:
         raise ShapeError(f"{what} needs 2-D A, B, C; got {A.shape}, {B.shape}, {C.shape}")
     (M, K), (K2, N) = A.shape, B.shape

@@ -68,6 +68,8 @@ def as_array(x, what: str):
     Python list: either).  Python lists and scalars are read element by element
     so that a list mixing ints and floats, bools, or ints past 64 bits never
     turn silently into something else."""
+    if type(x) is np.ndarray and x.dtype.kind in "iu":     # the common case, first
+        return x, WORDS
     if not isinstance(x, np.ndarray):
         if isinstance(x, np.generic):
             x = np.asarray(x)
