@@ -198,7 +198,7 @@ def _convert_exactly(arr, td, fmt: Format, what: str):
         lost = ~((arr == wide) | np.isnan(wide))
         if lost.any():
             at = _first(lost)
-            raise DtypeError(f"operand {what}: value {wide[at]} at index {at} is not exactly representable "
+            raise DtypeError(f"operand {what}: value {wide[at]!s} at index {at} is not exactly representable "
                              f"in {fmt.name}; pass {td} values or container words")
     try:
         with np.errstate(all="ignore"):
@@ -211,8 +211,8 @@ def _convert_exactly(arr, td, fmt: Format, what: str):
     if not same.all():
         at = _first(~same)
         raise DtypeError(
-            f"operand {what}: value {arr[at]} ({arr.dtype}) at index {at} is not exactly representable in "
-            f"{fmt.name} (it would become {back[at]}); round it yourself or pass {td} values or container words"
+            f"operand {what}: value {arr[at]!s} ({arr.dtype}) at index {at} is not exactly representable in "
+            f"{fmt.name} (it would become {back[at]!s}); round it yourself or pass {td} values or container words"
         )
     return conv
 
@@ -236,7 +236,7 @@ def _clear_padding(words, arr, pad: int, td, fmt: Format, what: str):
         why = ("it is negative and the format is unsigned" if float(v) < 0 and not fmt.signed
                else f"{fmt.name} keeps {fmt.man_bits} fraction bits; the word's bits {_bits(int(pad))} would be ignored")
         raise DtypeError(
-            f"operand {what}: value {v} ({arr.dtype}) at index {at} is not exactly representable in "
+            f"operand {what}: value {v!s} ({arr.dtype}) at index {at} is not exactly representable in "
             f"{fmt.name} ({why}); round it yourself or pass container words"
         )
     words = words.copy()

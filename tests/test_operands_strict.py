@@ -288,6 +288,23 @@ def test_s32_d_is_uint32_words_for_every_input_dtype():
         assert D.dtype == np.uint32 and (D == want).all(), backend
 
 
+@pytest.mark.parametrize("arch,ins,want", [("B200", "tcgen05.mma.kind::f16.f16.f16.f16", np.uint16),
+                                           ("B200", "tcgen05.mma.kind::tf32", np.uint32),
+                                           ("Ampere", "m16n8k16.f32.f16.f16.f32", np.uint32)])
+def test_compiled_matrix_form_returns_the_datapaths_word_dtype(arch, ins, want):
+    pytest.importorskip("numba")
+    m = mmasim.MMA(arch, ins)
+    M, N, k = min(m.legal_m), min(m.legal_n), m.k
+    rng = np.random.default_rng(11)
+    one = 0x3C00 if m.a_format.name == "f16" else ONE
+    A = (one + rng.integers(0, 64, (M, k))).astype(np.int64)          # int64 words: the dtype must not leak
+    B = (one + rng.integers(0, 64, (k, N))).astype(np.int64)
+    C = np.zeros((M, N), np.int64)
+    got = m(A, B, C, backend="numba")
+    ref = m(A, B, C, backend="numpy")
+    assert got.dtype == want and ref.dtype == want and (got == ref).all()
+
+
 def test_values_in_give_the_d_formats_float_dtype():
     for ins, want in (("tcgen05.mma.kind::f16.f32.f16.f16", np.float32),
                       ("tcgen05.mma.kind::f16.f16.f16.f16", np.float16)):
