@@ -50,6 +50,8 @@ def _bar(progress, tiles: int, desc: str):
     ``None`` only on a terminal and only once the work has run :data:`PROGRESS_DELAY` s."""
     if progress is not None and not isinstance(progress, (bool, np.bool_)):
         raise OperandError(f"gemm: progress must be None (automatic), True or False, not {progress!r}")
+    if progress is not None:
+        progress = bool(progress)
     if progress is False:
         return None
     stream = sys.stderr
