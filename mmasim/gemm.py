@@ -11,29 +11,15 @@ kernel's loop order, or an explicit permutation to study its effect.
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
 from .errors import OperandError, ScaleError, ShapeError, UnsupportedDatapath
 from .model import Model, matrices
+from .words import as_array
 
-#: problems with at least this many products report progress on stderr (progress=None)
-PROGRESS_PRODUCTS = 1 << 27
-
-
-def _tile(legal, size: int, what: str, name: str):
-    """The largest legal tile extent dividing ``size`` (any size if the datapath has no list)."""
-    legal = tuple(legal)
-    if not legal:
-        return size
-    fits = [t for t in legal if size % t == 0]
-    if not fits or size == 0:
-        raise ShapeError(
-            f"gemm: {what} = {size} is not a multiple of a legal {what.lower()} of {name} "
-            f"({', '.join(map(str, legal[:8]))}{', ...' if len(legal) > 8 else ''})"
-        )
-    return max(fits)
+#: with ``progress=None`` a bar appears on a terminal only once the work has run this long (seconds)
+PROGRESS_DELAY = 2.0
 
 
 def _order(k_order, tiles: int):
@@ -43,25 +29,61 @@ def _order(k_order, tiles: int):
         if k_order == "reverse":
             return list(range(tiles))[::-1]
         raise OperandError(f"gemm: k_order must be 'forward', 'reverse' or a permutation of the K tiles, not {k_order!r}")
-    order = [int(t) for t in k_order]
+    try:
+        order = list(k_order)
+    except TypeError:
+        raise OperandError(
+            f"gemm: k_order must be 'forward', 'reverse' or a permutation of the K-tile indices 0..{tiles - 1}, "
+            f"not {k_order!r}"
+        ) from None
+    for t in order:
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
+            raise OperandError(f"gemm: k_order entries are K-tile indices (integers); got {t!r} in {order!r}")
+    order = [int(t) for t in order]
     if sorted(order) != list(range(tiles)):
         raise OperandError(f"gemm: k_order {order} is not a permutation of the {tiles} K tiles 0..{tiles - 1}")
     return order
+
+
+def _bar(progress, tiles: int, desc: str):
+    """A tqdm bar on stderr, or ``None``: ``progress=True`` always, ``False`` never,
+    ``None`` only on a terminal and only once the work has run :data:`PROGRESS_DELAY` s."""
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise OperandError(f"gemm: progress must be None (automatic), True or False, not {progress!r}")
+    if progress is not None:
+        progress = bool(progress)
+    if progress is False:
+        return None
+    stream = sys.stderr
+    if progress is None:
+        try:
+            if stream is None or not stream.isatty():
+                return None
+        except (AttributeError, ValueError):
+            return None
+    try:
+        from tqdm import tqdm
+    except ImportError:     # tqdm is a dependency; a stripped install computes without a bar
+        return None
+    return tqdm(total=tiles, desc=desc, unit=" K tile", file=stream, delay=0 if progress else PROGRESS_DELAY)
 
 
 def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=None, scale_b=None,
          backend=None, progress=None, model: Model | None = None, **qualifiers):
     """``A @ B + C`` as ``instruction`` on ``arch`` computes it, K tile after K tile.
 
-    ``A``: ``(M, K)``, ``B``: ``(K, N)``, ``C``: ``(M, N)`` container words (or
-    typed arrays); ``M``, ``N`` must be multiples of a legal tile extent of the
-    instruction and ``K`` a multiple of its K.  Block-scaled instructions take
-    ``scale_a`` ``(M, K / block)`` and ``scale_b`` ``(K / block, N)``.
+    ``A``: ``(M, K)``, ``B``: ``(K, N)``, ``C``: ``(M, N)``, all container words
+    or all values (see :meth:`~mmasim.model.Model.dot`); ``M``, ``N`` must be
+    multiples of the instruction's M and N (those the instruction string names,
+    else legal ones) and ``K`` a multiple of its K.  Block-scaled instructions
+    take ``scale_a`` ``(M, K / block)`` and ``scale_b`` ``(K / block, N)``.
     ``k_order``: ``"forward"``, ``"reverse"`` or a permutation of the K-tile
     indices.  ``model``: an :class:`~mmasim.model.Model` instead of ``arch`` and
-    ``instruction``.  ``progress``: report progress on stderr (default: for
-    problems of at least :data:`PROGRESS_PRODUCTS` products).  Returns D words
-    ``(M, N)`` (typed when ``A`` is typed).  Sparse instructions are refused.
+    ``instruction``.  ``progress``: one tqdm bar on stderr; ``None`` (default):
+    only when stderr is a terminal and the work runs longer than
+    :data:`PROGRESS_DELAY` seconds; ``True``: always; ``False``: never.  Returns
+    D ``(M, N)`` (typed when the operands are values).  Sparse instructions are
+    refused.
     """
     if model is None:
         from . import MMA
@@ -84,38 +106,37 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
             f"{model.d_format.name}; use the variant whose C and D formats agree"
         )
     A, B, C, (M, K, N) = matrices(A, B, C, "gemm")
-    _tile(dp.m, M, "M", name)
-    _tile(dp.n, N, "N", name)
+    model.check_tiles(A.shape, B.shape, "gemm", grid=True)
     k = dp.k
     if K == 0 or K % k:
-        raise ShapeError(f"gemm: K = {K} is not a positive multiple of the instruction's K = {k} ({name})")
+        raise ShapeError(f"gemm: A is {A.shape}: K = {K} is not a positive multiple of the instruction's "
+                         f"K = {k} ({name})")
     tiles = K // k
     order = _order(k_order, tiles)
     if dp.scale:
         if scale_a is None or scale_b is None:
             raise ScaleError(f"gemm with {name} needs scale_a (M, K/{dp.block}) and scale_b (K/{dp.block}, N)")
-        scale_a, scale_b = np.asarray(scale_a), np.asarray(scale_b)
+        scale_a, scale_b = as_array(scale_a, "scale_a")[0], as_array(scale_b, "scale_b")[0]
         nb = K // dp.block
         if scale_a.shape != (M, nb) or scale_b.shape != (nb, N):
             raise ScaleError(f"gemm: scale_a must be ({M}, {nb}) and scale_b ({nb}, {N}); "
                              f"got {scale_a.shape} and {scale_b.shape}")
     elif scale_a is not None or scale_b is not None:
         raise ScaleError(f"{name} is not block-scaled: scale_a/scale_b must be None")
-    products = M * N * K
-    report = progress if progress is not None else products >= PROGRESS_PRODUCTS
+    bar = _bar(progress, tiles, f"mmasim.gemm {M}x{N}x{K}")
     per_tile = k // dp.block if dp.scale else 0
     D = C
-    start = time.perf_counter()
-    for i, t in enumerate(order):
-        cut = slice(t * k, (t + 1) * k)
-        kw = {}
-        if dp.scale:
-            blocks = slice(t * per_tile, (t + 1) * per_tile)
-            kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
-        D = model(A[:, cut], B[cut, :], D, backend=backend, **kw)
-        if report and (i + 1 == tiles or (i + 1) % max(1, tiles // 20) == 0):
-            el = time.perf_counter() - start
-            done = (i + 1) / tiles
-            print(f"mmasim.gemm {M}x{N}x{K} {name}: K tile {i + 1}/{tiles} ({100 * done:.0f}%), "
-                  f"{el:.1f} s elapsed, ~{el / done - el:.1f} s left", file=sys.stderr, flush=True)
+    try:
+        for t in order:
+            cut = slice(t * k, (t + 1) * k)
+            kw = {}
+            if dp.scale:
+                blocks = slice(t * per_tile, (t + 1) * per_tile)
+                kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
+            D = model._matrix(A[:, cut], B[cut, :], D, sparse_metadata=None, backend=backend, **kw)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
     return D

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from .datapath import Datapath
-from .errors import ScaleError, ShapeError, SparseMetadataError
+from .errors import DtypeError, ScaleError, ShapeError, SparseMetadataError
 from .lookup import Resolution
 from .registry import Registry
 from .sparse import RULES as SPARSE_RULES
 from .sparse import select
 from .special import rules_for as special_rules
-from .words import from_words, to_words, typed_dtype
+from .words import VALUES, as_array, from_words, to_words, typed_dtype
 
 
 class Model:
@@ -26,6 +26,10 @@ class Model:
         self.backend = backend      # None: MMASIM_BACKEND, else auto
         # what the lookup asked for: the shape it named and the qualifiers a default filled
         self.resolution = resolution if resolution is not None else Resolution(datapath)
+        named = self.resolution
+        self._shape = (named.m, named.n) if named.m is not None and named.n is not None else None
+        self._legal = ((self._shape[0],) if self._shape else tuple(datapath.m),
+                       (self._shape[1],) if self._shape else tuple(datapath.n))
         self._reg = registry
         f = registry.formats
         self.a_format, self.b_format = f[datapath.a], f[datapath.b]
@@ -54,6 +58,21 @@ class Model:
         """The validation status of the datapath at the shape the instruction named."""
         return self.resolution.status
 
+    @property
+    def shape(self):
+        """``(M, N)`` named by the instruction string (``m128n8k16...``), or ``None``."""
+        return self._shape
+
+    @property
+    def legal_m(self) -> tuple:
+        """The M of one instruction: the string's, else the datapath's (empty: any)."""
+        return self._legal[0]
+
+    @property
+    def legal_n(self) -> tuple:
+        """The N of one instruction: the string's, else the datapath's (empty: any)."""
+        return self._legal[1]
+
     def __repr__(self) -> str:
         return f"<mmasim.Model {self.arch}: {self.instruction} ({self.status.kind})>"
 
@@ -64,16 +83,25 @@ class Model:
         ``a``, ``b``: shape ``(..., K)`` (the logical K, also for sparse
         instructions); ``c``: shape ``(...)``; scales ``(..., blocks)``;
         ``sparse_metadata``: ``(..., words)`` of 32-bit selector words.  Batch
-        shapes broadcast.  Returns D words (``uint32``/``uint16``/``uint64``),
-        or a typed array when ``a`` is typed.  ``backend``: ``"numpy"``,
+        shapes broadcast.  Operands are all container words (integer arrays) or
+        all values (float / ``ml_dtypes`` arrays, each exact in its format; C in
+        C's format); a call mixing the two raises :class:`~mmasim.DtypeError`.
+        Returns D words in the datapath's unsigned dtype (``uint32`` for f32 and
+        s32, ``uint16`` for f16, ``uint64`` for f64), or, for values in, floats
+        of D's format (integer D stays words).  ``backend``: ``"numpy"``,
         ``"numba"`` or ``"auto"`` (default: the model's, else ``MMASIM_BACKEND``,
         else auto); every backend gives the same words.  Large batches are
         computed in chunks, in bounded memory.
         """
         dp = self.datapath
-        wa, typed = _operand(a, self.a_format, "a")
-        wb, _ = _operand(b, self.b_format, "b")
-        wc, _ = _operand(c, self.c_format, "c")
+        given = {"a": a, "b": b, "c": c}
+        if dp.scale and scale_a is not None and scale_b is not None:
+            given.update(scale_a=scale_a, scale_b=scale_b)
+        arrays = {name: as_array(x, name) for name, x in given.items()}
+        values = _one_mode(arrays, self.instruction)
+        wa = _operand(*arrays["a"], self.a_format, "a")
+        wb = _operand(*arrays["b"], self.b_format, "b")
+        wc = _operand(*arrays["c"], self.c_format, "c")
         for name, w in (("a", wa), ("b", wb)):
             if w.ndim == 0 or w.shape[-1] != dp.k:
                 raise ShapeError(
@@ -85,8 +113,8 @@ class Model:
         if dp.scale:
             if scale_a is None or scale_b is None:
                 raise ScaleError(f"{self.instruction} needs scale_a and scale_b of shape (..., {dp.blocks})")
-            for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
-                ws, _ = _operand(s, self.scale_format, name)
+            for name in ("scale_a", "scale_b"):
+                ws = _operand(*arrays[name], self.scale_format, name)
                 if ws.ndim == 0 or ws.shape[-1] != dp.blocks:
                     raise ScaleError(
                         f"{name} must have shape (..., {dp.blocks}): one {self.scale_format.name} scale per block "
@@ -118,7 +146,9 @@ class Model:
         ops = [_Flat(wa, batch, n), _Flat(wb, batch, n), _Flat(wc, batch, n, vector=False)]
         ops += [_Flat(e, batch, n) for e in extra]
         d = self._compute(ops, n, backend).reshape(batch)
-        return from_words(d, self.d_format) if typed else d
+        # the result dtype depends only on the datapath: D words in the encoding's unsigned
+        # dtype, or (for values in) the D format's float dtype; integer D is always words
+        return from_words(d, self.d_format) if values and not self.d_format.integer else d
 
     # rows per chunk: bounded temporaries (numpy) and bounded gathers (both backends)
     CHUNK_ELEMENTS = 1 << 17
@@ -237,10 +267,57 @@ class Model:
     def __call__(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None):
         """Matrix form: ``(M, K) x (K, N) + (M, N) -> (M, N)``.
 
-        ``scale_a`` is ``(M, blocks)``, ``scale_b`` ``(blocks, N)``;
-        ``sparse_metadata`` is ``(M, words)`` (A is the sparse operand).
+        One instruction: M and N are those the instruction string names
+        (``m128n8k16...``), else a legal M and N of the datapath, and K is its K
+        (:func:`mmasim.gemm` takes larger matrices).  ``scale_a`` is
+        ``(M, blocks)``, ``scale_b`` ``(blocks, N)``; ``sparse_metadata`` is
+        ``(M, words)`` (A is the sparse operand).
         """
-        A, B, C, _ = matrices(A, B, C, "matrix form")
+        A, B, C, (M, _, N) = matrices(A, B, C, "matrix form")
+        ms, ns = self._legal
+        if (ms and M not in ms) or (ns and N not in ns):
+            self.check_tiles(A.shape, B.shape, "matrix form")    # raises, naming the shapes
+        return self._matrix(A, B, C, scale_a, scale_b, sparse_metadata, backend)
+
+    def check_tiles(self, a_shape, b_shape, what: str, grid: bool = False):
+        """Check M and N of ``A`` ``(M, K)`` and ``B`` ``(K, N)``: one instruction's
+        (``grid=False``: M and N as the instruction string names them, else legal
+        for the datapath) or a grid of instruction tiles (``grid=True``: multiples of
+        them, as :func:`mmasim.gemm` takes).  Returns the ``(M, N)`` tile."""
+        M, N = a_shape[0], b_shape[1]
+        ms, ns = self._legal
+        if not grid and (not ms or M in ms) and (not ns or N in ns):
+            return M, N
+        return (_extent(self.legal_m, M, "M", a_shape, "A", what, self, grid),
+                _extent(self.legal_n, N, "N", b_shape, "B", what, self, grid))
+
+    def _matrix(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None):
+        """The matrix form on 2-D arrays whose M and N were checked."""
+        dp = self.datapath
+        (M, K), N = A.shape, B.shape[1]
+        if K != dp.k:
+            raise ShapeError(
+                f"{self.instruction} has K = {dp.k}" + (" (logical K of the sparse instruction)" if dp.sparse else "")
+                + f", but A is {A.shape} and B is {B.shape} (K = {K}); chain instructions over K with mmasim.gemm"
+            )
+        if dp.scale and scale_a is not None and scale_b is not None:
+            sa, sb = as_array(scale_a, "scale_a")[0], as_array(scale_b, "scale_b")[0]
+            if sa.shape != (M, dp.blocks) or sb.shape != (dp.blocks, N):
+                raise ScaleError(
+                    f"matrix form of {self.instruction}: scale_a must be (M, blocks) = ({M}, {dp.blocks}) and "
+                    f"scale_b (blocks, N) = ({dp.blocks}, {N}), one {self.scale_format.name} scale per block of "
+                    f"{dp.block} elements; got {sa.shape} and {sb.shape}"
+                )
+            scale_a, scale_b = sa, sb
+        if self.sparse_rule and sparse_metadata is not None:
+            md = as_array(sparse_metadata, "sparse_metadata")[0]
+            nwords = self.sparse_rule.words(dp.k)
+            if md.shape != (M, nwords):
+                raise SparseMetadataError(
+                    f"matrix form of {self.instruction}: sparse_metadata must be (M, words) = ({M}, {nwords}) "
+                    f"(A is the sparse operand); got {md.shape}"
+                )
+            sparse_metadata = md
         fast = self._matrix_fast(A, B, C, scale_a, scale_b, sparse_metadata, backend)
         if fast is not None:
             return fast
@@ -315,6 +392,9 @@ class Model:
             lines.append(f"  scales: {f[dp.scale].describe()}; one per {dp.block} elements"
                          + (f" (scale_vec::{dp.scale_vec})" if dp.scale_vec else ""))
         lines.append(f"  K: {dp.k}" + (f" logical ({dp.stored_k} stored)" if dp.sparse else ""))
+        if self.shape:
+            lines.append(f"  shape: m{self.shape[0]}n{self.shape[1]} (named by the instruction string; "
+                         "the matrix form takes exactly this M and N)")
         if dp.sparse:
             lines.append(f"  sparsity: {self.sparse_rule.description}")
         lines.append(f"  accumulator: {dp.accumulator} {_fmt_params(dp.parameters)}")
@@ -380,15 +460,53 @@ def _typed(fmt):
 _TYPED: dict = {}
 
 
-def _operand(x, fmt, what):
-    """``(words, typed?)``: integer word arrays are checked and kept as they are
-    (no copy); typed and float arrays are converted by :func:`to_words`."""
-    arr = np.asarray(x)
-    if arr.dtype.kind in "iu" and arr.dtype != _typed(fmt):
+def _operand(arr, mode, fmt, what):
+    """Container words of an operand classified by :func:`~mmasim.words.as_array`:
+    integer word arrays are checked and kept as they are (no copy); values and
+    two's complement arrays are converted by :func:`~mmasim.words.to_words`."""
+    if mode != VALUES and arr.dtype.kind in "iu" and arr.dtype != _typed(fmt):
         if not _plain_words(arr, fmt):
             to_words(arr, fmt, what)   # raises the WordRangeError
-        return arr, False
-    return to_words(arr, fmt, what)
+        return arr
+    return to_words(arr, fmt, what)[0]
+
+
+def _one_mode(arrays: dict, name: str) -> bool:
+    """Whether the call passes values (else words); a call mixing the two is a DtypeError."""
+    modes = {what: mode for what, (_, mode) in arrays.items() if mode is not None}
+    words = [w for w, m in modes.items() if m != VALUES]
+    values = [w for w, m in modes.items() if m == VALUES]
+    if words and values:
+        def show(ws):
+            return ", ".join(f"{w} ({arrays[w][0].dtype})" for w in ws)
+        raise DtypeError(
+            f"{name}: operands mix container words ({show(words)}) and values ({show(values)}); pass every "
+            "operand (a, b, c and any scales) as integer container words, or every one as values "
+            "(float / ml_dtypes arrays, C in its own format, e.g. float32)"
+        )
+    return bool(values)
+
+
+def _extent(legal, size: int, axis: str, shape, operand: str, what: str, model, grid: bool) -> int:
+    """The tile extent along ``axis`` for ``size`` (see :meth:`Model.check_tiles`)."""
+    if not legal or (not grid and size in legal):
+        return size
+    fits = [t for t in legal if size and size % t == 0] if grid else []
+    if fits:
+        return max(fits)
+    named = model.shape is not None
+    listing = ", ".join(map(str, legal[:8])) + (", ..." if len(legal) > 8 else "")
+    source = (f"the instruction string names {axis} = {legal[0]}" if named
+              else f"{model.instruction} takes {axis} in {{{listing}}}")
+    if grid:
+        raise ShapeError(
+            f"{what}: {operand} is {tuple(shape)}, so {axis} = {size}, which is not a multiple of "
+            f"{'the' if named else 'a legal'} {axis.lower()} of {model.instruction} ({source})"
+        )
+    raise ShapeError(
+        f"{what}: {operand} is {tuple(shape)}, so {axis} = {size}; {source}. The matrix form is one "
+        "instruction: use mmasim.gemm for larger matrices, or Model.dot for single dot products"
+    )
 
 
 class _Flat:
@@ -439,7 +557,8 @@ class _Flat:
 
 def matrices(A, B, C, what: str):
     """``A, B, C`` as arrays checked to be ``(M, K)``, ``(K, N)``, ``(M, N)``; also ``(M, K, N)``."""
-    A, B, C = np.asarray(A), np.asarray(B), np.asarray(C)
+    if not (type(A) is np.ndarray and type(B) is np.ndarray and type(C) is np.ndarray):
+        A, B, C = as_array(A, "A")[0], as_array(B, "B")[0], as_array(C, "C")[0]
     if A.ndim != 2 or B.ndim != 2 or C.ndim != 2:
         raise ShapeError(f"{what} needs 2-D A, B, C; got {A.shape}, {B.shape}, {C.shape}")
     (M, K), (K2, N) = A.shape, B.shape

@@ -65,27 +65,27 @@ def test_result_word_dtypes():
 def test_matrix_form_equals_dot_per_element():
     rng = np.random.default_rng(3)
     m = mmasim.MMA("B200", "m128n8k16.kind::f16.f32.bf16.bf16")
-    A = rng.integers(0, 1 << 16, (5, 16))
-    B = rng.integers(0, 1 << 16, (16, 3))
-    C = rng.integers(0, 1 << 32, (5, 3))
+    A = rng.integers(0, 1 << 16, (128, 16))
+    B = rng.integers(0, 1 << 16, (16, 8))
+    C = rng.integers(0, 1 << 32, (128, 8))
     D = m(A, B, C)
-    for i in range(5):
-        for j in range(3):
+    for i in (0, 1, 77, 127):
+        for j in range(8):
             assert D[i, j] == m.dot(A[i], B[:, j], C[i, j])
 
 
 def test_matrix_form_block_scaled_and_sparse():
     m = mmasim.MMA("B200", "tcgen05.kind::mxf4nvf4.4X")
-    A = np.full((2, 64), 0x2)           # 1.0
-    B = np.full((64, 3), 0x2)
-    sa = np.full((2, 4), 0x38)
-    sb = np.full((4, 3), 0x40)          # 2.0
-    D = m(A, B, np.zeros((2, 3), dtype=np.uint32), scale_a=sa, scale_b=sb)
+    A = np.full((128, 64), 0x2)         # 1.0 (kind::mxf4nvf4 is M = 128 only)
+    B = np.full((64, 8), 0x2)
+    sa = np.full((128, 4), 0x38)
+    sb = np.full((4, 8), 0x40)          # 2.0
+    D = m(A, B, np.zeros((128, 8), dtype=np.uint32), scale_a=sa, scale_b=sb)
     assert np.all(D == f32(128.0))
     s = mmasim.MMA("B200", "tcgen05.mma.sp.kind::tf32")
-    A = np.full((2, 16), f32(1.0))
-    B = np.full((16, 2), f32(1.0))
-    D = s(A, B, np.zeros((2, 2), dtype=np.uint32), sparse_metadata=np.full((2, 1), 0x44444444))
+    A = np.full((64, 16), f32(1.0))
+    B = np.full((16, 8), f32(1.0))
+    D = s(A, B, np.zeros((64, 8), dtype=np.uint32), sparse_metadata=np.full((64, 1), 0x44444444))
     assert np.all(D == f32(8.0))
 
 
@@ -114,10 +114,11 @@ def test_typed_ml_dtypes_fp8_fp6_fp4():
 
 
 def test_typed_integers():
+    # int8 / int32 arrays are the s8 / s32 containers read as two's complement; D is s32 words
     m = mmasim.MMA("B200", "tcgen05.mma.kind::i8.s32.s8.s8")
     a = np.full(32, -3, dtype=np.int8)
     d = m.dot(a, a, np.int32(-300))
-    assert d.dtype == np.int32 and int(d) == 32 * 9 - 300
+    assert d.dtype == np.uint32 and int(d) == (32 * 9 - 300) % 2**32
 
 
 def test_exactly_representable_floats_of_another_dtype_are_accepted():

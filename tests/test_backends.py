@@ -64,7 +64,7 @@ def test_matrix_form_matches_on_both_backends():
                           ("B200", "tcgen05.kind::mxf4nvf4.4X", {}),
                           ("B200", "tcgen05.mma.kind::tf32", {})):
         m = mmasim.MMA(arch, ins, **kw)
-        M, N = 16, 8
+        M, N = min(m.legal_m), min(m.legal_n)       # one instruction
         A = _words(m.a_format, (M, m.k), rng, "mixed")
         B = _words(m.b_format, (m.k, N), rng, "mixed")
         C = _words(m.c_format, (M, N), rng, "mixed")
@@ -121,5 +121,5 @@ def test_word_range_errors_are_the_same_on_both_backends():
         with pytest.raises(mmasim.WordRangeError, match="4-bit container"):
             m.dot([16] * 64, [2] * 64, 0, scale_a=[0x38] * 4, scale_b=[0x38] * 4, backend=backend)
         with pytest.raises(mmasim.WordRangeError, match="non-negative"):
-            m(np.full((2, 64), -1), np.full((64, 2), 2), np.zeros((2, 2), np.int64),
-              scale_a=np.full((2, 4), 0x38), scale_b=np.full((4, 2), 0x38), backend=backend)
+            m(np.full((128, 64), -1), np.full((64, 8), 2), np.zeros((128, 8), np.int64),
+              scale_a=np.full((128, 4), 0x38), scale_b=np.full((4, 8), 0x38), backend=backend)

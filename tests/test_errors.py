@@ -112,12 +112,12 @@ def test_sparse_metadata_errors():
 
 def test_matrix_form_shape_errors():
     m = tf32()
-    with pytest.raises(mmasim.ShapeError):
-        m(np.zeros((2, 8), np.uint32), np.zeros((7, 3), np.uint32), np.zeros((2, 3), np.uint32))
-    with pytest.raises(mmasim.ShapeError):
-        m(np.zeros((2, 8), np.uint32), np.zeros((8, 3), np.uint32), np.zeros((3, 2), np.uint32))
-    with pytest.raises(mmasim.ShapeError):
-        m(np.zeros(8, np.uint32), np.zeros((8, 3), np.uint32), np.zeros((1, 3), np.uint32))
+    with pytest.raises(mmasim.ShapeError, match="do not fit"):
+        m(np.zeros((64, 8), np.uint32), np.zeros((7, 8), np.uint32), np.zeros((64, 8), np.uint32))
+    with pytest.raises(mmasim.ShapeError, match="do not fit"):
+        m(np.zeros((64, 8), np.uint32), np.zeros((8, 8), np.uint32), np.zeros((8, 64), np.uint32))
+    with pytest.raises(mmasim.ShapeError, match="2-D"):
+        m(np.zeros(8, np.uint32), np.zeros((8, 8), np.uint32), np.zeros((1, 8), np.uint32))
 
 
 def test_bad_tables_are_table_errors():

@@ -232,13 +232,13 @@ def test_compiled_grouped_window_matches_reference(ins):
         assert bad.size == 0, (f"{ins} ({kind}): {bad.size} of {ref.size} words differ; first row {bad[0]}: "
                                f"reference 0x{int(ref[bad[0]]):X} numba 0x{int(got[bad[0]]):X}")
     # matrix form: row i of A against column j of B, scales per row / column
-    M, N = 8, 6
+    M, N = 128, 8           # the one M of the block-scaled fp4 kinds, the smallest N
     dp = model.datapath
     A = rng.integers(0, 16, size=(M, dp.k), dtype=np.uint64).astype(np.uint8)
     B = rng.integers(0, 16, size=(dp.k, N), dtype=np.uint64).astype(np.uint8)
-    C = cases[0][3][:M * N].reshape(M, N).astype(np.uint32)
-    SA = cases[0][4][:M].astype(np.uint8)
-    SB = cases[0][5][:N].T.astype(np.uint8).copy()
+    C = np.resize(cases[0][3], M * N).reshape(M, N).astype(np.uint32)
+    SA = np.resize(cases[0][4], (M, dp.blocks)).astype(np.uint8)
+    SB = np.resize(cases[0][5], (N, dp.blocks)).T.astype(np.uint8).copy()
     got = np.asarray(model(A, B, C, scale_a=SA, scale_b=SB, backend="numba"))
     want = np.asarray(model(A, B, C, scale_a=SA, scale_b=SB, backend="numpy"))
     assert (got.view(np.uint32) == want.view(np.uint32)).all()
