@@ -9,15 +9,21 @@ STATUS_KINDS = ("hardware", "peer", "assumed")
 
 @attrs.frozen
 class Status:
-    """Where a datapath's claim comes from (REFERENCE.md section 9)."""
+    """Where a datapath's claim comes from (docs/datapaths.md §9)."""
 
     kind: str = attrs.field(validator=attrs.validators.in_(STATUS_KINDS))
     evidence: str = ""
     device: str = ""
     cases: int | None = None
     source: str = ""
+    #: A claim about special values that is weaker than ``kind`` (which covers the
+    #: finite results), stated with its own label, e.g. "NaN result: canonical
+    #: 0x7FF8000000000000 (assumed: not measured; ...)".  ``explain`` prints it on
+    #: the special-values line.
+    special_values: str = ""
 
-    def describe(self) -> str:
+    def describe(self, special_values: bool = True) -> str:
+        """One line: kind, device, cases, source, evidence (and the special-value caveat)."""
         parts = [self.kind]
         if self.device:
             parts.append(self.device)
@@ -26,7 +32,10 @@ class Status:
         if self.source:
             parts.append(f"source {self.source}")
         text = ", ".join(parts)
-        return f"{text}: {self.evidence}" if self.evidence else text
+        text = f"{text}: {self.evidence}" if self.evidence else text
+        if special_values and self.special_values:
+            text += f"; special values: {self.special_values}"
+        return text
 
 
 def _freeze(value):

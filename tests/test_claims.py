@@ -1,0 +1,118 @@
+"""Claims the evidence supports (issue 10, section 5): labels never overstate what was
+measured, `explain` carries the caveats, and the README's counts are the registry's."""
+
+from __future__ import annotations
+
+import collections
+import pathlib
+import re
+
+import numpy as np
+
+import mmasim
+from mmasim import vectors
+from mmasim.registry import get_registry
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+F64_ONE = 0x3FF0000000000000
+F64_NAN_WITH_PAYLOAD = 0x7FF8000000000123
+
+
+def _datapaths(arch):
+    return get_registry().architectures[arch].datapaths
+
+
+def _model(arch, dp):
+    reg = get_registry()
+    return mmasim.MMA(arch, dp.canonical(reg.formats))
+
+
+def _special_line(model) -> str:
+    lines = [l for l in model.describe().splitlines() if l.startswith("  special values:")]
+    assert len(lines) == 1, model.describe()
+    return lines[0]
+
+
+# ------------------------------------------------- RTX Blackwell mxf8f6f4 with e2m1
+def test_rtx_blackwell_mxf8f6f4_with_e2m1_operands_is_assumed():
+    """T2 measured the e2m1-as-e2m3-from-bits-5:0 reading for kind::f8f6f4 only; the
+    block-scaled kind::mxf8f6f4 reuses it by analogy, and MMA-Sim drops bits 1:0."""
+    scaled = [dp for dp in _datapaths("RTX Blackwell")
+              if dp.kind == "mxf8f6f4" and "e2m1.sm120" in (dp.a, dp.b)]
+    assert len(scaled) == 9  # e2m1 on A and/or B, the other operand one of five formats
+    for dp in scaled:
+        assert dp.status.kind == "assumed", (dp.a, dp.b, dp.status)
+        assert "kind::f8f6f4 only" in dp.status.evidence
+    others = [dp for dp in _datapaths("RTX Blackwell")
+              if dp.kind == "mxf8f6f4" and "e2m1.sm120" not in (dp.a, dp.b)]
+    assert others and all(dp.status.kind != "assumed" for dp in others)
+
+
+def test_rtx_blackwell_f8f6f4_with_e2m1_operands_stays_hardware():
+    """The measured kind itself keeps its T2 label (RTX 5070 Ti, 14.2 M results)."""
+    unscaled = [dp for dp in _datapaths("RTX Blackwell")
+                if dp.kind == "f8f6f4" and "e2m1.sm120" in (dp.a, dp.b)]
+    assert len(unscaled) == 18  # T2: "all 18 kind::f8f6f4 instructions involving e2m1"
+    for dp in unscaled:
+        assert dp.status.kind == "hardware" and dp.status.device == "RTX 5070 Ti" and dp.status.source == "T2"
+
+
+def test_rtx_blackwell_mxf8f6f4_with_e2m1_explain_says_assumed():
+    m = mmasim.MMA("RTX 5070 Ti", "mma.sync.kind::mxf8f6f4", a_type="e2m1", b_type="e4m3")
+    assert "validation: assumed" in m.describe()
+
+
+# ------------------------------------------------------------- f64 DMMA NaN results
+NVIDIA_F64 = ("Ampere", "Ada Lovelace", "Hopper", "Blackwell", "RTX Blackwell")
+
+
+def _f64_datapaths(archs):
+    out = []
+    for arch in archs:
+        out += [(arch, dp) for dp in _datapaths(arch) if dp.d == "f64" and not dp.refuse]
+    return out
+
+
+def test_f64_dmma_nan_rule_is_assumed_in_explain():
+    """Neither the project's canonical NaN nor MMA-Sim's payload propagation was measured:
+    `explain` says so on its special-values line, for every NVIDIA f64 datapath."""
+    found = _f64_datapaths(NVIDIA_F64)
+    assert len({arch for arch, _ in found}) == len(NVIDIA_F64)
+    for arch, dp in found:
+        line = _special_line(_model(arch, dp))
+        assert "NaN result: canonical 0x7FF8000000000000 (assumed: not measured" in line, (arch, line)
+        assert "MMA-Sim 2.1.1 propagates NaN payloads" in line
+
+
+def test_f64_dmma_nan_caveat_matches_what_the_model_returns():
+    """The caveat states the word mmasim returns: a NaN input with a payload gives the
+    canonical 0x7FF8000000000000, not the payload."""
+    for arch, dp in _f64_datapaths(NVIDIA_F64):
+        m = _model(arch, dp)
+        k = dp.k
+        a = [F64_NAN_WITH_PAYLOAD] + [F64_ONE] * (k - 1)
+        assert int(m.dot(a, [F64_ONE] * k, 0)) == 0x7FF8000000000000, (arch, dp)
+
+
+def test_f64_dmma_finite_claim_keeps_its_label():
+    """The caveat narrows the NaN rule only: the datapath stays peer (its finite results
+    agree with MMA-Sim 2.1.1, vectors/peer/<arch>/*f64*)."""
+    for arch, dp in _f64_datapaths(NVIDIA_F64):
+        assert dp.status.kind == "peer", (arch, dp.status)
+        assert "assumed" in dp.status.special_values
+        assert "validation: peer" in _model(arch, dp).describe()
+
+
+def test_amd_nan_rule_is_assumed_in_explain():
+    """NaN payloads on AMD are not part of what the peer was validated on."""
+    for arch in ("CDNA1", "CDNA2", "CDNA3"):
+        for dp in _datapaths(arch):
+            line = _special_line(_model(arch, dp))
+            assert "NaN result:" in line and "(assumed:" in line, (arch, line)
+
+
+def test_status_special_values_appear_in_the_status_text():
+    st = mmasim.datapath.Status("peer", evidence="e", special_values="NaN result: x (assumed: y)")
+    assert st.describe() == "peer: e; special values: NaN result: x (assumed: y)"
+    assert st.describe(special_values=False) == "peer: e"
