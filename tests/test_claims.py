@@ -116,3 +116,78 @@ def test_status_special_values_appear_in_the_status_text():
     st = mmasim.datapath.Status("peer", evidence="e", special_values="NaN result: x (assumed: y)")
     assert st.describe() == "peer: e; special values: NaN result: x (assumed: y)"
     assert st.describe(special_values=False) == "peer: e"
+
+
+# ------------------------------------------------------------------ docs/datapaths.md
+DATAPATHS_DOC = ROOT / "docs" / "datapaths.md"
+
+#: The section numbers other docs and the code cite ("docs/datapaths.md §N") and their topics.
+SECTIONS = {
+    1: ("words", "raw exponent"),
+    2: ("output rounding",),
+    3: ("t-fdpa",),
+    4: ("scaled windows",),
+    5: ("fma chains",),
+    6: ("b200", "tcgen05"),
+    7: ("rtx blackwell", "f8f6f4"),
+    8: ("amd", "cdna"),
+    9: ("validation status",),
+}
+
+
+def _doc() -> str:
+    return DATAPATHS_DOC.read_text(encoding="utf-8")
+
+
+def test_datapaths_doc_sections_have_the_cited_numbers_and_topics():
+    headings = re.findall(r"^## (\d+)\. (.+)$", _doc(), re.M)
+    numbered = {int(n): title.lower() for n, title in headings}
+    assert sorted(numbered)[:9] == list(range(1, 10)), headings
+    for n, words in SECTIONS.items():
+        for word in words:
+            assert word in numbered[n], (n, numbered[n], word)
+
+
+def test_datapaths_doc_names_its_sources():
+    text = _doc()
+    assert "B200 `tcgen05` reverse-engineering write-up" in text and "**T1**" in text
+    assert "RTX 2060 / RTX 5070 Ti / A100" in text and "**T2**" in text
+    assert "2511.10909" in text and "MMA-Sim" in text
+    assert "PTX ISA" in text and "docs.nvidia.com/cuda/parallel-thread-execution" in text
+    assert "MI300 Instruction Set Architecture" in text
+
+
+def test_datapaths_doc_states_the_precise_b200_fp4_rules():
+    text = _doc()
+    assert "only over the scale blocks holding at least one nonzero" in text
+    assert "only if that RZ-F32 result is a **nonzero** f32 subnormal" in text
+
+
+def test_datapaths_doc_worked_examples_give_the_stated_words():
+    """The examples were derived by hand in the text (each derivation precedes its block);
+    running them checks that mmasim returns the words the text derives."""
+    blocks = re.findall(r"```python\n(.*?)```", _doc(), re.S)
+    assert len(blocks) >= 7
+    scope = {}
+    for i, body in enumerate(blocks):
+        assert "assert " in body, f"example {i} checks nothing"
+        exec(compile(body, f"docs/datapaths.md example {i}", "exec"), scope)
+
+
+def test_datapaths_doc_family_table_covers_every_builtin_architecture_and_accumulator():
+    text = _doc()
+    table = text[text.index("## Families at a glance"):]
+    reg = get_registry()
+    builtin = {"Volta", "Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell", "RTX Blackwell",
+               "CDNA1", "CDNA2", "CDNA3"}
+    assert builtin <= set(reg.architectures)
+    for arch in builtin - {"Ada Lovelace", "Blackwell"}:
+        assert arch in table, arch
+    assert "Ada" in table and "B200 `tcgen05.mma`" in table and "Blackwell `mma.sync`" in table
+    accumulators = {dp.accumulator for name in builtin for dp in reg.architectures[name].datapaths}
+    for acc in accumulators:
+        assert f"`{acc}`" in table, acc
+
+
+def test_datapaths_doc_does_not_cite_the_internal_spec():
+    assert "REFERENCE" not in _doc()
