@@ -191,3 +191,85 @@ def test_datapaths_doc_family_table_covers_every_builtin_architecture_and_accumu
 
 def test_datapaths_doc_does_not_cite_the_internal_spec():
     assert "REFERENCE" not in _doc()
+
+
+# ------------------------------------------------------------------ README counts
+README = ROOT / "README.md"
+
+
+def _builtin_architectures():
+    """Architectures whose tables ship in mmasim_archs (not third-party plugins)."""
+    import mmasim_archs
+
+    folder = pathlib.Path(mmasim_archs.__file__).resolve().parent
+    reg = get_registry()
+    out = [a for a in reg.architectures.values()
+           if a.source and pathlib.Path(a.source).resolve().parent == folder]
+    assert out, "no architecture comes from the mmasim_archs tables"
+    return out
+
+
+def _datapath_counts():
+    kinds = collections.Counter()
+    for arch in _builtin_architectures():
+        for dp in arch.datapaths:
+            if not dp.refuse:  # a refused datapath is no claim
+                kinds[dp.status.kind] += 1
+    return sum(kinds.values()), kinds["hardware"], kinds["peer"], kinds["assumed"]
+
+
+def _vector_counts():
+    cases, files = collections.Counter(), 0
+    for path in vectors.find():
+        v = vectors.load(path)
+        cases[v.source] += len(v)
+        files += 1
+    return sum(cases.values()), files, cases["hardware"], cases["hand-derived"], cases["peer"]
+
+
+def _num(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def test_readme_states_the_datapath_counts_by_evidence():
+    """The README's numbers are descriptive: they must be the registry's (re-run after any
+    relabelling; the message gives the sentence to paste)."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    m = re.search(r"Of its \*\*([\d,]+)\*\* datapaths, \*\*([\d,]+)\*\* are `hardware`, "
+                  r"\*\*([\d,]+)\*\* `peer` and \*\*([\d,]+)\*\* `assumed`", text)
+    assert m, "README.md must state the datapath counts (Of its **N** datapaths, **H** are `hardware`, ...)"
+    stated = tuple(_num(x) for x in m.groups())
+    total, hw, peer, assumed = _datapath_counts()
+    assert total == hw + peer + assumed
+    assert stated == (total, hw, peer, assumed), (
+        f"README.md is stale: write 'Of its **{total:,}** datapaths, **{hw:,}** are `hardware`, "
+        f"**{peer:,}** `peer` and **{assumed:,}** `assumed`' (it says {stated})")
+
+
+def test_readme_states_the_vector_case_counts_by_source():
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    m = re.search(r"hold \*\*([\d,]+)\*\* cases in \*\*([\d,]+)\*\* files: \*\*([\d,]+)\*\* measured on "
+                  r"hardware, \*\*([\d,]+)\*\* derived by hand from measured rules and \*\*([\d,]+)\*\* "
+                  r"computed by MMA-Sim", text)
+    assert m, "README.md must state the bundled vector cases by source"
+    stated = tuple(_num(x) for x in m.groups())
+    total, files, hw, hand, peer = _vector_counts()
+    assert total == hw + hand + peer
+    assert stated == (total, files, hw, hand, peer), (
+        f"README.md is stale: write 'hold **{total:,}** cases in **{files:,}** files: **{hw:,}** measured on "
+        f"hardware, **{hand:,}** derived by hand from measured rules and **{peer:,}** computed by MMA-Sim' "
+        f"(it says {stated})")
+
+
+def test_readme_does_not_claim_hardware_equality_for_every_datapath():
+    """'equals the hardware' is said of the hardware label only; assumed datapaths exist, and
+    the README says they carry no such claim."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert "output words equal the hardware's" not in text
+    assert _datapath_counts()[3] > 0
+    assumed = re.search(r"\*\*assumed\*\*: (.+?)(?: - |\. [A-Z]|$)", text)
+    assert assumed and "not measured" in assumed.group(1)
+    assert "No claim that these equal the hardware" in text
+    for sentence in re.split(r"(?<=\.) ", text):
+        if re.search(r"\bequals?\b", sentence, re.I) and "hardware" in sentence:
+            assert "No claim" in sentence, f"README claims hardware equality: {sentence!r}"
