@@ -104,6 +104,25 @@ def test_f64_dmma_finite_claim_keeps_its_label():
         assert "validation: peer" in _model(arch, dp).describe()
 
 
+def test_f64_dmma_nan_rule_is_assumed_in_the_explain_command(capsys):
+    from mmasim.cli import main
+
+    assert main(["explain", "A100", "m8n8k4.f64.f64.f64.f64"]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if "special values:" in l)
+    assert "NaN result: canonical 0x7FF8000000000000 (assumed: not measured" in line
+    assert "validation: peer" in out
+
+
+def test_ampere_m8n8k4_nan_rule_is_assumed_in_explain():
+    """T2 measured finite f32-output results only (233,452 of them)."""
+    for dp in _datapaths("Ampere"):
+        if dp.accumulator == "mul_add_chain" and not dp.refuse:
+            m = _model("Ampere", dp)
+            assert dp.status.kind == "hardware"
+            assert "NaN result: canonical 0x7FFFFFFF (assumed: only finite results were measured" in _special_line(m)
+
+
 def test_amd_nan_rule_is_assumed_in_explain():
     """NaN payloads on AMD are not part of what the peer was validated on."""
     for arch in ("CDNA1", "CDNA2", "CDNA3"):
