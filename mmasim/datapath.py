@@ -20,7 +20,7 @@ def _fmt_shapes(shapes) -> str:
 
 @attrs.frozen
 class Status:
-    """Where a datapath's claim comes from (docs/datapaths.md section 9).
+    """Where a datapath's claim comes from (docs/datapaths.md §9).
 
     ``shapes``: the ``(M, N)`` shapes the claim was measured at.  ``None``: the
     claim is not tied to a shape (the datapath has one shape, or the source
@@ -34,8 +34,14 @@ class Status:
     cases: int | None = None
     source: str = ""
     shapes: tuple | None = attrs.field(default=None, converter=_shapes)
+    #: A claim about special values that is weaker than ``kind`` (which covers the
+    #: finite results), stated with its own label, e.g. "NaN result: canonical
+    #: 0x7FF8000000000000 (assumed: not measured; ...)".  ``explain`` prints it on
+    #: the special-values line.
+    special_values: str = ""
 
-    def describe(self) -> str:
+    def describe(self, special_values: bool = True) -> str:
+        """One line: kind, device, cases, source, evidence (and the special-value caveat)."""
         parts = [self.kind]
         if self.device:
             parts.append(self.device)
@@ -47,7 +53,10 @@ class Status:
         if self.source:
             parts.append(f"source {self.source}")
         text = ", ".join(parts)
-        return f"{text}: {self.evidence}" if self.evidence else text
+        text = f"{text}: {self.evidence}" if self.evidence else text
+        if special_values and self.special_values:
+            text += f"; special values: {self.special_values}"
+        return text
 
     def at_shape(self, m: int | None, n: int | None) -> "Status":
         """The status of a lookup that asked for shape ``M = m, N = n`` (``None``: not named)."""
@@ -63,6 +72,7 @@ class Status:
                       f"holds for {where} only; the same per-element arithmetic is assumed at this shape. "
                       f"{self.evidence}").strip(),
             source=self.source,
+            special_values=self.special_values,
         )
 
 

@@ -404,10 +404,13 @@ class Model:
             + (" (C of each step is D of the previous one, rounded)" if chunk < dp.stored_k else " (one window over the whole K)")
         )
         lines.append(f"  rounding: {self.encoding.key}: {self.encoding.description}")
-        lines.append(f"  special values: {special_rules(dp.accumulator, self.accumulator)}")
+        specials = special_rules(dp.accumulator, self.accumulator)
+        if dp.status.special_values:
+            specials += f". {dp.status.special_values}"
+        lines.append(f"  special values: {specials}")
         if dp.m or dp.n:
             lines.append(f"  shapes: M in {_fmt_range(dp.m)}, N in {_fmt_range(dp.n)}")
-        lines.append(f"  validation: {self.status.describe()}")
+        lines.append(f"  validation: {self.status.describe(special_values=False)}")
         for name, value, reason in self.resolution.defaulted:
             lines.append(f"  defaulted: {name}={value} ({reason})")
         if dp.notes:

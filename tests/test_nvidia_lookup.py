@@ -43,7 +43,14 @@ WGMMA = ([f"m64n{n}k8.f32.tf32.tf32" for n in WGMMA_N] + [f"m64n{n}k16.f32.f16.f
 def test_every_mma_sim_instruction_resolves(arch):
     for instruction in MMA_LISTS[arch]:
         m = mmasim.MMA(arch, instruction)
-        assert m.status.kind in ("peer", "hardware"), instruction
+        if _mxf8f6f4_e2m1(m.datapath):   # T2 measured the e2m1 reading for kind::f8f6f4 only
+            assert m.status.kind == "assumed", instruction
+        else:
+            assert m.status.kind in ("peer", "hardware"), instruction
+
+
+def _mxf8f6f4_e2m1(dp):
+    return dp.arch == "RTX Blackwell" and dp.kind == "mxf8f6f4" and "e2m1.sm120" in (dp.a, dp.b)
 
 
 def test_every_wgmma_n_from_8_to_256_resolves():
@@ -181,4 +188,5 @@ def test_every_nvidia_mma_sync_datapath_states_its_evidence():
             if dp.status.kind == "hardware":
                 assert dp.status.device and dp.status.source == "T2", (arch, dp)
             if dp.status.kind == "assumed":
-                assert dp.refuse, (arch, dp)       # only the refused Ampere m8n8k4 f16-D form
+                # the refused Ampere m8n8k4 f16-D form; RTX Blackwell mxf8f6f4 with e2m1 (by analogy)
+                assert dp.refuse or _mxf8f6f4_e2m1(dp), (arch, dp)
