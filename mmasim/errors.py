@@ -51,3 +51,17 @@ class UnsupportedDatapath(MMAError):
 
 class TableError(MMAError):
     """An architecture table (TOML) or plugin registration is malformed."""
+
+
+class PluginError(MMAError):
+    """A plugin failed: its entry point does not import, a hook raised or returned the
+    wrong type, or a part it registered (a decoder, a table) misbehaves."""
+
+
+class PluginConflict(PluginError):
+    """Two plugins register the same name (architecture, alias, format, decoder,
+    accumulator, encoding, layout) or the same datapath; the message names both."""
+
+
+class PluginWarning(UserWarning):
+    """A third-party plugin was skipped (``mmasim.plugins.status()`` says why)."""
