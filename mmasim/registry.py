@@ -61,7 +61,7 @@ def _overlap(x: tuple, y: tuple) -> bool:
 
 def _label(dp: Datapath) -> str:
     parts = [dp.op] + ([f"kind::{dp.kind}"] if dp.kind else []) + (["sp"] if dp.sparse else [])
-    shape = f"k{dp.k}" + (f" m{list(dp.m)}" if dp.m else "") + (f" n{list(dp.n)}" if len(dp.n) < 4 else "")
+    shape = f"k{dp.k}" + "".join(f" {x}{list(v)}" for x, v in (("m", dp.m), ("n", dp.n)) if 0 < len(v) < 4)
     return f"{' '.join(parts)} {shape} {dp.a} x {dp.b} + {dp.c} -> {dp.d}" + (
         f" scale {dp.scale} block {dp.block}" if dp.scale else "")
 
@@ -163,7 +163,7 @@ def _normalize(hook: str, result, where: str):
                               "(TOML text, a dict or a path)")
         data = dict(load_table(source))
         if not data.get("_source"):
-            data["_source"] = f"table #{i + 1} of {where}"
+            data["_source"] = f"table #{i + 1}"
         tables.append(data)
     return tables
 
@@ -353,6 +353,14 @@ def _assemble(order: list, results: dict, pm) -> Registry:
                         f"(declared by {describe(owners[arch_name])}) with a default datapath "
                         f"{_label(dp)}; an extension may not change how {arch_name!r} resolves "
                         "existing instruction strings: remove default = true"))
+        for dp in datapaths:
+            for literal in dp.names:
+                clash = _resolves(reg, archs[arch_name], segments[arch_name], literal)
+                if clash:
+                    raise _Blame(name, PluginConflict(
+                        f"{describe(name)} ({data['_source']}) gives a datapath the literal name {literal!r}, "
+                        f"which already resolves on architecture {arch_name!r} ({clash}); an extension may "
+                        "not change what an existing instruction string means"))
         new_aliases = []
         for alias in ext.aliases:
             claim(name, arch_name, alias)
@@ -378,6 +386,24 @@ def _assemble(order: list, results: dict, pm) -> Registry:
     reg.owners = dict(owners)
     reg.arch_index = {key: arch for key, (arch, _plugin) in index.items()}
     return reg
+
+
+def _resolves(reg: Registry, arch: Architecture, segments: list, instruction: str) -> str:
+    """What ``instruction`` resolves to on ``arch`` as it stands (its datapaths so far), or ''."""
+    from .errors import UnknownInstruction
+    from .lookup import resolve
+
+    current = attrs.evolve(arch, datapaths=tuple(dp for _, dps in segments for dp in dps))
+    probe = attrs.evolve(reg, architectures={arch.name: current}, arch_index={normalize_name(arch.name): arch.name})
+    try:
+        dp = resolve(probe, arch.name, instruction, {})
+    except UnknownInstruction:
+        return ""
+    except MMAError as exc:
+        return f"{type(exc).__name__}"
+    except Exception:  # noqa: BLE001 - a string the parser cannot read resolves to nothing
+        return ""
+    return _label(dp)
 
 
 def build_registry() -> Registry:

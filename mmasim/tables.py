@@ -229,7 +229,7 @@ def check_params(name: str, accumulator, params: dict, here: str) -> None:
     try:
         cls(**params)
     except (TypeError, ValueError) as exc:
-        raise TableError(f"{here}: field 'params': {exc}") from exc
+        raise TableError(f"{here}: {exc}") from exc
 
 
 def _check_shape(data: dict, where: str) -> dict:

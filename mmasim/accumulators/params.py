@@ -30,14 +30,22 @@ def _describe(value) -> str:
     return f"{value!r} ({type(value).__name__})"
 
 
+class ParamError(ValueError):
+    """A parameter value an accumulator does not accept (its message names the field)."""
+
+
+def _fail(attribute, why: str):
+    raise ParamError(f"field 'params.{attribute.name}': {why}")
+
+
 def integer(lo: int = -EXP_LIMIT, hi: int = EXP_LIMIT):
     """Validator: a TOML integer (not a bool, not a float) in ``[lo, hi]``."""
 
     def check(_instance, attribute, value):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"params.{attribute.name} must be an integer, not {_describe(value)}")
+            _fail(attribute, f"must be an integer, not {_describe(value)}")
         if not lo <= value <= hi:
-            raise ValueError(f"params.{attribute.name} = {value} is outside [{lo}, {hi}]")
+            _fail(attribute, f"{value} is outside {lo}..{hi}")
 
     return check
 
@@ -45,7 +53,7 @@ def integer(lo: int = -EXP_LIMIT, hi: int = EXP_LIMIT):
 def boolean(_instance, attribute, value):
     """Validator: a TOML boolean."""
     if not isinstance(value, bool):
-        raise ValueError(f"params.{attribute.name} must be true or false, not {_describe(value)}")
+        _fail(attribute, f"must be true or false, not {_describe(value)}")
 
 
 def optional(validator):
@@ -63,9 +71,7 @@ def one_of(*choices):
 
     def check(_instance, attribute, value):
         if not any(type(value) is type(c) and value == c for c in choices):
-            raise ValueError(
-                f"params.{attribute.name} must be one of {', '.join(map(repr, choices))}, not {_describe(value)}"
-            )
+            _fail(attribute, f"must be one of {', '.join(map(repr, choices))}, not {_describe(value)}")
 
     return check
 
@@ -80,7 +86,7 @@ def either(*validators, expected: str):
                 return
             except ValueError:
                 pass
-        raise ValueError(f"params.{attribute.name} must be {expected}, not {_describe(value)}")
+        _fail(attribute, f"must be {expected}, not {_describe(value)}")
 
     return check
 
@@ -90,14 +96,12 @@ def table_of(**fields):
 
     def check(instance, attribute, value):
         if not isinstance(value, dict):
-            raise ValueError(f"params.{attribute.name} must be an inline table {{{', '.join(fields)}}}, "
-                             f"not {_describe(value)}")
+            _fail(attribute, f"must be an inline table {{{', '.join(fields)}}}, not {_describe(value)}")
         unknown = sorted(set(value) - set(fields))
         missing = sorted(set(fields) - set(value))
         if unknown or missing:
-            raise ValueError(f"params.{attribute.name} must have exactly the keys {sorted(fields)}"
-                             + (f"; unknown {unknown}" if unknown else "")
-                             + (f"; missing {missing}" if missing else ""))
+            _fail(attribute, f"must have exactly the keys {sorted(fields)}"
+                  + (f"; unknown {unknown}" if unknown else "") + (f"; missing {missing}" if missing else ""))
         for key, validator in fields.items():
             validator(instance, SimpleNamespace(name=f"{attribute.name}.{key}"), value[key])
 
@@ -109,4 +113,4 @@ class NoParams:
     """An accumulator that takes no parameters."""
 
 
-__all__ = ["EXP_LIMIT", "integer", "boolean", "optional", "one_of", "either", "table_of", "NoParams"]
+__all__ = ["EXP_LIMIT", "ParamError", "integer", "boolean", "optional", "one_of", "either", "table_of", "NoParams"]
