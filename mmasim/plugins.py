@@ -112,7 +112,8 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
     try:
         eps = list(entry_points())
     except Exception as exc:  # noqa: BLE001 - unreadable metadata must not take mmasim down
-        warnings.warn(f"mmasim: cannot list the 'mmasim' entry points: {exc}", PluginWarning, stacklevel=3)
+        warnings.warn_explicit(f"cannot list the 'mmasim' entry points: {exc}", PluginWarning,
+                               filename="mmasim", lineno=0, module="mmasim.plugins")
         return
     for ep in eps:
         info = PluginStatus(ep.name, "entry point", _distribution(ep), f"{ep.name} = {ep.value}")
@@ -157,7 +158,9 @@ def _report(name: str, error: Exception) -> None:
     if key in _reported:
         return
     _reported.add(key)
-    warnings.warn(f"mmasim: {error} (plugin skipped)", PluginWarning, stacklevel=3)
+    # one line on stderr: no source line to quote (the culprit is the plugin, not a caller)
+    warnings.warn_explicit(f"{error}; the plugin is skipped", PluginWarning, filename="mmasim", lineno=0,
+                           module="mmasim.plugins")
 
 
 def report_failures(failures: dict) -> None:

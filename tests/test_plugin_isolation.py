@@ -421,3 +421,33 @@ def test_decoder_returning_the_wrong_shape_is_a_plugin_error_naming_the_plugin(r
 
 def test_builtin_decoders_are_not_wrapped():
     assert get_registry().decoders["float"] is decode_float
+
+
+def test_installed_broken_plugins_are_one_line_each_on_stderr_and_mmasim_list_works(tmp_path):
+    """Real entry points (dist-info on sys.path, as pip leaves them): one that does not
+    import and one that redeclares Blackwell; `mmasim list` still works."""
+    import os
+    import subprocess
+
+    for dist, ep, module, code in [
+        ("bad_ep", "badep", "bad_ep_mod", "import nonexistent_dependency_of_bad_ep\n"),
+        ("evil_ep", "evilep", "evil_ep_mod",
+         "from mmasim import hookimpl\n\n\n@hookimpl\ndef mmasim_architectures():\n"
+         "    return ['[architecture]\\nname = \"Blackwell\"\\n']\n"),
+    ]:
+        info = tmp_path / f"{dist}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist.replace('_', '-')}\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(f"[mmasim]\n{ep} = {module}\n")
+        (tmp_path / f"{module}.py").write_text(code)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "mmasim", "list"], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=300)
+    assert r.returncode == 0 and "Blackwell" in r.stdout and "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 2, r.stderr
+    (bad,) = [x for x in lines if "'badep'" in x]
+    assert "bad-ep 1.0" in bad and "nonexistent_dependency_of_bad_ep" in bad and "PluginWarning" in bad
+    (evil,) = [x for x in lines if "'evilep'" in x]
+    assert "evil-ep 1.0" in evil and "mmasim_plugins.blackwell" in evil and "extends" in evil
