@@ -204,6 +204,8 @@ def register(plugin, name: str | None = None) -> None:
         raise PluginConflict(f"plugin {name!r}: {exc}") from exc
     except pluggy.PluginValidationError as exc:
         raise PluginError(f"plugin {name!r}: {exc}") from exc
+    if name is None:
+        raise PluginError("the plugin's name is blocked in the plugin manager")
     _known[name] = PluginStatus(name, "register()")
     registry.reset_registry()
     reg = registry.build_registry()

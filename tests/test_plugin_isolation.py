@@ -11,6 +11,7 @@ import sys
 import types
 import warnings
 
+import attrs
 import numpy as np
 import pytest
 
@@ -18,6 +19,7 @@ import mmasim
 from mmasim import plugins
 from mmasim.datapath import Datapath
 from mmasim.decode import Decoded, decode_float
+from mmasim.encode import Encoding
 from mmasim.errors import PluginConflict, PluginError, PluginWarning, TableError
 from mmasim.formats import Format
 from mmasim.registry import datapath_identity, get_registry, reset_registry
@@ -263,12 +265,21 @@ def test_new_architecture_is_welcome(registered):
      "format 'f32'"),
     ("mmasim_decoders", {"float": lambda fmt, words: decode_float(fmt, words)}, "decoder 'float'"),
     ("mmasim_accumulators", {"window": lambda *a, **k: None}, "accumulator 'window'"),
+    ("mmasim_encodings", [Encoding(key="rz-f32", format="f32", mode="rne")], "encoding 'rz-f32'"),
 ])
 def test_part_name_another_plugin_owns_is_a_conflict_naming_both(registered, hook, value, what):
     with pytest.raises(PluginConflict) as info:
         registered(make_plugin(**{hook: value}), "squatter")
     text = str(info.value)
     assert what in text and "'squatter'" in text and "mmasim.builtins" in text
+    assert get_registry().encodings["rz-f32"].mode == "rz"
+
+
+def test_layout_name_another_plugin_owns_is_a_conflict(registered):
+    (layout,) = [x for x in mmasim.layouts("B200") if x.name == "tcgen05.tmem.result.tf32"]
+    forged = attrs.evolve(layout, pairs=[(0, 0)])
+    with pytest.raises(PluginConflict, match="layout 'tcgen05.tmem.result.tf32'.*mmasim_plugins.blackwell"):
+        registered(make_plugin(mmasim_layouts=[forged]), "squatter")
 
 
 def test_registering_the_same_part_again_is_no_conflict(registered):
