@@ -239,12 +239,9 @@ def _checked_decoder(fn, name: str, plugin: str):
 def _assemble(order: list, results: dict, pm) -> Registry:
     """The registry of the plugins in ``order``; raises :class:`_Blame` at the first failure."""
     describe = plugins.describe
-    fields: dict = {}
-    owner_of: dict = {}
-    for field, what in [(p[1], p[2]) for p in _PARTS] + [(f[1], f[2]) for f in _FUNCTIONS]:
-        fields[field] = {}
-        owner_of[field] = {}
     hook_field = {p[0]: (p[1], p[2]) for p in _PARTS} | {f[0]: (f[1], f[2]) for f in _FUNCTIONS}
+    fields: dict = {field: {} for field, _what in hook_field.values()}       # field -> key -> value
+    owner_of: dict = {field: {} for field, _what in hook_field.values()}     # field -> key -> plugin
     for name in order:
         for hook, (field, what) in hook_field.items():
             for key, value in results[name].get(hook, ()):
