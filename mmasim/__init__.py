@@ -11,6 +11,8 @@ from .errors import (
     DtypeError,
     MMAError,
     OperandError,
+    PluginConflict,
+    PluginError,
     ScaleError,
     ShapeError,
     SparseMetadataError,
@@ -93,5 +95,5 @@ __all__ = [
     "register", "unregister", "hookimpl",
     "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier",
     "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",
-    "ScaleError", "SparseMetadataError", "TableError",
+    "ScaleError", "SparseMetadataError", "TableError", "PluginError", "PluginConflict",
 ]

@@ -55,3 +55,17 @@ class TableError(MMAError):
 
 class UnknownQualifier(MMAError, TypeError):
     """A keyword qualifier of ``MMA(...)`` that no lookup accepts (a ``TypeError`` too)."""
+
+
+class PluginError(MMAError):
+    """A plugin failed: its entry point does not import, a hook raised or returned the
+    wrong type, or a part it registered (a decoder, a table) misbehaves."""
+
+
+class PluginConflict(PluginError):
+    """Two plugins register the same name (architecture, alias, format, decoder,
+    accumulator, encoding, layout) or the same datapath; the message names both."""
+
+
+class PluginWarning(UserWarning):
+    """A third-party plugin was skipped (``mmasim.plugins.status()`` says why)."""

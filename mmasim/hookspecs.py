@@ -8,6 +8,14 @@ the ``mmasim`` entry-point group::
 
     [project.entry-points.mmasim]
     myarch = "myarch_plugin"
+
+Every name a plugin registers (format, decoder, accumulator, encoding, layout,
+architecture and alias) and every datapath has one owner: registering one that
+another plugin owns with a different value is a
+:class:`~mmasim.errors.PluginConflict` naming both plugins.  A hook that raises
+or returns the wrong type is a :class:`~mmasim.errors.PluginError`; the
+plugin is then skipped (and reported once), or, for :func:`mmasim.register`,
+the error is raised.  See docs/plugins.md "Isolation and conflicts".
 """
 
 import pluggy
@@ -26,6 +34,9 @@ def mmasim_decoders():
 
     A :class:`~mmasim.formats.Format` names its decoder in ``Format.decoder``;
     the core provides ``"float"`` (any IEEE-like minifloat) and ``"int"``.
+    A decoder returns a :class:`~mmasim.decode.Decoded` whose arrays all have
+    the shape of ``words``; anything else is a :class:`~mmasim.errors.PluginError`
+    naming the plugin when the decoder is used.
     """
 
 
@@ -34,7 +45,9 @@ def mmasim_accumulators():
     """Return a mapping ``name -> accumulator`` of datapath families.
 
     An accumulator is called as ``acc(a, b, c, scale_a, scale_b, encoding, **params)``
-    on decoded arrays of one hardware step and returns D words.
+    on decoded arrays of one hardware step and returns D words.  It declares its
+    parameters as ``acc.Params``, a frozen attrs class (see
+    :mod:`mmasim.accumulators.params`); tables are checked against it when they load.
     """
 
 
@@ -52,4 +65,9 @@ def mmasim_layouts():
 def mmasim_architectures():
     """Return an iterable of architecture tables: TOML text (``str``), a parsed
     ``dict``, or a :class:`pathlib.Path` / ``importlib.resources`` traversable of a
-    ``.toml`` file.  See ``docs/tables.md`` for the table schema."""
+    ``.toml`` file.  See ``docs/tables.md`` for the table schema.
+
+    A table declares a new architecture (``[architecture] name = ...``) or adds
+    datapaths to one another table declares (``[architecture] extends = ...``);
+    tables are checked when they load (:class:`~mmasim.errors.TableError` with
+    the file, datapath and field)."""

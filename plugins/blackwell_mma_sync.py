@@ -1,4 +1,4 @@
-"""NVIDIA Blackwell datacenter (B200, sm_100): mma.sync, a second table of the "Blackwell" architecture.
+"""NVIDIA Blackwell datacenter (B200, sm_100): mma.sync, a table that extends the "Blackwell" architecture.
 
 Arithmetic comes entirely from core parts composed by ``archs/blackwell_mma_sync.toml``.
 """

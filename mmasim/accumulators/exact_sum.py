@@ -18,6 +18,7 @@ from ..errors import TableError
 from ..intmath import exact_sum as _exact_sum
 from ..intmath import product_bits
 from ..special import classify, product
+from .params import NoParams
 
 
 def exact_sum(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding):
@@ -33,3 +34,6 @@ def exact_sum(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding):
     sneg, smag, e0 = _exact_sum(neg, mag, q)
     return encoding.pack(sneg, smag, e0, nan=specials.nan, inf=specials.inf, inf_neg=specials.inf_neg,
                          zero_neg=sneg)
+
+
+exact_sum.Params = NoParams

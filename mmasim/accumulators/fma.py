@@ -27,6 +27,7 @@ from .. import ieee
 from ..decode import Decoded
 from ..errors import TableError
 from ..intmath import exact_sum, product_bits
+from .params import NoParams
 
 _HALF = 27  # f64 significands are split as hi * 2**27 + lo for the exact fallback
 
@@ -89,3 +90,6 @@ def _exact_fma(a, b, c, encoding):
     sneg, smag, e0 = exact_sum(neg, mag, qs)
     words = encoding.pack(sneg, smag, e0, zero_neg=sneg)
     return words.view(np.float64)
+
+
+fma.Params = NoParams

@@ -13,12 +13,14 @@ the start).  NaN results are the encoding's NaN word.
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from .. import ieee
 from ..decode import FINITE, ZERO, Decoded
 from ..errors import TableError
 from ..intmath import bit_length
+from .params import one_of
 
 _TINY = np.float32(2.0 ** -126)
 
@@ -54,3 +56,13 @@ def ftz_mul_add(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, 
                 s = _flush(s + _flush(p[..., i + 2] + p[..., i + 3]))
             acc = _flush(acc + s)
     return ieee.pack(acc.astype(np.float64), encoding)
+
+
+@attrs.frozen(kw_only=True)
+class FtzMulAddParams:
+    """The parameter of :func:`ftz_mul_add`: ``P``, products added pairwise per group (2 or 4)."""
+
+    P: int = attrs.field(validator=one_of(2, 4))
+
+
+ftz_mul_add.Params = FtzMulAddParams

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..decode import Decoded
 from ..ieee import values
+from .params import NoParams
 
 _PRECISION = {"f32": (np.float32, np.uint32), "f64": (np.float64, np.uint64)}
 
@@ -35,3 +36,6 @@ def mul_add_chain(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding
         acc = acc + values(c, dtype)
     words = acc.view(word)
     return np.where(np.isnan(acc), word(encoding.nan_word), words).astype(encoding.dtype)
+
+
+mul_add_chain.Params = NoParams

@@ -19,11 +19,13 @@ and rounded by the encoder.  Parameters:
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from ..decode import FINITE, ZERO, Decoded
 from ..intmath import exact_group_sums, truncate_signed
 from ..special import classify, product
+from .params import integer
 
 
 def group_scaled_window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, *,
@@ -49,3 +51,15 @@ def group_scaled_window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, en
     total = contrib.sum(axis=-1) + truncate_signed(c.sign == 1, np.where(c_live, c.m, 0), c.q, quantum)
     return encoding.pack(total < 0, np.abs(total), quantum, nan=specials.nan, inf=specials.inf,
                          inf_neg=specials.inf_neg)
+
+
+@attrs.frozen(kw_only=True)
+class GroupScaledWindowParams:
+    """The parameters of :func:`group_scaled_window` (module docstring)."""
+
+    F: int = attrs.field(validator=integer(0, 1024))
+    group: int = attrs.field(validator=integer(1, 1024))
+    zeros: int = attrs.field(validator=integer())
+
+
+group_scaled_window.Params = GroupScaledWindowParams

@@ -28,11 +28,13 @@ This is the peer's behaviour, not a hardware measurement.
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from ..decode import FINITE, INF, ZERO, Decoded
 from ..intmath import NEG_INF_EXP, bit_length, truncate_signed
 from ..special import classify, product
+from .params import boolean, integer, optional
 
 
 def _floor_shift(x: np.ndarray, by: np.ndarray) -> np.ndarray:
@@ -95,3 +97,18 @@ two_stage_window.special_values = (
     "nonfinite_c_r, so MMA-Sim 2.1.1 drops it when the products reach 2**(F+1)); an exact zero is +0, "
     "a negative sum that rounds to zero is -0"
 )
+
+
+@attrs.frozen(kw_only=True)
+class TwoStageWindowParams:
+    """The parameters of :func:`two_stage_window` (module docstring)."""
+
+    F: int = attrs.field(validator=integer(0, 1024))
+    F2: int = attrs.field(validator=integer(0, 1024))
+    even_odd: bool = attrs.field(default=False, validator=boolean)
+    drop_c: bool = attrs.field(default=False, validator=boolean)
+    overflow: int | None = attrs.field(default=None, validator=optional(integer()))
+    nonfinite_c_r: int | None = attrs.field(default=None, validator=optional(integer()))
+
+
+two_stage_window.Params = TwoStageWindowParams

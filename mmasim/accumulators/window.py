@@ -29,11 +29,13 @@ exactly and the sum goes to the output encoder.  Parameters:
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from ..decode import FINITE, Decoded
 from ..intmath import NEG_INF_EXP, bit_length, exact_group_sums, shift, truncate_signed
 from ..special import classify, product
+from .params import either, integer, one_of, optional, table_of
 
 
 def _group_max(x: np.ndarray, group: int) -> np.ndarray:
@@ -116,3 +118,21 @@ def window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, *, F:
         out_mag = np.where(any_live, out_mag, c_mag)
         e0 = np.where(any_live, e0, c.q)
     return encoding.pack(out_neg, out_mag, e0, nan=specials.nan, inf=specials.inf, inf_neg=specials.inf_neg)
+
+
+@attrs.frozen(kw_only=True)
+class WindowParams:
+    """The parameters of :func:`window` (module docstring)."""
+
+    F: int = attrs.field(validator=integer(0, 1024))
+    zeros: object = attrs.field(default="excluded", validator=either(one_of("excluded"), integer(),
+                                                                       expected='"excluded" or an integer'))
+    group: int = attrs.field(default=1, validator=integer(1, 1024))
+    scale_floor: int | None = attrs.field(default=None, validator=optional(integer()))
+    c_dominant: dict | None = attrs.field(
+        default=None, validator=optional(table_of(F=integer(0, 1024), group=integer(1, 1024))))
+    c_relative: int | None = attrs.field(default=None, validator=optional(integer()))
+    subnormal_redo: int | None = attrs.field(default=None, validator=optional(integer()))
+
+
+window.Params = WindowParams
