@@ -118,7 +118,7 @@ def _declared_bytes(path: pathlib.Path, limit: int) -> None:
     except VectorFileError:
         raise
     except zipfile.BadZipFile:
-        raise VectorFileError(f"{path}: not an npz vector file (not a zip archive)") from None
+        raise VectorFileError(f"{path}: not an npz vector file (not a zip archive, or a truncated one)") from None
     except (OSError, ValueError, EOFError, zlib.error, RuntimeError, TypeError, KeyError, NotImplementedError) as exc:
         raise VectorFileError(f"{path}: not an npz vector file ({type(exc).__name__}: {exc})") from None
 
