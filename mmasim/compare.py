@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 
 from .decode import NAN, ZERO
-from .display import exact_values, fraction_text, hex_word, value_text
+from .display import exact_values, fraction_text, hex_word, safe, value_text
 from .errors import MMAError
 from .sparse import select
 
@@ -688,7 +688,7 @@ def example_table(cmp: Comparison) -> list:
     if exact is not None:
         lines.append(f"    exact c + sum(a*b) = {fraction_text(exact)}")
     bits = ma.encoding.word_bits
-    for name, model, d in ((f"A: {ma.arch}", ma, ex.da), (f"B: {mb.arch}", mb, ex.db)):
+    for name, model, d in ((f"A: {safe(ma.arch)}", ma, ex.da), (f"B: {safe(mb.arch)}", mb, ex.db)):
         err = ""
         if exact is not None and cmp.grid is not None:
             vd = exact_values(model.decode("d", np.array([d], dtype=np.uint64)))[0]
@@ -711,13 +711,15 @@ def example_table(cmp: Comparison) -> list:
 def report(cmp: Comparison) -> str:
     ma, mb = cmp.model_a, cmp.model_b
     lines = [
-        f"compare  A: {ma.arch}  {ma.instruction}  ({ma.status.kind})",
-        f"         B: {mb.arch}  {mb.instruction}  ({mb.status.kind})",
-        f"  A: {ma.datapath.accumulator} {ma.datapath.parameters}, steps {_steps_text(ma)}, rounding {ma.datapath.rounding}",
-        f"  B: {mb.datapath.accumulator} {mb.datapath.parameters}, steps {_steps_text(mb)}, rounding {mb.datapath.rounding}",
+        f"compare  A: {safe(ma.arch)}  {safe(ma.instruction)}  ({safe(ma.status.kind)})",
+        f"         B: {safe(mb.arch)}  {safe(mb.instruction)}  ({safe(mb.status.kind)})",
+        safe(f"  A: {ma.datapath.accumulator} {ma.datapath.parameters}, steps {_steps_text(ma)}, "
+             f"rounding {ma.datapath.rounding}"),
+        safe(f"  B: {mb.datapath.accumulator} {mb.datapath.parameters}, steps {_steps_text(mb)}, "
+             f"rounding {mb.datapath.rounding}"),
     ]
     diffs = _params_diff(ma, mb)
-    lines.append("  the datapaths differ in: " + ("; ".join(diffs) if diffs else "nothing in their tables"))
+    lines.append("  the datapaths differ in: " + (safe("; ".join(diffs)) if diffs else "nothing in their tables"))
     n, c = cmp.cases, cmp.count
     lines.append(f"cases: {n:,}; results differ in {c:,} ({100.0 * c / n:.2f} %)")
     for kind, (bad, tot) in cmp.by_kind().items():
