@@ -845,20 +845,20 @@ def plot(results, path, max_points: int = 20000) -> None:
     hi = np.ceil(np.log2(nonzero.max())) if nonzero.size else 1.0
     bins = 2.0 ** np.arange(lo, max(hi, lo + 1) + 1)
     fig, ax = plt.subplots(figsize=(9, 5))
-    for model, err, skipped in series:
-        exact_n = int((err == 0).sum())
-        label = f"{model.arch}: exact in {exact_n:,} of {len(err):,} cases"
+    differs = [None] + [r.count for r in results]
+    for (model, err, skipped), count in zip(series, differs):
+        label = f"{model.arch}: exact in {int((err == 0).sum()):,} of {len(err):,}"
         if skipped:
             label += f" ({skipped:,} inf/NaN left out)"
-        ax.hist(err[err > 0], bins=bins, alpha=0.5, label=label, histtype="stepfilled", edgecolor="black",
-                linewidth=0.6)
+        if count is not None:
+            label += f"; differs from {ma.arch} in {count:,} of {first.cases:,}"
+        ax.hist(err[err > 0], bins=bins, label=label, histtype="step", linewidth=1.4)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(f"|D - exact result| in units of the last place (ULPs) of {grid.name}, log scale")
     ax.set_ylabel("number of cases (log scale)")
-    differ = ", ".join(f"{r.model_b.arch} differs from {ma.arch} in {r.count:,}" for r in results)
-    ax.set_title(f"{ma.instruction}: error against the exact C + sum(a*b)\n"
-                 f"{n:,} generated cases (seed {first.seed}); {differ}", fontsize=10)
+    ax.set_title(f"{ma.instruction}: error of each result against the exact C + sum(a*b)\n"
+                 f"{n:,} generated cases (seed {first.seed}); bins of a factor of 2", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     try:
