@@ -1,53 +1,101 @@
-"""The ``mmasim`` command line."""
+"""The ``mmasim`` command line.
+
+Exit status: 0 success; 1 a failure (an :class:`mmasim.MMAError`, an
+``OSError``, a vector file that does not validate, a plugin that failed to
+load); 2 a usage error (argparse).  Every message is one line on stderr,
+``mmasim: error: ...``; text that came from outside (vector files, tables,
+plugins, paths, arguments) is printed with control characters escaped
+(:func:`mmasim.display.safe`).  ``--json`` prints one JSON document on stdout
+(schemas ``mmasim.<command>/1``, docs/user-guide.md "JSON output").
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import pathlib
 import sys
 
-
 from . import MMA, architectures, get_registry
+from .display import hex_word, one_line, safe
 from .errors import MMAError
 from .lookup import resolve_arch
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors: ``mmasim compare: error: ...`` (exit 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("mmasim")
+        except PackageNotFoundError:
+            pass
+    except ImportError:  # pragma: no cover
+        pass
+    from . import __version__
+
+    return __version__
+
+
+def _dump(doc) -> None:
+    print(json.dumps(doc, indent=2, default=str))
+
+
+# ------------------------------------------------------------ argument types
 def _int_word(text: str) -> int:
     try:
-        return int(text, 0) if text.lower().startswith(("0x", "0b", "0o")) else int(text, 16)
+        value = int(text, 0) if text.lower().startswith(("0x", "0b", "0o")) else int(text, 16)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a hex word: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"not a hex word: {text!r} (words are non-negative)")
+    return value
 
 
 def _words(text: str) -> list:
     return [_int_word(t) for t in text.replace(",", " ").split()]
 
 
+def _count(minimum: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, not {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def _plot_path(text: str) -> pathlib.Path:
+    from .compare import PLOT_TYPES
+
+    path = pathlib.Path(text)
+    ext = path.suffix.lower().lstrip(".")
+    if ext not in PLOT_TYPES:
+        raise argparse.ArgumentTypeError(
+            f"cannot tell the image type of {text!r}: the file name must end in one of "
+            + ", ".join("." + t for t in PLOT_TYPES))
+    folder = path.parent if str(path.parent) else pathlib.Path(".")
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: no folder {str(folder)!r}")
+    return path
+
+
 def _value(model, operand: str, word: int) -> str:
     from .display import value_text
 
     return value_text(model, operand, word)
-
-
-def cmd_list(args) -> int:
-    reg = get_registry()
-    if args.arch is None:
-        for name in architectures():
-            arch = reg.architectures[name]
-            print(f"{name:16s} {len(arch.datapaths):4d} datapaths  {arch.description}")
-            if arch.aliases:
-                print(f"{'':16s} aliases: {', '.join(arch.aliases)}")
-        return 0
-    name = resolve_arch(reg, args.arch)
-    arch = reg.architectures[name]
-    print(f"{name}: {arch.description}")
-    for dp in arch.datapaths:
-        print(f"  {dp.canonical(reg.formats):70s} {dp.status.kind}")
-    return 0
-
-
-def cmd_explain(args) -> int:
-    print(MMA(args.arch, args.instruction, **_qualifiers(args)).describe())
-    return 0
 
 
 def _qualifiers(args) -> dict:
@@ -58,6 +106,68 @@ def _qualifiers(args) -> dict:
     if getattr(args, "saturate", False):
         q["saturate"] = True
     return q
+
+
+# ------------------------------------------------------------------ commands
+def cmd_list(args) -> int:
+    reg = get_registry()
+    names = architectures() if args.arch is None else [resolve_arch(reg, args.arch)]
+    if args.json:
+        _dump({"schema": "mmasim.list/1", "architectures": [{
+            "name": name,
+            "vendor": reg.architectures[name].vendor,
+            "description": reg.architectures[name].description,
+            "aliases": list(reg.architectures[name].aliases),
+            "datapaths": [{"instruction": dp.canonical(reg.formats), "status": dp.status.kind}
+                          for dp in reg.architectures[name].datapaths],
+        } for name in names]})
+        return 0
+    if args.arch is None:
+        for name in names:
+            arch = reg.architectures[name]
+            print(f"{safe(name):16s} {len(arch.datapaths):4d} datapaths  {safe(arch.description)}")
+            if arch.aliases:
+                print(f"{'':16s} aliases: {safe(', '.join(arch.aliases))}")
+        return 0
+    arch = reg.architectures[names[0]]
+    print(f"{safe(names[0])}: {safe(arch.description)}")
+    for dp in arch.datapaths:
+        print(f"  {safe(dp.canonical(reg.formats)):70s} {safe(dp.status.kind)}")
+    return 0
+
+
+def _format_json(fmt) -> dict:
+    return {"name": fmt.name, "container_bits": fmt.container_bits, "description": fmt.describe()}
+
+
+def cmd_explain(args) -> int:
+    model = MMA(args.arch, args.instruction, **_qualifiers(args))
+    if not args.json:
+        print(safe(model.describe(), newlines=True))
+        return 0
+    dp, st = model.datapath, model.status
+    _dump({
+        "schema": "mmasim.explain/1",
+        "arch": model.arch,
+        "instruction": model.instruction,
+        "formats": {op: _format_json(getattr(model, f"{op}_format")) for op in ("a", "b", "c", "d")},
+        "scale": None if model.scale_format is None else {
+            "format": _format_json(model.scale_format), "block": dp.block, "scale_vec": dp.scale_vec},
+        "k": dp.k,
+        "stored_k": dp.stored_k,
+        "sparse": dp.sparse,
+        "accumulator": dp.accumulator,
+        "parameters": dp.parameters,
+        "elements_per_step": min(dp.chunk or dp.stored_k, dp.stored_k),
+        "rounding": model.encoding.key,
+        "m": list(dp.m),
+        "n": list(dp.n),
+        "status": {"kind": st.kind, "evidence": st.evidence, "device": st.device, "cases": st.cases,
+                   "source": st.source},
+        "notes": dp.notes,
+        "text": model.describe(),
+    })
+    return 0
 
 
 def cmd_run(args) -> int:
@@ -71,9 +181,24 @@ def cmd_run(args) -> int:
     if args.sparse_metadata is not None:
         kw["sparse_metadata"] = _words(args.sparse_metadata)
     d = int(model.dot(a, b, c, **kw))
-    width = model.encoding.word_bits // 4
-    print(f"{model.arch}: {model.instruction}")
-    print(f"D = 0x{d:0{width}X}  {_value(model, 'd', d)}")
+    bits = model.encoding.word_bits
+    if args.json:
+        def entries(op, ws):
+            return [{"word": hex_word(w, getattr(model, f"{op}_format").container_bits), "value": _value(model, op, w)}
+                    for w in ws]
+
+        inputs = {"a": entries("a", a), "b": entries("b", b), "c": entries("c", [c])[0]}
+        if "scale_a" in kw:
+            inputs["scale_a"] = entries("scale", kw["scale_a"])
+            inputs["scale_b"] = entries("scale", kw["scale_b"])
+        if "sparse_metadata" in kw:
+            inputs["sparse_metadata"] = [hex_word(w, 32) for w in kw["sparse_metadata"]]
+        _dump({"schema": "mmasim.run/1", "arch": model.arch, "instruction": model.instruction,
+               "status": model.status.kind, "inputs": inputs,
+               "d": {"word": hex_word(d, bits), "value": _value(model, "d", d)}})
+        return 0
+    print(f"{safe(model.arch)}: {safe(model.instruction)}")
+    print(f"D = {hex_word(d, bits)}  {_value(model, 'd', d)}")
     if args.verbose:
         for name, ws in (("a", a), ("b", b)):
             print(f"{name} = " + ", ".join(f"0x{w:X} ({_value(model, name, w)})" for w in ws))
@@ -82,8 +207,6 @@ def cmd_run(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    import json
-
     from . import validate as v
 
     progress = None
@@ -91,45 +214,108 @@ def cmd_validate(args) -> int:
         tty = sys.stderr.isatty()
 
         def progress(i, n, path):
+            shown = safe(str(path))
             if tty:
-                print(f"\rvalidating [{i}/{n}] {str(path)[-60:]:60s}", end="", file=sys.stderr, flush=True)
+                print(f"\rvalidating [{i}/{n}] {shown[-60:]:60s}", end="", file=sys.stderr, flush=True)
             elif i == 1 or i == n or i % 50 == 0:
-                print(f"validating [{i}/{n}] {path}", file=sys.stderr, flush=True)
+                print(f"validating [{i}/{n}] {shown}", file=sys.stderr, flush=True)
 
     results = v.validate(args.paths or None, show=args.show, progress=progress)
     if progress is not None and sys.stderr.isatty():
         print("\r" + " " * 80 + "\r", end="", file=sys.stderr, flush=True)
     if args.json:
-        print(json.dumps(v.to_json(results), indent=2))
+        _dump(v.to_json(results))
     else:
         print(v.report(results, show_ok=not args.failures_only))
-    return 0 if v.summary(results)["ok"] else 1
+    s = v.summary(results)
+    if s["no_vectors"]:
+        where = ", ".join(args.paths) if args.paths else "the bundled vectors"
+        print(f"mmasim: error: no vectors found in {safe(where)}", file=sys.stderr)
+    return 0 if s["ok"] else 1
 
 
-def cmd_compare(args) -> int:
+def cmd_compare(args, parser) -> int:
     from . import compare as cmp
 
+    names = list(args.archs)
+    instruction = names.pop()
+    if not names or (len(names) == 1 and not args.instruction_b):
+        parser.error("compare needs two or more architectures (or one with --instruction-b)")
     q = _qualifiers(args)
-    ma = MMA(args.arch_a, args.instruction, **q)
-    mb = MMA(args.arch_b, args.instruction_b or args.instruction, **q)
-    result = cmp.compare(ma, mb, cases=args.cases, seed=args.seed)
-    print(cmp.report(result))
+    models = [MMA(names[0], instruction, **q)]
+    others = names[1:] or names[:1]
+    models += [MMA(name, args.instruction_b or instruction, **q) for name in others]
+    results = cmp.compare_many(models, cases=args.cases, seed=args.seed)
+    if args.json:
+        _dump(cmp.to_json(results, args.cases, args.seed))
+    else:
+        print("\n\n".join(safe(cmp.report(r), newlines=True) for r in results))
+        if len(results) > 1:
+            print(f"\nsummary: each against {safe(models[0].arch)} {safe(models[0].instruction)}, "
+                  f"{args.cases:,} cases, seed {args.seed}")
+            for r in results:
+                mx = r.max_ulps
+                print(f"  {safe(r.model_b.arch):16s} differs in {r.count:6,} cases"
+                      + (f"; largest {cmp._num(mx)} {r.unit}" if mx is not None else ""))
     if args.plot:
         try:
-            cmp.plot(result, args.plot)
+            cmp.plot(results, args.plot)
         except ImportError as exc:
-            print(f"mmasim: {exc}; no plot written", file=sys.stderr)
-            return 3
-        print(f"plot written to {args.plot}")
+            print(f"mmasim: error: {one_line(exc)}; no plot written", file=sys.stderr)
+            return 1
+        if not args.json:
+            print(f"plot written to {safe(args.plot)}")
     return 0
 
 
+def cmd_plugins(args) -> int:
+    from . import plugins
+
+    status = getattr(plugins, "status", None)
+    if status is not None:
+        records = [{"name": r.name, "source": r.source, "distribution": r.distribution,
+                    "entry_point": r.entry_point, "ok": bool(r.ok), "error": r.error or ""} for r in status()]
+    else:
+        pm = plugins.get_plugin_manager()
+        dists = {id(p): d for p, d in pm.list_plugin_distinfo()}
+        records = []
+        for name, plugin in pm.list_name_plugin():
+            dist = dists.get(id(plugin))
+            builtin = name in plugins.DEFAULT_PLUGINS
+            records.append({
+                "name": name,
+                "source": "built-in" if builtin else ("entry point" if dist is not None else "registered"),
+                "distribution": getattr(dist, "project_name", "") or ("mmasim" if builtin else ""),
+                "entry_point": name if dist is not None else "",
+                "ok": True,
+                "error": "",
+            })
+    if args.json:
+        _dump({"schema": "mmasim.plugins/1", "plugins": records})
+    else:
+        w = max([len(safe(r["name"])) for r in records] + [6])
+        for r in records:
+            where = r["source"] + (f", {r['distribution']}" if r["distribution"] else "")
+            state = "ok" if r["ok"] else f"FAILED: {one_line(r['error'])}"
+            print(f"{safe(r['name']):{w}s}  {safe(where):32s}  {state}")
+        bad = sum(1 for r in records if not r["ok"])
+        print(f"{len(records)} plugins, {bad} failed")
+    return 0 if all(r["ok"] for r in records) else 1
+
+
+# -------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mmasim", description="Bit-exact GPU matrix-multiply-accumulate simulator")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="mmasim", description="Bit-exact GPU matrix-multiply-accumulate simulator",
+                epilog="Exit status: 0 success, 1 failure, 2 usage error.")
+    p.add_argument("--version", action="version", version=f"mmasim {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def add_json(s):
+        s.add_argument("--json", action="store_true", help="one JSON document on stdout (docs/user-guide.md)")
 
     s = sub.add_parser("list", help="architectures, or the instructions of one")
     s.add_argument("arch", nargs="?")
+    add_json(s)
     s.set_defaults(func=cmd_list)
 
     def add_qualifiers(s):
@@ -141,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("arch")
         s.add_argument("instruction")
         add_qualifiers(s)
+        add_json(s)
 
     s = sub.add_parser("explain", help="composition, parameters and validation status of a datapath")
     add_instruction(s)
@@ -161,46 +348,78 @@ def build_parser() -> argparse.ArgumentParser:
         "validate",
         help="run vector files (default: every bundled one) and compare every word",
         description="Run frozen vector files through the simulator. Exit status 0 when every word matches, "
-                    "1 on any mismatch or unreadable/unresolvable file.",
+                    "1 on any mismatch, unreadable/unresolvable file, or when no vectors are found.",
     )
     s.add_argument("paths", nargs="*", metavar="PATH", help="vector files or directories (default: the bundled vectors/)")
-    s.add_argument("--json", action="store_true", help="machine-readable output")
-    s.add_argument("--show", type=int, default=3, metavar="N", help="mismatching cases shown per file (default 3)")
+    add_json(s)
+    s.add_argument("--show", type=_count(0, "--show"), default=3, metavar="N",
+                   help="mismatching cases shown per file (default 3)")
     s.add_argument("--failures-only", action="store_true", help="list only files with mismatches or errors")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     s.set_defaults(func=cmd_validate)
 
     s = sub.add_parser(
         "compare",
-        help="search for inputs on which two architectures (or two datapaths) differ",
-        description="Run INSTRUCTION on ARCH_A and ARCH_B (or INSTRUCTION on ARCH_A against --instruction-b on "
-                    "ARCH_B) on random, near-one, cancellation-heavy and adversarial inputs; report how often the "
-                    "results differ, the largest difference in ULPs and the smallest differing example.",
+        help="search for inputs on which architectures (or two datapaths) differ",
+        usage="mmasim compare [options] ARCH [ARCH ...] INSTRUCTION",
+        description="Run INSTRUCTION on every ARCH (or INSTRUCTION on the first ARCH against --instruction-b on "
+                    "the others; one ARCH with --instruction-b compares two datapaths of it) on random, near-one, "
+                    "cancellation-heavy and adversarial inputs. Each architecture after the first is compared "
+                    "with the first: how often the results differ, the largest difference in ULPs of the output "
+                    "format and the smallest differing example.",
     )
-    s.add_argument("arch_a")
-    s.add_argument("arch_b")
-    s.add_argument("instruction")
-    s.add_argument("--instruction-b", help="the instruction on ARCH_B (default: INSTRUCTION)")
-    s.add_argument("--cases", type=int, default=4096, help="number of generated cases (default 4096)")
-    s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    s.add_argument("--plot", metavar="FILE.png", help="histogram of both errors against the exact result (needs matplotlib)")
+    s.add_argument("archs", nargs="+", metavar="ARCH ... INSTRUCTION",
+                   help="two or more architectures, then the instruction")
+    s.add_argument("--instruction-b", help="the instruction on the other architectures (default: INSTRUCTION)")
+    s.add_argument("--cases", type=_count(1, "--cases"), default=4096,
+                   help="number of generated cases, at least 1 (default 4096)")
+    s.add_argument("--seed", type=_count(0, "--seed"), default=0, help="random seed, a non-negative integer (default 0)")
+    s.add_argument("--plot", metavar="FILE.png", type=_plot_path,
+                   help="histogram of each datapath's error against the exact result, log scale (needs matplotlib); "
+                        "the type comes from the extension (.png, .pdf, .svg, ...)")
     add_qualifiers(s)
+    add_json(s)
     s.set_defaults(func=cmd_compare)
+
+    s = sub.add_parser("plugins", help="every plugin with its status (exit 1 when one failed to load)")
+    add_json(s)
+    s.set_defaults(func=cmd_plugins)
     return p
+
+
+def _fail(message) -> int:
+    print(f"mmasim: error: {one_line(message)}", file=sys.stderr)
+    return 1
 
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:           # usage errors (2), --help and --version (0)
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        if args.func is cmd_compare:
+            return cmd_compare(args, parser._subparsers._group_actions[0].choices["compare"])
         return args.func(args)
-    except MMAError as exc:
-        print(f"mmasim: error: {exc}", file=sys.stderr)
-        return 2
+    except SystemExit as exc:           # a usage error found after parsing
+        return exc.code if isinstance(exc.code, int) else 2
     except argparse.ArgumentTypeError as exc:
-        parser.error(str(exc))
-    except BrokenPipeError:  # pragma: no cover
-        return 0
+        sub = parser._subparsers._group_actions[0].choices[args.command]
+        print(f"{sub.prog}: error: {one_line(exc)} (see {sub.prog} --help)", file=sys.stderr)
+        return 2
+    except MMAError as exc:
+        return _fail(exc)
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):  # pragma: no cover - the reader went away
+            return 0
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return _fail(f"{where}{exc.strerror or exc}")
+    except KeyboardInterrupt:  # pragma: no cover
+        print("mmasim: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: still one line, and say so
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 
 from .decode import NAN, ZERO
-from .display import exact_values, fraction_text, hex_word, value_text
+from .display import exact_values, fraction_text, hex_word, safe, value_text
 from .errors import MMAError
 from .sparse import select
 
@@ -402,8 +402,37 @@ def _ordered(words, fmt_bits, integer, model):
     return np.where(sign == 1, -mag, mag)
 
 
+@attrs.frozen
+class OutputGrid:
+    """The values a datapath's result can take: its output format's exponent
+    range with the fraction bits its rounding keeps.
+
+    Usually the D format itself (f32: 23 fraction bits); a datapath that rounds
+    to fewer bits than its word holds (``rz-e8m13``: 13 fraction bits in an f32
+    word, docs/datapaths.md §2) has the coarser grid, and differences are
+    counted in its ULPs.  Duck-types the ``bias`` / ``man_bits`` of a format
+    for :func:`ulp_of`.
+    """
+
+    name: str           # "f32", "E8M13", ...
+    bias: int
+    man_bits: int       # fraction bits kept
+
+
+def output_grid(*models) -> OutputGrid:
+    """The output grid of ``models`` (the coarsest one when their roundings keep different bits)."""
+    grids = []
+    for m in models:
+        enc, fd = m.encoding, m.d_format
+        if enc.frac_bits == fd.man_bits and enc.exp_bits == fd.exp_bits:
+            grids.append(OutputGrid(fd.name, fd.bias, fd.man_bits))
+        else:
+            grids.append(OutputGrid(f"E{enc.exp_bits}M{enc.frac_bits}", enc.bias, enc.frac_bits))
+    return min(grids, key=lambda g: g.man_bits)
+
+
 def ulp_of(fmt, x: Fraction) -> Fraction:
-    """One ULP of float format ``fmt`` at the exact value ``x``."""
+    """One ULP of float format ``fmt`` (or an :class:`OutputGrid`) at the exact value ``x``."""
     emin = 1 - fmt.bias
     if x == 0:
         return Fraction(2) ** (emin - fmt.man_bits)
@@ -442,8 +471,14 @@ class Comparison:
     db: np.ndarray
     differ: np.ndarray           # bool per case
     nan_payload_only: int        # both NaN, different words (not counted as differing)
-    ulps: np.ndarray             # per case |difference| in ULPs (inf where a special value differs)
+    ulps: np.ndarray             # per case |difference| in ULPs of ``grid`` (inf where a special value differs)
     example: Example | None
+    grid: OutputGrid | None = None   # the output grid the ULPs count (None: integer output, units)
+    seed: int = 0
+
+    @property
+    def unit(self) -> str:
+        return "units" if self.grid is None else f"ULPs of {self.grid.name}"
 
     @property
     def cases(self) -> int:
@@ -543,6 +578,7 @@ def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: 
     da, db = _run(model_a, inputs), _run(model_b, inputs)
     differ, nan_only = _differs(model_a, model_b, da, db)
     fd = model_a.d_format
+    grid = None if fd.integer else output_grid(model_a, model_b)
     bits = model_a.encoding.word_bits
     if fd.integer:
         oa = _ordered(da, bits, True, model_a)
@@ -554,7 +590,7 @@ def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: 
         va = exact_values(model_a.decode("d", da[idx]))
         vb = exact_values(model_b.decode("d", db[idx]))
         for i, x, y in zip(idx, va, vb):
-            ulps[i] = ulp_distance(fd, x, y)
+            ulps[i] = ulp_distance(grid, x, y)
     example = None
     idx = np.flatnonzero(differ)
     if idx.size:
@@ -566,7 +602,20 @@ def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: 
             row = shrink(model_a, model_b, row)
         ea, eb = int(_run(model_a, row)[0]), int(_run(model_b, row)[0])
         example = Example(row, ea, eb, _support(model_a, row, 0))
-    return Comparison(model_a, model_b, inputs, da, db, differ, nan_only, ulps, example)
+    return Comparison(model_a, model_b, inputs, da, db, differ, nan_only, ulps, example, grid, seed)
+
+
+def compare_many(models, cases: int = 4096, seed: int = 0, shrink_example: bool = True) -> list:
+    """Each of ``models[1:]`` against ``models[0]`` (the reference): one :class:`Comparison` each.
+
+    All pairs are checked for compatibility before anything runs.
+    """
+    models = list(models)
+    if len(models) < 2:
+        raise IncompatibleDatapaths("compare needs at least two datapaths")
+    for m in models[1:]:
+        check_compatible(models[0], m)
+    return [compare(models[0], m, cases=cases, seed=seed, shrink_example=shrink_example) for m in models[1:]]
 
 
 # ------------------------------------------------------------------ report
@@ -639,12 +688,12 @@ def example_table(cmp: Comparison) -> list:
     if exact is not None:
         lines.append(f"    exact c + sum(a*b) = {fraction_text(exact)}")
     bits = ma.encoding.word_bits
-    for name, model, d in ((f"A: {ma.arch}", ma, ex.da), (f"B: {mb.arch}", mb, ex.db)):
+    for name, model, d in ((f"A: {safe(ma.arch)}", ma, ex.da), (f"B: {safe(mb.arch)}", mb, ex.db)):
         err = ""
-        if exact is not None and not ma.d_format.integer:
+        if exact is not None and cmp.grid is not None:
             vd = exact_values(model.decode("d", np.array([d], dtype=np.uint64)))[0]
             if isinstance(vd, Fraction):
-                e = (vd - exact) / ulp_of(ma.d_format, exact)
+                e = (vd - exact) / ulp_of(cmp.grid, exact)
                 err = f"   error vs exact: {float(e):+.4g} ulp"
         lines.append(f"    {name:20s} D = {hex_word(d, bits)} ({value_text(model, 'd', d)}){err}")
     if ma.d_format.integer:
@@ -654,7 +703,7 @@ def example_table(cmp: Comparison) -> list:
     else:
         x = exact_values(ma.decode("d", np.array([ex.da], dtype=np.uint64)))[0]
         y = exact_values(mb.decode("d", np.array([ex.db], dtype=np.uint64)))[0]
-        lines.append(f"    difference: {_num(ulp_distance(ma.d_format, x, y))} ulp of {ma.d_format.name}"
+        lines.append(f"    difference: {_num(ulp_distance(cmp.grid, x, y))} ulp of {cmp.grid.name}"
                      " (at the smaller nonzero result)")
     return lines
 
@@ -662,13 +711,15 @@ def example_table(cmp: Comparison) -> list:
 def report(cmp: Comparison) -> str:
     ma, mb = cmp.model_a, cmp.model_b
     lines = [
-        f"compare  A: {ma.arch}  {ma.instruction}  ({ma.status.kind})",
-        f"         B: {mb.arch}  {mb.instruction}  ({mb.status.kind})",
-        f"  A: {ma.datapath.accumulator} {ma.datapath.parameters}, steps {_steps_text(ma)}, rounding {ma.datapath.rounding}",
-        f"  B: {mb.datapath.accumulator} {mb.datapath.parameters}, steps {_steps_text(mb)}, rounding {mb.datapath.rounding}",
+        f"compare  A: {safe(ma.arch)}  {safe(ma.instruction)}  ({safe(ma.status.kind)})",
+        f"         B: {safe(mb.arch)}  {safe(mb.instruction)}  ({safe(mb.status.kind)})",
+        safe(f"  A: {ma.datapath.accumulator} {ma.datapath.parameters}, steps {_steps_text(ma)}, "
+             f"rounding {ma.datapath.rounding}"),
+        safe(f"  B: {mb.datapath.accumulator} {mb.datapath.parameters}, steps {_steps_text(mb)}, "
+             f"rounding {mb.datapath.rounding}"),
     ]
     diffs = _params_diff(ma, mb)
-    lines.append("  the datapaths differ in: " + ("; ".join(diffs) if diffs else "nothing in their tables"))
+    lines.append("  the datapaths differ in: " + (safe("; ".join(diffs)) if diffs else "nothing in their tables"))
     n, c = cmp.cases, cmp.count
     lines.append(f"cases: {n:,}; results differ in {c:,} ({100.0 * c / n:.2f} %)")
     for kind, (bad, tot) in cmp.by_kind().items():
@@ -677,18 +728,19 @@ def report(cmp: Comparison) -> str:
     if cmp.nan_payload_only:
         lines.append(f"  ({cmp.nan_payload_only} cases where both are NaN with different payloads are not counted)")
     if c:
-        unit = "units" if ma.d_format.integer else f"ULPs of {ma.d_format.name}"
+        unit = cmp.unit
         mx = cmp.max_ulps
         lines.append(f"largest difference: {_num(mx) if mx is not None else '-'} {unit}"
                      + ("" if ma.d_format.integer else " (at the smaller nonzero result)")
                      + (f"; {cmp.special_differences} cases differ in a special value (inf/NaN)" if cmp.special_differences else ""))
         finite = cmp.ulps[cmp.differ & np.isfinite(cmp.ulps)]
         if finite.size:
-            edges = [0, 1, 2, 4, 16, 256, 2 ** 23]
-            names = ["<1", "1", "2-3", "4-15", "16-255", "256-2^23", ">=2^23"]
+            top = cmp.grid.man_bits if cmp.grid is not None else 23
+            edges = [0, 1, 2, 4, 16, 256, 2 ** top]
+            names = ["<1", "1", "2-3", "4-15", "16-255", f"256-2^{top}", f">=2^{top}"]
             which = np.searchsorted(edges, finite, side="right") - 1
             parts = [f"{names[j]}: {int((which == j).sum())}" for j in range(len(names)) if (which == j).any()]
-            lines.append("  differences by size (ULPs): " + ", ".join(parts))
+            lines.append(f"  differences by size ({unit}): " + ", ".join(parts))
         ex = cmp.example
         lines.append(f"smallest example found ({ex.support} nonzero terms incl. C, of K={ma.k} products + C):")
         lines += example_table(cmp)
@@ -697,12 +749,77 @@ def report(cmp: Comparison) -> str:
     return "\n".join(lines)
 
 
-def plot(cmp: Comparison, path, max_points: int = 20000) -> None:
-    """Histogram of each side's error against the exact result, in ULPs of the output format.
+def _side(model) -> dict:
+    return {"arch": model.arch, "instruction": model.instruction, "status": model.status.kind}
+
+
+def to_json(results, cases: int, seed: int) -> dict:
+    """The ``mmasim.compare/1`` document for comparisons against one reference
+    (docs/user-guide.md, "JSON output")."""
+    results = list(results)
+    pairs = []
+    for r in results:
+        ex = None
+        if r.example is not None:
+            x = r.example.inputs
+            bits_a, bits_b = r.model_a.a_format.container_bits, r.model_a.b_format.container_bits
+            ex = {
+                "a": [hex_word(w, bits_a) for w in x.a[0]],
+                "b": [hex_word(w, bits_b) for w in x.b[0]],
+                "c": hex_word(x.c[0], r.model_a.c_format.container_bits),
+                "scale_a": None if x.scale_a is None else [hex_word(w, r.model_a.scale_format.container_bits) for w in x.scale_a[0]],
+                "scale_b": None if x.scale_b is None else [hex_word(w, r.model_a.scale_format.container_bits) for w in x.scale_b[0]],
+                "sparse_metadata": None if x.sparse_metadata is None else [hex_word(w, 32) for w in x.sparse_metadata[0]],
+                "d_reference": hex_word(r.example.da, r.model_a.encoding.word_bits),
+                "d_other": hex_word(r.example.db, r.model_b.encoding.word_bits),
+                "nonzero_terms": r.example.support,
+            }
+        pairs.append({
+            "other": _side(r.model_b),
+            "cases": r.cases,
+            "differ": r.count,
+            "nan_payload_only": r.nan_payload_only,
+            "unit": r.unit,
+            "max_difference": r.max_ulps,
+            "special_differences": r.special_differences,
+            "by_kind": {k: {"differ": bad, "cases": tot} for k, (bad, tot) in r.by_kind().items()},
+            "example": ex,
+        })
+    return {"schema": "mmasim.compare/1", "reference": _side(results[0].model_a) if results else None,
+            "cases": cases, "seed": seed, "pairs": pairs}
+
+
+#: image types ``plot`` writes (matplotlib's Agg backend)
+PLOT_TYPES = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
+
+
+def abs_errors(model, grid, exact, words) -> tuple:
+    """``|D - exact|`` in ULPs of ``grid`` for each finite case, and how many
+    cases had no finite exact value or a special D (left out)."""
+    vals = exact_values(model.decode("d", words))
+    out, skipped = [], 0
+    for e, v in zip(exact, vals):
+        if e is None or not isinstance(v, Fraction):
+            skipped += 1
+            continue
+        out.append(float(abs(v - e) / ulp_of(grid, e)))
+    return np.asarray(out, dtype=np.float64), skipped
+
+
+def plot(results, path, max_points: int = 20000) -> None:
+    """Histogram of each datapath's error against the exact result ``C + sum(a*b)``.
+
+    ``results``: a :class:`Comparison` or a list of them against one reference
+    (:func:`compare_many`).  The x axis is ``|D - exact|`` in ULPs of the output
+    grid (:func:`output_grid`: the D format with the fraction bits the rounding
+    keeps), on a log scale (bins of a factor of 2), the y axis the number of
+    cases, log scale; exact results are counted in the legend.  The image type
+    comes from the file name (:data:`PLOT_TYPES`).
 
     Needs matplotlib (optional dependency); raises :class:`ImportError` with
     an explanation when it is missing.
     """
+    results = [results] if isinstance(results, Comparison) else list(results)
     try:
         import matplotlib
 
@@ -710,32 +827,41 @@ def plot(cmp: Comparison, path, max_points: int = 20000) -> None:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError("--plot needs matplotlib (pip install matplotlib); it is an optional dependency") from exc
-    ma, mb = cmp.model_a, cmp.model_b
+    first = results[0]
+    ma = first.model_a
     if ma.d_format.integer:
         raise IncompatibleDatapaths("--plot draws float errors; the output format is an integer")
-    n = min(cmp.cases, max_points)
-    sub = cmp.inputs if n == cmp.cases else Inputs(*(None if v is None else v[:n] for v in attrs.astuple(cmp.inputs, recurse=False)))
-    exact = exact_results(ma, sub)
-    va = exact_values(ma.decode("d", cmp.da[:n]))
-    vb = exact_values(mb.decode("d", cmp.db[:n]))
-    err_a, err_b = [], []
-    for e, x, y in zip(exact, va, vb):
-        if e is None or not isinstance(x, Fraction) or not isinstance(y, Fraction):
-            continue
-        u = ulp_of(ma.d_format, e)
-        err_a.append(float((x - e) / u))
-        err_b.append(float((y - e) / u))
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    lo = min(err_a + err_b + [-1.0])
-    hi = max(err_a + err_b + [1.0])
-    bins = np.linspace(lo, hi, 81)
-    ax.hist(err_a, bins=bins, alpha=0.55, label=f"A: {ma.arch}")
-    ax.hist(err_b, bins=bins, alpha=0.55, label=f"B: {mb.arch}")
+    grid = output_grid(ma, *(r.model_b for r in results))
+    n = min(first.cases, max_points)
+    sides = [(ma, first.da[:n], first.inputs)] + [(r.model_b, r.db[:n], r.inputs) for r in results]
+    series = []
+    for model, words, inputs in sides:
+        sub = inputs if n == len(inputs) else Inputs(
+            *(None if v is None else v[:n] for v in attrs.astuple(inputs, recurse=False)))
+        err, skipped = abs_errors(model, grid, exact_results(ma, sub), words)
+        series.append((model, err, skipped))
+    nonzero = np.concatenate([e[e > 0] for _, e, _ in series] + [np.zeros(0)])
+    lo = np.floor(np.log2(nonzero.min())) if nonzero.size else -1.0
+    hi = np.ceil(np.log2(nonzero.max())) if nonzero.size else 1.0
+    bins = 2.0 ** np.arange(lo, max(hi, lo + 1) + 1)
+    fig, ax = plt.subplots(figsize=(9, 5))
+    differs = [None] + [r.count for r in results]
+    for (model, err, skipped), count in zip(series, differs):
+        label = f"{model.arch}: exact in {int((err == 0).sum()):,} of {len(err):,}"
+        if skipped:
+            label += f" ({skipped:,} inf/NaN left out)"
+        if count is not None:
+            label += f"; differs from {ma.arch} in {count:,} of {first.cases:,}"
+        ax.hist(err[err > 0], bins=bins, label=label, histtype="step", linewidth=1.4)
+    ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel(f"D - exact (ULPs of {ma.d_format.name})")
-    ax.set_ylabel("cases")
-    ax.set_title(f"{ma.instruction}: {cmp.count} of {cmp.cases} results differ")
-    ax.legend()
+    ax.set_xlabel(f"|D - exact result| in units of the last place (ULPs) of {grid.name}, log scale")
+    ax.set_ylabel("number of cases (log scale)")
+    ax.set_title(f"{ma.instruction}: error of each result against the exact C + sum(a*b)\n"
+                 f"{n:,} generated cases (seed {first.seed}); bins of a factor of 2", fontsize=10)
+    ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        fig.savefig(path)
+    finally:
+        plt.close(fig)

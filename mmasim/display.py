@@ -2,11 +2,44 @@
 
 from __future__ import annotations
 
+import unicodedata
 from fractions import Fraction
 
 import numpy as np
 
 from .decode import FINITE, INF, NAN, ZERO
+
+
+def safe(text, newlines: bool = False) -> str:
+    """``text`` with every control character escaped, for printing text that came
+    from outside (vector files, tables, plugins, paths, the command line).
+
+    C0/C1 controls, DEL, and Unicode format / line / paragraph separators
+    (bidi overrides, zero-width characters) become ``\\xNN`` / ``\\uNNNN``
+    escapes, so a crafted string cannot move the cursor, clear the screen,
+    reorder what is shown or start a new line.  ``newlines=True`` keeps
+    ``"\\n"`` (for multi-line text the program itself composed).
+    """
+    text = str(text)
+    out = []
+    for ch in text:
+        if ch == "\n" and newlines:
+            out.append(ch)
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs"):
+            o = ord(ch)
+            out.append(f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def one_line(text) -> str:
+    """A (possibly multi-line) message as one line with control characters escaped."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    out = ""
+    for line in lines:
+        out += line if not out else (" " if out.endswith(":") else "; ") + line
+    return safe(out)
 
 
 def hex_word(word: int, bits: int) -> str:
@@ -82,4 +115,4 @@ def fraction_text(x) -> str:
     return f"{float(x)!r} (= {x})"
 
 
-__all__ = ["hex_word", "exact_values", "describe_value", "value_text", "fraction_text", "FINITE"]
+__all__ = ["safe", "one_line", "hex_word", "exact_values", "describe_value", "value_text", "fraction_text", "FINITE"]

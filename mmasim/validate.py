@@ -14,7 +14,7 @@ import time
 import attrs
 
 from . import vectors
-from .display import hex_word, value_text
+from .display import hex_word, one_line, safe, value_text
 from .errors import MMAError
 
 
@@ -115,6 +115,9 @@ def validate_file(path, show: int = 3) -> FileResult:
         return FileResult(str(path), shown, arch, instr, source, cases=len(vf),
                           error=f"cannot resolve {arch!r} / {instr!r}: {type(exc).__name__}: {exc}")
     arch, instr = model.arch, model.instruction
+    if len(vf) == 0:
+        return FileResult(str(path), shown, arch, instr, source, error="no vectors found: the file holds 0 cases",
+                          seconds=time.perf_counter() - t0)
     try:
         out = vectors.run(vf, model)
     except Exception as exc:
@@ -144,14 +147,35 @@ def validate(paths=None, show: int = 3, progress=None) -> list:
     return results
 
 
+#: evidence sources in the order they are shown (strongest first)
+SOURCE_ORDER = ("hardware", "hand-derived", "peer")
+
+
+def by_source(results) -> dict:
+    """Files, cases and mismatches per evidence source (``provenance.source`` of each
+    file); files that could not be read count under ``"unknown"`` when present."""
+    out = {s: {"files": 0, "cases": 0, "mismatches": 0} for s in SOURCE_ORDER}
+    for r in results:
+        row = out.setdefault(r.source if r.source in SOURCE_ORDER else "unknown",
+                             {"files": 0, "cases": 0, "mismatches": 0})
+        row["files"] += 1
+        if not r.error:
+            row["cases"] += r.cases
+        row["mismatches"] += r.mismatches
+    return out
+
+
 def summary(results) -> dict:
+    cases = sum(r.cases for r in results if not r.error)
     return {
         "files": len(results),
-        "cases": sum(r.cases for r in results if not r.error),
+        "cases": cases,
         "mismatches": sum(r.mismatches for r in results),
         "files_with_mismatches": sum(1 for r in results if r.mismatches),
         "errors": sum(1 for r in results if r.error),
-        "ok": all(r.ok for r in results),
+        "by_source": by_source(results),
+        "no_vectors": cases == 0,
+        "ok": cases > 0 and all(r.ok for r in results),
     }
 
 
@@ -169,9 +193,9 @@ def report(results, show_ok: bool = True) -> str:
     out = []
     by_arch: dict = {}
     for r in results:
-        by_arch.setdefault(r.arch, []).append(r)
+        by_arch.setdefault(safe(r.arch), []).append(r)
     for arch in sorted(by_arch):
-        rs = sorted(by_arch[arch], key=lambda r: (r.datapath, r.display))
+        rs = sorted(by_arch[arch], key=lambda r: (safe(r.datapath), safe(r.display)))
         cases = sum(r.cases for r in rs if not r.error)
         bad = sum(r.mismatches for r in rs)
         errs = sum(1 for r in rs if r.error)
@@ -184,30 +208,39 @@ def report(results, show_ok: bool = True) -> str:
             if not show_ok and r.ok:
                 continue
             status = "ERROR" if r.error else ("ok" if r.ok else "MISMATCH")
-            rows.append([r.datapath, r.display, f"{r.cases:,}", "-" if r.error else f"{r.mismatches:,}",
-                         r.source or "-", status])
+            rows.append([safe(r.datapath), safe(r.display), f"{r.cases:,}", "-" if r.error else f"{r.mismatches:,}",
+                         safe(r.source) or "-", status])
         if rows:
             out += ["  " + x for x in _table(rows, ["datapath", "file", "cases", "mismatches", "source", "status"],
                                              ["<", "<", ">", ">", "<", "<"])]
         out.append("")
     for r in results:
         if r.error:
-            out.append(f"ERROR {r.display}: {r.error}")
+            out.append(f"ERROR {safe(r.display)}: {one_line(r.error)}")
     if any(r.error for r in results):
         out.append("")
     for r in results:
         if not r.mismatches:
             continue
-        out.append(f"MISMATCH {r.display}: {r.arch} {r.datapath}: {r.mismatches} of {r.cases} cases differ")
+        out.append(f"MISMATCH {safe(r.display)}: {safe(r.arch)} {safe(r.datapath)}: "
+                   f"{r.mismatches} of {r.cases} cases differ")
         for m in r.first:
-            out.append(f"  case {m.index}" + (f" [{m.label}]" if m.label else ""))
+            out.append(f"  case {m.index}" + (f" [{safe(m.label)}]" if m.label else ""))
             for name, entries in m.inputs.items():
-                text = ", ".join(f"{e['word']} ({e['value']})" if e["value"] else e["word"] for e in entries)
+                text = ", ".join(f"{e['word']} ({safe(e['value'])})" if e["value"] else e["word"] for e in entries)
                 out.append(f"    {name:8s} = {text}")
-            out.append(f"    expected = {m.expected['word']} ({m.expected['value']})")
-            out.append(f"    actual   = {m.actual['word']} ({m.actual['value']})")
+            out.append(f"    expected = {m.expected['word']} ({safe(m.expected['value'])})")
+            out.append(f"    actual   = {m.actual['word']} ({safe(m.actual['value'])})")
         out.append("")
     s = summary(results)
+    rows = [[src, f"{n['files']:,}", f"{n['cases']:,}", f"{n['mismatches']:,}"] for src, n in s["by_source"].items()]
+    rows.append(["total", f"{s['files']:,}", f"{s['cases']:,}", f"{s['mismatches']:,}"])
+    out.append("cases by evidence source:")
+    out += ["  " + x for x in _table(rows, ["source", "files", "cases", "mismatches"], ["<", ">", ">", ">"])]
+    out.append("")
+    if s["no_vectors"]:
+        out.append("FAILED: no vectors found" + (f" ({s['files']} files, {s['errors']} errors)" if s["files"] else ""))
+        return "\n".join(out)
     verdict = "OK" if s["ok"] else "FAILED"
     out.append(
         f"{verdict}: {s['files']} files, {s['cases']:,} cases, {s['mismatches']:,} mismatches"
@@ -217,4 +250,5 @@ def report(results, show_ok: bool = True) -> str:
 
 
 def to_json(results) -> dict:
-    return {"summary": summary(results), "files": [r.to_dict() for r in results]}
+    """The ``mmasim.validate/1`` document (docs/user-guide.md, "JSON output")."""
+    return {"schema": "mmasim.validate/1", "summary": summary(results), "files": [r.to_dict() for r in results]}

@@ -10,7 +10,9 @@ qualifiers, the NaN comparison policy and the provenance of the expected words.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import stat
 import zipfile
 import zlib
 
@@ -26,6 +28,10 @@ SOURCES = ("hardware", "peer", "hand-derived")
 NAN_POLICIES = ("canonical", "any")
 _REQUIRED = ("a", "b", "c", "d", "meta")
 _OPTIONAL = ("scale_a", "scale_b", "sparse_metadata", "labels")
+#: the most array data one vector file may declare (the sum over its arrays of
+#: shape * itemsize, read from the .npy headers before anything is loaded).  The
+#: largest bundled file declares well under 1 MiB.
+MAX_BYTES = 256 * 1024 * 1024
 
 
 class VectorFileError(MMAError):
@@ -73,9 +79,59 @@ class VectorFile:
         return int(self.d.shape[0])
 
 
-def load(path) -> VectorFile:
-    """Read and check one vector file; every problem is a :class:`VectorFileError` naming the file."""
+def _declared_bytes(path: pathlib.Path, limit: int) -> None:
+    """Check that ``path`` is a regular file holding a zip of .npy members whose
+    headers declare at most ``limit`` bytes of array data in all (without
+    decompressing any array)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise VectorFileError(f"{path}: no such vector file") from None
+    except OSError as exc:
+        raise VectorFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise VectorFileError(f"{path}: not a regular file (a vector file is an .npz file)")
+    total = 0
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    raise VectorFileError(f"{path}: not an npz vector file (member {info.filename!r} is not an .npy array)")
+                with zf.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    if version == (1, 0):
+                        shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+                    elif version == (2, 0):
+                        shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+                    else:
+                        raise VectorFileError(f"{path}: not an npz vector file (.npy version {version})")
+                if dtype.hasobject:
+                    raise VectorFileError(f"{path}: not an npz vector file (array {info.filename!r} holds Python objects)")
+                count = 1
+                for dim in shape:
+                    count *= int(dim)
+                total += count * dtype.itemsize
+                if total > limit:
+                    raise VectorFileError(
+                        f"{path}: its arrays declare more than {limit // (1 << 20)} MiB of data; refused "
+                        f"(mmasim.vectors.MAX_BYTES)")
+    except VectorFileError:
+        raise
+    except zipfile.BadZipFile:
+        raise VectorFileError(f"{path}: not an npz vector file (not a zip archive, or a truncated one)") from None
+    except (OSError, ValueError, EOFError, zlib.error, RuntimeError, TypeError, KeyError, NotImplementedError) as exc:
+        raise VectorFileError(f"{path}: not an npz vector file ({type(exc).__name__}: {exc})") from None
+
+
+def load(path, max_bytes: int | None = None) -> VectorFile:
+    """Read and check one vector file; every problem is a :class:`VectorFileError` naming the file.
+
+    Only regular files are opened, and a file whose .npy headers declare more
+    than ``max_bytes`` (default :data:`MAX_BYTES`) of array data is refused
+    before anything is decompressed.
+    """
     path = pathlib.Path(path)
+    _declared_bytes(path, MAX_BYTES if max_bytes is None else max_bytes)
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}

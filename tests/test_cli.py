@@ -1,5 +1,6 @@
 """The mmasim command line: list, explain, run."""
 
+import json
 import subprocess
 import sys
 
@@ -44,13 +45,190 @@ def test_run_with_qualifiers_scales_and_sparsity(capsys):
 
 
 def test_errors_are_one_line_messages(capsys):
-    assert main(["run", "B200", "tcgen05.mma.kind::f16", "--a", "0", "--b", "0", "--c", "0"]) == 2
+    # a failure (an MMAError) exits 1 with one line on stderr, the candidates on it
+    assert main(["run", "B200", "tcgen05.mma.kind::f16", "--a", "0", "--b", "0", "--c", "0"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("mmasim: error:") and "matches 3 datapaths" in err
-    assert main(["explain", "Nope", "x"]) == 2
-    assert "unknown architecture" in capsys.readouterr().err
+    assert err.count("\n") == 1 and "tcgen05.mma.kind::f16.f32.bf16.bf16" in err
+    assert main(["explain", "Nope", "x"]) == 1
+    err = capsys.readouterr().err
+    assert "unknown architecture" in err and err.count("\n") == 1
 
 
 def test_console_script_runs_as_module():
     out = subprocess.run([sys.executable, "-m", "mmasim", "list"], capture_output=True, text=True)
     assert out.returncode == 0 and "Blackwell" in out.stdout
+
+
+def _one_usage_error(capsys, argv, *needles):
+    assert main(argv) == 2, argv
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith("mmasim") and ": error: " in err and "Traceback" not in err
+    for n in needles:
+        assert n in err, (n, err)
+
+
+F16 = ["A100", "H100", "m16n8k16.f32.f16.f16.f32"]
+
+
+def test_no_traceback_compare_cases_zero_or_negative(capsys):
+    _one_usage_error(capsys, ["compare", *F16, "--cases", "0"], "--cases", "at least 1")
+    _one_usage_error(capsys, ["compare", *F16, "--cases", "-5"], "--cases", "at least 1")
+    _one_usage_error(capsys, ["compare", *F16, "--cases", "many"], "--cases", "integer")
+
+
+def test_no_traceback_compare_negative_seed(capsys):
+    _one_usage_error(capsys, ["compare", *F16, "--seed", "-1"], "--seed", "at least 0")
+
+
+def test_no_traceback_compare_plot_into_missing_folder_or_unknown_type(tmp_path, capsys):
+    _one_usage_error(capsys, ["compare", *F16, "--plot", str(tmp_path / "nope" / "d.png")], "no folder")
+    _one_usage_error(capsys, ["compare", *F16, "--plot", str(tmp_path / "d.xyz")], "image type", ".png")
+    _one_usage_error(capsys, ["compare", *F16, "--plot", str(tmp_path / "d")], "image type")
+
+
+def test_no_traceback_bad_words_and_unknown_options(capsys):
+    _one_usage_error(capsys, ["run", "B200", "tcgen05.mma.kind::tf32", "--a", "zz", "--b", "0", "--c", "0"],
+                     "not a hex word")
+    _one_usage_error(capsys, ["run", "B200", "tcgen05.mma.kind::tf32", "--a", "-1", "--b", "0", "--c", "0"],
+                     "not a hex word")
+    _one_usage_error(capsys, ["list", "--colour"], "unrecognized arguments")
+    _one_usage_error(capsys, ["validate", "--show", "-2"], "--show")
+    _one_usage_error(capsys, [], "required")
+
+
+def test_failure_exits_1_with_one_line(capsys):
+    # the wrong number of words: a ShapeError, one line
+    assert main(["run", "B200", "tcgen05.mma.kind::tf32", "--a", "0", "--b", "0", "--c", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mmasim: error: ") and err.count("\n") == 1 and "shape" in err
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"mmasim {version('mmasim')}"
+
+
+def test_list_json_schema(capsys):
+    assert main(["list", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "mmasim.list/1"
+    names = [a["name"] for a in doc["architectures"]]
+    assert "Blackwell" in names and "Ampere" in names
+    assert main(["list", "B200", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (bw,) = doc["architectures"]
+    assert bw["name"] == "Blackwell" and "B200" in bw["aliases"]
+    tf32 = [d for d in bw["datapaths"] if d["instruction"] == "tcgen05.mma.kind::tf32.f32.tf32.tf32"]
+    assert tf32 and tf32[0]["status"] == "hardware"
+
+
+def test_explain_json_schema(capsys):
+    assert main(["explain", "B200", "tcgen05.kind::mxf4nvf4.4X", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "mmasim.explain/1" and doc["arch"] == "Blackwell"
+    # NVFP4: e2m1 operands, ue4m3 scales, one per 16 elements, K = 64
+    assert doc["formats"]["a"]["name"] == "e2m1" and doc["scale"]["format"]["name"] == "ue4m3"
+    assert doc["scale"]["block"] == 16 and doc["k"] == 64
+    assert doc["status"]["kind"] == "hardware" and "validation: hardware" in doc["text"]
+
+
+def test_run_json_schema(capsys):
+    ones = " ".join(["3F800000"] * 8)
+    assert main(["run", "B200", "tcgen05.mma.kind::tf32", "--a", ones, "--b", ones, "--c", "3F800000", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "mmasim.run/1"
+    assert doc["d"]["word"] == "0x41100000" and doc["d"]["value"].startswith("9.0")     # 8 * 1 * 1 + 1
+    assert len(doc["inputs"]["a"]) == 8 and doc["inputs"]["c"]["word"] == "0x3F800000"
+
+
+def test_compare_json_schema_and_more_than_two_architectures(capsys):
+    # f16 m16n8k16: Ampere and Ada chain two F=24 steps of 8, Hopper and RTX Blackwell one F=25 window
+    # over all 16 (docs/datapaths.md §3): each is compared with the first architecture named
+    argv = ["compare", "A100", "H100", "L40S", "RTX 5090", "m16n8k16.f32.f16.f16.f32", "--cases", "600"]
+    assert main(argv + ["--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "mmasim.compare/1" and doc["cases"] == 600 and doc["seed"] == 0
+    assert doc["reference"]["arch"] == "Ampere"
+    pairs = {p["other"]["arch"]: p for p in doc["pairs"]}
+    assert list(pairs) == ["Hopper", "Ada Lovelace", "RTX Blackwell"]
+    for name in ("Hopper", "RTX Blackwell"):
+        p = pairs[name]
+        assert p["cases"] == 600 and p["differ"] > 0 and p["unit"] == "ULPs of f32"
+        assert p["example"]["d_reference"] != p["example"]["d_other"]
+    assert pairs["Ada Lovelace"]["differ"] == 0 and pairs["Ada Lovelace"]["example"] is None
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "summary: each against Ampere" in out and "Ada Lovelace     differs in      0 cases" in out
+
+
+def test_plugins_lists_every_plugin_with_status(capsys):
+    from mmasim import plugins
+
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    for name in plugins.DEFAULT_PLUGINS:
+        assert name in out
+    assert " 0 failed" in out
+    assert main(["plugins", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "mmasim.plugins/1"
+    rows = {r["name"]: r for r in doc["plugins"]}
+    assert set(plugins.DEFAULT_PLUGINS) <= set(rows)
+    for r in rows.values():
+        assert set(r) == {"name", "source", "distribution", "entry_point", "ok", "error"}
+    assert rows["mmasim_plugins.blackwell"]["ok"] is True
+
+
+def test_plugins_shows_a_failed_plugin(capsys, monkeypatch):
+    import attrs
+
+    from mmasim import plugins
+
+    @attrs.frozen
+    class Rec:
+        name: str
+        source: str
+        distribution: str
+        entry_point: str
+        ok: bool
+        error: str
+
+    monkeypatch.setattr(plugins, "status", lambda: [
+        Rec("good", "entry point", "good-dist", "good", True, ""),
+        Rec("broken", "entry point", "bad-dist", "broken", False, "ImportError: no module named 'x'\x1b[2J")],
+        raising=False)
+    assert main(["plugins"]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED: ImportError: no module named 'x'\\x1b[2J" in out and "\x1b" not in out
+    assert "2 plugins, 1 failed" in out
+
+
+def test_control_characters_from_tables_are_escaped(capsys):
+    import mmasim
+
+    table = {
+        "architecture": {"name": "Evil\x1b[2J", "vendor": "x", "description": "clears\x1b[2J\nOK: fake",
+                         "aliases": ["evil"]},
+        "datapath": [{"op": "mma.sync", "a": "f16", "b": "f16", "d": "f32", "k": 16, "accumulator": "window",
+                      "params": {"F": 24, "zeros": -132}, "rounding": "rz-f32", "m": [16], "n": [8]}],
+    }
+
+    class P:
+        @mmasim.hookimpl
+        def mmasim_architectures(self):
+            return [table]
+
+    mmasim.register(P(), name="evil-table")
+    try:
+        assert main(["list"]) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "Evil\\x1b[2J" in out and "clears\\x1b[2J\\x0aOK: fake" in out
+        assert main(["explain", "evil", "m16n8k16.f32.f16.f16.f32"]) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "Evil\\x1b[2J" in out
+    finally:
+        mmasim.unregister(name="evil-table")

@@ -107,7 +107,7 @@ def test_refuses_different_operand_formats(capsys):
     rc = cli.main(["compare", "B200", "B200", "tcgen05.mma.kind::f16.f32.f16.f16",
                    "--instruction-b", "tcgen05.mma.kind::tf32"])
     err = capsys.readouterr().err
-    assert rc == 2 and "cannot compare" in err and "Traceback" not in err
+    assert rc == 1 and "cannot compare" in err and "Traceback" not in err and err.count("\n") == 1
 
 
 def test_integer_wrap_vs_saturate_differ_in_units():
@@ -166,7 +166,7 @@ def test_plot_without_matplotlib_is_a_clear_message(toys, tmp_path, monkeypatch,
     rc = cli.main(["compare", "ToyF24", "ToyF25", "m16n8k16.f32.f16.f16.f32", "--cases", "200",
                    "--plot", str(tmp_path / "d.png")])
     err = capsys.readouterr().err
-    assert rc == 3 and "needs matplotlib" in err
+    assert rc == 1 and "needs matplotlib" in err and err.startswith("mmasim: error: ")
     assert not (tmp_path / "d.png").exists()
 
 
@@ -176,3 +176,72 @@ def test_plot_writes_a_png(toys, tmp_path):
     res = cmp.compare(ma, mb, cases=300, seed=0)
     cmp.plot(res, tmp_path / "d.png")
     assert (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ulp_of_the_output_grid_hand_computed():
+    f32 = mmasim.MMA("B200", "tcgen05.mma.kind::tf32")
+    fp8 = mmasim.MMA("Ada", "m16n8k32.f32.e4m3.e4m3")          # rz-e8m13: 13 fraction bits in an f32 word
+    g32, g13 = cmp.output_grid(f32), cmp.output_grid(fp8)
+    assert (g32.name, g32.man_bits, g32.bias) == ("f32", 23, 127)
+    assert (g13.name, g13.man_bits, g13.bias) == ("E8M13", 13, 127)
+    # one ULP at 1.0: 2^-23 for f32, 2^-13 for E8M13; at 3.0 (binade [2, 4)): 2^-22, 2^-12
+    assert cmp.ulp_of(g32, Fraction(1)) == Fraction(1, 2 ** 23)
+    assert cmp.ulp_of(g13, Fraction(1)) == Fraction(1, 2 ** 13)
+    assert cmp.ulp_of(g13, Fraction(-3)) == Fraction(1, 2 ** 12)
+    # below the normal range the ULP stays at 2^(1-127-13)
+    assert cmp.ulp_of(g13, Fraction(1, 2 ** 140)) == Fraction(1, 2 ** 139)
+    assert cmp.ulp_of(g13, Fraction(0)) == Fraction(1, 2 ** 139)
+    # 1 and the next E8M13 value are 1 ULP apart; 1 and the next f32 value are 2^-10 of it
+    assert cmp.ulp_distance(g13, Fraction(1), 1 + Fraction(1, 2 ** 13)) == 1.0
+    assert cmp.ulp_distance(g13, Fraction(1), 1 + Fraction(1, 2 ** 23)) == 2.0 ** -10
+    assert cmp.ulp_distance(g13, Fraction(2), Fraction(2) - Fraction(1, 2 ** 13)) == 1.0   # across 2: at 2 - u
+    # the coarser grid of the two counts
+    assert cmp.output_grid(f32, fp8) == g13
+    f16 = cmp.output_grid(mmasim.MMA("A100", "m16n8k16.f16.f16.f16.f16"))
+    assert (f16.name, f16.man_bits) == ("f16", 10)
+    assert cmp.ulp_of(f16, Fraction(1, 2 ** 20)) == Fraction(1, 2 ** 24)                   # f16 subnormal ULP
+
+
+def test_fp8_differences_are_counted_in_ulps_of_e8m13():
+    # Ada's fp8 mma rounds to E8M13 (rz-e8m13), RTX Blackwell's keeps f32 (docs/datapaths.md §2)
+    ada = mmasim.MMA("Ada", "m16n8k32.f32.e4m3.e4m3")
+    rtx = mmasim.MMA("RTX 5090", "mma.sync.m16n8k32.f32.e4m3.e4m3")
+    res = cmp.compare(ada, rtx, cases=400, seed=0)
+    assert res.grid.name == "E8M13" and res.unit == "ULPs of E8M13"
+    assert "ULPs of E8M13" in cmp.report(res)
+
+
+def test_plot_log_scale_axis_in_ulps_of_the_output_format(tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ada = mmasim.MMA("Ada", "m16n8k32.f32.e4m3.e4m3")
+    rtx = mmasim.MMA("RTX 5090", "mma.sync.m16n8k32.f32.e4m3.e4m3")
+    hop = mmasim.MMA("H100", "wgmma.mma_async.k32.f32.e4m3.e4m3")
+    results = cmp.compare_many([ada, rtx, hop], cases=300, seed=0)
+    seen = {}
+    real_savefig = matplotlib.figure.Figure.savefig
+
+    def spy(fig, path, *a, **kw):
+        ax = fig.axes[0]
+        seen.update(xscale=ax.get_xscale(), yscale=ax.get_yscale(), xlabel=ax.get_xlabel(), ylabel=ax.get_ylabel(),
+                    title=ax.get_title(), legend=[t.get_text() for t in ax.get_legend().get_texts()])
+        return real_savefig(fig, path, *a, **kw)
+
+    matplotlib.figure.Figure.savefig = spy
+    try:
+        cmp.plot(results, tmp_path / "fp8.png")
+        cmp.plot(results[0], tmp_path / "fp8.svg")
+    finally:
+        matplotlib.figure.Figure.savefig = real_savefig
+    assert (tmp_path / "fp8.png").read_bytes()[:4] == b"\x89PNG"
+    assert b"<svg" in (tmp_path / "fp8.svg").read_bytes()[:400]
+    plt.close("all")
+    assert seen["xscale"] == "log" and seen["yscale"] == "log"
+    assert "units of the last place" in seen["xlabel"] and "E8M13" in seen["xlabel"] and "log scale" in seen["xlabel"]
+    assert "number of cases" in seen["ylabel"]
+    assert "exact" in seen["title"]
+    assert any(t.startswith("Ada Lovelace: exact in") for t in seen["legend"])

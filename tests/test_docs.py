@@ -168,11 +168,100 @@ def test_readme_python_examples_run(capsys):
     assert "0x41100000" in out and "0x3f800000" in out and "0x42800000" in out   # the values the README states
 
 
+_SETUP = ("pip install", "python3 -m venv", "python -m venv", ". .venv/bin/activate")
+
+
+def _readme_commands():
+    """Every command line of the README's ``sh`` blocks, except installation and venv set-up."""
+    text = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    out = []
+    for _, body in _blocks(text, "sh"):
+        for line in body.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#") or line.startswith(_SETUP):
+                continue
+            out.append(line)
+    return out
+
+
 def test_readme_commands_are_real_subcommands():
+    import shlex
+
     from mmasim.cli import build_parser
 
-    text = (DOCS.parent / "README.md").read_text(encoding="utf-8")
     sub = build_parser()._subparsers._group_actions[0].choices
-    for line in text.splitlines():
-        if line.startswith("mmasim "):
-            assert line.split()[1] in sub, line
+    cmds = _readme_commands()
+    assert "mmasim validate" in cmds                     # the main job stays in the README
+    for line in cmds:
+        words = shlex.split(line, comments=True)
+        assert words[0] == "mmasim", line
+        assert words[1] in sub or words[1].startswith("--"), line
+        assert "..." not in words and "[ARCH]" not in line, f"not a complete command: {line}"
+
+
+def test_readme_shell_commands_run_verbatim(tmp_path):
+    """Each README command, as written, in a shell with this environment's ``mmasim`` first on PATH:
+    exit status 0, no traceback, no error message."""
+    env = _env(PATH=os.pathsep.join([str(pathlib.Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    cmds = _readme_commands()
+    assert len(cmds) >= 8
+    for line in cmds:
+        r = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
+        assert r.returncode == 0, (line, r.stdout[-2000:], r.stderr[-2000:])
+        assert r.stdout.strip(), line
+        assert "Traceback" not in r.stderr and "error" not in r.stderr, (line, r.stderr)
+        if line.startswith("mmasim run") and "33C00000" in line:
+            assert "D = 0x3F800000" in r.stdout                  # truncation, as the README says
+        elif line.startswith("mmasim run"):
+            assert "D = 0x40000000" in r.stdout                  # 1 x 1 + 1 = 2.0, as the README says
+        elif line == "mmasim validate":
+            assert r.stdout.rstrip().splitlines()[-1].startswith("OK: ")
+            assert "cases by evidence source:" in r.stdout
+
+
+def _documented_schemas():
+    text = (DOCS / "user-guide.md").read_text(encoding="utf-8")
+    section = text[text.index("## JSON output"):]
+    import json
+
+    docs = [json.loads(body) for _, body in _blocks(section, "json")]
+    return {d["schema"]: d for d in docs}
+
+
+def test_json_output_schemas_are_documented(tmp_path, capsys):
+    """Every command's --json document has the keys docs/user-guide.md ("JSON output") shows for its schema."""
+    import json
+
+    from mmasim.cli import main
+
+    documented = _documented_schemas()
+    assert set(documented) == {f"mmasim.{c}/1" for c in ("list", "explain", "run", "compare", "validate", "plugins")}
+    good = ROOT / "vectors" / "hardware" / "blackwell" / "tf32-probe-ladder.hardware.npz"
+    runs = {
+        "list": ["list", "B200"],
+        "explain": ["explain", "B200", "tcgen05.kind::mxf4nvf4.4X"],
+        "run": ["run", "B200", "tcgen05.mma.kind::tf32", "--a", "3F800000 0 0 0 0 0 0 0",
+                "--b", "3F800000 0 0 0 0 0 0 0", "--c", "3F800000"],
+        "compare": ["compare", "A100", "H100", "m16n8k16.f32.f16.f16.f32", "--cases", "300"],
+        "validate": ["validate", "-q", str(good)],
+        "plugins": ["plugins"],
+    }
+
+    open_maps = ("parameters", "by_kind")        # keys depend on the datapath / the generators
+
+    def same_keys(doc, got, where):
+        assert set(doc) == set(got), (where, sorted(doc), sorted(got))
+        for key, value in doc.items():
+            if key in open_maps:
+                continue
+            if isinstance(value, dict) and value and isinstance(got[key], dict):
+                same_keys(value, got[key], f"{where}.{key}")
+            elif isinstance(value, list) and value and isinstance(value[0], dict) and got[key]:
+                same_keys(value[0], got[key][0], f"{where}.{key}[0]")
+
+    for cmd, argv in runs.items():
+        assert main(argv + ["--json"]) == 0, cmd
+        got = json.loads(capsys.readouterr().out)
+        doc = documented[f"mmasim.{cmd}/1"]
+        assert got["schema"] == doc["schema"]
+        same_keys(doc, got, cmd)

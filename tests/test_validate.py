@@ -178,3 +178,136 @@ def test_save_then_load_round_trip(tmp_path):
     assert list(vf.labels) == ["1*1 + 1"]
     assert vf.meta["format"] == "mmasim-vectors" and vf.meta["version"] == 1
     assert vectors.run(vf).mismatches.size == 0
+
+
+# ------------------------------------------------ never "OK" on nothing (issue 10 section 4)
+PEER = ROOT / "vectors" / "peer" / "volta" / "m8n8k4.f32.f16.f16.f16.npz"
+
+
+def _validate(capsys, *argv):
+    rc = cli.main(["validate", "-q", *map(str, argv)])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return rc, out, err
+
+
+def test_no_vectors_found_in_an_empty_folder(tmp_path, capsys):
+    rc, out, err = _validate(capsys, tmp_path)
+    assert rc == 1 and "FAILED: no vectors found" in out and "OK" not in out
+    assert err.strip() == f"mmasim: error: no vectors found in {tmp_path}"
+
+
+def test_no_vectors_found_in_a_folder_without_vector_files(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("nothing here")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "data.npy").write_bytes(b"\x93NUMPY")
+    rc, out, err = _validate(capsys, tmp_path)
+    assert rc == 1 and "no vectors found" in out and "no vectors found" in err
+
+
+def test_no_vectors_found_in_a_file_with_zero_cases(tmp_path, capsys):
+    p = vectors.save(tmp_path / "empty.npz", arch="B200", instruction="tcgen05.mma.kind::tf32", a=np.zeros((0, 8)),
+                     b=np.zeros((0, 8)), c=np.zeros(0), d=np.zeros(0), provenance=PROV)
+    assert len(vectors.load(p)) == 0
+    rc, out, err = _validate(capsys, p)
+    assert rc == 1 and "no vectors found: the file holds 0 cases" in out
+    assert "FAILED: no vectors found" in out and "no vectors found" in err
+    doc = json.loads(_json(capsys, p))
+    assert doc["summary"]["ok"] is False and doc["summary"]["no_vectors"] is True
+
+
+def _json(capsys, *paths):
+    cli.main(["validate", "-q", "--json", *map(str, paths)])
+    return capsys.readouterr().out
+
+
+def test_a_fifo_named_npz_is_not_opened(tmp_path, capsys):
+    import os
+    import threading
+
+    fifo = tmp_path / "x.npz"
+    os.mkfifo(fifo)
+    box = {}
+    worker = threading.Thread(target=lambda: box.update(rc=cli.main(["validate", "-q", str(tmp_path)])), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "validate hung on a FIFO"
+    out = capsys.readouterr().out
+    assert box["rc"] == 1 and "not a regular file" in out
+    with pytest.raises(vectors.VectorFileError, match="not a regular file"):
+        vectors.load(fifo)
+
+
+def _npz_declaring(path, shapes):
+    """A zip of .npy members whose headers declare ``shapes`` (uint64) but hold almost no data."""
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, shape in shapes.items():
+            buf = io.BytesIO()
+            np.lib.format.write_array_header_1_0(buf, {"descr": "<u8", "fortran_order": False, "shape": shape})
+            buf.write(b"\0" * 64)
+            zf.writestr(name + ".npy", buf.getvalue())
+    return path
+
+
+def test_header_declared_arrays_beyond_the_size_limit_are_refused(tmp_path, capsys):
+    # 465 MB declared in a file of a few hundred bytes: refused before anything is decompressed
+    big = _npz_declaring(tmp_path / "big.npz", {"a": (58_125_000, 1), "meta": ()})
+    assert big.stat().st_size < 4096
+    with pytest.raises(vectors.VectorFileError, match="MiB"):
+        vectors.load(big)
+    # the limit is on the sum over the arrays of one file: 2 x 160 MiB > 256 MiB
+    two = _npz_declaring(tmp_path / "two.npz", {"a": (20 * 2 ** 20, 1), "b": (20 * 2 ** 20, 1)})
+    with pytest.raises(vectors.VectorFileError, match="more than 256 MiB"):
+        vectors.load(two)
+    assert vectors.MAX_BYTES == 256 * 2 ** 20
+    rc, out, _ = _validate(capsys, big)
+    assert rc == 1 and "refused" in out
+    # every bundled file is far below it
+    vectors.load(GOOD, max_bytes=2 ** 20)
+
+
+def test_a_text_file_named_npz_is_not_an_npz_vector_file(tmp_path, capsys):
+    p = tmp_path / "readme.npz"
+    p.write_text("these are not the vectors you are looking for\n")
+    with pytest.raises(vectors.VectorFileError, match="not an npz vector file") as info:
+        vectors.load(p)
+    assert "pickle" not in str(info.value)
+    rc, out, _ = _validate(capsys, p)
+    assert rc == 1 and "not an npz vector file" in out and "pickle" not in out
+
+
+def test_control_characters_from_vector_files_are_escaped(tmp_path, capsys):
+    evil = "\x1b[2J\x1b[H\nOK: 300 files, 1,000,000 cases, 0 mismatches in 0 files, 0 errors\n"
+    _save(tmp_path / "evil.npz", 0x40000000, arch=evil, labels=["\x1b[31mred"])
+    _save(tmp_path / "label.npz", 0x40000001, labels=["\x07\x1b[31mred\u202e"])
+    rc, out, err = _validate(capsys, tmp_path)
+    assert rc == 1
+    assert "\x1b" not in out + err and "\x07" not in out and "\u202e" not in out
+    assert not [line for line in out.splitlines() if line.startswith("OK")]
+    assert "\\x1b[2J\\x1b[H\\x0aOK: 300 files" in out
+    assert "[\\x07\\x1b[31mred\\u202e]" in out
+    assert out.rstrip().splitlines()[-1].startswith("FAILED")
+
+
+def test_cases_by_evidence_source(tmp_path, capsys):
+    shutil.copy(GOOD, tmp_path / "hw.npz")                       # 33 hardware cases
+    shutil.copy(PEER, tmp_path / "peer.npz")                     # 512 peer cases
+    _save(tmp_path / "hand.npz", 0x40000000)                     # 1 hand-derived case
+    rc, out, _ = _validate(capsys, tmp_path)
+    assert rc == 0
+    table = out[out.index("cases by evidence source:"):].splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in table[3:7]}
+    assert rows == {"hardware": ["1", "33", "0"], "hand-derived": ["1", "1", "0"], "peer": ["1", "512", "0"],
+                    "total": ["3", "546", "0"]}
+    # strongest evidence first
+    assert [line.split()[0] for line in table[3:6]] == ["hardware", "hand-derived", "peer"]
+    doc = json.loads(_json(capsys, tmp_path))
+    assert doc["schema"] == "mmasim.validate/1"
+    assert doc["summary"]["by_source"] == {
+        "hardware": {"files": 1, "cases": 33, "mismatches": 0},
+        "hand-derived": {"files": 1, "cases": 1, "mismatches": 0},
+        "peer": {"files": 1, "cases": 512, "mismatches": 0},
+    }
