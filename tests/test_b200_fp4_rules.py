@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 import mmasim
-from helpers import f32
+from helpers import f32, f32_rz
 from mmasim.model import Model
 
 ONE, NEG_ONE, SIX = 0x2, 0xA, 0x7          # e2m1 words
@@ -65,21 +65,10 @@ def logical_position(i):
 def rz_f32(x: Fraction) -> int:
     """f32 word of the exact value ``x`` truncated toward zero, subnormals included;
     a result that truncates to zero is +0 (the NVIDIA fixed-point rule)."""
-    if x == 0:
-        return 0
-    sign = 0x80000000 if x < 0 else 0
-    x = abs(x)
-    e = x.numerator.bit_length() - x.denominator.bit_length()
-    while Fraction(2) ** e > x:
-        e -= 1
-    while Fraction(2) ** (e + 1) <= x:
-        e += 1
-    assert e <= 127
-    if e < -126:                           # subnormal: steps of 2^-149
-        mant = int(x / Fraction(2) ** -149)
-        return sign | mant if mant else 0
-    mant = int(x / Fraction(2) ** (e - 23))
-    return sign | ((e + 127) << 23) | (mant - (1 << 23))
+    if x == 0 or abs(x) >= two(-126):
+        return f32_rz(x)
+    mant = int(abs(x) / two(-149))          # subnormal: steps of 2^-149
+    return ((0x80000000 if x < 0 else 0) | mant) if mant else 0
 
 
 def two(e):
