@@ -176,6 +176,21 @@ def _grouped_cases(model, rng, rows=256):
     sz = sa.copy()
     sz[rng.random(sz.shape) < 0.3] = 0
     out.append(("zero_scale", a, b, c, sz, sb))
+    # one block per row holding only zero products (b zero there) under scales above every
+    # other block's: it must not raise the scale floor (the subnormal, C-relative and
+    # floor-decided families again)
+    dead = rng.integers(0, nb, size=rows)
+    cols = dead[:, None] * dp.block + np.arange(dp.block)
+    top = np.uint64((ehi + ebias) << M)
+    for kind, a_, b_, c_, sa_, sb_ in [x for x in out if x[0] in ("subnormal", "subnormal_redo", "cancel_top",
+                                                                  "spread_c_relative", "block_c_relative")]:
+        bd = b_.copy()
+        np.put_along_axis(bd, cols, np.uint64(0), axis=1)
+        sad, sbd = sa_.copy(), sb_.copy()
+        for s in (sad, sbd):
+            lift = s.max(axis=1) + (rng.integers(1, 40, size=rows) << M).astype(np.uint64)
+            s[np.arange(rows), dead] = np.minimum(lift, top)
+        out.append((kind + "_dead_top_block", a_, bd, c_, sad, sbd))
     return out
 
 

@@ -13,7 +13,9 @@ exactly and the sum goes to the output encoder.  Parameters:
 ``group``
     consecutive products summed exactly before truncation (1: each alone).
 ``scale_floor``
-    the quantum is at least ``max(scale raw) - scale_floor`` (block-scaled B200).
+    the quantum is at least ``max(scale raw) - scale_floor`` (block-scaled B200),
+    the max taken over the scale blocks that hold a nonzero product: a block whose
+    products are all zero (or whose scale is zero) does not raise the floor.
 ``c_dominant``
     ``{"F": Fc, "group": G}``: when C is nonzero and ``r_c`` reaches the
     largest product raw, quantum = ``r_c - Fc`` and products are summed in
@@ -22,9 +24,11 @@ exactly and the sum goes to the output encoder.  Parameters:
     ``Fc``: a product group whose own largest raw is <= ``r_c`` is truncated at
     ``max(quantum, r_c - Fc)`` (B200 ue8m0 MXF4).
 ``subnormal_redo``
-    ``T``: if the result is an f32 subnormal, groups whose scale raw is below
-    the largest and whose contribution is below ``2**T`` are left out and the
-    sum is redone (B200 ue8m0 MXF4).
+    ``T``: if the RZ-F32 result is a nonzero f32 subnormal (not when the sum
+    truncates to zero), groups whose scale raw is below the largest (of the
+    blocks holding a nonzero product, as for ``scale_floor``) and whose
+    contribution is below ``2**(T - quantum)`` quanta are left out and the sum
+    is redone (B200 ue8m0 MXF4; docs/datapaths.md §6).
 """
 
 from __future__ import annotations
@@ -65,11 +69,14 @@ def window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, *, F:
         zero_r = np.where(p.cls == FINITE, p.r, z)
         E = np.maximum(zero_r.max(axis=-1), np.where(c_live, c.r, z))
     quantum = E - F
-    scale_r = None
+    scale_r = live_sr = None
     if scaled:
         scale_r = scale_a.r + scale_b.r
+        # the largest scale raw of the blocks holding a nonzero product (a scale is
+        # per element, so over the live products)
+        live_sr = np.where(live, scale_r, NEG_INF_EXP).max(axis=-1)
     if scale_floor is not None:
-        quantum = np.maximum(quantum, scale_r.max(axis=-1) - scale_floor)
+        quantum = np.maximum(quantum, live_sr - scale_floor)
 
     cdom = None
     if c_dominant is not None:
@@ -101,13 +108,14 @@ def window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, *, F:
     if subnormal_redo is not None:
         group_scale_r = _group_max(scale_r, group)
         lead = quantum + bit_length(np.abs(total)) - 1
-        subnormal = (total != 0) & (lead < -126)
+        # RZ-F32 gives a nonzero subnormal: 2**-149 <= |sum| < 2**-126
+        subnormal = (total != 0) & (lead < -126) & (lead >= -149)
         if cdom is not None:
             subnormal &= ~cdom
         if subnormal.any():
             limit = np.clip(np.int64(subnormal_redo) - quantum, 0, 62)[..., None]
             small = bit_length(np.abs(contrib)) <= limit
-            drop = small & (group_scale_r < group_scale_r.max(axis=-1, keepdims=True))
+            drop = small & (group_scale_r < live_sr[..., None])
             redone = np.where(drop, 0, contrib).sum(axis=-1) + truncate_signed(c_neg, c_mag, c.q, quantum)
             total = np.where(subnormal, redone, total)
 

@@ -86,24 +86,22 @@ def _shift(mag, by):
 
 
 @_inline
-def _subnormal_redo(total, quantum, ctr, contrib, sr, group, G, gr, srT):
+def _subnormal_redo(total, quantum, ctr, contrib, sr, group, G, gr, srT, gmax):
     """The ue8m0 MXF4 subnormal rule of the window accumulator: if ``total`` (in
-    quanta of 2**quantum) is an f32 subnormal, redo the sum without the groups whose
-    scale raw (the max of ``sr`` over the group, stored in ``gr``) is below the
-    largest and whose contribution is below 2**(srT - quantum) quanta."""
+    quanta of 2**quantum) is a nonzero RZ-F32 subnormal (2**-149 <= |sum| < 2**-126),
+    redo the sum without the groups whose scale raw (the max of ``sr`` over the
+    group, stored in ``gr``) is below ``gmax`` (the largest scale raw of the blocks
+    holding a nonzero product) and whose contribution is below 2**(srT - quantum) quanta."""
     lead = quantum + _bitlen(abs(total)) - 1
-    if total == 0 or lead >= -126:
+    if total == 0 or lead >= -126 or lead < -149:
         return total
     limit = _clip(srT - quantum, 0, 62)
-    gmax = np.int64(NEG)
     for g in range(G):
         v = np.int64(NEG)
         for k in range(g * group, g * group + group):
             if sr[k] > v:
                 v = sr[k]
         gr[g] = v
-        if v > gmax:
-            gmax = v
     red = ctr
     for g in range(G):
         if not (_bitlen(abs(contrib[g])) <= limit and gr[g] < gmax):
@@ -318,11 +316,12 @@ def _group_sum(pm, pq, pn, lo, hi, clog):
 
 
 @_inline
-def _group_total(G, step, pm, pq, pn, plr, psr, bufs, quantum, cterm, P):
+def _group_total(G, step, pm, pq, pn, plr, psr, max_sr, bufs, quantum, cterm, P):
     """The window's sum of one step after the products, at ``quantum``: the group sums
     (``group`` > 1) truncated, the C-relative truncation, the C-dominant sums (groups of
     ``cdG``), the truncated C, the subnormal redo.  ``plr``: each product's raw exponent
-    (NEG for a zero); ``bufs``: work arrays (contributions, group sums, their q, their
+    (NEG for a zero); ``max_sr``: the largest scale raw of the blocks holding a nonzero
+    product (the redo's); ``bufs``: work arrays (contributions, group sums, their q, their
     largest raw exponent); ``cterm``: C live, C r, C sign, C magnitude, C q, and whether
     C dominates.  Returns ``(total, bad)`` (``bad``: a sum the reference refuses)."""
     contrib, gs, gq, gr = bufs
@@ -368,7 +367,7 @@ def _group_total(G, step, pm, pq, pn, plr, psr, bufs, quantum, cterm, P):
     ctr = _trunc(c_neg, c_mag, cq, quantum)
     total = ptot + ctr
     if has_sr and not (has_cd and cdom):
-        total = _subnormal_redo(total, quantum, ctr, contrib, psr, group, G, gr, srT)
+        total = _subnormal_redo(total, quantum, ctr, contrib, psr, group, G, gr, srT, max_sr)
     return total, bad
 
 
@@ -433,10 +432,7 @@ def window_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, E
                     m = m * xm * ym
                     q = q + xq + yq
                     r = r + xr + yr
-                    srk = xr + yr
-                    psr[k] = srk
-                    if srk > max_sr:
-                        max_sr = srk
+                    psr[k] = xr + yr
                 live = False
                 if nanf or (inff and zf):
                     s_nan = True
@@ -455,6 +451,8 @@ def window_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, E
                     any_live = True
                     if r > max_r:
                         max_r = r
+                    if scaled and psr[k] > max_sr:
+                        max_sr = psr[k]     # the blocks holding a nonzero product
                     if r > zmax:
                         zmax = r
                 else:
@@ -495,7 +493,7 @@ def window_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, P, E
                 cdom = c_live and any_live and cr >= max_r
                 if cdom:
                     quantum = cr - cdF
-            total, bad = _group_total(G, step, pm, pq, pn, plr, psr, (contrib, gs, gq, gr), quantum,
+            total, bad = _group_total(G, step, pm, pq, pn, plr, psr, max_sr, (contrib, gs, gq, gr), quantum,
                                       (c_live, cr, c_neg, c_mag, cq, cdom), P)
             if bad:
                 break
@@ -1090,7 +1088,7 @@ def _tile_products_scaled(tiles, s0, step, block, nr, la, lb, LT, S, px, pu, win
     """Block-scaled products of one step (A and B tabled): block by block, the
     block's scale product per row; ``hi``: the largest raw exponent (q plus the
     block's r - q offset), ``lo``: the smallest q, ``msr``: the largest scale raw
-    sum."""
+    sum of the blocks holding a nonzero product."""
     at, bt = tiles
     bsm, bqs, bro, bsr = scl
     hi, lo, msr, qu = win
@@ -1099,6 +1097,8 @@ def _tile_products_scaled(tiles, s0, step, block, nr, la, lb, LT, S, px, pu, win
         lo[r] = np.int64(LSQ) * 8
         msr[r] = np.int64(NEG)
     for blk in range(s0 // block, (s0 + step - 1) // block + 1):
+        for r in range(nr):
+            qu[r] = np.int64(LZQ) * 8       # the block's largest raw (qu is free until _tile_sum)
         for k in range(max(s0, blk * block), min(s0 + step, blk * block + block)):
             for r in range(nr):
                 ma, qa = _tile_get(at, k, r, 0, la, LT)
@@ -1107,12 +1107,16 @@ def _tile_products_scaled(tiles, s0, step, block, nr, la, lb, LT, S, px, pu, win
                 px[k - s0, r] = (ma * mb * bsm[blk, r]) << S
                 pu[k - s0, r] = S - q
                 qr = q + bro[blk, r]
-                h = hi[r]
-                hi[r] = qr if qr > h else h
+                h = qu[r]
+                qu[r] = qr if qr > h else h
                 lw = lo[r]
                 lo[r] = q if q < lw else lw
         for r in range(nr):
-            m0, m1 = msr[r], bsr[blk, r]
+            hb = qu[r]
+            h = hi[r]
+            hi[r] = hb if hb > h else h
+            # only a block holding a nonzero product raises the scale floor
+            m0, m1 = msr[r], bsr[blk, r] if hb > LZT else np.int64(NEG)
             msr[r] = m1 if m1 > m0 else m0
 
 
@@ -1346,7 +1350,8 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
                         hib = max(hib, q)
                         lo = min(lo, q)
                     hi = max(hi, hib + br)
-                    max_sr = max(max_sr, bs)
+                    if hib + br > LZT:       # the block holds a nonzero product
+                        max_sr = max(max_sr, bs)
             else:
                 for k in range(step):
                     kk = s0 + k
@@ -1405,7 +1410,7 @@ def window_fast_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
                         plr[k] = plr[k] if p != 0 else NEG
                     else:
                         plr[k] = (pq[k] + roff) if p != 0 else NEG
-                total, b = _group_total(G, step, pm, pq, pn, plr, psr, (contrib, gs, gq, gr), quantum,
+                total, b = _group_total(G, step, pm, pq, pn, plr, psr, max_sr, (contrib, gs, gq, gr), quantum,
                                         (c_live, cr, c_neg, c_mag, cq, cdom), P)
                 bad = bad or b
                 if bad:
@@ -1510,8 +1515,6 @@ def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, 
                 bq = bqs[blk]
                 bs = bsr[blk]
                 brr = roff + bs
-                if bs > max_sr:
-                    max_sr = bs
                 g0 = (blk * block - s0) // group
                 for g in range(g0, g0 + per):
                     tot = np.int64(0)
@@ -1531,6 +1534,8 @@ def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, 
                         any_live = True
                         if v > max_r:
                             max_r = v
+                        if bs > max_sr:
+                            max_sr = bs     # the blocks holding a nonzero product
                     else:
                         gr[g] = NEG
             c_live = ccls == FINITE
@@ -1574,7 +1579,7 @@ def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, 
             ctr = _trunc(c_neg, c_mag, cq, quantum)
             total = ptot + ctr
             if has_sr and not (has_cd and cdom):
-                total = _subnormal_redo(total, quantum, ctr, contrib, gsr, 1, G, gsr, srT)
+                total = _subnormal_redo(total, quantum, ctr, contrib, gsr, 1, G, gsr, srT, max_sr)
             oneg = total < 0
             omag = abs(total)
             e0 = quantum

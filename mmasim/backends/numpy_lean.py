@@ -249,7 +249,8 @@ class LeanWindow:
                 E = np.maximum(E, np.where(c_live, c_r, self.ezero))
             quantum = E - F
             if self.sf is not None:
-                quantum = np.maximum(quantum, s_r[:, cut].max(axis=-1) - int(self.sf))
+                # the floor counts only the blocks holding a nonzero product
+                quantum = np.maximum(quantum, np.where(p != 0, s_r[:, cut], NEG).max(axis=-1) - int(self.sf))
             # t = trunc(|p| * 2**(q - quantum)) = (|p| << S) >> (S - q + quantum)
             np.subtract((quantum + S)[:, None], q, out=q)
             np.minimum(q, 63, out=q)
@@ -454,8 +455,10 @@ class LeanGrouped:
             special |= c_special
             E = np.maximum(max_r, np.where(c_live, c_r, NEG))
             quantum = E - F
+            # the largest scale raw of the blocks holding a nonzero product (the floor, the redo)
+            live_sr = np.where(glive, s_r, NEG).max(axis=-1)
             if self.sf is not None:
-                quantum = np.maximum(quantum, sr_all[:, bcut].max(axis=-1) - int(self.sf))
+                quantum = np.maximum(quantum, live_sr - int(self.sf))
             cdom = None
             if self.cd is not None:
                 cdom = c_live & any_live & (c_r >= max_r)
@@ -480,13 +483,13 @@ class LeanGrouped:
             total = products_total + ct
             if self.redo is not None:
                 lead = quantum + _bit_length(np.abs(total)) - 1
-                subnormal = (total != 0) & (lead < -126)
+                subnormal = (total != 0) & (lead < -126) & (lead >= -149)   # a nonzero RZ-F32 subnormal
                 if cdom is not None:
                     subnormal &= ~cdom
                 if subnormal.any():
                     limit = np.clip(np.int64(self.redo) - quantum, 0, 62)[:, None]
                     small = _bit_length(np.abs(contrib)) <= limit
-                    drop = small & (s_r < s_r.max(axis=-1, keepdims=True))
+                    drop = small & (s_r < live_sr[:, None])
                     redone = np.where(drop, 0, contrib).sum(axis=-1) + ct
                     total = np.where(subnormal, redone, total)
             words = _pack_sum(self.pack_rz, model.encoding, total, quantum, (any_live, c_neg, c_mag, c_q))
