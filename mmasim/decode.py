@@ -1,4 +1,4 @@
-"""Decoding container words into exact integer form (REFERENCE.md section 1).
+"""Decoding container words into exact integer form (docs/datapaths.md section 1).
 
 A decoded element is ``(-1)**sign * m * 2**q`` with an integer significand
 ``m``, plus its class and its *raw exponent* ``r``: the exponent of the leading

@@ -1,4 +1,4 @@
-"""Output encoders: the rounding ρ of REFERENCE.md section 2.
+"""Output encoders: the rounding ρ of docs/datapaths.md section 2.
 
 An exact result ``(-1)**neg * mag * 2**e0`` (integer ``mag``) is rounded into a
 float format with RZ or RNE, or an integer sum is wrapped or saturated to s32.

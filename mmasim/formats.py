@@ -1,4 +1,4 @@
-"""Number formats: what a container word holds (REFERENCE.md section 1).
+"""Number formats: what a container word holds (docs/datapaths.md section 1).
 
 A :class:`Format` describes a number format *and its container*: where the
 element's bits sit in the word the hardware reads.  The generic decoders in
@@ -86,7 +86,7 @@ def _f(key, name, container, e, m, bias, **kw):
     return Format(key=key, name=name, container_bits=container, exp_bits=e, man_bits=m, bias=bias, **kw)
 
 
-#: The formats of REFERENCE.md section 1, registered by the core's own plugin.
+#: The formats of docs/datapaths.md section 1, registered by the core's own plugin.
 BUILTIN_FORMATS = (
     _f("f64", "f64", 64, 11, 52, 1023, typed="float64"),
     _f("f32", "f32", 32, 8, 23, 127, typed="float32"),

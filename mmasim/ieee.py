@@ -1,5 +1,5 @@
 """Exact IEEE binary64 building blocks for datapaths whose specification *is*
-IEEE arithmetic (FMA chains, FTZ mul-add; REFERENCE.md sections 5 and 8).
+IEEE arithmetic (FMA chains, FTZ mul-add; docs/datapaths.md sections 5 and 8).
 
 Error-free transformations (TwoSum, Dekker's TwoProduct with Veltkamp's
 split) and rounding to odd (Boldo and Melquiond, "Emulation of FMA and

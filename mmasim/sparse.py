@@ -1,4 +1,4 @@
-"""Structured sparsity: selecting the stored elements from the logical K (REFERENCE.md section 6).
+"""Structured sparsity: selecting the stored elements from the logical K (docs/datapaths.md section 6).
 
 Metadata is an array of 32-bit words; nibble ``i`` (low nibble of word 0
 first) is the selector of chunk ``i`` of the logical K.  The selected positions

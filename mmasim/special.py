@@ -1,4 +1,4 @@
-"""Special values shared by the NVIDIA fixed-point datapaths (REFERENCE.md section 3, step 1).
+"""Special values shared by the NVIDIA fixed-point datapaths (docs/datapaths.md section 3, step 1).
 
 Products are classified before any arithmetic: NaN if a factor is NaN or inf
 meets zero, inf if a factor is inf, zero if a factor is zero.  The group is NaN
@@ -58,9 +58,9 @@ def classify(terms: Decoded, c: Decoded | None = None) -> Specials:
     return Specials(nan, (pos_inf | neg_inf) & ~nan, neg_inf & ~pos_inf)
 
 
-#: The NVIDIA special-value rules of REFERENCE.md section 3 step 1, as text.
+#: The NVIDIA special-value rules of docs/datapaths.md section 3 step 1, as text.
 NVIDIA_RULES = (
-    "NVIDIA rules (REFERENCE.md section 3 step 1): classified after the container is read "
+    "NVIDIA rules (docs/datapaths.md section 3 step 1): classified after the container is read "
     "(tf32/bf16 truncation first); any NaN input, inf x 0, or +inf with -inf gives the canonical NaN "
     "(f32 0x7FFFFFFF, f16 0x7FFF); else any inf gives that inf; a zero or underflowed result is +0"
 )
@@ -73,7 +73,7 @@ ACCUMULATOR_RULES = {
     "group_scaled_window": NVIDIA_RULES,
     "exact_sum": NVIDIA_RULES.replace("a zero or underflowed result is +0",
                                       "an exact zero sum is +0, a nonzero sum that rounds to zero keeps its sign"),
-    "two_stage_window": "NaN/inf classified as in REFERENCE.md section 3 step 1 (products overflowing 2^128 "
+    "two_stage_window": "NaN/inf classified as in docs/datapaths.md section 3 step 1 (products overflowing 2^128 "
                         "become inf); an exact zero is +0, a negative sum that rounds to zero is -0",
     "fma": "IEEE 754 per fused multiply-add: NaN in, inf x 0 or inf - inf give the NaN word (payloads not "
            "propagated); an exact zero sum is +0 unless both addends are -0",

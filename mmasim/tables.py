@@ -238,8 +238,27 @@ def check_params(name: str, accumulator, params: dict, here: str) -> None:
         raise TableError(f"{here}: {exc}") from exc
 
 
+def _control_characters(value, path: str = ""):
+    """The first ``(path, text)`` of a string in a parsed table holding a control character."""
+    if isinstance(value, str):
+        return (path, value) if any(ord(ch) < 32 or ord(ch) == 127 for ch in value) else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if key == "_source":
+            continue
+        found = _control_characters(item, f"{path}.{key}" if path else str(key))
+        if found:
+            return found
+    return None
+
+
 def _check_shape(data: dict, where: str) -> dict:
-    """Top-level structure: known sections and [architecture] keys of the right types."""
+    """Top-level structure: known sections and [architecture] keys of the right types;
+    no control characters in any text (names, notes and evidence are printed as they are)."""
+    found = _control_characters(data)
+    if found:
+        raise TableError(f"{where}: field {found[0]!r}: control characters are not allowed in table text "
+                         f"({found[1].encode('unicode_escape').decode()[:60]!r})")
     unknown = set(data) - _TOP_KEYS
     if unknown:
         raise TableError(f"{where}: unknown sections {sorted(unknown)}; known: architecture, defaults, "

@@ -1,7 +1,7 @@
 """AMD CDNA1-3 matrix cores (MI100, MI200, MI300): ``v_mfma``.
 
 Arithmetic comes entirely from core accumulators composed by the tables
-``archs/cdna1.toml``, ``cdna2.toml`` and ``cdna3.toml`` (REFERENCE.md section 8,
+``archs/cdna1.toml``, ``cdna2.toml`` and ``cdna3.toml`` (docs/datapaths.md section 8,
 source MMA-Sim 2.1.1): FMA chains (``fma``), E-FDPA (``exact_sum``), FTZ mul-add
 (``ftz_mul_add``), TR-FDPA and GTR-FDPA (``two_stage_window``), over the core's
 f64/f32/xf32/f16/bf16 and fnuz fp8 (e4m3fnuz, e5m2fnuz) formats.  Instructions

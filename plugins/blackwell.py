@@ -2,7 +2,7 @@
 
 Arithmetic comes entirely from core parts composed by ``archs/blackwell_tcgen05.toml``;
 this plugin adds the table and the TMEM / shared-memory layout facts of the
-B200 write-up (REFERENCE.md section 6, source T1).
+B200 write-up (docs/datapaths.md section 6, source T1).
 """
 
 from mmasim.layout import CoreMatrixLayout, ResultSlice

@@ -1,7 +1,7 @@
 """NVIDIA RTX Blackwell (RTX 5070 Ti, RTX 5090, RTX PRO 6000; sm_120/sm_120a): mma.sync.
 
 Arithmetic comes from core parts composed by ``archs/rtx_blackwell.toml``.
-What differs here is a decoder quirk (REFERENCE.md section 7, T2): in
+What differs here is a decoder quirk (docs/datapaths.md section 7, T2): in
 ``kind::f8f6f4`` the hardware reads an e2m1 byte as e2m3 from bits 5:0, so the
 two low padding bits act as two more mantissa bits and bits 7:6 are ignored.
 """

@@ -1,4 +1,4 @@
-"""AMD CDNA v_mfma datapath facts (REFERENCE.md section 8, source MMA-Sim 2.1.1).
+"""AMD CDNA v_mfma datapath facts (docs/datapaths.md section 8, source MMA-Sim 2.1.1).
 
 One test per fact, named for it.  Expected words are worked by hand in the
 comments from the datapath definitions (and agree with MMA-Sim 2.1.1), or come

@@ -1,4 +1,4 @@
-"""The "fma" accumulator: chains of correctly rounded fused multiply-adds (REFERENCE.md section 5).
+"""The "fma" accumulator: chains of correctly rounded fused multiply-adds (docs/datapaths.md section 5).
 
 Expected words come from IEEE 754 worked by hand (comments) or from the
 independent Fraction reference in ieee_reference.py -- never from mmasim.

@@ -1,4 +1,4 @@
-"""B200 tcgen05.mma facts beyond the TF32 ladder (T1; REFERENCE.md section 6).
+"""B200 tcgen05.mma facts beyond the TF32 ladder (T1; docs/datapaths.md section 6).
 
 Expected words come from the stated rules, worked by hand in the comments, or
 from independent decoders (ml_dtypes) — never from running mmasim.
@@ -161,7 +161,7 @@ def test_mxf8f6f4_folds_scales_into_products():
 
 
 def test_nvfp4_products_are_summed_in_aligned_groups_of_4_before_truncation():
-    """Hand-derived from the NVFP4 rule (REFERENCE.md section 6).
+    """Hand-derived from the NVFP4 rule (docs/datapaths.md section 6).
 
     Block 0 (scales 448 x 448) holds +0.5*0.5 and -0.5*0.5: they cancel but set
     the max product raw 0+0+8+8 = 16 and the max scale raw 8+8 = 16, so the
@@ -184,7 +184,7 @@ def test_nvfp4_products_are_summed_in_aligned_groups_of_4_before_truncation():
 
 
 def test_nvfp4_c_dominant_merge_truncates_k16_group_sums_at_rc_minus_35():
-    """Hand-derived from the C-dominant rule (REFERENCE.md section 6).
+    """Hand-derived from the C-dominant rule (docs/datapaths.md section 6).
 
     C = 2^17 (r_c = 17) reaches every product raw, so quantum = 17 - 35 = -18.
     With scale_a = 2^-9 everywhere, scale_b = 2^-9 (block 0) and 7*2^-9
@@ -268,7 +268,7 @@ def test_mixed_pair_agrees_with_each_decoders_standalone_values(fa, fb, d):
     ("tcgen05.kind::mxf4nvf4.2X", {}),
 ])
 def test_mxf4_ue8m0_group_at_or_below_c_is_truncated_relative_to_c(instruction, qual):
-    """Hand-derived from the ue8m0 MXF4 rule (REFERENCE.md section 6).
+    """Hand-derived from the ue8m0 MXF4 rule (docs/datapaths.md section 6).
 
     C = 2^-9 (r_c = -9).  Block 0 (scales 2^-5 x 2^-5): 2.0*2.0 -> 2^-8, raw
     1+1-10 = -8 > r_c, so C is not dominant; quantum = max(-8-39, -10-35) = -45.
@@ -286,7 +286,7 @@ def test_mxf4_ue8m0_group_at_or_below_c_is_truncated_relative_to_c(instruction, 
 
 
 def test_mxf4_ue8m0_subnormal_result_is_redone_without_tiny_lower_scale_groups():
-    """Hand-derived from the ue8m0 MXF4 subnormal rule (REFERENCE.md section 6).
+    """Hand-derived from the ue8m0 MXF4 subnormal rule (docs/datapaths.md section 6).
 
     Block 0 (scales 2^-70 x 2^-70): 1.0*1.0 -> 2^-140 (raw -140).  Block 1
     (scales 2^-87 x 2^-88): -1.0*1.0 -> -2^-175.  quantum = max(-140-39,

@@ -1,4 +1,4 @@
-"""The TF32 probe ladder of the B200 write-up (T1; REFERENCE.md section 6).
+"""The TF32 probe ladder of the B200 write-up (T1; docs/datapaths.md section 6).
 
 Each test is one measured fact about tcgen05.mma kind::tf32 on a real B200.
 Expected words follow from the fact itself (IEEE encodings computed with struct).

@@ -141,7 +141,7 @@ def test_a100_vs_h100_f16_finds_and_explains_a_difference(capsys):
     rc = cli.main(["compare", "A100", "H100", "m16n8k16.f32.f16.f16.f32", "--cases", "2000", "--seed", "0"])
     out = capsys.readouterr().out
     assert rc == 0
-    # Ampere: F=24 in two chained steps of 8; Hopper: F=25 over all 16 (REFERENCE.md section 3)
+    # Ampere: F=24 in two chained steps of 8; Hopper: F=25 over all 16 (docs/datapaths.md section 3)
     assert "F: 24 vs 25" in out
     assert "results differ in 0 " not in out
     assert "smallest example found" in out

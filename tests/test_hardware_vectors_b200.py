@@ -1,4 +1,4 @@
-"""The B200 hardware facts (T1, REFERENCE.md section 6) as bundled vector files,
+"""The B200 hardware facts (T1, docs/datapaths.md section 6) as bundled vector files,
 and a few of them checked directly, one test per fact, with the words the facts state."""
 
 import ast
@@ -111,7 +111,7 @@ def test_block_scaled_nan_scale_gives_canonical_nan():
 
 
 def test_nvfp4_groups_of_four_products_are_summed_before_truncation():
-    # REFERENCE.md section 6: +6*6 and -6*6 with scales 448 x 448 set the quantum to
+    # docs/datapaths.md section 6: +6*6 and -6*6 with scales 448 x 448 set the quantum to
     # 2^max(20-39, 16-35) = 2^-19 and cancel; four products 0.5*0.5*2^-9*2^-9 = 2^-20
     # (half a quantum each) in one aligned group of 4 sum to 2^-18 = 2 quanta.
     # Truncating each product alone would give +0.

@@ -1,4 +1,4 @@
-"""NVIDIA mma.sync / wgmma facts (REFERENCE.md sections 3, 4, 5, 7).
+"""NVIDIA mma.sync / wgmma facts (docs/datapaths.md sections 3, 4, 5, 7).
 
 One test per fact, named for it.  Expected words come from the hardware
 measurements of T2 (seeds/004), from MMA-Sim 2.1.1's published parameters (P),

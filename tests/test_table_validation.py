@@ -178,3 +178,13 @@ def test_third_party_accumulator_without_declared_parameters_is_not_checked(tmp_
     arch = build_architecture(load_table(table(tmp_path, accumulator='"free"', params="{ anything = 1 }")),
                               {"free": free_acc})
     assert arch.datapaths[0].parameters == {"anything": 1}
+
+
+def test_control_characters_in_table_text_are_rejected(tmp_path):
+    # explain prints names and notes as they are: a newline or escape in them could fake output
+    path = tmp_path / "ctl.toml"
+    path.write_text('[architecture]\nname = "Evil\\nOK"\n\n[[datapath]]\nop = "toy.mma"\na = "f16"\nb = "f16"\n'
+                    'd = "f32"\nk = 4\naccumulator = "window"\nparams = { F = 25, zeros = "excluded" }\n'
+                    'rounding = "rz-f32"\n', encoding="utf-8")
+    with pytest.raises(TableError, match="control characters"):
+        build_architecture(load_table(path))

@@ -64,7 +64,7 @@ def generate() -> str:
         "",
         "Every built-in architecture and every datapath it declares: operand formats, K, the",
         "accumulator family with its parameters, the hardware steps, the output rounding and the",
-        "validation status with its evidence (REFERENCE.md section 9: **hardware** = measured on a",
+        "validation status with its evidence (docs/datapaths.md section 9: **hardware** = measured on a",
         "device, **peer** = agrees with MMA-Sim 2.1.1, whose authors validated it on hardware,",
         "**assumed** = modelled by analogy, not measured). `mmasim explain ARCH INSTRUCTION` prints",
         "the same for one datapath.",

@@ -1,4 +1,4 @@
-"""E-FDPA: the exact sum of one step's products and C, rounded once (REFERENCE.md section 8).
+"""E-FDPA: the exact sum of one step's products and C, rounded once (docs/datapaths.md section 8).
 
 AMD CDNA1 f16/bf16 MFMA: ``c + sum(a_k * b_k)`` over a chunk of L elements is
 formed exactly (no alignment window, no truncation) and rounded once by the

@@ -1,4 +1,4 @@
-"""FMA chain: ``c = fma(a_k, b_k, c)`` for k = 0..K-1 (REFERENCE.md section 5).
+"""FMA chain: ``c = fma(a_k, b_k, c)`` for k = 0..K-1 (docs/datapaths.md section 5).
 
 Each step is one correctly rounded (RNE) fused multiply-add in the precision of
 D (``encoding.format``: "f32" or "f64"): NVIDIA DMMA f64, AMD f32/f64 MFMA.  IEEE

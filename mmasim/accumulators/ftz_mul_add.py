@@ -1,4 +1,4 @@
-"""FTZ mul-add: f32 products and pairwise f32 adds with flush-to-zero (REFERENCE.md section 8).
+"""FTZ mul-add: f32 products and pairwise f32 adds with flush-to-zero (docs/datapaths.md section 8).
 
 AMD CDNA2 f16/bf16 MFMA.  Subnormal inputs (A, B and the incoming C) and zeros
 read as +0; each product ``a_k*b_k`` is one IEEE f32 multiplication (RNE) and a

@@ -6,7 +6,7 @@ from .params import NoParams
 
 
 def integer_sum(a, b, c, scale_a, scale_b, encoding):
-    """Exact integer dot product plus C (no window, no rounding) — REFERENCE.md section 6, ``kind::i8``."""
+    """Exact integer dot product plus C (no window, no rounding) — docs/datapaths.md section 6, ``kind::i8``."""
     total = (a.signed_m() * b.signed_m()).sum(axis=-1) + c.signed_m()
     return encoding.pack_int(total)
 

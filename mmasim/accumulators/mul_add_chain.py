@@ -1,4 +1,4 @@
-"""Multiply, then add left to right, in IEEE arithmetic (REFERENCE.md section 5).
+"""Multiply, then add left to right, in IEEE arithmetic (docs/datapaths.md section 5).
 
 ``((((p0 + p1) + p2) + ...) + p_{K-1}) + c`` where every product ``p_k = a_k*b_k``
 and every addition is one IEEE operation rounded to nearest even in the

@@ -1,4 +1,4 @@
-"""GST-FDPA: a window over block-scaled exact group sums (REFERENCE.md section 4).
+"""GST-FDPA: a window over block-scaled exact group sums (docs/datapaths.md section 4).
 
 The products ``a*b`` of each group of ``group`` consecutive elements are summed
 exactly; each group sum is multiplied by its block's scale product

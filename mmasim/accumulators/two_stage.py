@@ -1,5 +1,5 @@
 """TR-FDPA and GTR-FDPA: a truncating product window, then a floored two-stage
-sum with C (REFERENCE.md section 8, AMD CDNA3).
+sum with C (docs/datapaths.md section 8, AMD CDNA3).
 
 All exact int64 arithmetic.  For one step of products and C:
 
@@ -92,7 +92,7 @@ def two_stage_window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encod
 
 
 two_stage_window.special_values = (
-    "NaN/inf classified as in REFERENCE.md section 3 step 1 after products of magnitude >= 2**overflow "
+    "NaN/inf classified as in docs/datapaths.md section 3 step 1 after products of magnitude >= 2**overflow "
     "become inf; with drop_c a dropped C takes no part (an inf or NaN C counts with exponent "
     "nonfinite_c_r, so MMA-Sim 2.1.1 drops it when the products reach 2**(F+1)); an exact zero is +0, "
     "a negative sum that rounds to zero is -0"

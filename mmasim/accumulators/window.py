@@ -1,6 +1,6 @@
 """The truncating fixed-point window (T-FDPA) and its scaled / grouped variants.
 
-REFERENCE.md sections 3 and 6.  One group of products plus C is aligned to a
+docs/datapaths.md sections 3 and 6.  One group of products plus C is aligned to a
 shared quantum ``2**quantum`` and every term (or every exact group sum) is
 truncated toward zero to a multiple of it; the truncated integers are summed
 exactly and the sum goes to the output encoder.  Parameters:

@@ -1,11 +1,11 @@
-"""Write the B200 ``tcgen05.mma`` hardware facts (T1, REFERENCE.md section 6) as vector files.
+"""Write the B200 ``tcgen05.mma`` hardware facts (T1, docs/datapaths.md section 6) as vector files.
 
     python tools/hardware/make_vectors_b200.py [--out vectors/hardware/blackwell] [--check]
 
 Every expected D word here comes from code in this file, written independently
 of the ``mmasim`` package: exact rational arithmetic (``fractions.Fraction``),
 a tiny decoder per format, and tiny RZ-F32 / RNE-F16 encoders, following the
-rules as REFERENCE.md states them; or it is the literal word a fact states
+rules as docs/datapaths.md states them; or it is the literal word a fact states
 (canonical NaN ``0x7FFFFFFF``, ``+0``).  The only thing imported from mmasim is
 ``mmasim.vectors.save`` to write the file format.  Never compute an expected
 word by calling the simulator: that would test nothing.
@@ -167,7 +167,7 @@ ENC = {"f32": (enc_rz_f32, NAN32, INF32, NINF32), "f16": (enc_rne_f16, NAN16, IN
 
 
 def specials(terms, d="f32"):
-    """REFERENCE section 3 step 1; returns the word or None."""
+    """docs/datapaths.md section 3 step 1; returns the word or None."""
     _, nan, inf, ninf = ENC[d]
     if any(t.kind == "nan" for t in terms):
         return nan
@@ -200,7 +200,7 @@ def tfdpa(fa, fb, fc, a, b, c, d="f32", F=25):
 
 
 def nvfp4(a, b, c, sa, sb, group=4, block=16):
-    """B200 kind::mxf4nvf4 with ue4m3 scales (REFERENCE section 6).
+    """B200 kind::mxf4nvf4 with ue4m3 scales (docs/datapaths.md section 6).
 
     ``group`` is the product grouping of the non-C-dominant rule: 4 is what the
     hardware does; 1 (per-product truncation) and 16 are the alternatives the
@@ -431,7 +431,7 @@ def i8_cases(sa: bool, sb: bool, sat: bool):
 
 
 def mxf8_special():
-    """kind::mxf8f6f4 e4m3 x e4m3, ue8m0 scale, block 32 (REFERENCE section 6)."""
+    """kind::mxf8f6f4 e4m3 x e4m3, ue8m0 scale, block 32 (docs/datapaths.md section 6)."""
     K = 32
     cs = Cases()
     one8, s1 = e4m3(1), 127
@@ -450,7 +450,7 @@ def mxf8_special():
 
 
 def mxf8_c_passthrough():
-    """No nonzero product: the result is C itself (REFERENCE section 6)."""
+    """No nonzero product: the result is C itself (docs/datapaths.md section 6)."""
     K = 32
     cs = Cases()
     for label, c in (("all-zero products, C=1.5 passes through", f32(Fr(3, 2))),
@@ -481,7 +481,7 @@ def nvfp4_special():
 
 
 def nvfp4_grouping():
-    """NVFP4 grouping facts of REFERENCE section 6, hand-derived.
+    """NVFP4 grouping facts of docs/datapaths.md section 6, hand-derived.
 
     Each case is built so that the hardware's rule (K=4 groups, or K=16 groups
     when C dominates) gives a different word from per-product truncation and
@@ -655,13 +655,13 @@ def jobs():
     out = []
     out.append(("tf32-probe-ladder.hardware.npz", "tcgen05.mma.kind::tf32", {}, tf32_ladder_hardware(),
                 provenance("hardware", f"{T1}, 'The probe ladder' and 'Special values, from observation'; "
-                           "REFERENCE.md section 6 probe facts. Each word is the measured behaviour the "
+                           "docs/datapaths.md section 6 probe facts. Each word is the measured behaviour the "
                            "write-up states (truncation of bits 0-12, visibility of 2^-23, survival of 2^-25, "
                            "truncation of fractional ulps, canonical NaN 0x7FFFFFFF, +0)."),
                 "TF32 probe ladder of the B200 write-up"))
     out.append(("tf32-window.hand-derived.npz", "tcgen05.mma.kind::tf32", {}, tf32_window_derived(),
                 provenance("hand-derived", f"{T1}, 'The mechanism': quantum = max(nonzero raws) - 25, "
-                           "terms truncated toward zero, RZ to f32; REFERENCE.md sections 3 and 6"),
+                           "terms truncated toward zero, RZ to f32; docs/datapaths.md sections 3 and 6"),
                 "consequences of the shared truncating window"))
     for sa in (True, False):
         for sb in (True, False):
@@ -671,37 +671,37 @@ def jobs():
                 name = f"i8.{ta}.{tb}.{'saturate' if sat else 'wrap'}.hand-derived.npz"
                 out.append((name, instr, {}, i8_cases(sa, sb, sat),
                             provenance("hand-derived", f"{T1}, 'Integer: a genuinely different datapath': "
-                                       "exact C + sum(a*b) in s32, wrap or saturate; REFERENCE.md section 6"),
+                                       "exact C + sum(a*b) in s32, wrap or saturate; docs/datapaths.md section 6"),
                             "integer wrap versus saturate"))
     mx = "tcgen05.mma.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e4m3.e4m3.ue8m0"
     out.append(("mxf8f6f4.e4m3.e4m3.specials.hardware.npz", mx, {}, mxf8_special(),
-                provenance("hardware", "REFERENCE.md section 6 (T1), block-scaled: 'A NaN scale in a used "
+                provenance("hardware", "docs/datapaths.md section 6 (T1), block-scaled: 'A NaN scale in a used "
                            "block gives canonical NaN. If no product is nonzero the result is C (with -0 "
                            "turned into +0).'"),
                 "scale NaN and all-zero block-scaled with C=-0"))
     out.append(("mxf8f6f4.e4m3.e4m3.c-passthrough.hand-derived.npz", mx, {}, mxf8_c_passthrough(),
-                provenance("hand-derived", "REFERENCE.md section 6 (T1): 'If no product is nonzero the "
+                provenance("hand-derived", "docs/datapaths.md section 6 (T1): 'If no product is nonzero the "
                            "result is C'"),
                 "no nonzero product: D = C"))
     nv = "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue4m3"
     out.append(("nvfp4.specials.hardware.npz", nv, {}, nvfp4_special(),
-                provenance("hardware", "REFERENCE.md section 6 (T1), block-scaled: scale NaN gives "
+                provenance("hardware", "docs/datapaths.md section 6 (T1), block-scaled: scale NaN gives "
                            "canonical NaN; all-zero products with C=-0 give +0"),
                 "NVFP4 scale NaN and C=-0"))
     out.append(("nvfp4.grouping.hand-derived.npz", nv, {}, nvfp4_grouping(),
                 provenance("hand-derived", f"{T1}, 'Block-scaled' (K=4 / K=16 group reduction, the "
-                           "nvfp4-k4-product-carry vector, the C-dominant merge); REFERENCE.md section 6 "
+                           "nvfp4-k4-product-carry vector, the C-dominant merge); docs/datapaths.md section 6 "
                            "kind::mxf4nvf4 with ue4m3 scales. Each case differs between K=4 grouping and "
                            "per-product truncation or K=16 grouping."),
                 "NVFP4 K=4 grouping and C-dominant facts"))
     out.append(("sparse.tf32.masked-dense.hand-derived.npz", "tcgen05.mma.sp.kind::tf32", {}, sparse_tf32(),
                 provenance("hand-derived", f"{T1}, 'Sparse': disabled positions are removed before "
-                           "special-value classification; sparse equals the masked dense dot; REFERENCE.md "
+                           "special-value classification; sparse equals the masked dense dot; docs/datapaths.md "
                            "section 6 selectors"),
                 "sparse equals masked dense, NaN in unselected lanes"))
     out.append(("sparse.f16.masked-dense.hand-derived.npz", "tcgen05.mma.sp.kind::f16.f32.f16.f16", {},
                 sparse_f16(),
-                provenance("hand-derived", f"{T1}, 'Sparse'; REFERENCE.md section 6 selectors "
+                provenance("hand-derived", f"{T1}, 'Sparse'; docs/datapaths.md section 6 selectors "
                            "0x4, 0x8, 0xC, 0x9, 0xD, 0x6, 0xE"),
                 "sparse equals masked dense, every legal selector"))
     return out

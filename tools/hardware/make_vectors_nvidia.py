@@ -1,4 +1,4 @@
-"""Write the NVIDIA mma.sync hardware facts of T2 (REFERENCE.md sections 3, 5, 7) as vector files.
+"""Write the NVIDIA mma.sync hardware facts of T2 (docs/datapaths.md sections 3, 5, 7) as vector files.
 
     python tools/hardware/make_vectors_nvidia.py [--out vectors/hardware] [--check]
 
@@ -69,7 +69,7 @@ def enc_rne(x: Fr, exp_bits: int, man_bits: int, neg_zero: bool = False) -> int:
 
 # --------------------------------------------------- reference datapaths
 def p_tfdpa(fa, fb, fc, a, b, c, *, d, F, e_zero, L):
-    """MMA-Sim-style T-FDPA (REFERENCE section 3): zero products and a zero C
+    """MMA-Sim-style T-FDPA (docs/datapaths.md section 3): zero products and a zero C
     count with exponent e_zero; K cut into steps of L, C of each step = D of
     the previous one (already rounded)."""
     for s in range(0, len(a), L):
@@ -261,7 +261,7 @@ def jobs():
     out.append(("turing", "m8n8k4.f32.f16.f16.f32.minimal.hardware.npz", "Turing", m884.format("f32", "f32"),
                 turing_minimal(),
                 provenance("hardware", RTX2060, f"{T2}, section 1 'Minimal case': RTX 2060 returns 0x0; "
-                           "REFERENCE.md section 3 T2 correction"),
+                           "docs/datapaths.md section 3 T2 correction"),
                 "Turing m8n8k4 runs Volta's F = 23"))
     for d, fc, seed in (("f32", "f32", 75001), ("f32", "f16", 75002), ("f16", "f16", 75003)):
         out.append(("turing", f"m8n8k4.{d}.f16.f16.{fc}.f23.hand-derived.npz", "Turing", m884.format(d, fc),
