@@ -222,13 +222,10 @@ def test_control_characters_from_tables_are_escaped(capsys):
         def mmasim_architectures(self):
             return [table]
 
-    mmasim.register(P(), name="evil-table")
-    try:
-        assert main(["list"]) == 0
-        out = capsys.readouterr().out
-        assert "\x1b" not in out and "Evil\\x1b[2J" in out and "clears\\x1b[2J\\x0aOK: fake" in out
-        assert main(["explain", "evil", "m16n8k16.f32.f16.f16.f32"]) == 0
-        out = capsys.readouterr().out
-        assert "\x1b" not in out and "Evil\\x1b[2J" in out
-    finally:
-        mmasim.unregister(name="evil-table")
+    # tables are refused at load (mmasim.tables), so the text never reaches a terminal;
+    # the display layer's escaping is checked on vector files above
+    with pytest.raises(mmasim.TableError, match="control characters"):
+        mmasim.register(P(), name="evil-table")
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "Evil" not in out
