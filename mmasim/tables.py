@@ -26,6 +26,7 @@ import attrs
 
 from .datapath import Architecture, Datapath, Status
 from .errors import TableError
+from .hookspecs import hookimpl
 from .sparse import RULES as SPARSE_RULES
 
 try:  # Python >= 3.11
@@ -444,11 +445,13 @@ def table_path(package: str, filename: str):
 def table_hook(*filenames: str, package: str = "mmasim_archs"):
     """The ``mmasim_architectures`` hook of a plugin that ships tables as package data.
 
-    A plugin whose architecture is nothing but a table is one line::
+    A third-party plugin whose architecture is nothing but a table is one line::
 
-        mmasim_architectures = table_hook("volta.toml")
+        mmasim_architectures = table_hook("myarch.toml", package="myarch_tables")
+
+    (mmasim's own tables need none: ``mmasim_plugins.archs`` registers every
+    table in ``archs/``.)
     """
-    from .plugins import hookimpl
 
     @hookimpl
     def mmasim_architectures():

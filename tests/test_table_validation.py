@@ -153,7 +153,8 @@ def test_every_builtin_accumulator_declares_the_parameters_it_takes():
     """``Params`` fields are exactly the accumulator's keyword-only parameters, with the same defaults."""
     for name, acc in BUILTIN_ACCUMULATORS.items():
         declared = attrs.fields_dict(acc.Params)
-        takes = {p.name: p for p in inspect.signature(acc).parameters.values() if p.kind == p.KEYWORD_ONLY}
+        takes = {p.name: p for p in inspect.signature(acc.function).parameters.values()
+                 if p.kind == p.KEYWORD_ONLY}
         assert set(declared) == set(takes), name
         for key, p in takes.items():
             required = p.default is inspect.Parameter.empty
