@@ -40,7 +40,7 @@ from .errors import MMAError, PluginConflict, PluginError, TableError, UnknownIn
 from .formats import Format
 from .layout import CoreMatrixLayout, ResultSlice
 from .lookup import normalize_name, resolve
-from .tables import build_architecture, inherit, load_table, table_extends
+from .tables import build_architecture, check_scales, inherit, load_table, table_extends
 
 
 def datapath_identity(dp: Datapath) -> tuple:
@@ -96,13 +96,7 @@ def _check_references(reg, dp: Datapath, where: str) -> None:
             raise TableError(f"{where}: field {field!r}: unknown format {key!r}")
     if dp.accumulator not in reg.accumulators:
         raise TableError(f"{where}: field 'accumulator': unknown accumulator {dp.accumulator!r}")
-    scales = getattr(reg.accumulators[dp.accumulator], "scales", "optional")
-    if dp.scale and scales == "none":
-        raise TableError(f"{where}: field 'accumulator': the {dp.accumulator!r} accumulator takes no block "
-                         "scales, and the datapath is block-scaled (field 'scale')")
-    if not dp.scale and scales == "required":
-        raise TableError(f"{where}: field 'accumulator': the {dp.accumulator!r} accumulator needs block "
-                         "scales, and the datapath has no field 'scale'")
+    check_scales(dp.accumulator, reg.accumulators[dp.accumulator], bool(dp.scale), where)
     if dp.rounding not in reg.encodings:
         raise TableError(f"{where}: field 'rounding': unknown rounding {dp.rounding!r}")
     if dp.scale and not dp.block:
