@@ -233,3 +233,46 @@ def test_plain_function_accumulator_of_the_older_plugin_api_still_registers(tmp_
             mmasim.register(extra, name="plain-acc-bad")
     finally:
         mmasim.unregister(name="plain-acc")
+
+
+PAIRS_TABLE = """
+[architecture]
+name = "Pairs"
+vendor = "Example"
+
+[[datapath]]
+op = "toy.mma"
+kind = "pairs"
+a = "s8"
+b = "s8"
+d = "s32"
+k = 4
+accumulator = "pair_sum"
+params = { shift = SHIFT }
+rounding = "s32-wrap"
+status = { kind = "assumed", evidence = "the accumulator example of docs/plugins.md" }
+"""
+
+
+def test_accumulator_example_of_the_plugin_guide_registers_and_computes():
+    import re
+
+    text = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    (code,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if b.startswith("# accumulator")]
+    plugin = types.ModuleType("pair_sum_plugin")
+    exec(compile(code, "docs/plugins.md", "exec"), plugin.__dict__)
+    plugin.mmasim_architectures = mmasim.hookimpl(lambda: [PAIRS_TABLE.replace("SHIFT", "1")])
+    mmasim.register(plugin, name="pair-sum")
+    try:
+        m = mmasim.MMA("Pairs", "toy.mma.kind::pairs", a_type="s8", b_type="s8", d_type="s32")
+        # (3*5 - 2*7 + 1*9 + 0) >> 1 = 10 >> 1 = 5, plus C = 10
+        assert int(m.dot([3, 0xFE, 1, 0], [5, 7, 9, 0], 10)) == 15
+        assert "none: integers have no special values" in m.describe()
+        bad = types.SimpleNamespace(mmasim_architectures=mmasim.hookimpl(
+            lambda: [PAIRS_TABLE.replace("SHIFT", "99").replace('"Pairs"', '"Pairs2"')]))
+        from mmasim.errors import TableError
+
+        with pytest.raises(TableError, match=r"'params.shift'.*99 is outside 0..64"):
+            mmasim.register(bad, name="pair-sum-bad")
+    finally:
+        mmasim.unregister(name="pair-sum")
