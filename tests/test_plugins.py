@@ -276,3 +276,15 @@ def test_accumulator_example_of_the_plugin_guide_registers_and_computes():
             mmasim.register(bad, name="pair-sum-bad")
     finally:
         mmasim.unregister(name="pair-sum")
+
+
+def test_builtin_accumulator_records_pickle_as_themselves():
+    # window.window is the record (file = function = key): a pickled model still finds it by name
+    import pickle
+
+    from mmasim.accumulators import BUILTIN_ACCUMULATORS
+
+    for acc in BUILTIN_ACCUMULATORS.values():
+        assert pickle.loads(pickle.dumps(acc)) is acc
+    m = pickle.loads(pickle.dumps(mmasim.MMA("B200", "tcgen05.mma.kind::tf32", backend="numpy")))
+    assert int(m.dot([0x3F800000] * 8, [0x3F800000] * 8, 0)) == 0x41000000   # 8 * 1.0

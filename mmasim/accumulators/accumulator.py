@@ -20,7 +20,9 @@ key ``"window"`` (file = function = key).
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import sys
 from typing import Callable
 
 import attrs
@@ -54,6 +56,14 @@ class Accumulator:
     @property
     def __name__(self) -> str:
         return getattr(self.function, "__name__", type(self.function).__name__)
+
+    def __reduce__(self):
+        # a built-in record takes its function's name in its module (window.window is the
+        # record): it pickles as that name, the function being no longer reachable by it
+        module, name = getattr(self.function, "__module__", None), getattr(self.function, "__name__", None)
+        if module and name and getattr(sys.modules.get(module), name, None) is self:
+            return _named, (module, name)
+        return Accumulator, (self.function, self.Params, self.scales, self.special_values)
 
     @classmethod
     def of(cls, value) -> "Accumulator":
@@ -103,6 +113,10 @@ class Accumulator:
         required = sorted(k for k, p in named.items() if p.default is p.empty and k not in declared)
         if required:
             raise ContractError(f"the function needs the parameters {required}, which Params does not declare")
+
+
+def _named(module: str, name: str) -> Accumulator:
+    return getattr(importlib.import_module(module), name)
 
 
 __all__ = ["Accumulator", "ContractError", "SCALES", "ARGUMENTS", "UNDOCUMENTED"]
