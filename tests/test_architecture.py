@@ -126,14 +126,25 @@ def _pending(component: list) -> bool:
     return any(m == p or m.startswith(p + ".") for m in component for p in PENDING)
 
 
-def test_the_import_graph_sees_deferred_imports():
-    # the collector must count an import inside a function: mmasim.registry uses the lookup
-    # (an extension may not change what an instruction string resolves to) and the CLI
-    # imports its commands' modules when they run
-    edges = graph()
-    assert "mmasim.lookup" in edges["mmasim.registry"]
-    assert "mmasim.compare" in edges["mmasim.cli"]
+def test_the_import_graph_sees_deferred_imports(tmp_path):
+    # an import inside a function counts like one at the top, in every spelling
+    module = tmp_path / "probe.py"
+    module.write_text(
+        "import numpy\n"
+        "from .errors import MMAError\n"
+        "def later():\n"
+        "    from . import tables\n"
+        "    from .accumulators.window import window\n"
+        "    import mmasim.lookup\n"
+        "    class Inner:\n"
+        "        from .special import NVIDIA_RULES\n",
+        encoding="utf-8")
+    known = modules()
+    found = imports_of("mmasim.probe", module, known)
+    assert found == {"mmasim.errors", "mmasim.tables", "mmasim.accumulators.window", "mmasim.lookup",
+                     "mmasim.special"}
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert a_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}, ["a", "b", "c"]) == ["a", "b", "c", "a"]
 
 
 def test_no_import_circle_inside_mmasim():
