@@ -6,11 +6,16 @@ has one owner and a failure is blamed on the plugin that caused it:
 
 - a name (format, decoder, accumulator, encoding, layout, architecture or
   alias) or a datapath (:func:`datapath_identity`) that another plugin already
-  owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins;
+  owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins (two
+  tables of one plugin giving one architecture the same datapath, a
+  :class:`~mmasim.errors.TableError`);
 - a table adds datapaths to an architecture another table declares only with
-  ``[architecture] extends = "<name>"``; such datapaths may not be
-  declare ``default_for`` (that would change how the existing architecture
-  resolves an instruction string);
+  ``[architecture] extends = "<name>"``; such datapaths may not declare
+  ``default_for`` (that would change how the existing architecture resolves an
+  instruction string);
+- every accumulator is an :class:`~mmasim.accumulators.Accumulator` record
+  (a plain function is wrapped in one), checked as it registers
+  (:meth:`~mmasim.accumulators.Accumulator.check`);
 - a table that ``inherits`` another architecture gets its datapaths, relabelled
   by its own ``[[evidence]]`` (:func:`mmasim.tables.inherit`);
 - a hook that raises or returns the wrong type is a
@@ -18,7 +23,10 @@ has one owner and a failure is blamed on the plugin that caused it:
   :class:`~mmasim.errors.TableError`.
 
 A third-party plugin that fails is left out as a whole (``Registry.failures``)
-and the registry is built again without it; a built-in one raises.
+and the registry is built again without it; a built-in one raises.  The plugins
+come from :mod:`mmasim.plugin_manager`; :mod:`mmasim.plugins` (which changes
+them) rebuilds the registry through :func:`reset_registry` and
+:func:`install_registry`.
 Decoders of third-party plugins are wrapped so that output of the wrong shape
 is a ``PluginError`` naming the plugin.
 """
