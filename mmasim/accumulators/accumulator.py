@@ -27,7 +27,6 @@ from typing import Callable
 
 import attrs
 
-from ..special import UNDOCUMENTED
 from .params import NoParams
 
 #: ``Accumulator.scales``: the family takes no block scales, may take them, or needs them.
@@ -75,10 +74,6 @@ class Accumulator:
         return cls(value, getattr(value, "Params", None), "optional",
                    str(getattr(value, "special_values", "") or ""))
 
-    def rules(self) -> str:
-        """The special-value text (or a line saying the accumulator documents none)."""
-        return self.special_values or UNDOCUMENTED
-
     def check(self) -> None:
         """Raise :class:`ContractError` if the record contradicts itself."""
         if not callable(self.function):
@@ -119,4 +114,4 @@ def _named(module: str, name: str) -> Accumulator:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["Accumulator", "ContractError", "SCALES", "ARGUMENTS", "UNDOCUMENTED"]
+__all__ = ["Accumulator", "ContractError", "SCALES", "ARGUMENTS"]
