@@ -141,6 +141,11 @@ class Datapath:
         return self.k // 2 if self.sparse else self.k
 
     @property
+    def step(self) -> int:
+        """Elements per hardware step: ``chunk``, or all of the stored K (``chunk`` is at most K)."""
+        return min(self.chunk or self.stored_k, self.stored_k)
+
+    @property
     def blocks(self) -> int:
         return self.stored_k // self.block if self.block else 0
 

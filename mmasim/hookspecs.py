@@ -1,7 +1,10 @@
-"""Every hook an mmasim plugin can implement.
+"""Every hook an mmasim plugin can implement, and the two markers.
 
-A plugin is any module or object with functions decorated by
-``mmasim.hookimpl`` and named like the specs below.  Built-in parts (the core's
+This module is a leaf: it imports nothing of mmasim, so that a plugin (built-in
+or third-party) and the core modules it uses can import ``hookimpl`` without an
+import circle.  A plugin is any module or object with functions decorated by
+``mmasim.hookimpl`` (this module's :data:`hookimpl`, re-exported by
+:mod:`mmasim` and :mod:`mmasim.plugins`) and named like the specs below.  Built-in parts (the core's
 formats, decoders, accumulators and encoders, and the built-in architectures)
 are registered through these same hooks; third-party plugins are found through
 the ``mmasim`` entry-point group::
@@ -20,7 +23,10 @@ the error is raised.  See docs/plugins.md "Isolation and conflicts".
 
 import pluggy
 
+#: Marks a function of this module as a hook specification.
 hookspec = pluggy.HookspecMarker("mmasim")
+#: Marks a plugin's function as the implementation of the hook of the same name.
+hookimpl = pluggy.HookimplMarker("mmasim")
 
 
 @hookspec
@@ -44,10 +50,15 @@ def mmasim_decoders():
 def mmasim_accumulators():
     """Return a mapping ``name -> accumulator`` of datapath families.
 
-    An accumulator is called as ``acc(a, b, c, scale_a, scale_b, encoding, **params)``
-    on decoded arrays of one hardware step and returns D words.  It declares its
-    parameters as ``acc.Params``, a frozen attrs class (see
-    :mod:`mmasim.accumulators.params`); tables are checked against it when they load.
+    An accumulator is an :class:`mmasim.accumulators.Accumulator` record: the
+    function (called as ``acc(a, b, c, scale_a, scale_b, encoding, **params)`` on
+    decoded arrays of one hardware step, returning D words), its parameter class
+    ``Params`` (a frozen attrs class, see :mod:`mmasim.accumulators.params`),
+    whether it takes block scales (``scales``) and its special-value text.  The
+    record is checked when the registry is built (a
+    :class:`~mmasim.errors.PluginError` if it is inconsistent), and tables are
+    checked against ``Params`` when they load.  A plain function is accepted
+    too (its ``Params`` and ``special_values`` attributes, if any, are read).
     """
 
 

@@ -30,6 +30,10 @@ The rules:
   design card's ``tcgen05.kind::mxf4nvf4.4X`` is NVFP4 with ue4m3 scales; PTX's
   own ``scale_vec`` defaults).  :class:`Resolution` records what was defaulted
   and why; ``Model.describe()`` prints it.
+
+Every function takes the registry (:class:`mmasim.registry.Registry`) as
+``reg``; this module does not import it, since the registry uses the lookup to
+check that a table extending an architecture changes no existing name.
 """
 
 from __future__ import annotations
@@ -46,7 +50,6 @@ from .errors import (
     UnknownQualifier,
     UnsupportedDatapath,
 )
-from .registry import Registry, normalize_name
 
 _SHAPE = re.compile(r"^m(\d+)n(\d+)k(\d+)$")
 _KSHAPE = re.compile(r"^k(\d+)$")
@@ -104,7 +107,12 @@ class Resolution:
         return self.datapath.status_for(self.m, self.n)
 
 
-def resolve_arch(reg: Registry, arch: str) -> str:
+def normalize_name(name: str) -> str:
+    """Architecture names compare without case, spaces, '-' or '_'."""
+    return "".join(ch for ch in str(name).lower() if ch not in " -_")
+
+
+def resolve_arch(reg, arch: str) -> str:
     key = normalize_name(arch)
     if key in reg.arch_index:
         return reg.arch_index[key]
@@ -134,7 +142,7 @@ class _Want(dict):
         self.tokens[field] = token
 
 
-def _vocabulary(reg: Registry):
+def _vocabulary(reg):
     names = {f.name.lower(): f.name for f in reg.formats.values()}
     kinds = {dp.kind.lower(): dp.kind for a in reg.architectures.values() for dp in a.datapaths if dp.kind}
     ops = {dp.op for a in reg.architectures.values() for dp in a.datapaths}
@@ -156,7 +164,7 @@ def _lead(tokens: list, ops) -> tuple:
     return best
 
 
-def parse_instruction(text: str, reg: Registry) -> dict:
+def parse_instruction(text: str, reg) -> dict:
     """Constraints an instruction string places on a datapath (raises on any token it cannot read)."""
     names, kinds, ops = _vocabulary(reg)
     scale_names = {reg.formats[k].name.lower() for k in ("ue8m0", "ue4m3") if k in reg.formats}
@@ -265,7 +273,7 @@ def _token_hint(low: str, names: dict, kinds: dict) -> str:
     return f"; did you mean {', '.join(repr(pool[c] if c in pool else c) for c in close)}?" if close else ""
 
 
-def _apply_qualifiers(want: dict, qualifiers: dict, reg: Registry) -> dict:
+def _apply_qualifiers(want: dict, qualifiers: dict, reg) -> dict:
     names, kinds, _ = _vocabulary(reg)
     out = _Want()
     out.update(want)
@@ -302,7 +310,7 @@ def _apply_qualifiers(want: dict, qualifiers: dict, reg: Registry) -> dict:
     return out
 
 
-def _fits(dp, want: dict, reg: Registry) -> bool:
+def _fits(dp, want: dict, reg) -> bool:
     fmt = reg.formats
     syntax = SYNTAX.get(dp.op)
     for key, value in want.items():
@@ -333,7 +341,7 @@ def _fits(dp, want: dict, reg: Registry) -> bool:
     return True
 
 
-def _close_hint(reg: Registry, architecture, instruction: str) -> str:
+def _close_hint(reg, architecture, instruction: str) -> str:
     known = sorted({dp.canonical(reg.formats) for dp in architecture.datapaths}
                    | {n for dp in architecture.datapaths for n in dp.names})
     by_normal = {}
@@ -353,7 +361,7 @@ def _value(dp, field, reg):
     return bool(v) if field == "sparse" else v
 
 
-def _apply_defaults(candidates: list, reg: Registry) -> list:
+def _apply_defaults(candidates: list, reg) -> list:
     """Narrow ``candidates`` by the tables' ``default_for`` declarations, only where the
     candidates differ in nothing but defaultable qualifiers: a default never settles a
     qualifier that has none (``kind::mxf4nvf4`` without a scale_vec stays ambiguous)."""
@@ -367,7 +375,7 @@ def _apply_defaults(candidates: list, reg: Registry) -> list:
     return chosen if len(chosen) == 1 else candidates
 
 
-def _defaulted(dp, want: dict, reg: Registry) -> tuple:
+def _defaulted(dp, want: dict, reg) -> tuple:
     """The qualifiers of ``dp`` the lookup did not name and a default filled."""
     out = []
     for field, reason in dp.default_for:
@@ -381,7 +389,7 @@ def _defaulted(dp, want: dict, reg: Registry) -> tuple:
     return tuple(out)
 
 
-def lookup_instruction(reg: Registry, arch: str, instruction: str, qualifiers: dict) -> Resolution:
+def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Resolution:
     """Resolve a lookup to one datapath, or raise (see the module docstring for the rules)."""
     name = resolve_arch(reg, arch)
     architecture = reg.architectures[name]
@@ -437,6 +445,6 @@ def _check_layout(dp, want, instruction, reg):
             f"{dp.canonical(reg.formats)} (any .row/.col pair only for the f16 m8n8k4)")
 
 
-def resolve(reg: Registry, arch: str, instruction: str, qualifiers: dict):
+def resolve(reg, arch: str, instruction: str, qualifiers: dict):
     """The datapath a lookup resolves to (see :func:`lookup_instruction` for what else it says)."""
     return lookup_instruction(reg, arch, instruction, qualifiers).datapath

@@ -6,11 +6,16 @@ has one owner and a failure is blamed on the plugin that caused it:
 
 - a name (format, decoder, accumulator, encoding, layout, architecture or
   alias) or a datapath (:func:`datapath_identity`) that another plugin already
-  owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins;
+  owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins (two
+  tables of one plugin giving one architecture the same datapath, a
+  :class:`~mmasim.errors.TableError`);
 - a table adds datapaths to an architecture another table declares only with
-  ``[architecture] extends = "<name>"``; such datapaths may not be
-  declare ``default_for`` (that would change how the existing architecture
-  resolves an instruction string);
+  ``[architecture] extends = "<name>"``; such datapaths may not declare
+  ``default_for`` (that would change how the existing architecture resolves an
+  instruction string);
+- every accumulator is an :class:`~mmasim.accumulators.Accumulator` record
+  (a plain function is wrapped in one), checked as it registers
+  (:meth:`~mmasim.accumulators.Accumulator.check`);
 - a table that ``inherits`` another architecture gets its datapaths, relabelled
   by its own ``[[evidence]]`` (:func:`mmasim.tables.inherit`);
 - a hook that raises or returns the wrong type is a
@@ -18,7 +23,10 @@ has one owner and a failure is blamed on the plugin that caused it:
   :class:`~mmasim.errors.TableError`.
 
 A third-party plugin that fails is left out as a whole (``Registry.failures``)
-and the registry is built again without it; a built-in one raises.
+and the registry is built again without it; a built-in one raises.  The plugins
+come from :mod:`mmasim.plugin_manager`; :mod:`mmasim.plugins` (which changes
+them) rebuilds the registry through :func:`reset_registry` and
+:func:`install_registry`.
 Decoders of third-party plugins are wrapped so that output of the wrong shape
 is a ``PluginError`` naming the plugin.
 """
@@ -30,20 +38,17 @@ import functools
 import attrs
 import numpy as np
 
-from . import plugins
+from . import plugin_manager
+from .accumulators import Accumulator
+from .accumulators.accumulator import ContractError
 from .datapath import Architecture, Datapath
 from .decode import Decoded
 from .encode import Encoding
-from .errors import MMAError, PluginConflict, PluginError, TableError
+from .errors import MMAError, PluginConflict, PluginError, TableError, UnknownInstruction
 from .formats import Format
 from .layout import CoreMatrixLayout, ResultSlice
-from .plugins import get_plugin_manager
-from .tables import build_architecture, inherit, load_table, table_extends
-
-
-def normalize_name(name: str) -> str:
-    """Architecture names compare without case, spaces, '-' or '_'."""
-    return "".join(ch for ch in str(name).lower() if ch not in " -_")
+from .lookup import normalize_name, resolve
+from .tables import build_architecture, check_scales, inherit, load_table, table_extends
 
 
 def datapath_identity(dp: Datapath) -> tuple:
@@ -99,13 +104,14 @@ def _check_references(reg, dp: Datapath, where: str) -> None:
             raise TableError(f"{where}: field {field!r}: unknown format {key!r}")
     if dp.accumulator not in reg.accumulators:
         raise TableError(f"{where}: field 'accumulator': unknown accumulator {dp.accumulator!r}")
+    check_scales(dp.accumulator, reg.accumulators[dp.accumulator], bool(dp.scale), where)
     if dp.rounding not in reg.encodings:
         raise TableError(f"{where}: field 'rounding': unknown rounding {dp.rounding!r}")
     if dp.scale and not dp.block:
         raise TableError(f"{where}: field 'block': a block-scaled datapath needs its block size")
     if dp.block and dp.stored_k % dp.block:
         raise TableError(f"{where}: field 'block': K {dp.stored_k} is not a multiple of block {dp.block}")
-    if dp.chunk and dp.chunk < dp.stored_k and dp.stored_k % dp.chunk:
+    if dp.stored_k % dp.step:
         raise TableError(f"{where}: field 'chunk': K {dp.stored_k} is not a multiple of chunk {dp.chunk}")
 
 
@@ -157,6 +163,8 @@ def _normalize(hook: str, result, where: str):
                 if not isinstance(k, str) or not callable(v):
                     raise PluginError(f"hook {hook}() must map names (str) to functions, not "
                                       f"{k!r} -> {type(v).__name__}")
+            if hook == "mmasim_accumulators":
+                return [(k, _accumulator(k, v)) for k, v in result.items()]
             return list(result.items())
     tables = []
     for i, source in enumerate(_sequence(result, hook, "tables (TOML text, dict or path)")):
@@ -170,6 +178,16 @@ def _normalize(hook: str, result, where: str):
     return tables
 
 
+def _accumulator(name: str, value) -> Accumulator:
+    """``value`` as a checked :class:`~mmasim.accumulators.Accumulator` record."""
+    acc = Accumulator.of(value)
+    try:
+        acc.check()
+    except ContractError as exc:
+        raise PluginError(f"accumulator {name!r}: {exc}") from exc
+    return acc
+
+
 def _contributions(pm) -> tuple[list, dict, dict]:
     """(plugin names in registration order, name -> {hook: result}, name -> error)."""
     impls: dict = {}
@@ -180,7 +198,7 @@ def _contributions(pm) -> tuple[list, dict, dict]:
     results: dict = {}
     errors: dict = {}
     for name in order:
-        where = plugins.describe(name)
+        where = plugin_manager.describe(name)
         out = {}
         try:
             for hook, impl in impls[name].items():
@@ -214,7 +232,7 @@ def _same(x, y) -> bool:
 
 def _checked_decoder(fn, name: str, plugin: str):
     """``fn`` wrapped so that a failure or output of the wrong shape is a PluginError naming ``plugin``."""
-    where = f"decoder {name!r} of {plugins.describe(plugin)}"
+    where = f"decoder {name!r} of {plugin_manager.describe(plugin)}"
 
     @functools.wraps(fn)
     def decode(fmt, words):
@@ -240,7 +258,7 @@ def _checked_decoder(fn, name: str, plugin: str):
 
 def _assemble(order: list, results: dict, pm) -> Registry:
     """The registry of the plugins in ``order``; raises :class:`_Blame` at the first failure."""
-    describe = plugins.describe
+    describe = plugin_manager.describe
     hook_field = {p[0]: (p[1], p[2]) for p in _PARTS} | {f[0]: (f[1], f[2]) for f in _FUNCTIONS}
     fields: dict = {field: {} for field, _what in hook_field.values()}       # field -> key -> value
     owner_of: dict = {field: {} for field, _what in hook_field.values()}     # field -> key -> plugin
@@ -261,20 +279,27 @@ def _assemble(order: list, results: dict, pm) -> Registry:
             owner = owner_of["formats"][key]
             raise _Blame(owner, TableError(f"{describe(owner)}: format {key!r}: unknown decoder {fmt.decoder!r}"))
     decoders = {
-        key: fn if plugins.is_builtin(owner_of["decoders"][key]) else _checked_decoder(fn, key, owner_of["decoders"][key])
+        key: fn if plugin_manager.is_builtin(owner_of["decoders"][key]) else _checked_decoder(fn, key, owner_of["decoders"][key])
         for key, fn in fields["decoders"].items()
     }
     reg = Registry(fields["formats"], decoders, fields["accumulators"], fields["encodings"],
                    fields["layouts"], {}, {})
 
     # architectures: declaring tables first, then the tables that extend one
-    tables = [(name, data) for name in order for data in results[name].get("mmasim_architectures", ())]
-    index: dict = {}     # normalized name or alias -> (architecture, plugin)
+    # (plugin, its table's position in the plugin's list, the table)
+    tables = [(name, i, data) for name in order
+              for i, data in enumerate(results[name].get("mmasim_architectures", ()))]
+    index: dict = {}     # normalized name or alias -> (architecture, plugin, table)
     archs: dict = {}     # name -> Architecture (the declaring table's)
-    segments: dict = {}  # name -> [(plugin, datapaths)]
-    by_identity: dict = {}  # (arch, identity) -> [(plugin, dp)]
-    by_literal: dict = {}   # (arch, literal name) -> (plugin, dp)
+    segments: dict = {}  # name -> [(plugin, position, datapaths)]: one per table
+    by_identity: dict = {}  # (arch, identity) -> [(plugin, source, dp)]
+    by_literal: dict = {}   # (arch, literal name) -> (plugin, source, dp)
     owners: dict = {}       # name -> the plugin whose table declares it
+    declared_in: dict = {}  # name -> the table that declares it
+
+    def owner(arch_name):
+        """The plugin and table that declare ``arch_name``, as messages name them."""
+        return f"{describe(owners[arch_name])} ({declared_in[arch_name]})"
 
     def build(name, data):
         try:
@@ -285,36 +310,41 @@ def _assemble(order: list, results: dict, pm) -> Registry:
             raise _Blame(name, TableError(f"{describe(name)}: {exc}")) from exc
         return arch
 
-    def claim(name, arch_name, alias):
+    def claim(name, arch_name, alias, source):
         key = normalize_name(alias)
-        held = index.setdefault(key, (arch_name, name))
+        held = index.setdefault(key, (arch_name, name, source))
         if held[0] != arch_name:
             hint = (f"; to add datapaths to it, the table declares [architecture] extends = {held[0]!r}"
                     if key == normalize_name(held[0]) else "")
             raise _Blame(name, PluginConflict(
                 f"{describe(name)} declares architecture {arch_name!r} with the name {alias!r}, which "
-                f"{describe(held[1])} already uses for architecture {held[0]!r}{hint}"))
+                f"{describe(held[1])} ({held[2]}) already uses for architecture {held[0]!r}{hint}"))
 
-    def add(name, arch_name, datapaths, source):
+    def add(name, position, arch_name, datapaths, source):
+        # two tables (of one plugin or of two) may not give one architecture the same datapath
+        # or the same literal name: a conflict between plugins, a table error within one
+        def clash(other_plugin, what):
+            cls = TableError if other_plugin == name else PluginConflict
+            return _Blame(name, cls(f"{describe(name)} ({source}) {what}"))
+
         for dp in datapaths:
-            for other_plugin, other in by_identity.get((arch_name, datapath_identity(dp)), ()):
-                if other_plugin != name and _overlap(dp.m, other.m) and _overlap(dp.n, other.n):
-                    raise _Blame(name, PluginConflict(
-                        f"{describe(name)} ({source}) adds the datapath {_label(dp)} to architecture "
-                        f"{arch_name!r}, which {describe(other_plugin)} already registers"))
+            for other_plugin, other_source, other in by_identity.get((arch_name, datapath_identity(dp)), ()):
+                if (other_plugin, other_source) != (name, source) and _overlap(dp.m, other.m) \
+                        and _overlap(dp.n, other.n):
+                    raise clash(other_plugin, f"adds the datapath {_label(dp)} to architecture {arch_name!r}, "
+                                              f"which {describe(other_plugin)} ({other_source}) already registers")
             for literal in dp.names:
                 held = by_literal.get((arch_name, literal))
-                if held is not None and held[0] != name:
-                    raise _Blame(name, PluginConflict(
-                        f"{describe(name)} ({source}) names a datapath {literal!r} in architecture "
-                        f"{arch_name!r}, a name {describe(held[0])} already gives to {_label(held[1])}"))
+                if held is not None and held[:2] != (name, source):
+                    raise clash(held[0], f"names a datapath {literal!r} in architecture {arch_name!r}, a name "
+                                         f"{describe(held[0])} ({held[1]}) already gives to {_label(held[2])}")
         for dp in datapaths:
-            by_identity.setdefault((arch_name, datapath_identity(dp)), []).append((name, dp))
+            by_identity.setdefault((arch_name, datapath_identity(dp)), []).append((name, source, dp))
             for literal in dp.names:
-                by_literal.setdefault((arch_name, literal), (name, dp))
-        segments.setdefault(arch_name, []).append((name, datapaths))
+                by_literal.setdefault((arch_name, literal), (name, source, dp))
+        segments.setdefault(arch_name, []).append((name, position, datapaths))
 
-    for name, data in tables:
+    for name, position, data in tables:
         if table_extends(data):
             continue
         arch = build(name, data)
@@ -324,14 +354,15 @@ def _assemble(order: list, results: dict, pm) -> Registry:
             cls = TableError if held == name else PluginConflict
             raise _Blame(name, cls(
                 f"{describe(name)} ({data['_source']}) declares architecture {arch.name!r}, which "
-                f"{describe(held)} already declares; a table that adds datapaths to it declares "
+                f"{owner(arch.name)} already declares; a table that adds datapaths to it declares "
                 f"[architecture] extends = {arch.name!r}"))
         for alias in (arch.name,) + arch.aliases:
-            claim(name, arch.name, alias)
+            claim(name, arch.name, alias, data["_source"])
         archs[arch.name] = arch
         owners[arch.name] = name
-        add(name, arch.name, arch.datapaths, data["_source"])
-    for name, data in tables:
+        declared_in[arch.name] = data["_source"]
+        add(name, position, arch.name, arch.datapaths, data["_source"])
+    for name, position, data in tables:
         target = table_extends(data)
         if not target:
             continue
@@ -349,7 +380,7 @@ def _assemble(order: list, results: dict, pm) -> Registry:
                 if dp.default_for:
                     raise _Blame(name, PluginConflict(
                         f"{describe(name)} ({data['_source']}) extends architecture {arch_name!r} "
-                        f"(declared by {describe(owners[arch_name])}) with a default datapath "
+                        f"(declared by {owner(arch_name)}) with a default datapath "
                         f"{_label(dp)}; an extension may not change how {arch_name!r} resolves "
                         "existing instruction strings: remove default_for"))
         for dp in datapaths:
@@ -362,24 +393,29 @@ def _assemble(order: list, results: dict, pm) -> Registry:
                         "not change what an existing instruction string means"))
         new_aliases = []
         for alias in ext.aliases:
-            claim(name, arch_name, alias)
+            claim(name, arch_name, alias, data["_source"])
             if alias not in archs[arch_name].aliases and alias not in new_aliases:
                 new_aliases.append(alias)
         old = archs[arch_name]
         archs[arch_name] = attrs.evolve(old, aliases=old.aliases + tuple(new_aliases),
                                         description=old.description or ext.description,
                                         vendor=old.vendor or ext.vendor)
-        add(name, arch_name, datapaths, data["_source"])
+        add(name, position, arch_name, datapaths, data["_source"])
 
-    # final order: as pluggy calls the plugins (the last registered first), the
-    # order in which architectures and datapaths have always been listed
+    # final order: as pluggy calls the plugins (the last registered first), each
+    # plugin's tables in the order it lists them; an architecture's datapaths table
+    # by table in that order, the architectures by their first table
     calls = list(reversed(pm.hook.mmasim_architectures.get_hookimpls()))
     rank = {impl.plugin_name: i for i, impl in enumerate(calls)}
-    for arch_name in sorted(archs, key=lambda a: min(rank.get(p, 0) for p, _ in segments.get(a, [(None, ())]))):
-        parts = sorted(segments.get(arch_name, []), key=lambda s: rank.get(s[0], 0))
-        datapaths = tuple(dp for _, dps in parts for dp in dps)
+
+    def place(segment):
+        return rank.get(segment[0], 0), segment[1]
+
+    for arch_name in sorted(archs, key=lambda a: min(map(place, segments.get(a, [(None, 0, ())])))):
+        parts = sorted(segments.get(arch_name, []), key=place)
+        datapaths = tuple(dp for _, _, dps in parts for dp in dps)
         reg.architectures[arch_name] = attrs.evolve(archs[arch_name], datapaths=datapaths)
-        for plugin, dps in parts:
+        for plugin, _, dps in parts:
             for dp in dps:
                 reg.datapath_plugins.setdefault(dp, plugin)
     for arch_name, arch in list(reg.architectures.items()):
@@ -397,16 +433,13 @@ def _assemble(order: list, results: dict, pm) -> Registry:
         for dp in reg.architectures[arch_name].datapaths:
             reg.datapath_plugins.setdefault(dp, owners[arch_name])
     reg.owners = dict(owners)
-    reg.arch_index = {key: arch for key, (arch, _plugin) in index.items()}
+    reg.arch_index = {key: held[0] for key, held in index.items()}
     return reg
 
 
 def _resolves(reg: Registry, arch: Architecture, segments: list, instruction: str) -> str:
     """What ``instruction`` resolves to on ``arch`` as it stands (its datapaths so far), or ''."""
-    from .errors import UnknownInstruction
-    from .lookup import resolve
-
-    current = attrs.evolve(arch, datapaths=tuple(dp for _, dps in segments for dp in dps))
+    current = attrs.evolve(arch, datapaths=tuple(dp for _, _, dps in segments for dp in dps))
     probe = attrs.evolve(reg, architectures={arch.name: current}, arch_index={normalize_name(arch.name): arch.name})
     try:
         dp = resolve(probe, arch.name, instruction, {})
@@ -424,17 +457,17 @@ def build_registry() -> Registry:
 
     A built-in plugin that fails raises its error (a bug in mmasim).
     """
-    pm = get_plugin_manager()
+    pm = plugin_manager.get_plugin_manager()
     order, results, failures = _contributions(pm)
     for name, error in failures.items():
-        if plugins.is_builtin(name):
+        if plugin_manager.is_builtin(name):
             raise error
     while True:
         active = [name for name in order if name not in failures]
         try:
             reg = _assemble(active, results, pm)
         except _Blame as blame:
-            if plugins.is_builtin(blame.plugin):
+            if plugin_manager.is_builtin(blame.plugin):
                 raise blame.error from blame.error.__cause__
             failures[blame.plugin] = blame.error
             continue
@@ -450,7 +483,7 @@ def get_registry() -> Registry:
     if _registry is None:
         reg = build_registry()
         _registry = reg
-        plugins.report_failures(reg.failures)
+        plugin_manager.report_failures(reg.failures)
     return _registry
 
 
@@ -458,7 +491,7 @@ def install_registry(reg: Registry) -> None:
     """Use ``reg`` (built by :func:`build_registry`) as the registry and report its failures."""
     global _registry
     _registry = reg
-    plugins.report_failures(reg.failures)
+    plugin_manager.report_failures(reg.failures)
 
 
 def reset_registry() -> None:

@@ -65,28 +65,11 @@ NVIDIA_RULES = (
     "(f32 0x7FFFFFFF, f16 0x7FFF); else any inf gives that inf; a zero or underflowed result is +0"
 )
 
-#: Special-value text of each built-in accumulator family (by registry name).
-#: An accumulator may carry its own text as a ``special_values`` attribute,
-#: which wins; plugins adding an accumulator should set it.
-ACCUMULATOR_RULES = {
-    "window": NVIDIA_RULES,
-    "group_scaled_window": NVIDIA_RULES,
-    "exact_sum": NVIDIA_RULES.replace("a zero or underflowed result is +0",
-                                      "an exact zero sum is +0, a nonzero sum that rounds to zero keeps its sign"),
-    "two_stage_window": "NaN/inf classified as in docs/datapaths.md section 3 step 1 (products overflowing 2^128 "
-                        "become inf); an exact zero is +0, a negative sum that rounds to zero is -0",
-    "fma": "IEEE 754 per fused multiply-add: NaN in, inf x 0 or inf - inf give the NaN word (payloads not "
-           "propagated); an exact zero sum is +0 unless both addends are -0",
-    "mul_add_chain": "IEEE 754 per multiply and add (RNE); NaN results are the canonical NaN word",
-    "ftz_mul_add": "IEEE 754 f32 multiplies and adds with flush-to-zero: subnormal inputs read as +0, "
-                   "subnormal products and sums flush to zeros of their sign; NaN results are the NaN word",
-    "integer": "none: integers have no special values (s32 wrap or saturate)",
-}
+#: The special-value text of an accumulator that documents none.
+UNDOCUMENTED = "not documented by the accumulator (set its special_values attribute)"
 
 
 def rules_for(name: str, accumulator) -> str:
-    """The special-value text of an accumulator (its ``special_values`` attribute, else the table)."""
-    text = getattr(accumulator, "special_values", None)
-    if text:
-        return str(text)
-    return ACCUMULATOR_RULES.get(name, "not documented by the accumulator (set its special_values attribute)")
+    """The special-value text of the accumulator registered as ``name``: its
+    ``special_values`` (the :class:`~mmasim.accumulators.Accumulator` record's text)."""
+    return str(getattr(accumulator, "special_values", "") or UNDOCUMENTED)

@@ -13,7 +13,8 @@ another one, relabelled by its own ``[[evidence]]`` (see :func:`inherit`).
 Every table is checked as it loads (:func:`build_architecture`): unknown keys
 anywhere, wrong types, K outside ``1..MAX_K``, unknown sparse rules and
 parameters the accumulator does not declare (``acc.Params``, see
-:mod:`mmasim.accumulators.params`) are a :class:`~mmasim.errors.TableError`
+:mod:`mmasim.accumulators.params`) and block scales the accumulator does not
+take (or needs and lacks, ``acc.scales``) are a :class:`~mmasim.errors.TableError`
 naming the file, the datapath and the field.
 """
 
@@ -26,6 +27,7 @@ import attrs
 
 from .datapath import Architecture, Datapath, Status
 from .errors import TableError
+from .hookspecs import hookimpl
 from .sparse import RULES as SPARSE_RULES
 
 try:  # Python >= 3.11
@@ -238,6 +240,18 @@ def check_params(name: str, accumulator, params: dict, here: str) -> None:
         raise TableError(f"{here}: {exc}") from exc
 
 
+def check_scales(name: str, accumulator, scaled: bool, here: str) -> None:
+    """A block-scaled datapath (``scaled``) uses an accumulator that takes scales, and an
+    accumulator that needs them (``accumulator.scales``) is used only on a block-scaled one."""
+    scales = getattr(accumulator, "scales", "optional")
+    if scaled and scales == "none":
+        raise TableError(f"{here}: field 'accumulator': the {name!r} accumulator takes no block scales, "
+                         "and the datapath is block-scaled (field 'scale')")
+    if not scaled and scales == "required":
+        raise TableError(f"{here}: field 'accumulator': the {name!r} accumulator needs block scales, "
+                         "and the datapath has no field 'scale'")
+
+
 def _control_characters(value, path: str = ""):
     """The first ``(path, text)`` of a string in a parsed table holding a control character."""
     if isinstance(value, str):
@@ -349,7 +363,9 @@ def build_architecture(data: dict, accumulators: dict | None = None) -> Architec
             at = f"{here} ({_label(item)})"
             _check_item(item, at)
             if accumulators is not None and item["accumulator"] in accumulators:
-                check_params(item["accumulator"], accumulators[item["accumulator"]], item.get("params", {}), at)
+                accumulator = accumulators[item["accumulator"]]
+                check_params(item["accumulator"], accumulator, item.get("params", {}), at)
+                check_scales(item["accumulator"], accumulator, bool(item.get("scale")), at)
             sparse = item.get("sparse") or None
             try:
                 dp = Datapath(
@@ -444,11 +460,13 @@ def table_path(package: str, filename: str):
 def table_hook(*filenames: str, package: str = "mmasim_archs"):
     """The ``mmasim_architectures`` hook of a plugin that ships tables as package data.
 
-    A plugin whose architecture is nothing but a table is one line::
+    A third-party plugin whose architecture is nothing but a table is one line::
 
-        mmasim_architectures = table_hook("volta.toml")
+        mmasim_architectures = table_hook("myarch.toml", package="myarch_tables")
+
+    (mmasim's own tables need none: ``mmasim_plugins.archs`` registers every
+    table in ``archs/``.)
     """
-    from .plugins import hookimpl
 
     @hookimpl
     def mmasim_architectures():
@@ -457,5 +475,5 @@ def table_hook(*filenames: str, package: str = "mmasim_archs"):
     return mmasim_architectures
 
 
-__all__ = ["load_table", "build_architecture", "inherit", "check_params", "table_extends", "table_path", "table_hook",
-           "MAX_K", "MAX_MN"]
+__all__ = ["load_table", "build_architecture", "inherit", "check_params", "check_scales", "table_extends",
+           "table_path", "table_hook", "MAX_K", "MAX_MN"]

@@ -1,20 +1,15 @@
-"""NVIDIA Blackwell datacenter (B200, sm_100a): ``tcgen05.mma``.
+"""NVIDIA Blackwell datacenter (B200, sm_100a): the ``tcgen05`` TMEM and shared-memory layouts.
 
-Arithmetic comes entirely from core parts composed by ``archs/blackwell_tcgen05.toml``;
-this plugin adds the table and the TMEM / shared-memory layout facts of the
-B200 write-up (docs/datapaths.md section 6, source T1).
+Arithmetic comes entirely from core parts composed by ``archs/blackwell_tcgen05.toml``
+(registered with every other table by ``mmasim_plugins.archs``); this plugin adds
+the TMEM / shared-memory layout facts of the B200 write-up (docs/datapaths.md
+section 6, source T1).
 """
 
+from mmasim import hookimpl
 from mmasim.layout import CoreMatrixLayout, ResultSlice
-from mmasim.plugins import hookimpl
-from mmasim.tables import table_path
 
 _T1 = "T1: B200 tcgen05 reverse-engineering write-up (seeds/000), probed on a real B200"
-
-
-@hookimpl
-def mmasim_architectures():
-    return [table_path("mmasim_archs", "blackwell_tcgen05.toml"), table_path("mmasim_archs", "blackwell_ultra.toml")]
 
 
 @hookimpl

@@ -1,14 +1,13 @@
 """NVIDIA RTX Blackwell (RTX 5070 Ti, RTX 5090, RTX PRO 6000; sm_120/sm_120a): mma.sync.
 
-Arithmetic comes from core parts composed by ``archs/rtx_blackwell.toml``.
-What differs here is a decoder quirk (docs/datapaths.md section 7, T2): in
+Arithmetic comes from core parts composed by ``archs/rtx_blackwell.toml``
+(registered with every other table by ``mmasim_plugins.archs``).  What differs here is a decoder quirk (docs/datapaths.md section 7, T2): in
 ``kind::f8f6f4`` the hardware reads an e2m1 byte as e2m3 from bits 5:0, so the
 two low padding bits act as two more mantissa bits and bits 7:6 are ignored.
 """
 
+from mmasim import hookimpl
 from mmasim.formats import Format
-from mmasim.plugins import hookimpl
-from mmasim.tables import table_hook
 
 #: e2m1 as the RTX Blackwell f8f6f4 datapath reads its byte: e2m3 in bits 5:0.
 E2M1_SM120 = Format(
@@ -23,5 +22,3 @@ E2M1_SM120 = Format(
 def mmasim_formats():
     return [E2M1_SM120]
 
-
-mmasim_architectures = table_hook("rtx_blackwell.toml")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim import plugins
+from mmasim import plugin_manager, plugins
 from mmasim.datapath import Datapath
 from mmasim.decode import Decoded, decode_float
 from mmasim.encode import Encoding
@@ -155,7 +155,7 @@ class FakeEntryPoint:
 def entry_points(monkeypatch):
     """A list of fake ``mmasim`` entry points that the next plugin-manager load reads."""
     eps = []
-    monkeypatch.setattr(plugins, "entry_points", lambda: eps)
+    monkeypatch.setattr(plugin_manager, "entry_points", lambda: eps)
     plugins.reset()
     yield eps
     plugins.reset()
@@ -174,7 +174,8 @@ def test_table_naming_an_existing_architecture_is_a_conflict_not_a_merge(registe
     with pytest.raises(PluginConflict) as info:
         registered(make_plugin(mmasim_architectures=[EVIL_BLACKWELL]), "evil")
     text = str(info.value)
-    assert "'evil'" in text and "mmasim_plugins.blackwell" in text and "extends" in text
+    assert "'evil'" in text and "mmasim_plugins.archs" in text and "blackwell_tcgen05.toml" in text
+    assert "extends" in text
     assert tf32_probe() == (0x3F800008, "hardware")
     assert "evil" not in [s.name for s in plugins.status()]
 
@@ -187,12 +188,13 @@ def test_entry_point_naming_an_existing_architecture_is_skipped_naming_both_plug
         assert tf32_probe() == (0x3F800008, "hardware")
     (message,) = plugin_warnings(record)
     assert "PluginConflict" not in message      # the message itself, not a traceback
-    for part in ("'evil'", "entry point evil = evil_module", "evil-dist 6.6", "mmasim_plugins.blackwell"):
+    for part in ("'evil'", "entry point evil = evil_module", "evil-dist 6.6", "mmasim_plugins.archs",
+                 "blackwell_tcgen05.toml"):
         assert part in message
     (status,) = [s for s in plugins.status() if s.name == "evil"]
     assert (status.ok, status.source, status.distribution, status.entry_point) == \
         (False, "entry point", "evil-dist 6.6", "evil = evil_module")
-    assert "mmasim_plugins.blackwell" in status.error
+    assert "mmasim_plugins.archs" in status.error
 
 
 def test_extends_adds_a_new_datapath_to_an_existing_architecture(registered):
@@ -209,7 +211,8 @@ def test_extends_adds_a_new_datapath_to_an_existing_architecture(registered):
 def test_extends_with_a_datapath_another_plugin_owns_is_a_conflict(registered):
     with pytest.raises(PluginConflict) as info:
         registered(make_plugin(mmasim_architectures=[extension(op="tcgen05.mma", kind="tf32")]), "ext")
-    assert "'ext'" in str(info.value) and "mmasim_plugins.blackwell" in str(info.value)
+    assert "'ext'" in str(info.value) and "mmasim_plugins.archs" in str(info.value)
+    assert "blackwell_tcgen05.toml" in str(info.value)
     assert tf32_probe() == (0x3F800008, "hardware")
 
 
@@ -248,7 +251,8 @@ def test_same_datapath_with_another_k_is_no_conflict(registered):
 def test_alias_another_plugin_owns_is_a_conflict(registered):
     with pytest.raises(PluginConflict) as info:
         registered(make_plugin(mmasim_architectures=[new_arch(aliases=("B200",))]), "thief")
-    assert "'thief'" in str(info.value) and "mmasim_plugins.blackwell" in str(info.value)
+    assert "'thief'" in str(info.value) and "mmasim_plugins.archs" in str(info.value)
+    assert "blackwell_tcgen05.toml" in str(info.value)
     assert mmasim.MMA("B200", "tcgen05.mma.kind::tf32").arch == "Blackwell"
 
 
@@ -296,9 +300,23 @@ def test_builtin_blackwell_tables_use_extends():
     data = load_table(resources.files("mmasim_archs").joinpath("blackwell_mma_sync.toml"))
     assert table_extends(data) == "Blackwell" and "name" not in data["architecture"]
     reg = get_registry()
-    assert reg.owners["Blackwell"] == "mmasim_plugins.blackwell"
+    assert reg.owners["Blackwell"] == "mmasim_plugins.archs"
     sync = mmasim.MMA("B200", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32").datapath
-    assert reg.datapath_plugins[sync] == "mmasim_plugins.blackwell_mma_sync"
+    tf32 = mmasim.MMA("B200", "tcgen05.mma.kind::tf32").datapath
+    assert reg.datapath_plugins[sync] == reg.datapath_plugins[tf32] == "mmasim_plugins.archs"
+    # the extension's datapaths follow the declaring table's, table by table (the order of the names)
+    ops = [dp.op for dp in reg.architectures["Blackwell"].datapaths]
+    assert ops.index("tcgen05.mma") > max(i for i, op in enumerate(ops) if op == "mma.sync")
+
+
+def test_two_tables_of_one_plugin_giving_one_architecture_the_same_datapath_is_a_table_error(registered):
+    # one plugin may ship several tables of one architecture (extends), but not the same
+    # datapath twice: the second table is the plugin's error, not silently merged
+    with pytest.raises(TableError) as info:
+        again = new_arch().replace('name = "Toy Arch"', 'extends = "Toy Arch"')
+        registered(make_plugin(mmasim_architectures=[new_arch(), again]), "twice")
+    assert "'twice'" in str(info.value) and "already registers" in str(info.value)
+    assert "Toy Arch" not in mmasim.architectures()
 
 
 def test_datapath_identity_key_ignores_evidence_and_parameters():
@@ -391,8 +409,9 @@ def test_status_lists_every_builtin_ok():
 def test_broken_builtin_plugin_raises(monkeypatch):
     module = make_plugin("mmasim_test_broken_builtin", mmasim_architectures=RuntimeError("bug"))
     monkeypatch.setitem(sys.modules, "mmasim_test_broken_builtin", module)
-    monkeypatch.setattr(plugins, "DEFAULT_PLUGINS", plugins.DEFAULT_PLUGINS + ("mmasim_test_broken_builtin",))
-    monkeypatch.setattr(plugins, "entry_points", lambda: [])
+    monkeypatch.setattr(plugin_manager, "DEFAULT_PLUGINS",
+                        plugin_manager.DEFAULT_PLUGINS + ("mmasim_test_broken_builtin",))
+    monkeypatch.setattr(plugin_manager, "entry_points", lambda: [])
     plugins.reset()
     try:
         with pytest.raises(PluginError, match="built-in plugin 'mmasim_test_broken_builtin'.*bug"):
@@ -461,4 +480,4 @@ def test_installed_broken_plugins_are_one_line_each_on_stderr_and_mmasim_list_wo
     (bad,) = [x for x in lines if "'badep'" in x]
     assert "bad-ep 1.0" in bad and "nonexistent_dependency_of_bad_ep" in bad and "PluginWarning" in bad
     (evil,) = [x for x in lines if "'evilep'" in x]
-    assert "evil-ep 1.0" in evil and "mmasim_plugins.blackwell" in evil and "extends" in evil
+    assert "evil-ep 1.0" in evil and "mmasim_plugins.archs" in evil and "extends" in evil

@@ -153,7 +153,8 @@ def test_every_builtin_accumulator_declares_the_parameters_it_takes():
     """``Params`` fields are exactly the accumulator's keyword-only parameters, with the same defaults."""
     for name, acc in BUILTIN_ACCUMULATORS.items():
         declared = attrs.fields_dict(acc.Params)
-        takes = {p.name: p for p in inspect.signature(acc).parameters.values() if p.kind == p.KEYWORD_ONLY}
+        takes = {p.name: p for p in inspect.signature(acc.function).parameters.values()
+                 if p.kind == p.KEYWORD_ONLY}
         assert set(declared) == set(takes), name
         for key, p in takes.items():
             required = p.default is inspect.Parameter.empty
@@ -188,3 +189,50 @@ def test_control_characters_in_table_text_are_rejected(tmp_path):
                     'rounding = "rz-f32"\n', encoding="utf-8")
     with pytest.raises(TableError, match="control characters"):
         build_architecture(load_table(path))
+
+
+# ------------------------------------------------- accumulators and block scales (issue 11, item 4)
+def test_block_scaled_datapath_needs_an_accumulator_that_takes_scales(tmp_path):
+    # fma (the AMD FMA chain) has no scale input: a block-scaled datapath on it is a table error
+    rejects(table(tmp_path, accumulator='"fma"', params="{}", a='"f32"', b='"f32"', k="32",
+                  scale='"ue8m0"', block="32"),
+            "datapath #1", "'accumulator'", "'fma'", "takes no block scales")
+
+
+def test_accumulator_that_needs_scales_is_refused_on_an_unscaled_datapath(tmp_path):
+    # GST-FDPA multiplies each group sum by its block's scale product: without scales it has none
+    rejects(table(tmp_path, accumulator='"group_scaled_window"', params="{ F = 35, group = 16, zeros = -139 }",
+                  k="32"),
+            "datapath #1", "'accumulator'", "'group_scaled_window'", "needs block scales")
+
+
+def test_window_serves_both_unscaled_and_block_scaled_datapaths():
+    # the truncating window is the T-FDPA of f16 mma.sync and of B200 block-scaled kinds alike
+    scaled = {bool(dp.scale) for arch in get_registry().architectures.values() for dp in arch.datapaths
+              if dp.accumulator == "window"}
+    assert scaled == {False, True}
+    assert BUILTIN_ACCUMULATORS["window"].scales == "optional"
+
+
+def test_scale_check_runs_when_a_plugin_registers_the_table(tmp_path):
+    plugin = type("P", (), {})()
+    path = table(tmp_path, accumulator='"exact_sum"', params="{}", k="32", scale='"ue8m0"', block="32")
+    plugin.mmasim_architectures = mmasim.hookimpl(lambda: [path])
+    with pytest.raises(TableError, match="plugin 'scaled-fma'.*takes no block scales"):
+        mmasim.register(plugin, name="scaled-fma")
+    assert "Checked" not in mmasim.architectures()
+
+
+@pytest.mark.parametrize("k, chunk, sparse, step", [
+    (16, None, None, 16),     # no chunk: one step holds all of K
+    (16, 8, None, 8),         # Ampere/Ada mma.sync k16 in steps of 8
+    (16, 32, None, 16),       # a chunk wider than K is all of K
+    (32, None, "pairs4", 16),  # sparse: the stored half of the logical K
+    (32, 8, "pairs4", 8),
+])
+def test_datapath_step_is_the_chunk_or_all_of_the_stored_k(k, chunk, sparse, step):
+    from mmasim.datapath import Datapath
+
+    dp = Datapath(arch="X", op="mma.sync", kind=None, a="f16", b="f16", c="f32", d="f32", k=k,
+                  accumulator="window", rounding="rz-f32", chunk=chunk, sparse=sparse)
+    assert dp.step == step

@@ -17,8 +17,8 @@ from ..decode import FINITE, Decoded
 from ..errors import TableError
 from ..intmath import exact_sum as _exact_sum
 from ..intmath import product_bits
-from ..special import classify, product
-from .params import NoParams
+from ..special import NVIDIA_RULES, classify, product
+from .accumulator import Accumulator
 
 
 def exact_sum(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding):
@@ -36,4 +36,6 @@ def exact_sum(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding):
                          zero_neg=sneg)
 
 
-exact_sum.Params = NoParams
+exact_sum = Accumulator(exact_sum, special_values=NVIDIA_RULES.replace(
+    "a zero or underflowed result is +0",
+    "an exact zero sum is +0, a nonzero sum that rounds to zero keeps its sign"))

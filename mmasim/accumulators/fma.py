@@ -27,7 +27,7 @@ from .. import ieee
 from ..decode import Decoded
 from ..errors import TableError
 from ..intmath import exact_sum, product_bits
-from .params import NoParams
+from .accumulator import Accumulator
 
 _HALF = 27  # f64 significands are split as hi * 2**27 + lo for the exact fallback
 
@@ -92,4 +92,6 @@ def _exact_fma(a, b, c, encoding):
     return words.view(np.float64)
 
 
-fma.Params = NoParams
+fma = Accumulator(fma, special_values=(
+    "IEEE 754 per fused multiply-add: NaN in, inf x 0 or inf - inf give the NaN word (payloads not "
+    "propagated); an exact zero sum is +0 unless both addends are -0"))

@@ -20,6 +20,7 @@ from .. import ieee
 from ..decode import FINITE, ZERO, Decoded
 from ..errors import TableError
 from ..intmath import bit_length
+from .accumulator import Accumulator
 from .params import one_of
 
 _TINY = np.float32(2.0 ** -126)
@@ -65,4 +66,6 @@ class FtzMulAddParams:
     P: int = attrs.field(validator=one_of(2, 4))
 
 
-ftz_mul_add.Params = FtzMulAddParams
+ftz_mul_add = Accumulator(ftz_mul_add, FtzMulAddParams, special_values=(
+    "IEEE 754 f32 multiplies and adds with flush-to-zero: subnormal inputs read as +0, "
+    "subnormal products and sums flush to zeros of their sign; NaN results are the NaN word"))

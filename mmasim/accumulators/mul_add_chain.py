@@ -16,7 +16,7 @@ import numpy as np
 
 from ..decode import Decoded
 from ..ieee import values
-from .params import NoParams
+from .accumulator import Accumulator
 
 _PRECISION = {"f32": (np.float32, np.uint32), "f64": (np.float64, np.uint64)}
 
@@ -38,4 +38,5 @@ def mul_add_chain(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding
     return np.where(np.isnan(acc), word(encoding.nan_word), words).astype(encoding.dtype)
 
 
-mul_add_chain.Params = NoParams
+mul_add_chain = Accumulator(mul_add_chain, special_values=(
+    "IEEE 754 per multiply and add (RNE); NaN results are the canonical NaN word"))

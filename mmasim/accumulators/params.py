@@ -1,7 +1,7 @@
 """Declared parameters of the accumulator families.
 
-Every accumulator carries a ``Params`` attribute: a frozen attrs class whose
-fields are the keyword parameters it takes (name, type, range, default).  When a
+Every accumulator record (:class:`mmasim.accumulators.Accumulator`) names its
+``Params``: a frozen attrs class whose fields are the keyword parameters it takes (name, type, range, default).  When a
 table loads, its datapath's ``params`` are checked against that class
 (:func:`mmasim.tables.check_params`): an unknown name, a missing required one,
 a wrong type or a value out of range is a :class:`~mmasim.errors.TableError`
@@ -9,9 +9,10 @@ naming the file, the datapath and the field.  The accumulator itself is still
 called with the table's values as keyword arguments
 (``acc(a, b, c, scale_a, scale_b, encoding, **params)``); the class only checks.
 
-A third-party accumulator may declare its parameters the same way (set
-``my_accumulator.Params = MyParams``); one without ``Params`` takes its
-parameters unchecked.
+A third-party accumulator declares its parameters the same way
+(``Accumulator(my_sum, MySumParams, ...)``; a plain function of the older
+plugin API may set ``my_sum.Params = MySumParams``); one without ``Params``
+takes its parameters unchecked.
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ import numpy as np
 
 from ..decode import FINITE, Decoded
 from ..intmath import NEG_INF_EXP, bit_length, exact_group_sums, shift, truncate_signed
-from ..special import classify, product
+from ..special import NVIDIA_RULES, classify, product
+from .accumulator import Accumulator
 from .params import either, integer, one_of, optional, table_of
 
 
@@ -143,4 +144,4 @@ class WindowParams:
     subnormal_redo: int | None = attrs.field(default=None, validator=optional(integer()))
 
 
-window.Params = WindowParams
+window = Accumulator(window, WindowParams, scales="optional", special_values=NVIDIA_RULES)

@@ -24,7 +24,8 @@ import numpy as np
 
 from ..decode import FINITE, ZERO, Decoded
 from ..intmath import exact_group_sums, truncate_signed
-from ..special import classify, product
+from ..special import NVIDIA_RULES, classify, product
+from .accumulator import Accumulator
 from .params import integer
 
 
@@ -62,4 +63,5 @@ class GroupScaledWindowParams:
     zeros: int = attrs.field(validator=integer())
 
 
-group_scaled_window.Params = GroupScaledWindowParams
+group_scaled_window = Accumulator(group_scaled_window, GroupScaledWindowParams, scales="required",
+                                  special_values=NVIDIA_RULES)

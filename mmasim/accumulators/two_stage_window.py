@@ -34,6 +34,7 @@ import numpy as np
 from ..decode import FINITE, INF, ZERO, Decoded
 from ..intmath import NEG_INF_EXP, bit_length, truncate_signed
 from ..special import classify, product
+from .accumulator import Accumulator
 from .params import boolean, integer, optional
 
 
@@ -91,7 +92,7 @@ def two_stage_window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encod
                          inf_neg=specials.inf_neg, zero_neg=total < 0)
 
 
-two_stage_window.special_values = (
+_SPECIAL_VALUES = (
     "NaN/inf classified as in docs/datapaths.md section 3 step 1 after products of magnitude >= 2**overflow "
     "become inf; with drop_c a dropped C takes no part (an inf or NaN C counts with exponent "
     "nonfinite_c_r, so MMA-Sim 2.1.1 drops it when the products reach 2**(F+1)); an exact zero is +0, "
@@ -111,4 +112,4 @@ class TwoStageWindowParams:
     nonfinite_c_r: int | None = attrs.field(default=None, validator=optional(integer()))
 
 
-two_stage_window.Params = TwoStageWindowParams
+two_stage_window = Accumulator(two_stage_window, TwoStageWindowParams, special_values=_SPECIAL_VALUES)
