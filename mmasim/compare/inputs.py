@@ -125,16 +125,16 @@ def _random_rows(d: _Draw, r) -> None:
     """Uniform random words (in some rows every special value redrawn as finite)."""
     rng, K, nr = d.rng, d.a.shape[1], len(r)
     finite_rows = rng.random(nr) < 0.6
-    d.a[r] = np.where(finite_rows[:, None], d.ga.uniform(rng, (nr, K), True), d.ga.uniform(rng, (nr, K)))
-    d.b[r] = np.where(finite_rows[:, None], d.gb.uniform(rng, (nr, K), True), d.gb.uniform(rng, (nr, K)))
-    d.c[r] = np.where(finite_rows, d.gc.uniform(rng, (nr,), True), d.gc.uniform(rng, (nr,)))
+    for g, out, shape, pick in ((d.ga, d.a, (nr, K), finite_rows[:, None]), (d.gb, d.b, (nr, K), finite_rows[:, None]),
+                                (d.gc, d.c, (nr,), finite_rows)):
+        out[r] = np.where(pick, g.words(rng, shape, WordKind.FINITE), g.words(rng, shape, WordKind.UNIFORM))
 
 
 def _near_one_rows(d: _Draw, r) -> None:
     """Values near one: every fractional bit of the sum shows."""
     rng, K, nr = d.rng, d.a.shape[1], len(r)
-    d.a[r], d.b[r], d.c[r] = (d.ga.words(rng, (nr, K), WordKind.NEAR_ONE), d.gb.words(rng, (nr, K), WordKind.NEAR_ONE),
-                              d.gc.words(rng, (nr,), WordKind.NEAR_ONE))
+    for g, out, shape in ((d.ga, d.a, (nr, K)), (d.gb, d.b, (nr, K)), (d.gc, d.c, (nr,))):
+        out[r] = g.words(rng, shape, WordKind.NEAR_ONE)
 
 
 def _cancellation_rows(d: _Draw, r) -> None:
