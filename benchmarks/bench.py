@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import mmasim  # noqa: E402
-from mmasim import backends  # noqa: E402
+from mmasim import backends, wordgen  # noqa: E402
 
 # label, arch, instruction, qualifiers, (peer class, peer arch, peer shape_and_type), kind
 CASES = [
@@ -70,23 +70,15 @@ TARGET = {"T-FDPA": {"numba": 3.0, "numpy": 30.0}, "block-scaled": {"numba": 5.0
 
 # ------------------------------------------------------------------- inputs
 def near_one(fmt, shape, rng):
-    """Container words of finite values near one (mixed signs) in ``fmt``."""
-    if fmt.key == "e2m1x":
-        return rng.integers(0, 16, size=shape).astype(np.uint8)
-    if fmt.key in ("ue8m0",):
-        return rng.integers(124, 131, size=shape).astype(np.uint8)
-    if fmt.key == "ue4m3":
-        return rng.integers(0x30, 0x40, size=shape).astype(np.uint8)
-    E, M = fmt.exp_bits, fmt.man_bits
-    e = np.clip(fmt.bias + rng.integers(-2, 3, size=shape), 1, (1 << E) - 2).astype(np.uint64)
-    field = (e << np.uint64(M)) | rng.integers(0, 1 << M, size=shape, dtype=np.uint64)
-    field |= rng.integers(0, 2, size=shape, dtype=np.uint64) << np.uint64(E + M)
-    words = field << np.uint64(fmt.field_shift)
-    dt = np.uint8 if fmt.container_bits <= 8 else np.uint16 if fmt.container_bits <= 16 else np.uint32
-    return words.astype(dt)
+    """Container words of finite values near one (mixed signs) in ``fmt``, in the
+    narrowest unsigned dtype that holds them (:mod:`mmasim.wordgen`, kind ``near_one``)."""
+    words = wordgen.words(fmt, shape, rng, wordgen.WordKind.NEAR_ONE, padding=False)
+    bits = fmt.container_bits
+    return words.astype(np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32 if bits <= 32 else np.uint64)
 
 
 def make_inputs(model, n, rng, M=None, N=None):
+    """Dot-product batches of ``n`` rows, or (with ``M``, ``N``) one tile's ``A``, ``B``, ``C``."""
     dp = model.datapath
     if M is None:
         a = near_one(model.a_format, (n, dp.k), rng)
@@ -222,6 +214,8 @@ def memory_run(backend, n):
         m = mmasim.MMA("Ampere", "m16n8k16.f32.f16.f16.f32", backend={backend!r})
         n = {n}
         rng = np.random.default_rng(0)
+        # f16 words in [0.5, 1) drawn straight into uint16: the word generator's int64
+        # intermediates would swell the peak RSS this run measures
         a = (rng.integers(0x3800, 0x4000, size=(n, 16), dtype=np.uint16))
         b = a[::-1]
         c = np.zeros(n, np.uint32)

@@ -8,6 +8,7 @@ from fractions import Fraction
 import numpy as np
 
 from .decode import FINITE, INF, NAN, ZERO
+from .exact import dyadic, odd_dyadic
 
 
 def safe(text, newlines: bool = False) -> str:
@@ -46,23 +47,6 @@ def hex_word(word: int, bits: int) -> str:
     return f"0x{int(word):0{max(1, bits // 4)}X}"
 
 
-def exact_values(decoded) -> list:
-    """Decoded elements as exact values: ``Fraction``, ``float('inf')``/``-inf``/``nan``."""
-    out = []
-    for cls, sign, m, q in zip(np.ravel(decoded.cls), np.ravel(decoded.sign), np.ravel(decoded.m), np.ravel(decoded.q)):
-        cls, sign = int(cls), int(sign)
-        if cls == NAN:
-            out.append(float("nan"))
-        elif cls == INF:
-            out.append(float("-inf") if sign else float("inf"))
-        elif cls == ZERO:
-            out.append(Fraction(0))
-        else:
-            v = Fraction(int(m)) * Fraction(2) ** int(q)
-            out.append(-v if sign else v)
-    return out
-
-
 def describe_value(fmt, decoded, index=0) -> str:
     """One decoded element as text: ``-1.5 (= -3*2^-1)``, ``-0``, ``inf``, ``nan``."""
     cls = int(np.ravel(decoded.cls)[index])
@@ -76,10 +60,8 @@ def describe_value(fmt, decoded, index=0) -> str:
     m, q = int(np.ravel(decoded.m)[index]), int(np.ravel(decoded.q)[index])
     if getattr(fmt, "integer", False):
         return f"{sign}{m}"
-    while m and m % 2 == 0:
-        m //= 2
-        q += 1
-    exact = f"{sign}{m}*2^{q}" if q else f"{sign}{m}"
+    m, q = odd_dyadic(m, q)
+    exact = _dyadic_text(sign, m, q)
     if -1020 < q + m.bit_length() < 1020:
         value = float(m) * 2.0 ** q
         return f"{sign}{value!r} (= {exact})"
@@ -94,20 +76,19 @@ def value_text(model, operand: str, word: int) -> str:
     return describe_value(fmt, dec)
 
 
+def _dyadic_text(sign: str, m: int, q: int) -> str:
+    return f"{sign}{m}*2^{q}" if q else f"{sign}{m}"
+
+
 def fraction_text(x) -> str:
     """An exact value (``Fraction`` or special float) as short text."""
     if not isinstance(x, Fraction):
         return str(x)
     if x == 0:
         return "0"
-    num, den = abs(x.numerator), x.denominator
-    sign = "-" if x < 0 else ""
-    if den & (den - 1) == 0:  # dyadic: m * 2^q
-        q = -(den.bit_length() - 1)
-        while num % 2 == 0:
-            num //= 2
-            q += 1
-        exact = f"{sign}{num}*2^{q}" if q else f"{sign}{num}"
+    parts = dyadic(x)
+    if parts is not None:
+        exact = _dyadic_text("-" if x < 0 else "", *parts)
         try:
             return f"{float(x)!r} (= {exact})"
         except OverflowError:
@@ -115,4 +96,4 @@ def fraction_text(x) -> str:
     return f"{float(x)!r} (= {x})"
 
 
-__all__ = ["safe", "one_line", "hex_word", "exact_values", "describe_value", "value_text", "fraction_text", "FINITE"]
+__all__ = ["safe", "one_line", "hex_word", "describe_value", "value_text", "fraction_text", "FINITE"]

@@ -8,6 +8,7 @@ import pytest
 import mmasim
 from mmasim import cli
 from mmasim import compare as cmp
+from mmasim import exact, wordgen
 
 TOY_TABLE_24 = {
     "architecture": {"name": "ToyF24", "vendor": "Example", "aliases": ["toy-f24"]},
@@ -69,7 +70,21 @@ def test_same_seed_same_inputs(toys):
     a = cmp.generate(ma, mb, 300, seed=7)
     b = cmp.generate(ma, mb, 300, seed=7)
     assert (a.a == b.a).all() and (a.b == b.b).all() and (a.c == b.c).all()
-    assert set(np.unique(a.kind)) == {0, 1, 2, 3}
+    c = cmp.generate(ma, mb, 300, seed=8)
+    assert (a.a != c.a).any()
+
+
+def test_rows_are_split_over_the_named_kinds_by_their_shares():
+    # 300 rows: 25 % random, 30 % near-one (plus what rounding leaves), 25 % cancellation, 20 % adversarial
+    m = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32")
+    x = cmp.generate(m, m, 300, seed=0)
+    names, counts = np.unique(x.kind, return_counts=True)
+    assert dict(zip(names, counts)) == {"random": 75, "near-one": 90, "cancellation": 75, "adversarial": 60}
+    assert list(x.kind[:75]) == ["random"] * 75 and x.kind[-1] == "adversarial"
+    assert cmp.KINDS == ("random", "near-one", "cancellation", "adversarial")
+    assert set(cmp.STRATEGIES) == set(cmp.Kind)
+    # 7 rows: int(7 * share) = 1, 2, 1, 1; the two left over go to near-one
+    assert list(cmp.generate(m, m, 7, seed=0).kind) == ["random"] + ["near-one"] * 4 + ["cancellation", "adversarial"]
 
 
 def test_generated_words_respect_the_formats():
@@ -91,10 +106,10 @@ def test_padding_stays_zero_when_containers_differ():
     # e2m1 of kind::f8f6f4 sits in bits 5:2: with two identical formats the
     # padding is random, and any compare between two readings of it keeps it zero
     m = mmasim.MMA("B200", "tcgen05.mma.kind::f8f6f4", a_type="e2m1", b_type="e2m1", d_type="f32")
-    gen = cmp._FormatGen(m.a_format, padding=False)
+    gen = wordgen.WordGen(m.a_format, padding=False)
     w = gen.uniform(np.random.default_rng(0), (1000,))
     assert (w & 0xC3 == 0).all()
-    gen = cmp._FormatGen(m.a_format, padding=True)
+    gen = wordgen.WordGen(m.a_format, padding=True)
     w = gen.uniform(np.random.default_rng(0), (1000,))
     assert (w & 0xC3 != 0).any()
 
@@ -245,3 +260,68 @@ def test_plot_log_scale_axis_in_ulps_of_the_output_format(tmp_path):
     assert "number of cases" in seen["ylabel"]
     assert "exact" in seen["title"]
     assert any(t.startswith("Ada Lovelace: exact in") for t in seen["legend"])
+
+
+# ------------------------------------------------------------------ the word generator (mmasim.wordgen)
+F16 = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32").a_format
+
+
+def _f16_values(w):
+    return np.asarray(w, dtype=np.uint16).view(np.float16).astype(np.float64)
+
+
+def test_f16_edge_words_are_the_encoding_corners():
+    # IEEE binary16: 0x0000 zero, 0x0001 smallest subnormal, 0x03FF largest subnormal, 0x0400 smallest
+    # normal, 0x3C00 one, 0x7BFF largest finite, 0x7C00 inf, 0x7C01 and 0x7FFF NaNs; each also negative
+    corners = {0x0000, 0x0001, 0x03FF, 0x0400, 0x3C00, 0x7BFF, 0x7C00, 0x7C01, 0x7FFF}
+    corners |= {w | 0x8000 for w in corners}
+    assert set(wordgen.edge_fields(F16).tolist()) == corners
+    w = wordgen.words(F16, (4000,), np.random.default_rng(0), "edge")
+    assert set(w.tolist()) == corners
+
+
+def test_word_kinds_keep_to_their_binades():
+    rng = np.random.default_rng(5)
+    near = _f16_values(wordgen.words(F16, (5000,), rng, wordgen.WordKind.NEAR_ONE))
+    assert np.isfinite(near).all() and (np.abs(near) >= 2.0 ** -3).all() and (np.abs(near) < 2.0 ** 4).all()
+    tiny = _f16_values(wordgen.words(F16, (5000,), rng, "subnormal"))
+    assert (np.abs(tiny) < 2.0 ** -12).all() and ((tiny != 0) & (np.abs(tiny) < 2.0 ** -14)).any()  # subnormals
+    huge = _f16_values(wordgen.words(F16, (5000,), rng, "huge"))
+    assert np.isfinite(huge).all() and (np.abs(huge) >= 2.0 ** 14).all()
+    finite = _f16_values(wordgen.words(F16, (5000,), rng, "finite"))
+    assert np.isfinite(finite).all() and (np.abs(finite) < 2.0 ** -14).any() and (np.abs(finite) >= 2.0 ** 15).any()
+    uniform = _f16_values(wordgen.words(F16, (5000,), rng, "uniform"))
+    assert np.isnan(uniform).any() and (np.abs(uniform) < 2.0 ** -14).any() and (uniform < 0).any()
+    with pytest.raises(ValueError, match="bogus"):
+        wordgen.words(F16, (3,), rng, "bogus")
+
+
+def test_word_generator_is_seeded_by_the_generator_passed_in():
+    model = mmasim.MMA("B200", "tcgen05.kind::mxf4nvf4.4X")
+    one = wordgen.operands(model, 50, np.random.default_rng(3), "mixed")
+    two = wordgen.operands(model, 50, np.random.default_rng(3), "mixed")
+    assert all((x == y).all() for x, y in zip(one[:3], two[:3]))
+    assert (one[3]["scale_a"] == two[3]["scale_a"]).all() and one[0].shape == (50, model.k)
+    model.dot(one[0], one[1], one[2], **one[3])      # words the datapath accepts
+
+
+# ------------------------------------------------------------------ exact arithmetic (mmasim.exact)
+def test_exact_results_hand_computed():
+    m = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32")
+    a = np.zeros((2, 16), dtype=np.uint64)
+    b = np.zeros((2, 16), dtype=np.uint64)
+    a[0, :2] = [0x3E00, 0xC000]       # 1.5, -2
+    b[0, :2] = [0x3555, 0x0001]       # 0x3555 = 1365/4096 (f16 1.0101010101 * 2^-2), 2^-24
+    a[1, 0], b[1, 0] = 0x7C00, 0x3C00  # inf * 1
+    c = np.array([0x3E800000, 0], dtype=np.uint64)   # 0.25 (f32)
+    got = exact.exact_results(m, a, b, c)
+    assert got[0] == Fraction(1, 4) + Fraction(3, 2) * Fraction(1365, 4096) - 2 * Fraction(1, 2 ** 24)
+    assert got[1] is None
+
+
+def test_dyadic_parts_of_exact_values():
+    assert exact.dyadic(Fraction(-3, 8)) == (3, -3)
+    assert exact.dyadic(Fraction(12)) == (3, 2)
+    assert exact.dyadic(Fraction(1, 3)) is None and exact.dyadic(Fraction(0)) is None
+    assert exact.binade(Fraction(1)) == 0 and exact.binade(Fraction(-3, 8)) == -2 and exact.binade(Fraction(255, 256)) == -1
+

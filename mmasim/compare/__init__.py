@@ -1,0 +1,28 @@
+"""Searching for inputs on which two datapaths disagree (``mmasim compare``).
+
+Two models (two architectures, or two datapaths of one architecture) whose
+operands have the same formats are run on the same generated inputs
+(:mod:`.inputs`: uniform random words, values near one, cancellation-heavy
+rows and adversarial rows).  :func:`compare` (:mod:`.search`) reports how
+often the output words differ, the largest difference in ULPs of the output
+grid, and the smallest differing example it can find (greedily shrunk by
+zeroing terms); :mod:`.report` shows it with every operand decoded and the
+exact rational result (:mod:`mmasim.exact`) for reference, :mod:`.plot`
+draws the errors against the exact result.
+
+Nothing here knows an architecture: the generators read the formats of the
+models.
+"""
+
+from __future__ import annotations
+
+from ..exact import encode_exact, exact_results, ulp_distance, ulp_of
+from .inputs import KINDS, SHARE, STRATEGIES, IncompatibleDatapaths, Inputs, Kind, check_compatible, generate
+from .plot import PLOT_TYPES, abs_errors, plot
+from .report import _num, example_table, report, to_json
+from .search import Comparison, Example, OutputGrid, compare, compare_many, ordered, output_grid, run, shrink
+
+__all__ = ["KINDS", "SHARE", "STRATEGIES", "IncompatibleDatapaths", "Inputs", "Kind", "check_compatible", "generate",
+           "PLOT_TYPES", "abs_errors", "plot", "example_table", "report", "to_json", "Comparison", "Example",
+           "OutputGrid", "compare", "compare_many", "ordered", "output_grid", "run", "shrink", "encode_exact",
+           "exact_results", "ulp_distance", "ulp_of"]

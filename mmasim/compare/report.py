@@ -1,0 +1,181 @@
+"""The report of ``mmasim compare``: text for people and the ``mmasim.compare/1``
+JSON document (docs/user-guide.md, "JSON output")."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ..display import fraction_text, hex_word, safe, value_text
+from ..exact import exact_results, exact_values, ulp_distance, ulp_of
+from .search import Comparison, ordered
+
+def _num(x) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:.4g}"
+
+
+def _params_diff(ma, mb) -> list:
+    da, db = ma.datapath, mb.datapath
+    out = []
+    if da.accumulator != db.accumulator:
+        out.append(f"accumulator: {da.accumulator} vs {db.accumulator}")
+    pa, pb = da.parameters, db.parameters
+    for key in sorted(set(pa) | set(pb)):
+        if pa.get(key) != pb.get(key):
+            out.append(f"{key}: {pa.get(key, '-')} vs {pb.get(key, '-')}")
+    ca, cb = da.chunk or da.stored_k, db.chunk or db.stored_k
+    if ca != cb:
+        out.append(f"elements per step (L): {ca} vs {cb}")
+    if da.rounding != db.rounding:
+        out.append(f"rounding: {da.rounding} vs {db.rounding}")
+    for op in ("a", "b", "c"):
+        fa, fb = getattr(ma, f"{op}_format"), getattr(mb, f"{op}_format")
+        if fa != fb:
+            out.append(f"{op.upper()} container/decoder: {fa.describe()} vs {fb.describe()}")
+    return out
+
+
+def _steps_text(model) -> str:
+    dp = model.datapath
+    chunk = dp.chunk or dp.stored_k
+    return f"{dp.stored_k // chunk} x {chunk}"
+
+
+def example_table(cmp: Comparison) -> list:
+    """The smallest example as text lines: every operand decoded, products, exact sum, both results."""
+    ex = cmp.example
+    ma, mb = cmp.model_a, cmp.model_b
+    x = ex.inputs
+    lines = []
+    fa, fb, fc = ma.a_format, ma.b_format, ma.c_format
+    a_vals = exact_values(ma.decode("a", x.a[0]))
+    b_vals = exact_values(ma.decode("b", x.b[0]))
+    rows = []
+    blk = ma.datapath.block
+    for k in range(x.a.shape[1]):
+        if int(x.a[0, k]) == 0 and int(x.b[0, k]) == 0:
+            continue
+        p = a_vals[k] * b_vals[k] if all(isinstance(v, Fraction) for v in (a_vals[k], b_vals[k])) else "special"
+        rows.append((str(k), hex_word(x.a[0, k], fa.container_bits), value_text(ma, "a", x.a[0, k]),
+                     hex_word(x.b[0, k], fb.container_bits), value_text(ma, "b", x.b[0, k]),
+                     fraction_text(p) if isinstance(p, Fraction) else p))
+    zero_terms = x.a.shape[1] - len(rows)
+    head = ("k", "a word", "a value", "b word", "b value", "a*b")
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        lines.append("    " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    if zero_terms:
+        lines.append(f"    (the other {zero_terms} elements of a and b are +0)")
+    if x.scale_a is not None:
+        for name in ("scale_a", "scale_b"):
+            arr = getattr(x, name)[0]
+            lines.append(f"    {name} (one per {blk}) = " + ", ".join(
+                f"{hex_word(w, ma.scale_format.container_bits)} ({value_text(ma, 'scale', w)})" for w in arr))
+    if x.sparse_metadata is not None:
+        lines.append("    sparse_metadata = " + ", ".join(hex_word(w, 32) for w in x.sparse_metadata[0]))
+    lines.append(f"    c = {hex_word(x.c[0], fc.container_bits)} ({value_text(ma, 'c', x.c[0])})")
+    exact = exact_results(ma, x.a, x.b, x.c, **x.kwargs())[0]
+    if exact is not None:
+        lines.append(f"    exact c + sum(a*b) = {fraction_text(exact)}")
+    bits = ma.encoding.word_bits
+    for name, model, d in ((f"A: {safe(ma.arch)}", ma, ex.da), (f"B: {safe(mb.arch)}", mb, ex.db)):
+        err = ""
+        if exact is not None and cmp.grid is not None:
+            vd = exact_values(model.decode("d", np.array([d], dtype=np.uint64)))[0]
+            if isinstance(vd, Fraction):
+                e = (vd - exact) / ulp_of(cmp.grid, exact)
+                err = f"   error vs exact: {float(e):+.4g} ulp"
+        lines.append(f"    {name:20s} D = {hex_word(d, bits)} ({value_text(model, 'd', d)}){err}")
+    if ma.d_format.integer:
+        oa = ordered(np.array([ex.da]), ma)[0]
+        ob = ordered(np.array([ex.db]), mb)[0]
+        lines.append(f"    difference: {abs(int(oa) - int(ob))} units")
+    else:
+        x = exact_values(ma.decode("d", np.array([ex.da], dtype=np.uint64)))[0]
+        y = exact_values(mb.decode("d", np.array([ex.db], dtype=np.uint64)))[0]
+        lines.append(f"    difference: {_num(ulp_distance(cmp.grid, x, y))} ulp of {cmp.grid.name}"
+                     " (at the smaller nonzero result)")
+    return lines
+
+
+def report(cmp: Comparison) -> str:
+    ma, mb = cmp.model_a, cmp.model_b
+    lines = [
+        f"compare  A: {safe(ma.arch)}  {safe(ma.instruction)}  ({safe(ma.status.kind)})",
+        f"         B: {safe(mb.arch)}  {safe(mb.instruction)}  ({safe(mb.status.kind)})",
+        safe(f"  A: {ma.datapath.accumulator} {ma.datapath.parameters}, steps {_steps_text(ma)}, "
+             f"rounding {ma.datapath.rounding}"),
+        safe(f"  B: {mb.datapath.accumulator} {mb.datapath.parameters}, steps {_steps_text(mb)}, "
+             f"rounding {mb.datapath.rounding}"),
+    ]
+    diffs = _params_diff(ma, mb)
+    lines.append("  the datapaths differ in: " + (safe("; ".join(diffs)) if diffs else "nothing in their tables"))
+    n, c = cmp.cases, cmp.count
+    lines.append(f"cases: {n:,}; results differ in {c:,} ({100.0 * c / n:.2f} %)")
+    for kind, (bad, tot) in cmp.by_kind().items():
+        if tot:
+            lines.append(f"  {kind:13s} {bad:6,} of {tot:6,} ({100.0 * bad / tot:.2f} %)")
+    if cmp.nan_payload_only:
+        lines.append(f"  ({cmp.nan_payload_only} cases where both are NaN with different payloads are not counted)")
+    if c:
+        unit = cmp.unit
+        mx = cmp.max_ulps
+        lines.append(f"largest difference: {_num(mx) if mx is not None else '-'} {unit}"
+                     + ("" if ma.d_format.integer else " (at the smaller nonzero result)")
+                     + (f"; {cmp.special_differences} cases differ in a special value (inf/NaN)" if cmp.special_differences else ""))
+        finite = cmp.ulps[cmp.differ & np.isfinite(cmp.ulps)]
+        if finite.size:
+            top = cmp.grid.man_bits if cmp.grid is not None else 23
+            edges = [0, 1, 2, 4, 16, 256, 2 ** top]
+            names = ["<1", "1", "2-3", "4-15", "16-255", f"256-2^{top}", f">=2^{top}"]
+            which = np.searchsorted(edges, finite, side="right") - 1
+            parts = [f"{names[j]}: {int((which == j).sum())}" for j in range(len(names)) if (which == j).any()]
+            lines.append(f"  differences by size ({unit}): " + ", ".join(parts))
+        ex = cmp.example
+        lines.append(f"smallest example found ({ex.support} nonzero terms incl. C, of K={ma.k} products + C):")
+        lines += example_table(cmp)
+    else:
+        lines.append("no difference found")
+    return "\n".join(lines)
+
+
+def _side(model) -> dict:
+    return {"arch": model.arch, "instruction": model.instruction, "status": model.status.kind}
+
+
+def to_json(results, cases: int, seed: int) -> dict:
+    """The ``mmasim.compare/1`` document for comparisons against one reference
+    (docs/user-guide.md, "JSON output")."""
+    results = list(results)
+    pairs = []
+    for r in results:
+        ex = None
+        if r.example is not None:
+            x = r.example.inputs
+            bits_a, bits_b = r.model_a.a_format.container_bits, r.model_a.b_format.container_bits
+            ex = {
+                "a": [hex_word(w, bits_a) for w in x.a[0]],
+                "b": [hex_word(w, bits_b) for w in x.b[0]],
+                "c": hex_word(x.c[0], r.model_a.c_format.container_bits),
+                "scale_a": None if x.scale_a is None else [hex_word(w, r.model_a.scale_format.container_bits) for w in x.scale_a[0]],
+                "scale_b": None if x.scale_b is None else [hex_word(w, r.model_a.scale_format.container_bits) for w in x.scale_b[0]],
+                "sparse_metadata": None if x.sparse_metadata is None else [hex_word(w, 32) for w in x.sparse_metadata[0]],
+                "d_reference": hex_word(r.example.da, r.model_a.encoding.word_bits),
+                "d_other": hex_word(r.example.db, r.model_b.encoding.word_bits),
+                "nonzero_terms": r.example.support,
+            }
+        pairs.append({
+            "other": _side(r.model_b),
+            "cases": r.cases,
+            "differ": r.count,
+            "nan_payload_only": r.nan_payload_only,
+            "unit": r.unit,
+            "max_difference": r.max_ulps,
+            "special_differences": r.special_differences,
+            "by_kind": {k: {"differ": bad, "cases": tot} for k, (bad, tot) in r.by_kind().items()},
+            "example": ex,
+        })
+    return {"schema": "mmasim.compare/1", "reference": _side(results[0].model_a) if results else None,
+            "cases": cases, "seed": seed, "pairs": pairs}

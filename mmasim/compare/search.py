@@ -1,0 +1,222 @@
+"""The difference search of ``mmasim compare``: run two models on the same
+generated rows, measure how far their words are apart on the output grid, and
+find (and greedily shrink) the smallest differing example."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import attrs
+import numpy as np
+
+from ..decode import NAN, ZERO
+from ..errors import MMAError
+from ..exact import encode_exact, exact_values, ulp_distance
+from .inputs import IncompatibleDatapaths, Inputs, Kind, check_compatible, generate
+
+
+@attrs.frozen
+class OutputGrid:
+    """The values a datapath's result can take: its output format's exponent
+    range with the fraction bits its rounding keeps.
+
+    Usually the D format itself (f32: 23 fraction bits); a datapath that rounds
+    to fewer bits than its word holds (``rz-e8m13``: 13 fraction bits in an f32
+    word, docs/datapaths.md §2) has the coarser grid, and differences are
+    counted in its ULPs.  Duck-types the ``bias`` / ``man_bits`` of a format
+    for :func:`mmasim.exact.ulp_of`.
+    """
+
+    name: str           # "f32", "E8M13", ...
+    bias: int
+    man_bits: int       # fraction bits kept
+
+
+def output_grid(*models) -> OutputGrid:
+    """The output grid of ``models`` (the coarsest one when their roundings keep different bits)."""
+    grids = []
+    for m in models:
+        enc, fd = m.encoding, m.d_format
+        if enc.frac_bits == fd.man_bits and enc.exp_bits == fd.exp_bits:
+            grids.append(OutputGrid(fd.name, fd.bias, fd.man_bits))
+        else:
+            grids.append(OutputGrid(f"E{enc.exp_bits}M{enc.frac_bits}", enc.bias, enc.frac_bits))
+    return min(grids, key=lambda g: g.man_bits)
+
+
+def ordered(words, model) -> np.ndarray:
+    """``model``'s output words as integers on which a difference of 1 is one ULP
+    (float) or one unit (integer)."""
+    bits = model.encoding.word_bits
+    w = np.asarray(words).astype(np.uint64)
+    if model.d_format.integer:
+        v = w.astype(np.int64)
+        return np.where(v >= 1 << (bits - 1), v - (1 << bits), v)
+    sign = (w >> np.uint64(bits - 1)) & np.uint64(1)
+    mag = (w & np.uint64((1 << (bits - 1)) - 1)).astype(np.int64)
+    return np.where(sign == 1, -mag, mag)
+
+
+@attrs.frozen(eq=False)
+class Example:
+    """A differing case, shrunk."""
+
+    inputs: Inputs
+    da: int
+    db: int
+    support: int
+
+
+@attrs.frozen(eq=False)
+class Comparison:
+    model_a: object
+    model_b: object
+    inputs: Inputs
+    da: np.ndarray
+    db: np.ndarray
+    differ: np.ndarray           # bool per case
+    nan_payload_only: int        # both NaN, different words (not counted as differing)
+    ulps: np.ndarray             # per case |difference| in ULPs of ``grid`` (inf where a special value differs)
+    example: Example | None
+    grid: OutputGrid | None = None   # the output grid the ULPs count (None: integer output, units)
+    seed: int = 0
+
+    @property
+    def unit(self) -> str:
+        return "units" if self.grid is None else f"ULPs of {self.grid.name}"
+
+    @property
+    def cases(self) -> int:
+        return len(self.inputs)
+
+    @property
+    def count(self) -> int:
+        return int(self.differ.sum())
+
+    @property
+    def max_ulps(self):
+        finite = self.ulps[self.differ & np.isfinite(self.ulps)]
+        return float(finite.max()) if finite.size else None
+
+    @property
+    def special_differences(self) -> int:
+        return int((self.differ & ~np.isfinite(self.ulps)).sum())
+
+    def by_kind(self) -> dict:
+        """``{kind name: (differing, cases)}`` in drawing order."""
+        return {k.value: (int((self.differ & (self.inputs.kind == k.value)).sum()), int((self.inputs.kind == k.value).sum()))
+                for k in Kind}
+
+
+def run(model, inputs: Inputs) -> np.ndarray:
+    """``model``'s output words on ``inputs``."""
+    return np.asarray(model.dot(inputs.a, inputs.b, inputs.c, **inputs.kwargs())).astype(np.uint64)
+
+
+def _differs(ma, mb, da, db):
+    nan_a = ma.decode("d", da).cls == NAN
+    nan_b = mb.decode("d", db).cls == NAN
+    both_nan = nan_a & nan_b
+    return (da != db) & ~both_nan, int(((da != db) & both_nan).sum())
+
+
+def _support(model, inputs: Inputs, i: int) -> int:
+    dec_a = model.decode("a", inputs.a[i])
+    dec_b = model.decode("b", inputs.b[i])
+    terms = int(((dec_a.cls != ZERO) & (dec_b.cls != ZERO)).sum())
+    return terms + int(model.decode("c", inputs.c[i:i + 1]).cls[0] != ZERO)
+
+
+def shrink(ma, mb, inputs: Inputs) -> Inputs:
+    """Greedily zero terms (and C) of a one-row differing case while it still differs;
+    then try replacing B elements (and scales) by 1."""
+    cur = inputs
+
+    def differs(x):
+        try:
+            d, _ = _differs(ma, mb, run(ma, x), run(mb, x))
+        except MMAError:
+            return False
+        return bool(d[0])
+
+    K = cur.a.shape[1]
+    for k in range(K):
+        if int(cur.a[0, k]) == 0 and int(cur.b[0, k]) == 0:
+            continue
+        trial = attrs.evolve(cur, a=cur.a.copy(), b=cur.b.copy())
+        trial.a[0, k] = 0
+        trial.b[0, k] = 0
+        if differs(trial):
+            cur = trial
+    if int(cur.c[0]):
+        trial = attrs.evolve(cur, c=np.zeros_like(cur.c))
+        if differs(trial):
+            cur = trial
+    one_b = encode_exact(ma.b_format, Fraction(1))
+    if one_b is not None:
+        for k in range(K):
+            if int(cur.a[0, k]) == 0 or int(cur.b[0, k]) == one_b:
+                continue
+            trial = attrs.evolve(cur, b=cur.b.copy())
+            trial.b[0, k] = one_b
+            if differs(trial):
+                cur = trial
+    if cur.scale_a is not None:
+        one_s = encode_exact(ma.scale_format, Fraction(1))
+        if one_s is not None:
+            for name in ("scale_a", "scale_b"):
+                for j in range(getattr(cur, name).shape[1]):
+                    arr = getattr(cur, name).copy()
+                    if int(arr[0, j]) == one_s:
+                        continue
+                    arr[0, j] = one_s
+                    trial = attrs.evolve(cur, **{name: arr})
+                    if differs(trial):
+                        cur = trial
+    return cur
+
+
+def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: bool = True) -> Comparison:
+    """Run both models on ``cases`` generated rows and analyse where they differ."""
+    check_compatible(model_a, model_b)
+    if cases < 1:
+        raise ValueError("cases must be at least 1")
+    inputs = generate(model_a, model_b, cases, seed)
+    da, db = run(model_a, inputs), run(model_b, inputs)
+    differ, nan_only = _differs(model_a, model_b, da, db)
+    fd = model_a.d_format
+    grid = None if fd.integer else output_grid(model_a, model_b)
+    if fd.integer:
+        ulps = np.abs(ordered(da, model_a) - ordered(db, model_b)).astype(np.float64)
+    else:
+        ulps = np.zeros(len(da), dtype=np.float64)
+        idx = np.flatnonzero(differ)
+        va = exact_values(model_a.decode("d", da[idx]))
+        vb = exact_values(model_b.decode("d", db[idx]))
+        for i, x, y in zip(idx, va, vb):
+            ulps[i] = ulp_distance(grid, x, y)
+    example = None
+    idx = np.flatnonzero(differ)
+    if idx.size:
+        # prefer finite differences, then the fewest nonzero terms, then the largest difference
+        cand = idx[np.argsort(~np.isfinite(ulps[idx]), kind="stable")][:256]
+        best = min(cand, key=lambda i: (not np.isfinite(ulps[i]), _support(model_a, inputs, int(i)), -ulps[i]))
+        row = inputs.row(int(best))
+        if shrink_example:
+            row = shrink(model_a, model_b, row)
+        ea, eb = int(run(model_a, row)[0]), int(run(model_b, row)[0])
+        example = Example(row, ea, eb, _support(model_a, row, 0))
+    return Comparison(model_a, model_b, inputs, da, db, differ, nan_only, ulps, example, grid, seed)
+
+
+def compare_many(models, cases: int = 4096, seed: int = 0, shrink_example: bool = True) -> list:
+    """Each of ``models[1:]`` against ``models[0]`` (the reference): one :class:`Comparison` each.
+
+    All pairs are checked for compatibility before anything runs.
+    """
+    models = list(models)
+    if len(models) < 2:
+        raise IncompatibleDatapaths("compare needs at least two datapaths")
+    for m in models[1:]:
+        check_compatible(models[0], m)
+    return [compare(models[0], m, cases=cases, seed=seed, shrink_example=shrink_example) for m in models[1:]]
