@@ -9,7 +9,7 @@ plugins write them as Python-syntax strings, e.g.::
 
 Names: ``lane`` (thread within the warp / warpgroup / wavefront, or TMEM lane),
 ``i`` (element index within that lane's fragment, PTX's a0, a1, ... order),
-``g`` (``lane >> 2``, PTX's groupID), ``t`` (``lane % 4``, PTX's threadID_in_group),
+``g`` (``(lane % 32) >> 2``, PTX's groupID within the warp), ``t`` (``lane % 4``, PTX's threadID_in_group),
 ``w`` (``lane >> 5``, the warp of a warpgroup), ``M``, ``N``, ``K`` (the shape) and
 ``E`` (elements per lane).  Operators: ``+ - * // % << >> & | ^``, unary ``-``,
 comparisons, ``and`` / ``or`` / ``not`` and ``a if cond else b``.  Nothing else is
@@ -98,5 +98,5 @@ def evaluate(node, env: dict):
 def environment(lanes: int, elements: int, M: int, N: int, K: int) -> dict:
     """The names of the language over a ``(lanes, elements)`` grid."""
     lane, i = np.meshgrid(np.arange(lanes, dtype=np.int64), np.arange(elements, dtype=np.int64), indexing="ij")
-    return {"lane": lane, "i": i, "g": lane >> 2, "t": lane & 3, "w": lane >> 5,
+    return {"lane": lane, "i": i, "g": (lane & 31) >> 2, "t": lane & 3, "w": lane >> 5,
             "M": M, "N": N, "K": K, "E": elements}
