@@ -172,6 +172,23 @@ class Fragment:
         own.setflags(write=False)
         self._owner = own
 
+    @classmethod
+    def from_pairs(cls, name: str, pairs, lanes: int, registers: int, description: str = "", source: str = ""):
+        """The irregular case, as a table: word ``j`` of a ``(1, len(pairs))`` result vector is
+        register ``pairs[j][1]`` of lane ``pairs[j][0]`` (32-bit elements, one per register)."""
+        pairs = [(int(t), int(r)) for t, r in pairs]
+        if len(set(pairs)) != len(pairs) or any(not (0 <= t < lanes and 0 <= r < registers) for t, r in pairs):
+            raise TableError(f"layout {name!r}: (lane, register) pairs must be distinct and within "
+                             f"{lanes} lanes x {registers} registers")
+        row = np.full((lanes, registers), -1, dtype=np.int64)
+        col = np.full((lanes, registers), -1, dtype=np.int64)
+        valid = np.zeros((lanes, registers), dtype=bool)
+        for j, (t, r) in enumerate(pairs):
+            row[t, r], col[t, r], valid[t, r] = 0, j, True
+        rule = FragmentRule(name, "table", "d", row="0", col="0", elements=registers, lanes=lanes,
+                            description=description, source=source)
+        return cls(rule, "d", 1, len(pairs), 0, 32, 1, len(pairs), registers, row, col, valid)
+
     @property
     def name(self) -> str:
         return self.rule.name

@@ -23,6 +23,14 @@ class ResultSlice(Layout):
     def size(self) -> int:
         return len(self.pairs)
 
+    def fragment(self, threads: int = 32, registers: int | None = None):
+        """This slice as a :class:`~mmasim.placement.fragment.Fragment`: result word ``j`` is
+        element ``(0, j)`` of a ``(1, size)`` matrix, held by ``pairs[j]``."""
+        from .fragment import Fragment
+
+        regs = registers or max(r for _, r in self.pairs) + 1
+        return Fragment.from_pairs(self.name, self.pairs, threads, regs, self.description, self.evidence)
+
     def extract(self, image) -> np.ndarray:
         """The result words, in slice order, from an image indexed ``[thread, register]``."""
         img = np.asarray(image)
