@@ -451,3 +451,29 @@ def test_tcgen05_descriptor_fields():
 def test_core_matrix_layout_still_constructs_from_element_units():
     lay = CoreMatrixLayout(name="x", arch="", description="", T=8, SBO=32, LBO=64)
     assert (lay.sbo, lay.lbo, lay.element_bits) == (64, 128, 16)
+
+
+@pytest.mark.parametrize("letter,n,where", [
+    ("A", 16, lambda i, j, N: (i, j)),
+    ("D", 24, lambda i, j, N: (i, j)),
+    ("B", 32, lambda i, j, N: (i + 64 * (j // (N // 2)), j % (N // 2))),
+    ("E", 16, lambda i, j, N: (i + 64 * (j // (N // 2)), j % (N // 2))),
+    ("C", 8, lambda i, j, N: (32 * (i // 16) + i % 16, j)),
+    ("F", 8, lambda i, j, N: (32 * (i // 16) + i % 16, j)),
+    ("G", 64, lambda i, j, N: (i + 32 * (j // (N // 4)), j % (N // 4))),
+])
+def test_ptx_tcgen05_datapath_layouts_a_to_g(letter, n, where):
+    """PTX 'Data path layout organization', per CTA: A (M=256, cta_group::2) and D (M=128): row i
+    in TMEM lane i; B (M=128 cta_group::2 dense) and E (M=64 .ws): element [i, j] in lane
+    i + 64 * (j // (N/2)), column j % (N/2); C (M=128 cta_group::2 sparse) and F (M=64):
+    row i in lane 32 * (i // 16) + i % 16; G (M=32 .ws): [i, j] in lane i + 32 * (j // (N/4)),
+    column j % (N/4)."""
+    from mmasim.placement import tmem_datapath
+
+    L = tmem_datapath(letter, n)
+    assert L.storage == "tmem" and L.lanes == 128 and L.cols == n
+    for i in range(L.rows):
+        for j in range(n):
+            assert L.owner(i, j) == where(i, j, n)
+    with pytest.raises(mmasim.ShapeError, match="one of"):
+        tmem_datapath("H", 8)

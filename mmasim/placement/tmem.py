@@ -43,3 +43,39 @@ def tcgen05_ld(shape: str, num: int = 1):
                         description=f"tcgen05.ld.{shape}.x{num}", source=__doc__.splitlines()[1])
     # the bound matrix is (M, N) = (TMEM lanes of the slab, TMEM columns)
     return rule.bind("d", s["rows"], s["cols_per_x"] * num, 0, 32)
+
+
+# The data path layouts of PTX's "Data path layout organization" (tcgen05), per CTA: which
+# TMEM lane / column holds accumulator element (row, col) of the rows this CTA owns.
+# Layout D and F are also the built-in layouts of the modelled cta_group::1 datapaths
+# (mmasim.placement.catalog); A, B, C, E, G (cta_group::2, .ws) are here for kernels that use
+# them, as mmasim does not model those instructions yet.
+TMEM_DATAPATHS = {
+    # letter: (rows per CTA, columns per lane as a formula of N, row, col, valid, what)
+    "A": (128, "N", "lane", "i", "", "M = 256, cta_group::2: each CTA's 128 rows, row i in lane i"),
+    "B": (64, "N // 2", "lane % 64", "i + (N // 2) * (lane // 64)", "",
+          "M = 128, cta_group::2, dense: 64 rows; columns N/2.. in lanes 64.. (halves folded)"),
+    "C": (64, "N", "16 * (lane >> 5) + (lane & 15)", "i", "(lane & 31) < 16",
+          "M = 128, cta_group::2, sparse: 64 rows, 16 per warp sub-partition (as F)"),
+    "D": (128, "N", "lane", "i", "", "M = 128, cta_group::1: row i in lane i"),
+    "E": (64, "N // 2", "lane % 64", "i + (N // 2) * (lane // 64)", "",
+          "M = 64, .ws: 64 rows; columns N/2.. in lanes 64.. (as B)"),
+    "F": (64, "N", "16 * (lane >> 5) + (lane & 15)", "i", "(lane & 31) < 16",
+          "M = 64, cta_group::1: rows 16w..16w+15 in lanes 32w..32w+15"),
+    "G": (32, "N // 4", "lane % 32", "i + (N // 4) * (lane // 32)", "",
+          "M = 32, .ws: 32 rows; column quarters in the four 32-lane slabs"),
+}
+
+
+def tmem_datapath(letter: str, n: int):
+    """The TMEM image (128 lanes x columns) of one CTA's accumulator rows under data path
+    layout ``letter`` (A .. G) for N = ``n``: a Fragment with ``storage == "tmem"``."""
+    if letter not in TMEM_DATAPATHS:
+        raise ShapeError(f"data path layout must be one of {', '.join(TMEM_DATAPATHS)}; got {letter!r}")
+    rows, elements, row, col, valid, what = TMEM_DATAPATHS[letter]
+    if not isinstance(n, int) or n <= 0 or n % 8 or (letter in "BE" and n % 16) or (letter == "G" and n % 32):
+        raise ShapeError(f"layout {letter}: N = {n!r} is not a legal accumulator width for it")
+    rule = FragmentRule(f"tcgen05.tmem.layout{letter}", "tcgen05.tmem", "d", lanes=128, elements=elements,
+                        row=row, col=col, valid=valid, storage="tmem", description=what,
+                        source="PTX ISA 9.7.16.10.5 'Data path layout organization', layout " + letter)
+    return rule.bind("d", rows, n, 0, 32)
