@@ -81,12 +81,14 @@ def datapaths(arch: str) -> list:
 
 
 def layouts(arch: str | None = None) -> list:
-    """Registered operand layouts and result slices (of ``arch``, or all)."""
+    """Registered layouts (of ``arch``, or all): register / TMEM fragment rules
+    (:mod:`mmasim.placement`; generic ones have no architecture), shared-memory
+    operand layouts and result slices."""
     reg = get_registry()
     items = list(reg.layouts.values())
     if arch is not None:
         name = resolve_arch(reg, arch)
-        items = [x for x in items if x.arch == name]
+        items = [x for x in items if (x.arch == name if isinstance(x.arch, str) else name in x.arch)]
     return items
 
 

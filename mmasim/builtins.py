@@ -4,6 +4,7 @@ from .accumulators import BUILTIN_ACCUMULATORS
 from .decode import BUILTIN_DECODERS
 from .encode import BUILTIN_ENCODINGS
 from .formats import BUILTIN_FORMATS
+from .placement.catalog import BUILTIN_FRAGMENTS
 from .plugins import hookimpl
 
 
@@ -25,3 +26,8 @@ def mmasim_accumulators():
 @hookimpl
 def mmasim_encodings():
     return BUILTIN_ENCODINGS
+
+
+@hookimpl
+def mmasim_layouts():
+    return BUILTIN_FRAGMENTS

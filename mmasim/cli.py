@@ -303,6 +303,41 @@ def cmd_plugins(args) -> int:
     return 0 if all(r["ok"] for r in records) else 1
 
 
+def cmd_layout(args) -> int:
+    from .placement import draw
+
+    model = MMA(args.arch, args.instruction, **_qualifiers(args))
+    lay = model.layout(args.operand, alayout=args.alayout, blayout=args.blayout)
+    if args.out:
+        try:
+            draw.figure(lay, args.out, model.arch, model.instruction)
+        except ImportError as exc:
+            return _fail(f"{exc}; no picture written")
+    if args.json:
+        _dump({
+            "schema": "mmasim.layout/1",
+            "arch": model.arch,
+            "instruction": model.instruction,
+            "operand": args.operand,
+            "rule": lay.name,
+            "storage": lay.storage,
+            "lanes": lay.lanes,
+            "registers": lay.registers,
+            "elements": lay.elements,
+            "element_bits": lay.bits,
+            "rows": lay.rows,
+            "cols": lay.cols,
+            "blocks": lay.blocks,
+            "source": lay.rule.source,
+            "entries": draw.entries(lay),
+        })
+    elif args.out:
+        print(f"layout written to {safe(args.out)}")
+    else:
+        print(safe(draw.text(lay, model.arch, model.instruction), newlines=True))
+    return 0
+
+
 # -------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mmasim", description="Bit-exact GPU matrix-multiply-accumulate simulator",
@@ -380,6 +415,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_qualifiers(s)
     add_json(s)
     s.set_defaults(func=cmd_compare)
+
+    s = sub.add_parser(
+        "layout", help="which lane and register hold each element of an operand (text table or picture)",
+        description="The fragment map of an operand as the ISA figures draw it: the matrix, each cell naming "
+                    "the lane (thread) and element that hold it (T<lane>:<i>; TMEM: L<lane>:c<column>).")
+    add_instruction(s)
+    s.add_argument("--operand", choices=("a", "b", "c", "d"), default="a", help="the operand (default a)")
+    s.add_argument("--alayout", choices=("row", "col"), default="row", help="A's .row/.col (m8n8k4 .f16)")
+    s.add_argument("--blayout", choices=("row", "col"), default="col", help="B's .row/.col (m8n8k4 .f16)")
+    s.add_argument("--out", metavar="FIG.png", type=_plot_path,
+                   help="draw the map into an image (needs matplotlib); the type comes from the extension")
+    s.set_defaults(func=cmd_layout)
 
     s = sub.add_parser("plugins", help="every plugin with its status (exit 1 when one failed to load)")
     add_json(s)

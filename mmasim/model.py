@@ -419,6 +419,29 @@ class Model:
             lines.append(f"  also accepted as: {', '.join(dp.names)}")
         return "\n".join(lines)
 
+    # ------------------------------------------------------------ operand layouts (mmasim.placement)
+    def layout(self, operand: str, **options):
+        """Where ``operand`` ("a", "b", "c", "d") lives: ``.lanes``, ``.registers``, ``.elements``,
+        ``.coords(lane, i)``, ``.owner(row, col)`` (see :mod:`mmasim.placement`).  ``options``:
+        ``alayout`` / ``blayout`` ("row" / "col", for m8n8k4 .f16)."""
+        from . import placement
+        return placement.layout(self, operand, **options)
+
+    def fragments(self, operand: str, X, **options):
+        """``uint32 (lanes, registers)``: matrix ``X`` (words or values) packed as the lanes hold it."""
+        from . import placement
+        return placement.fragments(self, operand, X, **options)
+
+    def unfragment(self, operand: str, regs, **options):
+        """The ``operand`` matrix (container words) held in ``regs`` ``(lanes, registers)``."""
+        from . import placement
+        return placement.unfragment(self, operand, regs, **options)
+
+    def warp(self, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, **options):
+        """D registers of the instruction on register operands: unfragment, the matrix form, fragment."""
+        from . import placement
+        return placement.warp(self, a_regs, b_regs, c_regs, scale_a, scale_b, sparse_metadata, **options)
+
 
 def _fmt_params(params: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())

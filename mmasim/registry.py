@@ -46,7 +46,7 @@ from .decode import Decoded
 from .encode import Encoding
 from .errors import MMAError, PluginConflict, PluginError, TableError, UnknownInstruction
 from .formats import Format
-from .layout import CoreMatrixLayout, ResultSlice
+from .layout import LAYOUT_TYPES
 from .lookup import normalize_name, resolve
 from .tables import build_architecture, check_scales, inherit, load_table, table_extends
 
@@ -119,7 +119,7 @@ def _check_references(reg, dp: Datapath, where: str) -> None:
 _PARTS = (  # hook, registry field, what one item is, its type(s), its key
     ("mmasim_formats", "formats", "format", (Format,), lambda x: x.key),
     ("mmasim_encodings", "encodings", "encoding", (Encoding,), lambda x: x.key),
-    ("mmasim_layouts", "layouts", "layout", (ResultSlice, CoreMatrixLayout), lambda x: x.name),
+    ("mmasim_layouts", "layouts", "layout", LAYOUT_TYPES, lambda x: x.name),
 )
 _FUNCTIONS = (("mmasim_decoders", "decoders", "decoder"), ("mmasim_accumulators", "accumulators", "accumulator"))
 _HOOKS = [p[0] for p in _PARTS] + [f[0] for f in _FUNCTIONS] + ["mmasim_architectures"]

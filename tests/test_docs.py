@@ -235,7 +235,8 @@ def test_json_output_schemas_are_documented(tmp_path, capsys):
     from mmasim.cli import main
 
     documented = _documented_schemas()
-    assert set(documented) == {f"mmasim.{c}/1" for c in ("list", "explain", "run", "compare", "validate", "plugins")}
+    assert set(documented) == {f"mmasim.{c}/1" for c in ("list", "explain", "run", "compare", "validate", "plugins",
+                                                                     "layout")}
     good = ROOT / "vectors" / "hardware" / "blackwell" / "tf32-probe-ladder.hardware.npz"
     runs = {
         "list": ["list", "B200"],
@@ -245,6 +246,7 @@ def test_json_output_schemas_are_documented(tmp_path, capsys):
         "compare": ["compare", "A100", "H100", "m16n8k16.f32.f16.f16.f32", "--cases", "300"],
         "validate": ["validate", "-q", str(good)],
         "plugins": ["plugins"],
+        "layout": ["layout", "A100", "mma.sync.m16n8k16.f32.f16.f16"],
     }
 
     open_maps = ("parameters", "by_kind")        # keys depend on the datapath / the generators

@@ -58,3 +58,18 @@ def test_wrong_slice_still_looks_plausible_for_all_ones():
     lane[3, 11] = 1
     naive = lay.to_image(lane).reshape(8, 16)
     assert naive[3, 11] == 0
+
+
+def test_result_slices_are_fragments_of_the_general_layouts():
+    """The T1 slices as Fragments: result word j is held by pairs[j]; packing a result vector
+    places it where ResultSlice.place does, and unpacking reads what extract reads."""
+    s = layout("tcgen05.tmem.result.bf16")
+    f = s.fragment(registers=4)
+    assert (f.lanes, f.registers, f.rows, f.cols) == (32, 4, 1, 96)
+    assert f.owner(0, 63) == (15, 3) and f.owner(0, 64) == (16, 0) and f.owner(0, 95) == (31, 1)
+    words = np.arange(96, dtype=np.uint32) + 7
+    regs = f.pack(words[None, :])
+    assert np.array_equal(regs, s.place(words, registers=4))
+    assert np.array_equal(f.unpack(regs)[0], s.extract(regs))
+    with pytest.raises(mmasim.ShapeError, match="holds no element"):
+        f.coords(16, 2)

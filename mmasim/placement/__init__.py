@@ -1,0 +1,30 @@
+"""Where operands live: register fragments, TMEM, shared memory, descriptors.
+
+* :class:`FragmentRule` / :class:`Fragment`: which lane holds which element of A, B,
+  C, D, packed into 32-bit registers (mma.sync, wgmma, AMD v_mfma), or which TMEM
+  lane / column (tcgen05); formulas from the PTX ISA and AMD's documentation
+  (:mod:`mmasim.placement.catalog`), registered through the ``mmasim_layouts`` hook.
+* :func:`tcgen05_ld`: the ``tcgen05.ld`` shapes (32x32b, 16x64b, 16x128b, 16x256b);
+  :func:`tmem_datapath`: the TMEM data path layouts A .. G (cta_group::2 and .ws included).
+* :class:`SmemLayout`: canonical K-major / MN-major shared-memory layouts, no
+  swizzle or 32 / 64 / 128-byte swizzles; :func:`encode_descriptor` /
+  :func:`decode_descriptor` for the 64-bit matrix descriptors.
+* :class:`ResultSlice`: the T1 TMEM result slices.
+
+(The package is not called ``mmasim.layouts``: that name is the function
+:func:`mmasim.layouts` listing the registered layouts.)
+"""
+
+from .base import Layout
+from .fragment import Fragment, FragmentRule
+from .slices import ResultSlice
+from .smem import CoreMatrixLayout, Descriptor, SmemLayout, decode_descriptor, encode_descriptor, swizzle
+from .tmem import TCGEN05_LD_SHAPES, TMEM_DATAPATHS, tcgen05_ld, tmem_datapath
+from .warp import fragments, layout, unfragment, warp
+
+__all__ = [
+    "Layout", "Fragment", "FragmentRule", "ResultSlice", "SmemLayout", "CoreMatrixLayout", "Descriptor",
+    "encode_descriptor", "decode_descriptor", "swizzle", "tcgen05_ld", "TCGEN05_LD_SHAPES", "tmem_datapath",
+    "TMEM_DATAPATHS",
+    "layout", "fragments", "unfragment", "warp",
+]

@@ -1,0 +1,102 @@
+"""A small formula language for layouts: integer expressions of the lane and the element index.
+
+The PTX ISA and AMD's matrix-instruction documentation give most register layouts
+as formulas (``groupID = %laneid >> 2``, ``row = groupID + 8 * ...``).  Tables and
+plugins write them as Python-syntax strings, e.g.::
+
+    row = "g + 8 * ((i >> 1) & 1)"
+    col = "2 * t + (i & 1) + 8 * (i >> 2)"
+
+Names: ``lane`` (thread within the warp / warpgroup / wavefront, or TMEM lane),
+``i`` (element index within that lane's fragment, PTX's a0, a1, ... order),
+``g`` (``(lane % 32) >> 2``, PTX's groupID within the warp), ``t`` (``lane % 4``, PTX's threadID_in_group),
+``w`` (``lane >> 5``, the warp of a warpgroup), ``M``, ``N``, ``K`` (the shape) and
+``E`` (elements per lane).  Operators: ``+ - * // % << >> & | ^``, unary ``-``,
+comparisons, ``and`` / ``or`` / ``not`` and ``a if cond else b``.  Nothing else is
+evaluated (no calls, attributes or subscripts): a table cannot run code.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+
+import numpy as np
+
+from ..errors import TableError
+
+_BIN = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+}
+_CMP = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne,
+}
+NAMES = ("lane", "i", "g", "t", "w", "M", "N", "K", "E")
+
+
+def compile_expr(text: str, where: str = "layout"):
+    """Parse ``text``; raise :class:`~mmasim.TableError` naming ``where`` on anything
+    outside the language.  Returns a checked AST to pass to :func:`evaluate`."""
+    if not isinstance(text, (str, int)):
+        raise TableError(f"{where}: a formula must be a string or an integer, got {type(text).__name__}")
+    try:
+        tree = ast.parse(str(text), mode="eval")
+    except SyntaxError as exc:
+        raise TableError(f"{where}: formula {text!r} does not parse: {exc.msg}") from None
+    for node in ast.walk(tree):
+        ok = isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp,
+                               ast.Name, ast.Load, ast.USub, ast.UAdd, ast.Not, ast.And, ast.Or,
+                               *_BIN, *_CMP))
+        if isinstance(node, ast.Constant):
+            ok = type(node.value) is int
+        if isinstance(node, ast.Name) and node.id not in NAMES:
+            raise TableError(f"{where}: formula {text!r}: unknown name {node.id!r} (known: {', '.join(NAMES)})")
+        if not ok:
+            raise TableError(f"{where}: formula {text!r}: {type(node).__name__} is not part of the layout "
+                             "formula language (integers, names, + - * // % << >> & | ^, comparisons, "
+                             "and/or/not, a if c else b)")
+    return tree.body
+
+
+def evaluate(node, env: dict):
+    """Value of a compiled formula over integer numpy arrays / ints in ``env``."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.BinOp):
+        return _BIN[type(node.op)](evaluate(node.left, env), evaluate(node.right, env))
+    if isinstance(node, ast.UnaryOp):
+        v = evaluate(node.operand, env)
+        if isinstance(node.op, ast.Not):
+            return np.logical_not(v)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.Compare):
+        left = evaluate(node.left, env)
+        out = True
+        for op, right in zip(node.ops, node.comparators):
+            r = evaluate(right, env)
+            out = np.logical_and(out, _CMP[type(op)](left, r))
+            left = r
+        return out
+    if isinstance(node, ast.BoolOp):
+        vals = [evaluate(v, env) for v in node.values]
+        fn = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+        out = vals[0]
+        for v in vals[1:]:
+            out = fn(out, v)
+        return out
+    if isinstance(node, ast.IfExp):
+        return np.where(evaluate(node.test, env), evaluate(node.body, env), evaluate(node.orelse, env))
+    raise TableError(f"unexpected node {type(node).__name__} in a layout formula")   # pragma: no cover
+
+
+def environment(lanes: int, elements: int, M: int, N: int, K: int) -> dict:
+    """The names of the language over a ``(lanes, elements)`` grid."""
+    lane, i = np.meshgrid(np.arange(lanes, dtype=np.int64), np.arange(elements, dtype=np.int64), indexing="ij")
+    return {"lane": lane, "i": i, "g": (lane & 31) >> 2, "t": lane & 3, "w": lane >> 5,
+            "M": M, "N": N, "K": K, "E": elements}

@@ -1,0 +1,290 @@
+"""Register (and TMEM) fragment layouts: which lane holds which matrix element, where.
+
+A :class:`FragmentRule` is data: the instructions it applies to and two formulas
+(:mod:`mmasim.placement.expr`) giving the ``(row, col)`` of element ``i`` of lane
+``lane``.  Binding a rule to one instruction's shape and element size gives a
+:class:`Fragment`, the object ``Model.layout(operand)`` returns.
+
+Packing (PTX "Matrix fragments" and the ``.f16x2`` / ``.e4m3x4`` vector types;
+AMD's VGPR packing): sub-word elements fill each 32-bit register lowest element
+first (element ``i`` at bits ``[(i % p) * bits, (i % p + 1) * bits)`` of register
+``i // p``, ``p = 32 // bits``); a 64-bit element takes two consecutive 32-bit
+registers, low half first (the ``{lo, hi}`` pair of a ``.b64`` / 64-bit VGPR pair).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import attrs
+import numpy as np
+
+from ..errors import ShapeError, TableError
+from .base import Layout
+from .expr import compile_expr, environment, evaluate
+
+OPERANDS = ("a", "b", "c", "d")
+
+
+def _tuple(x):
+    if x is None:
+        return ()
+    if isinstance(x, (str, int)):
+        return (x,)
+    return tuple(x)
+
+
+@attrs.frozen
+class FragmentRule(Layout):
+    """Where one operand of a family of instructions lives, as formulas.
+
+    ``op``, ``m``, ``n``, ``k``, ``operands``, ``bits`` (container bits of the
+    element), ``arch`` (architecture names; empty: any), ``kind`` (the
+    datapath's ``kind``; ``None``: any, ``""``: none) and ``alayout`` /
+    ``blayout`` (``"row"`` / ``"col"``; ``""``: any) ``types`` / ``abits`` (the
+    datapath's A format name / A container bits; empty: any) select the instructions; an
+    unset ``m`` / ``n`` / ``k`` matches any.  ``elements``: per lane (a formula of
+    ``M``, ``N``, ``K``).  ``row`` / ``col``: formulas of ``lane`` and ``i``.
+    ``blocks`` > 1: the lanes hold that many independent matrices (AMD
+    multi-block ``v_mfma``, Volta's quad pairs); ``block`` says which, and the
+    layout's matrix is their stack along its rows.  ``valid``: which slots hold an
+    element (default all).  ``storage``: ``"registers"`` or ``"tmem"`` (lanes are
+    TMEM lanes, registers TMEM columns).
+    """
+
+    name: str
+    op: str
+    operands: tuple = attrs.field(converter=_tuple)
+    row: str
+    col: str
+    elements: object
+    lanes: int = 32
+    m: int | None = None
+    n: int | None = None
+    k: int | None = None
+    bits: tuple = attrs.field(default=(), converter=_tuple)
+    arch: tuple = attrs.field(default=(), converter=_tuple)
+    kind: str | None = None
+    types: tuple = attrs.field(default=(), converter=_tuple)
+    abits: tuple = attrs.field(default=(), converter=_tuple)
+    alayout: str = ""
+    blayout: str = ""
+    blocks: int = 1
+    block: str = "0"
+    valid: str = ""
+    storage: str = "registers"
+    description: str = ""
+    source: str = ""
+    evidence: str = "documented"
+
+    def __attrs_post_init__(self):
+        where = f"layout {self.name!r}"
+        bad = [o for o in self.operands if o not in OPERANDS]
+        if bad or not self.operands:
+            raise TableError(f"{where}: operands must be among {OPERANDS}; got {self.operands}")
+        for field in ("row", "col", "block", "elements") + (("valid",) if self.valid else ()):
+            compile_expr(getattr(self, field), f"{where}: field {field!r}")
+        if self.storage not in ("registers", "tmem"):
+            raise TableError(f"{where}: storage must be 'registers' or 'tmem', got {self.storage!r}")
+
+    # the registry's key and arch filter
+    @property
+    def kind_name(self) -> str:
+        return "fragment"
+
+    def matches(self, op, m, n, k, operand, bits, arch, kind, a_type="", a_bits=0,
+                alayout="row", blayout="col") -> bool:
+        return (op == self.op and operand in self.operands
+                and (not self.types or a_type in self.types)
+                and (not self.abits or a_bits in self.abits)
+                and (self.m is None or self.m == m) and (self.n is None or self.n == n)
+                and (self.k is None or self.k == k)
+                and (not self.bits or bits in self.bits)
+                and (not self.arch or arch in self.arch)
+                and (self.kind is None or (self.kind or None) == (kind or None))
+                and (not self.alayout or self.alayout == alayout)
+                and (not self.blayout or self.blayout == blayout))
+
+    def bind(self, operand: str, M: int, N: int, K: int, bits: int) -> "Fragment":
+        return _bind(self, operand, M, N, K, bits)
+
+
+@functools.lru_cache(maxsize=512)
+def _bind(rule, operand, M, N, K, bits):
+    where = f"layout {rule.name!r} ({operand}, m{M}n{N}k{K}, {bits}-bit elements)"
+    scal = {"M": M, "N": N, "K": K, "lane": 0, "i": 0, "g": 0, "t": 0, "w": 0, "E": 0}
+    elements = int(evaluate(compile_expr(rule.elements), scal))
+    if elements <= 0:
+        raise TableError(f"{where}: {elements} elements per lane")
+    env = environment(rule.lanes, elements, M, N, K)
+    full = np.ones((rule.lanes, elements), dtype=bool)
+
+    def ev(field):
+        return np.broadcast_to(np.asarray(evaluate(compile_expr(getattr(rule, field)), env), dtype=np.int64),
+                               full.shape).copy()
+
+    row, col, blk = ev("row"), ev("col"), ev("block")
+    valid = full if not rule.valid else np.broadcast_to(
+        np.asarray(evaluate(compile_expr(rule.valid), env), dtype=bool), full.shape).copy()
+    base = {"a": (M, K), "b": (K, N), "c": (M, N), "d": (M, N)}[operand]
+    rows, cols = base[0] * rule.blocks, base[1]
+    v = valid
+    if (row[v] < 0).any() or (row[v] >= base[0]).any() or (col[v] < 0).any() or (col[v] >= cols).any() \
+            or (blk[v] < 0).any() or (blk[v] >= rule.blocks).any():
+        raise TableError(f"{where}: a formula leaves the {base[0]}x{base[1]} matrix (x{rule.blocks} blocks)")
+    srow = np.where(v, row + blk * base[0], -1)
+    scol = np.where(v, col, -1)
+    flat = srow[v] * cols + scol[v]
+    counts = np.bincount(flat, minlength=rows * cols)
+    if flat.size != rows * cols or counts.max(initial=0) != 1:
+        raise TableError(f"{where}: the formulas are not a bijection onto the {rows}x{cols} matrix "
+                         f"({int((counts == 0).sum())} elements unheld, {int((counts > 1).sum())} held twice)")
+    return Fragment(rule, operand, M, N, K, bits, rows, cols, elements, srow, scol, v)
+
+
+class Fragment:
+    """One operand of one instruction in registers (or TMEM): the bound layout.
+
+    ``lanes``, ``registers`` (32-bit registers per lane), ``elements`` (per lane),
+    ``rows`` x ``cols`` (the operand matrix; for ``blocks`` > 1 the stack of the
+    blocks' matrices along rows), ``coords(lane, i)``, ``owner(row, col)``,
+    ``pack(words)`` and ``unpack(registers)``.
+    """
+
+    def __init__(self, rule, operand, M, N, K, bits, rows, cols, elements, row, col, valid):
+        self.rule, self.operand = rule, operand
+        self.M, self.N, self.K, self.bits = M, N, K, bits
+        self.rows, self.cols, self.elements = rows, cols, elements
+        self.lanes = rule.lanes
+        self.blocks = rule.blocks
+        self._row, self._col, self._valid = row, col, valid
+        for a in (row, col, valid):
+            a.setflags(write=False)
+        if bits > 32:
+            self.per_register = 0
+            self.registers = elements * (bits // 32)
+        else:
+            self.per_register = 32 // bits
+            self.registers = -(-elements // self.per_register)
+        own = np.full((rows, cols, 2), -1, dtype=np.int64)
+        lane, i = np.nonzero(valid)
+        own[row[lane, i], col[lane, i]] = np.stack([lane, i], axis=-1)
+        own.setflags(write=False)
+        self._owner = own
+
+    @classmethod
+    def from_pairs(cls, name: str, pairs, lanes: int, registers: int, description: str = "", source: str = ""):
+        """The irregular case, as a table: word ``j`` of a ``(1, len(pairs))`` result vector is
+        register ``pairs[j][1]`` of lane ``pairs[j][0]`` (32-bit elements, one per register)."""
+        pairs = [(int(t), int(r)) for t, r in pairs]
+        if len(set(pairs)) != len(pairs) or any(not (0 <= t < lanes and 0 <= r < registers) for t, r in pairs):
+            raise TableError(f"layout {name!r}: (lane, register) pairs must be distinct and within "
+                             f"{lanes} lanes x {registers} registers")
+        row = np.full((lanes, registers), -1, dtype=np.int64)
+        col = np.full((lanes, registers), -1, dtype=np.int64)
+        valid = np.zeros((lanes, registers), dtype=bool)
+        for j, (t, r) in enumerate(pairs):
+            row[t, r], col[t, r], valid[t, r] = 0, j, True
+        rule = FragmentRule(name, "table", "d", row="0", col="0", elements=registers, lanes=lanes,
+                            description=description, source=source)
+        return cls(rule, "d", 1, len(pairs), 0, 32, 1, len(pairs), registers, row, col, valid)
+
+    @property
+    def name(self) -> str:
+        return self.rule.name
+
+    @property
+    def storage(self) -> str:
+        return self.rule.storage
+
+    @property
+    def shape(self) -> tuple:
+        return (self.rows, self.cols)
+
+    def __repr__(self) -> str:
+        where = "TMEM lanes x columns" if self.storage == "tmem" else "lanes x 32-bit registers"
+        return (f"<mmasim.placement.Fragment {self.name}: {self.operand} {self.rows}x{self.cols}, "
+                f"{self.lanes} {where} {self.registers}, {self.elements} {self.bits}-bit elements per lane>")
+
+    # ---------------------------------------------------------------- lookups
+    def coords(self, lane: int, i: int) -> tuple:
+        """``(row, col)`` of element ``i`` of ``lane``'s fragment (PTX's a0, a1, ... order)."""
+        lane, i = _index(lane, "lane", self.lanes), _index(i, "element", self.elements)
+        if not self._valid[lane, i]:
+            raise ShapeError(f"{self.name}: lane {lane} holds no element {i} of {self.operand.upper()}")
+        return int(self._row[lane, i]), int(self._col[lane, i])
+
+    def owner(self, row: int, col: int) -> tuple:
+        """``(lane, i)`` holding element ``(row, col)``: the inverse of :meth:`coords`."""
+        row, col = _index(row, "row", self.rows), _index(col, "col", self.cols)
+        lane, i = self._owner[row, col]
+        return int(lane), int(i)
+
+    def register(self, i: int) -> tuple:
+        """``(register, first bit)`` of element ``i`` within a lane's registers (64-bit
+        elements: the first of their two registers, bit 0)."""
+        i = _index(i, "element", self.elements)
+        if self.per_register:
+            return i // self.per_register, (i % self.per_register) * self.bits
+        return i * (self.bits // 32), 0
+
+    def table(self):
+        """``(row, col, valid)`` arrays of shape ``(lanes, elements)``."""
+        return self._row, self._col, self._valid
+
+    # ---------------------------------------------------------------- packing
+    def pack(self, words) -> np.ndarray:
+        """``uint32 (lanes, registers)``: container words of the ``(rows, cols)`` matrix
+        placed as the hardware holds them (slots holding no element are 0)."""
+        w = np.asarray(words)
+        if w.shape != (self.rows, self.cols):
+            raise ShapeError(f"{self.name}: operand {self.operand.upper()} must be {self.rows}x{self.cols}"
+                             + (f" ({self.blocks} blocks stacked along rows)" if self.blocks > 1 else "")
+                             + f"; got {w.shape}")
+        w = w.astype(np.uint64)
+        el = np.where(self._valid, w[np.maximum(self._row, 0), np.maximum(self._col, 0)], 0).astype(np.uint64)
+        regs = np.zeros((self.lanes, self.registers), dtype=np.uint64)
+        if self.per_register:
+            shift = (np.arange(self.elements) % self.per_register * self.bits).astype(np.uint64)
+            mask = np.uint64((1 << self.bits) - 1)
+            for j in range(self.per_register):
+                part = el[:, j::self.per_register]
+                regs[:, : part.shape[1]] |= (part & mask) << shift[j]
+        else:
+            per = self.bits // 32
+            for h in range(per):
+                regs[:, h::per] = (el >> np.uint64(32 * h)) & np.uint64(0xFFFFFFFF)
+        return regs.astype(np.uint32)
+
+    def unpack(self, registers) -> np.ndarray:
+        """The ``(rows, cols)`` matrix of container words held in ``registers``
+        ``(lanes, registers)`` (unsigned words of the element's container size)."""
+        r = np.asarray(registers)
+        if r.shape != (self.lanes, self.registers):
+            raise ShapeError(f"{self.name}: {self.operand.upper()} registers must be (lanes, registers) = "
+                             f"({self.lanes}, {self.registers}); got {r.shape}")
+        if r.dtype.kind not in "iu" or (r.size and (r.min() < 0 or int(r.max()) > 0xFFFFFFFF)):
+            raise ShapeError(f"{self.name}: registers must be 32-bit words (integers 0..0xFFFFFFFF)")
+        r = r.astype(np.uint64)
+        if self.per_register:
+            idx = np.arange(self.elements)
+            el = (r[:, idx // self.per_register] >> (idx % self.per_register * self.bits).astype(np.uint64)) \
+                & np.uint64((1 << self.bits) - 1)
+        else:
+            per = self.bits // 32
+            el = np.zeros((self.lanes, self.elements), dtype=np.uint64)
+            for h in range(per):
+                el |= r[:, h::per] << np.uint64(32 * h)
+        dt = np.uint8 if self.bits <= 8 else np.uint16 if self.bits <= 16 else np.uint32 if self.bits <= 32 else np.uint64
+        out = np.zeros((self.rows, self.cols), dtype=dt)
+        v = self._valid
+        out[self._row[v], self._col[v]] = el[v].astype(dt)
+        return out
+
+
+def _index(x, what, size):
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise ShapeError(f"{what} must be an integer, got {x!r}")
+    if not 0 <= int(x) < size:
+        raise ShapeError(f"{what} {int(x)} is out of range 0..{size - 1}")
+    return int(x)

@@ -1,0 +1,240 @@
+"""Shared-memory operand layouts of ``wgmma`` / ``tcgen05`` and their 64-bit matrix descriptors.
+
+PTX ISA 9.7.15.5.1 / 9.7.16.4 ("Shared Memory Matrix Layout", "Matrix Descriptor
+Format"): an operand in shared memory is tiled into *core matrices* of 8 rows x
+16 bytes.  With no swizzle the 8 rows of a core matrix are 16 bytes apart, and the
+leading / stride byte offsets (LBO / SBO) separate core matrices along the leading
+dimension and along the 8-row (stride) dimension.  The swizzled modes (32, 64, 128
+bytes) lay 8 rows of S bytes contiguously (an "atom" of 8 x S bytes) and permute
+the 16-byte chunks of each row: bits [4, 4 + log2(S/16)) of the byte address are
+XOR-ed with the bits 3 places higher (bits 7..9), i.e. chunk' = chunk ^ (row % 8)
+for 128 bytes (CUTLASS's Swizzle<3,4,3>; <2,4,3> and <1,4,3> for 64 and 32).
+
+``K`` major (K contiguous), byte ``kb`` of row ``r`` (M or N index)::
+
+    no swizzle: (r % 8) * 16 + (r // 8) * SBO + kb % 16 + (kb // 16) * LBO
+    swizzle S:  swz((r % 8) * S + kb % S + (r // 8) * SBO)           (K bytes < S)
+
+``MN`` major (M or N contiguous), byte ``mb`` of K index ``k``::
+
+    no swizzle: (k % 8) * 16 + (k // 8) * SBO + mb % 16 + (mb // 16) * LBO
+    swizzle S:  swz((k % 8) * S + mb % S + (mb // S) * LBO + (k // 8) * SBO)
+
+The swizzle acts on address bits, so an operand's start must be aligned to the
+pattern's repeat (8 x S bytes) as PTX requires; offsets here are from that start.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from ..errors import ShapeError, TableError
+from .base import Layout
+
+SWIZZLES = (0, 32, 64, 128)
+# wgmma descriptor bits 62-63; tcgen05 descriptor bits 61-63
+_WGMMA_SWIZZLE = {0: 0, 128: 1, 64: 2, 32: 3}
+_TCGEN05_SWIZZLE = {0: 0, "128B_base32B": 1, 128: 2, 64: 4, 32: 6}
+
+
+def swizzle(address, mode: int):
+    """The byte address after the ``mode``-byte swizzle (0: unchanged)."""
+    a = np.asarray(address, dtype=np.int64)
+    if mode not in SWIZZLES:
+        raise ShapeError(f"swizzle must be one of {SWIZZLES} bytes, got {mode!r}")
+    if not mode:
+        return a
+    mask = mode // 16 - 1
+    return a ^ (((a >> 7) & mask) << 4)
+
+
+@attrs.frozen
+class SmemLayout(Layout):
+    """A canonical shared-memory operand layout: ``offset(row, k)`` in bytes.
+
+    ``major``: ``"K"`` or ``"MN"``; ``swizzle``: 0, 32, 64 or 128 bytes; ``lbo`` /
+    ``sbo``: leading / stride byte offsets; ``element_bits``: the element's size.
+    ``row`` is the M index of A (N of B), ``k`` the K index.
+    """
+
+    name: str
+    major: str = "K"
+    swizzle: int = 0
+    lbo: int = 0
+    sbo: int = 0
+    element_bits: int = 16
+    arch: str = ""
+    description: str = ""
+    evidence: str = ""
+    kind: str = "operand-smem"
+
+    def __attrs_post_init__(self):
+        where = f"shared-memory layout {self.name!r}"
+        if self.major not in ("K", "MN"):
+            raise TableError(f"{where}: major must be 'K' or 'MN', got {self.major!r}")
+        if self.swizzle not in SWIZZLES:
+            raise TableError(f"{where}: swizzle must be one of {SWIZZLES} bytes, got {self.swizzle!r}")
+        if self.element_bits not in (4, 6, 8, 16, 32, 64):
+            raise TableError(f"{where}: element_bits must be 4, 6, 8, 16, 32 or 64, got {self.element_bits!r}")
+        for f in ("lbo", "sbo"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or v < 0 or v % 16:
+                raise TableError(f"{where}: {f} must be a non-negative multiple of 16 bytes, got {v!r}")
+
+    def offset(self, row, k):
+        """Byte offset of element ``(row, k)`` (for sub-byte elements: the byte holding it)."""
+        r = np.asarray(row, dtype=np.int64)
+        k = np.asarray(k, dtype=np.int64)
+        if (r < 0).any() or (k < 0).any():
+            raise ShapeError(f"{self.name}: negative row or k")
+        S = self.swizzle
+        if self.major == "K":
+            kb = k * self.element_bits // 8
+            if not S:
+                return (r % 8) * 16 + (r // 8) * self.sbo + kb % 16 + (kb // 16) * self.lbo
+            if (kb >= S).any():
+                raise ShapeError(f"{self.name}: K-major {S}-byte swizzle holds {S} bytes of K per row "
+                                 f"({8 * S // self.element_bits} elements); k = {int(k.max())} is beyond")
+            return swizzle((r % 8) * S + kb + (r // 8) * self.sbo, S)
+        mb = r * self.element_bits // 8
+        if not S:
+            return (k % 8) * 16 + (k // 8) * self.sbo + mb % 16 + (mb // 16) * self.lbo
+        return swizzle((k % 8) * S + mb % S + (mb // S) * self.lbo + (k // 8) * self.sbo, S)
+
+    def _offsets(self, rows: int, depth: int) -> np.ndarray:
+        if self.element_bits % 8:
+            raise ShapeError(f"{self.name}: images of sub-byte elements are not modelled")
+        r, k = np.meshgrid(np.arange(rows), np.arange(depth), indexing="ij")
+        off = self.offset(r, k) // (self.element_bits // 8)
+        if np.unique(off).size != off.size:
+            raise ShapeError(f"{self.name}: a ({rows}, {depth}) operand does not fit this layout "
+                             f"(distinct elements would share a slot; SBO={self.sbo}, LBO={self.lbo} bytes)")
+        return off
+
+    def to_image(self, matrix, fill=0) -> np.ndarray:
+        """Flat shared-memory image (in elements) of a logical ``(rows, K)`` operand."""
+        mat = np.asarray(matrix)
+        if mat.ndim != 2:
+            raise ShapeError(f"{self.name}: expected a 2-D (rows, K) operand, got {mat.shape}")
+        off = self._offsets(*mat.shape)
+        img = np.full(int(off.max()) + 1, fill, dtype=mat.dtype)
+        img[off] = mat
+        return img
+
+    def from_image(self, image, rows: int, depth: int) -> np.ndarray:
+        """The logical ``(rows, K)`` operand read back from a flat image (in elements)."""
+        img = np.asarray(image)
+        off = self._offsets(rows, depth)
+        if img.ndim != 1 or img.size <= int(off.max()):
+            raise ShapeError(f"{self.name}: image needs at least {int(off.max()) + 1} elements, got {img.shape}")
+        return img[off]
+
+    def descriptor(self, start_address: int, target: str = "wgmma", base_offset: int = 0) -> int:
+        """The 64-bit matrix descriptor of this layout at ``start_address``."""
+        return encode_descriptor(start_address, self.lbo, self.sbo, self.swizzle, target=target,
+                                 base_offset=base_offset)
+
+
+@attrs.frozen
+class CoreMatrixLayout(SmemLayout):
+    """The no-swizzle K-major layout in element units (T1's form):
+    ``offset(i, k) = (i % T) * T + (i // T) * SBO + (k % T) + (k // T) * LBO`` elements,
+    ``T`` elements per 16-byte core-matrix row; ``SBO`` / ``LBO`` in elements.
+    It is the :class:`SmemLayout` with ``major="K"``, ``swizzle=0``,
+    ``element_bits = 128 // T``, ``sbo = SBO * element_bytes``, ``lbo = LBO * element_bytes``."""
+
+    T: int = 8
+    SBO: int = 0
+    LBO: int = 0
+    major: str = attrs.field(default="K", init=False)
+    swizzle: int = attrs.field(default=0, init=False)
+    element_bits: int = attrs.field(init=False, default=attrs.Factory(lambda self: 128 // self.T, takes_self=True))
+    lbo: int = attrs.field(init=False, default=attrs.Factory(lambda self: self.LBO * 16 // self.T, takes_self=True))
+    sbo: int = attrs.field(init=False, default=attrs.Factory(lambda self: self.SBO * 16 // self.T, takes_self=True))
+
+    def offset(self, i, k):
+        """Element offset of logical element (row or column ``i``, ``k``)."""
+        return SmemLayout.offset(self, i, k) // (self.element_bits // 8)
+
+    def _offsets(self, rows: int, depth: int) -> np.ndarray:
+        if rows % self.T or depth % self.T:
+            raise ShapeError(f"{self.name}: rows and K must be multiples of {self.T}; got ({rows}, {depth})")
+        i, k = np.meshgrid(np.arange(rows), np.arange(depth), indexing="ij")
+        off = self.offset(i, k)
+        if np.unique(off).size != off.size:
+            raise ShapeError(
+                f"{self.name}: a ({rows}, {depth}) operand does not fit this layout "
+                f"(distinct elements would share a slot; SBO={self.SBO}, LBO={self.LBO})"
+            )
+        return off
+
+
+# ------------------------------------------------------------------ descriptors
+@attrs.frozen
+class Descriptor:
+    """The fields of a 64-bit shared-memory matrix descriptor (byte values)."""
+
+    start_address: int
+    lbo: int
+    sbo: int
+    swizzle: object          # 0, 32, 64, 128 (tcgen05 also "128B_base32B")
+    base_offset: int = 0
+    lbo_mode: int = 0        # tcgen05 only: 0 relative, 1 absolute
+    target: str = "wgmma"
+
+
+def _enc(x, what):
+    if not isinstance(x, (int, np.integer)) or x < 0 or x >= 1 << 18 or x % 16:
+        raise ShapeError(f"descriptor {what} must be a multiple of 16 below 2**18 bytes, got {x!r}")
+    return (int(x) & 0x3FFFF) >> 4
+
+
+def encode_descriptor(start_address, lbo, sbo, swizzle=0, *, target="wgmma", base_offset=0, lbo_mode=0) -> int:
+    """The 64-bit descriptor word.
+
+    ``wgmma`` (PTX 9.7.15.5.1.2): bits 0-13 start address >> 4, 16-29 LBO >> 4,
+    32-45 SBO >> 4, 49-51 base offset, 62-63 swizzle (0 none, 1 128B, 2 64B, 3 32B).
+    ``tcgen05`` (PTX 9.7.16.4.1): the same address fields, bits 46-48 the constant
+    0b001, 49-51 base offset, 52 LBO mode, 61-63 swizzle (0 none, 1 128B with 32B
+    atomicity, 2 128B, 4 64B, 6 32B).
+    """
+    word = _enc(start_address, "start address") | _enc(lbo, "leading byte offset") << 16 \
+        | _enc(sbo, "stride byte offset") << 32
+    if not isinstance(base_offset, int) or not 0 <= base_offset < 8:
+        raise ShapeError(f"descriptor base offset must be 0..7, got {base_offset!r}")
+    word |= base_offset << 49
+    if target == "wgmma":
+        if swizzle not in _WGMMA_SWIZZLE:
+            raise ShapeError(f"wgmma descriptor swizzle must be one of {list(_WGMMA_SWIZZLE)}, got {swizzle!r}")
+        if lbo_mode:
+            raise ShapeError("wgmma descriptors have no LBO mode bit")
+        return word | _WGMMA_SWIZZLE[swizzle] << 62
+    if target == "tcgen05":
+        if swizzle not in _TCGEN05_SWIZZLE:
+            raise ShapeError(f"tcgen05 descriptor swizzle must be one of {list(_TCGEN05_SWIZZLE)}, got {swizzle!r}")
+        if lbo_mode not in (0, 1):
+            raise ShapeError(f"tcgen05 LBO mode must be 0 or 1, got {lbo_mode!r}")
+        return word | 0b001 << 46 | lbo_mode << 52 | _TCGEN05_SWIZZLE[swizzle] << 61
+    raise ShapeError(f"descriptor target must be 'wgmma' or 'tcgen05', got {target!r}")
+
+
+def decode_descriptor(word: int, target: str = "wgmma") -> Descriptor:
+    """The fields of a 64-bit descriptor word (the inverse of :func:`encode_descriptor`)."""
+    if not isinstance(word, (int, np.integer)) or not 0 <= int(word) < 1 << 64:
+        raise ShapeError(f"a descriptor is a 64-bit word, got {word!r}")
+    word = int(word)
+    start, lbo, sbo = (word & 0x3FFF) << 4, (word >> 16 & 0x3FFF) << 4, (word >> 32 & 0x3FFF) << 4
+    base = word >> 49 & 7
+    if target == "wgmma":
+        sw = {v: k for k, v in _WGMMA_SWIZZLE.items()}[word >> 62 & 3]
+        return Descriptor(start, lbo, sbo, sw, base, 0, target)
+    if target == "tcgen05":
+        if word >> 46 & 7 != 0b001:
+            raise ShapeError(f"tcgen05 descriptor {word:#018x}: bits 46-48 must be 0b001")
+        code = word >> 61 & 7
+        inv = {v: k for k, v in _TCGEN05_SWIZZLE.items()}
+        if code not in inv:
+            raise ShapeError(f"tcgen05 descriptor {word:#018x}: swizzle code {code} is reserved")
+        return Descriptor(start, lbo, sbo, inv[code], base, word >> 52 & 1, target)
+    raise ShapeError(f"descriptor target must be 'wgmma' or 'tcgen05', got {target!r}")

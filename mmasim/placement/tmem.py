@@ -1,0 +1,81 @@
+"""``tcgen05.ld`` / ``tcgen05.st`` shapes: which TMEM lane and column each register of a
+warp's thread holds (PTX ISA 9.7.16.8.3 "Matrix fragments for tcgen05.ld/st").
+
+Rows are TMEM lanes relative to the 32-lane (or 16-lane) slab the warp accesses
+(warp ``w`` of a warpgroup accesses lanes ``32w .. 32w + 31``), columns are 32-bit
+TMEM columns relative to the address's column; ``.xN`` repeats along columns::
+
+    32x32b  .xN: register r of lane l holds (l, r)                              [32 x N]
+    16x64b  .xN: (l // 4 + 8 * (l % 2), (l // 2) % 2 + 2 * r)                    [16 x 2N]
+    16x128b .xN: (l // 4 + 8 * (r % 2), l % 4 + 4 * (r // 2))                    [16 x 4N]
+    16x256b .xN: (l // 4 + 8 * ((r // 2) % 2), r % 2 + 2 * (l % 4) + 8 * (r // 4))  [16 x 8N]
+"""
+
+from __future__ import annotations
+
+from ..errors import ShapeError
+from .fragment import FragmentRule
+
+TCGEN05_LD_SHAPES = {
+    "32x32b": dict(rows=32, cols_per_x=1, regs_per_x=1, row="lane", col="i"),
+    "16x64b": dict(rows=16, cols_per_x=2, regs_per_x=1, row="(lane >> 2) + 8 * (lane & 1)",
+                   col="((lane >> 1) & 1) + 2 * i"),
+    "16x128b": dict(rows=16, cols_per_x=4, regs_per_x=2, row="(lane >> 2) + 8 * (i & 1)",
+                    col="(lane & 3) + 4 * (i >> 1)"),
+    "16x256b": dict(rows=16, cols_per_x=8, regs_per_x=4, row="(lane >> 2) + 8 * ((i >> 1) & 1)",
+                    col="(i & 1) + 2 * (lane & 3) + 8 * (i >> 2)"),
+}
+_NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def tcgen05_ld(shape: str, num: int = 1):
+    """The :class:`~mmasim.placement.fragment.Fragment` of ``tcgen05.ld.<shape>.x<num>``
+    (32-bit elements, no packing): ``coords(lane, r)`` is the (TMEM lane within the
+    slab, TMEM column) that register ``r`` of ``lane`` reads."""
+    if shape not in TCGEN05_LD_SHAPES:
+        raise ShapeError(f"tcgen05.ld shape must be one of {', '.join(TCGEN05_LD_SHAPES)}; got {shape!r} "
+                         "(16x32bx2 is not modelled)")
+    if num not in _NUMS:
+        raise ShapeError(f"tcgen05.ld .num must be .x1, .x2, ... .x128; got {num!r}")
+    s = TCGEN05_LD_SHAPES[shape]
+    rule = FragmentRule(f"tcgen05.ld.{shape}", "tcgen05.ld", "d", row=s["row"], col=s["col"],
+                        elements=s["regs_per_x"] * num, storage="registers",
+                        description=f"tcgen05.ld.{shape}.x{num}", source=__doc__.splitlines()[1])
+    # the bound matrix is (M, N) = (TMEM lanes of the slab, TMEM columns)
+    return rule.bind("d", s["rows"], s["cols_per_x"] * num, 0, 32)
+
+
+# The data path layouts of PTX's "Data path layout organization" (tcgen05), per CTA: which
+# TMEM lane / column holds accumulator element (row, col) of the rows this CTA owns.
+# Layout D and F are also the built-in layouts of the modelled cta_group::1 datapaths
+# (mmasim.placement.catalog); A, B, C, E, G (cta_group::2, .ws) are here for kernels that use
+# them, as mmasim does not model those instructions yet.
+TMEM_DATAPATHS = {
+    # letter: (rows per CTA, columns per lane as a formula of N, row, col, valid, what)
+    "A": (128, "N", "lane", "i", "", "M = 256, cta_group::2: each CTA's 128 rows, row i in lane i"),
+    "B": (64, "N // 2", "lane % 64", "i + (N // 2) * (lane // 64)", "",
+          "M = 128, cta_group::2, dense: 64 rows; columns N/2.. in lanes 64.. (halves folded)"),
+    "C": (64, "N", "16 * (lane >> 5) + (lane & 15)", "i", "(lane & 31) < 16",
+          "M = 128, cta_group::2, sparse: 64 rows, 16 per warp sub-partition (as F)"),
+    "D": (128, "N", "lane", "i", "", "M = 128, cta_group::1: row i in lane i"),
+    "E": (64, "N // 2", "lane % 64", "i + (N // 2) * (lane // 64)", "",
+          "M = 64, .ws: 64 rows; columns N/2.. in lanes 64.. (as B)"),
+    "F": (64, "N", "16 * (lane >> 5) + (lane & 15)", "i", "(lane & 31) < 16",
+          "M = 64, cta_group::1: rows 16w..16w+15 in lanes 32w..32w+15"),
+    "G": (32, "N // 4", "lane % 32", "i + (N // 4) * (lane // 32)", "",
+          "M = 32, .ws: 32 rows; column quarters in the four 32-lane slabs"),
+}
+
+
+def tmem_datapath(letter: str, n: int):
+    """The TMEM image (128 lanes x columns) of one CTA's accumulator rows under data path
+    layout ``letter`` (A .. G) for N = ``n``: a Fragment with ``storage == "tmem"``."""
+    if letter not in TMEM_DATAPATHS:
+        raise ShapeError(f"data path layout must be one of {', '.join(TMEM_DATAPATHS)}; got {letter!r}")
+    rows, elements, row, col, valid, what = TMEM_DATAPATHS[letter]
+    if not isinstance(n, int) or n <= 0 or n % 8 or (letter in "BE" and n % 16) or (letter == "G" and n % 32):
+        raise ShapeError(f"layout {letter}: N = {n!r} is not a legal accumulator width for it")
+    rule = FragmentRule(f"tcgen05.tmem.layout{letter}", "tcgen05.tmem", "d", lanes=128, elements=elements,
+                        row=row, col=col, valid=valid, storage="tmem", description=what,
+                        source="PTX ISA 9.7.16.10.5 'Data path layout organization', layout " + letter)
+    return rule.bind("d", rows, n, 0, 32)

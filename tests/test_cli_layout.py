@@ -1,0 +1,65 @@
+"""``mmasim layout``: the text table lists every element once; the picture renders (one
+instruction per family)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+import mmasim
+from mmasim.cli import main
+
+FAMILIES = [
+    ("A100", "mma.sync.m16n8k16.f32.f16.f16", "a"),
+    ("V100", "mma.sync.m8n8k4.f32.f16.f16", "d"),
+    ("H100", "wgmma.mma_async.m64n16k16.f32.f16.f16", "d"),
+    ("B200", "tcgen05.mma.kind::f16.m64n8k16.f32.bf16.bf16", "d"),
+    ("MI300X", "v_mfma.m32n32k1.f32.f32.f32", "d"),
+]
+
+
+@pytest.mark.parametrize("arch,ins,op", FAMILIES)
+def test_text_table_lists_every_element_once(arch, ins, op, capsys):
+    assert main(["layout", arch, ins, "--operand", op]) == 0
+    out = capsys.readouterr().out
+    L = mmasim.MMA(arch, ins).layout(op)
+    cells = re.findall(r"\b([TL]\d+:c?\d+)\b", out)
+    assert len(cells) == L.rows * L.cols == len(set(cells))
+    lane, i = L.owner(L.rows - 1, L.cols - 1)
+    assert out.rstrip().endswith(f"{'L' if L.storage == 'tmem' else 'T'}{lane}:{'c' if L.storage == 'tmem' else ''}{i}")
+
+
+@pytest.mark.parametrize("arch,ins,op", FAMILIES)
+def test_picture_renders(arch, ins, op, tmp_path, capsys):
+    image = pytest.importorskip("matplotlib.image")
+    path = tmp_path / "fig.png"
+    assert main(["layout", arch, ins, "--operand", op, "--out", str(path)]) == 0
+    assert "layout written to" in capsys.readouterr().out
+    img = image.imread(str(path))
+    assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
+    assert np.ptp(img[..., :3]) > 0.2           # not a blank canvas
+
+
+def test_svg_output(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "fig.svg"
+    assert main(["layout", "A100", "mma.sync.m16n8k8.f32.tf32.tf32", "--operand", "b", "--out", str(path)]) == 0
+    text = path.read_text()
+    assert text.lstrip().startswith("<?xml") and "T31:1" in text
+
+
+def test_json_lists_entries(capsys):
+    assert main(["layout", "A100", "mma.sync.m16n8k16.f32.f16.f16", "--operand", "d", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "mmasim.layout/1" and doc["registers"] == 4 and len(doc["entries"]) == 128
+    e = [x for x in doc["entries"] if (x["row"], x["col"]) == (9, 3)][0]
+    assert (e["lane"], e["element"], e["register"], e["bit"]) == (5, 3, 3, 0)
+
+
+def test_layout_errors_are_one_line(capsys):
+    assert main(["layout", "B200", "tcgen05.mma.kind::f16.m128n8k16.f32.bf16.bf16", "--operand", "b"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mmasim: error: ") and "shared memory" in err and err.count("\n") == 1
+    assert main(["layout", "A100", "mma.sync.m16n8k16.f32.f16.f16", "--out", "fig.bmpx"]) == 2
+    assert "cannot tell the image type" in capsys.readouterr().err
