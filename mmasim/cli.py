@@ -329,6 +329,7 @@ def cmd_layout(args) -> int:
             "cols": lay.cols,
             "blocks": lay.blocks,
             "source": lay.rule.source,
+            "evidence": lay.evidence,
             "entries": draw.entries(lay),
         })
     elif args.out:

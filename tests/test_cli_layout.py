@@ -63,3 +63,19 @@ def test_layout_errors_are_one_line(capsys):
     assert err.startswith("mmasim: error: ") and "shared memory" in err and err.count("\n") == 1
     assert main(["layout", "A100", "mma.sync.m16n8k16.f32.f16.f16", "--out", "fig.bmpx"]) == 2
     assert "cannot tell the image type" in capsys.readouterr().err
+
+
+def test_text_table_states_the_evidence(capsys):
+    """The second line of the text table says what the layout's formulas were checked against."""
+    assert main(["layout", "A100", "mma.sync.m16n8k16.f32.f16.f16", "--operand", "a"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "evidence: checked: PTX ISA 9.0 §9.7.14.5.8 (.f16 / .bf16 A)"
+    assert main(["layout", "H100", "wgmma.mma_async.m64n16k16.f32.f16.f16", "--operand", "d"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("evidence: partly checked: ")
+
+
+def test_json_carries_the_evidence(capsys):
+    assert main(["layout", "MI300X", "v_mfma.m16n16k4.f64.f64.f64", "--operand", "d", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["evidence"].startswith("checked: AMD Matrix Instruction Calculator")
+    assert doc["evidence"] == mmasim.MMA("MI300X", "v_mfma.m16n16k4.f64.f64.f64").layout("d").evidence

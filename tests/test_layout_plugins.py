@@ -33,15 +33,16 @@ status = { kind = "assumed", evidence = "toy" }
 # 8 lanes; lane l holds row l // 2 of A, columns 2 * (l % 2) + i (one .f16x2 register)
 TOY_RULES = [
     FragmentRule("toy.a", "toy.mma", "a", lanes=8, elements=2, row="lane // 2", col="2 * (lane % 2) + i",
-                 arch=("LaneToy",)),
+                 arch=("LaneToy",), evidence="unverified: a toy"),
     FragmentRule("toy.b", "toy.mma", "b", lanes=8, elements=2, row="2 * (lane % 2) + i", col="lane // 2",
-                 arch=("LaneToy",)),
+                 arch=("LaneToy",), evidence="unverified: a toy"),
     FragmentRule("toy.cd", "toy.mma", ("c", "d"), lanes=8, elements=2, row="lane // 2",
-                 col="2 * (lane % 2) + i", arch=("LaneToy",)),
+                 col="2 * (lane % 2) + i", arch=("LaneToy",), evidence="unverified: a toy"),
 ]
 # Ampere override: B of m16n8k8 with b0 and b1 swapped (a made-up, still bijective layout)
 SWAPPED = FragmentRule("ampere.m16n8k8.b.swapped", "mma.sync", "b", m=16, n=8, k=8, bits=16, elements=2,
-                       row="2 * t + 1 - i", col="g", arch=("Ampere",))
+                       row="2 * t + 1 - i", col="g", arch=("Ampere",),
+                       evidence="unverified: made up for this test")
 
 
 @pytest.fixture
@@ -95,13 +96,31 @@ def test_formula_language_runs_no_code():
     """A table cannot run code: calls, attributes, subscripts and unknown names are TableErrors."""
     for bad in ("__import__('os').system('true')", "lane.real", "[1][0]", "x + 1", "lane / 2", "1.5"):
         with pytest.raises(mmasim.TableError, match="formula"):
-            FragmentRule("bad", "mma.sync", "a", elements=1, row=bad, col="0")
+            FragmentRule("bad", "mma.sync", "a", elements=1, row=bad, col="0", evidence="unverified: test")
 
 
 def test_a_rule_that_is_not_a_bijection_is_rejected():
-    rule = FragmentRule("twice", "mma.sync", "a", elements=2, row="lane % 4", col="0")
+    rule = FragmentRule("twice", "mma.sync", "a", elements=2, row="lane % 4", col="0", evidence="unverified: test")
     with pytest.raises(mmasim.TableError, match="leaves|bijection"):
         rule.bind("a", 16, 8, 8, 16)
-    rule = FragmentRule("holes", "mma.sync", "d", elements=1, row="lane // 8", col="lane % 8")
+    rule = FragmentRule("holes", "mma.sync", "d", elements=1, row="lane // 8", col="lane % 8",
+                        evidence="unverified: test")
     with pytest.raises(mmasim.TableError, match="bijection"):
         rule.bind("d", 8, 8, 4, 32)
+
+
+def test_a_rule_must_state_its_evidence():
+    """No default: a plugin's rule that does not say what its formulas rest on is refused
+    (TypeError for a missing argument, TableError for an empty one), and the evidence
+    travels to the bound layout."""
+    with pytest.raises(TypeError, match="evidence"):
+        FragmentRule("silent", "mma.sync", "a", elements=1, row="lane", col="0")
+    for empty in ("", "   ", None):
+        with pytest.raises(mmasim.TableError, match="evidence"):
+            FragmentRule("empty", "mma.sync", "a", elements=1, row="lane", col="0", evidence=empty)
+    assert SWAPPED.bind("b", 16, 8, 8, 16).evidence == "unverified: made up for this test"
+
+
+def test_plugin_evidence_is_what_the_user_sees(plugin):
+    L = mmasim.MMA("A100", "mma.sync.m16n8k8.f32.f16.f16").layout("b")
+    assert L.evidence == "unverified: made up for this test"

@@ -20,11 +20,12 @@ def title(L, arch: str = "", instruction: str = "") -> str:
 
 def text(L, arch: str = "", instruction: str = "") -> str:
     """The matrix as a text grid: cell (row, col) reads ``T<lane>:<i>`` (TMEM:
-    ``L<lane>:c<column>``)."""
+    ``L<lane>:c<column>``), under a header line and an ``evidence:`` line saying what the
+    layout's formulas were checked against."""
     cells = [[_label(L, *L.owner(r, c)) for c in range(L.cols)] for r in range(L.rows)]
     w = max(len(x) for row in cells for x in row)
     rw = len(str(L.rows - 1))
-    lines = [title(L, arch, instruction),
+    lines = [title(L, arch, instruction), f"evidence: {L.evidence}",
              " " * (rw + 3) + " ".join(f"{c:>{w}}" for c in range(L.cols))]
     per = L.rows // L.blocks
     for r, row in enumerate(cells):
@@ -45,6 +46,10 @@ def entries(L) -> list:
                 out.append({"lane": lane, "element": i, "register": reg, "bit": bit,
                             "row": int(rows[lane, i]), "col": int(cols[lane, i])})
     return out
+
+
+def _short(text: str, width: int = 110) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def figure(L, path, arch: str = "", instruction: str = "") -> None:
@@ -83,8 +88,8 @@ def figure(L, path, arch: str = "", instruction: str = "") -> None:
         ax.axhline(b * per - 0.5, color="black", linewidth=1.5)
     ax.set_xlabel("column", fontsize=8)
     ax.set_ylabel("row", fontsize=8)
-    ax.set_title(title(L, arch, instruction) + "\ncell: " + ("L<TMEM lane>:c<column>" if L.storage == "tmem"
-                 else "T<lane>:<element>"), fontsize=8)
+    cell = "L<TMEM lane>:c<column>" if L.storage == "tmem" else "T<lane>:<element>"
+    ax.set_title(f"{title(L, arch, instruction)}\nevidence: {_short(L.evidence)}\ncell: {cell}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -75,10 +75,17 @@ class FragmentRule(Layout):
     storage: str = "registers"
     description: str = ""
     source: str = ""
-    evidence: str = "documented"
+    #: what the formulas were checked against (required, no default: a rule must say it);
+    #: the built-ins write ``"checked: <document, section>"`` only where the formula was
+    #: compared with the document's text, ``"partly checked: ..."`` / ``"unverified: ..."``
+    #: otherwise (docs/layouts.md)
+    evidence: str = attrs.field(kw_only=True)
 
     def __attrs_post_init__(self):
         where = f"layout {self.name!r}"
+        if not isinstance(self.evidence, str) or not self.evidence.strip():
+            raise TableError(f"{where}: evidence must say what the formulas rest on (a non-empty string, "
+                             f"e.g. 'checked: PTX ISA 9.0 §9.7.14.5.8' or 'unverified: ...'); got {self.evidence!r}")
         bad = [o for o in self.operands if o not in OPERANDS]
         if bad or not self.operands:
             raise TableError(f"{where}: operands must be among {OPERANDS}; got {self.operands}")
@@ -173,7 +180,8 @@ class Fragment:
         self._owner = own
 
     @classmethod
-    def from_pairs(cls, name: str, pairs, lanes: int, registers: int, description: str = "", source: str = ""):
+    def from_pairs(cls, name: str, pairs, lanes: int, registers: int, description: str = "", source: str = "",
+                   evidence: str = "unverified: a table of (lane, register) pairs with no stated source"):
         """The irregular case, as a table: word ``j`` of a ``(1, len(pairs))`` result vector is
         register ``pairs[j][1]`` of lane ``pairs[j][0]`` (32-bit elements, one per register)."""
         pairs = [(int(t), int(r)) for t, r in pairs]
@@ -186,7 +194,7 @@ class Fragment:
         for j, (t, r) in enumerate(pairs):
             row[t, r], col[t, r], valid[t, r] = 0, j, True
         rule = FragmentRule(name, "table", "d", row="0", col="0", elements=registers, lanes=lanes,
-                            description=description, source=source)
+                            description=description, source=source, evidence=evidence)
         return cls(rule, "d", 1, len(pairs), 0, 32, 1, len(pairs), registers, row, col, valid)
 
     @property
@@ -196,6 +204,16 @@ class Fragment:
     @property
     def storage(self) -> str:
         return self.rule.storage
+
+    @property
+    def evidence(self) -> str:
+        """What the layout's formulas were checked against (the rule's ``evidence``)."""
+        return self.rule.evidence
+
+    @property
+    def source(self) -> str:
+        """The document section the formulas come from (the rule's ``source``)."""
+        return self.rule.source
 
     @property
     def shape(self) -> tuple:

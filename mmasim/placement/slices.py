@@ -29,7 +29,8 @@ class ResultSlice(Layout):
         from .fragment import Fragment
 
         regs = registers or max(r for _, r in self.pairs) + 1
-        return Fragment.from_pairs(self.name, self.pairs, threads, regs, self.description, self.evidence)
+        return Fragment.from_pairs(self.name, self.pairs, threads, regs, self.description, self.evidence,
+                                   evidence=self.evidence or "unverified: a result slice with no stated evidence")
 
     def extract(self, image) -> np.ndarray:
         """The result words, in slice order, from an image indexed ``[thread, register]``."""

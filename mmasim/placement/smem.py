@@ -1,27 +1,32 @@
 """Shared-memory operand layouts of ``wgmma`` / ``tcgen05`` and their 64-bit matrix descriptors.
 
-PTX ISA 9.7.15.5.1 / 9.7.16.4 ("Shared Memory Matrix Layout", "Matrix Descriptor
-Format"): an operand in shared memory is tiled into *core matrices* of 8 rows x
-16 bytes.  With no swizzle the 8 rows of a core matrix are 16 bytes apart, and the
-leading / stride byte offsets (LBO / SBO) separate core matrices along the leading
-dimension and along the 8-row (stride) dimension.  The swizzled modes (32, 64, 128
-bytes) lay 8 rows of S bytes contiguously (an "atom" of 8 x S bytes) and permute
-the 16-byte chunks of each row: bits [4, 4 + log2(S/16)) of the byte address are
-XOR-ed with the bits 3 places higher (bits 7..9), i.e. chunk' = chunk ^ (row % 8)
-for 128 bytes (CUTLASS's Swizzle<3,4,3>; <2,4,3> and <1,4,3> for 64 and 32).
+PTX ISA 9.0 §9.7.15.5.1.2 / §9.7.16.3 ("Shared Memory Matrix Layout", "Canonical Layouts")
+and §9.7.15.5.1.2.2 / §9.7.16.4.1 (the matrix / shared memory descriptors).  In units of
+``T = 128 / element bits`` elements (16 bytes), the canonical layouts are, as CuTe layouts
+(shape : stride, MN index first, then K)::
 
-``K`` major (K contiguous), byte ``kb`` of row ``r`` (M or N index)::
+    MN-major, no swizzle:  ((T,1,m),(8,k)) : ((1,T,SBO),(1T,LBO))
+    MN-major, S-byte:      ((T,S/16,m),(8,k)) : ((1,T,LBO),((S/16)T,SBO))
+    K-major,  no swizzle:  ((8,m),(T,2k)) : ((1T,SBO),(1,LBO))
+    K-major,  S-byte:      ((8,m),(T,2k)) : (((S/16)T,SBO),(1,T))
 
-    no swizzle: (r % 8) * 16 + (r // 8) * SBO + kb % 16 + (kb // 16) * LBO
-    swizzle S:  swz((r % 8) * S + kb % S + (r // 8) * SBO)           (K bytes < S)
+each under ``Swizzle<log2(S/16), 4, 3>`` (none for no swizzle).  In bytes, with ``kb`` the
+byte along K of row ``r`` (M or N index) and ``mb`` the byte along MN of K index ``k``::
 
-``MN`` major (M or N contiguous), byte ``mb`` of K index ``k``::
+    K-major,  no swizzle: (r % 8) * 16 + (r // 8) * SBO + kb % 16 + (kb // 16) * LBO
+    K-major,  S-byte:     swz((r % 8) * S + kb + (r // 8) * SBO)                   (kb < S)
+    MN-major, no swizzle: mb % 16 + (mb // 16) * SBO + (k % 8) * 16 + (k // 8) * LBO
+    MN-major, S-byte:     swz(mb % S + (mb // S) * LBO + (k % 8) * S + (k // 8) * SBO)
 
-    no swizzle: (k % 8) * 16 + (k // 8) * SBO + mb % 16 + (mb // 16) * LBO
-    swizzle S:  swz((k % 8) * S + mb % S + (mb // S) * LBO + (k // 8) * SBO)
-
-The swizzle acts on address bits, so an operand's start must be aligned to the
-pattern's repeat (8 x S bytes) as PTX requires; offsets here are from that start.
+so in the MN-major layouts SBO steps along MN without swizzle and along K with one (and LBO
+the other way round); in the K-major layouts SBO steps between 8-row groups, LBO between
+16-byte K chunks (swizzled: unused, K stays within one S-byte row; wider K is a further
+descriptor, as the document's K-major examples go no further).  ``swz`` is the
+``Swizzle<B, 4, 3>`` of the byte address: bits ``[4, 4 + B)`` XOR bits ``[7, 7 + B)``
+(B = 3, 2, 1 for 128, 64, 32 bytes), i.e. the 16-byte chunk index XOR the row within the
+8 x S-byte pattern, which repeats every 1024 / 512 / 256 bytes (the document's "starting
+address of the repeating pattern"; its base offset is ``(pattern start >> 7) & 7``).
+Offsets here are from a pattern-aligned start.
 """
 
 from __future__ import annotations
@@ -33,6 +38,16 @@ from ..errors import ShapeError, TableError
 from .base import Layout
 
 SWIZZLES = (0, 32, 64, 128)
+
+#: what the layout formulas and descriptor fields were checked against (docs/layouts.md)
+LAYOUT_EVIDENCE = ("checked: PTX ISA 9.0 §9.7.15.5.1.2.1.3 and §9.7.16.3.3 'Canonical Layouts' (the CuTe "
+                   "layout and Swizzle<B,4,3> of each major-ness and swizzle mode, and the worked examples' "
+                   "exact layouts); the swizzle taken on byte addresses, as the descriptor's base-offset "
+                   "formula (pattern start >> 7) & 7 implies")
+DESCRIPTOR_EVIDENCE = {
+    "wgmma": "checked: PTX ISA 9.0 §9.7.15.5.1.2.2 'Matrix Descriptor Format' (bit-field table)",
+    "tcgen05": "checked: PTX ISA 9.0 §9.7.16.4.1 'Shared memory descriptor', Table 40 (bit-field table)",
+}
 # wgmma descriptor bits 62-63; tcgen05 descriptor bits 61-63
 _WGMMA_SWIZZLE = {0: 0, 128: 1, 64: 2, 32: 3}
 _TCGEN05_SWIZZLE = {0: 0, "128B_base32B": 1, 128: 2, 64: 4, 32: 6}
@@ -99,8 +114,16 @@ class SmemLayout(Layout):
             return swizzle((r % 8) * S + kb + (r // 8) * self.sbo, S)
         mb = r * self.element_bits // 8
         if not S:
-            return (k % 8) * 16 + (k // 8) * self.sbo + mb % 16 + (mb // 16) * self.lbo
-        return swizzle((k % 8) * S + mb % S + (mb // S) * self.lbo + (k // 8) * self.sbo, S)
+            # ((T,1,m),(8,k)) : ((1,T,SBO),(1T,LBO)): SBO along MN, LBO along K
+            return mb % 16 + (mb // 16) * self.sbo + (k % 8) * 16 + (k // 8) * self.lbo
+        # ((T,S/16,m),(8,k)) : ((1,T,LBO),((S/16)T,SBO)): LBO along MN, SBO along K
+        return swizzle(mb % S + (mb // S) * self.lbo + (k % 8) * S + (k // 8) * self.sbo, S)
+
+    @property
+    def formula_evidence(self) -> str:
+        """What :meth:`offset`'s formulas were checked against (this layout's own
+        ``evidence`` says where its SBO / LBO values come from)."""
+        return LAYOUT_EVIDENCE
 
     def _offsets(self, rows: int, depth: int) -> np.ndarray:
         if self.element_bits % 8:
@@ -193,11 +216,12 @@ def _enc(x, what):
 def encode_descriptor(start_address, lbo, sbo, swizzle=0, *, target="wgmma", base_offset=0, lbo_mode=0) -> int:
     """The 64-bit descriptor word.
 
-    ``wgmma`` (PTX 9.7.15.5.1.2): bits 0-13 start address >> 4, 16-29 LBO >> 4,
-    32-45 SBO >> 4, 49-51 base offset, 62-63 swizzle (0 none, 1 128B, 2 64B, 3 32B).
-    ``tcgen05`` (PTX 9.7.16.4.1): the same address fields, bits 46-48 the constant
-    0b001, 49-51 base offset, 52 LBO mode, 61-63 swizzle (0 none, 1 128B with 32B
-    atomicity, 2 128B, 4 64B, 6 32B).
+    ``wgmma`` (PTX ISA 9.0 §9.7.15.5.1.2.2): bits 0-13 start address, 16-29 LBO, 32-45
+    SBO (each ``(x & 0x3FFFF) >> 4``), 49-51 base offset, 62-63 swizzle (0 none, 1 128B,
+    2 64B, 3 32B).  ``tcgen05`` (§9.7.16.4.1, Table 40): the same address fields, bits
+    46-48 the fixed constant 0b001, 49-51 base offset, 52 the leading-dimension stride
+    mode (0 relative offset, 1 absolute address), 53-60 zero, 61-63 swizzle (0 none,
+    1 128B with 32B atomic, 2 128B, 4 64B, 6 32B; 3, 5, 7 invalid).
     """
     word = _enc(start_address, "start address") | _enc(lbo, "leading byte offset") << 16 \
         | _enc(sbo, "stride byte offset") << 32
@@ -232,6 +256,8 @@ def decode_descriptor(word: int, target: str = "wgmma") -> Descriptor:
     if target == "tcgen05":
         if word >> 46 & 7 != 0b001:
             raise ShapeError(f"tcgen05 descriptor {word:#018x}: bits 46-48 must be 0b001")
+        if word >> 53 & 0xFF:
+            raise ShapeError(f"tcgen05 descriptor {word:#018x}: bits 53-60 must be 0 (a fixed constant)")
         code = word >> 61 & 7
         inv = {v: k for k, v in _TCGEN05_SWIZZLE.items()}
         if code not in inv:

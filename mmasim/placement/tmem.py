@@ -27,6 +27,16 @@ TCGEN05_LD_SHAPES = {
 }
 _NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
 
+#: what the tcgen05.ld formulas rest on: PTX's text gives only the register count
+#: (``.num`` ``.b32`` registers, r0, r1, ...) and how many lanes / bits a warp accesses
+#: (32 lanes x 32 bits, 16 lanes x 64 / 128 / 256 bits per .num); the placement itself
+#: is in the figures
+LD_EVIDENCE = ("partly checked: PTX ISA 9.0 §9.7.16.2.3.1 (text: a warp accesses {lanes} TMEM lanes, "
+               "{bits} x .num bits of each, into .num .b32 registers r0, r1, ... - checked); the "
+               "per-thread placement is drawn in Figure {fig} (no formula in the text), read in an "
+               "earlier session and not re-checked")
+_LD_FIG = {"32x32b": (32, 32, 183), "16x64b": (16, 64, 184), "16x128b": (16, 128, 185), "16x256b": (16, 256, 186)}
+
 
 def tcgen05_ld(shape: str, num: int = 1):
     """The :class:`~mmasim.placement.fragment.Fragment` of ``tcgen05.ld.<shape>.x<num>``
@@ -40,7 +50,9 @@ def tcgen05_ld(shape: str, num: int = 1):
     s = TCGEN05_LD_SHAPES[shape]
     rule = FragmentRule(f"tcgen05.ld.{shape}", "tcgen05.ld", "d", row=s["row"], col=s["col"],
                         elements=s["regs_per_x"] * num, storage="registers",
-                        description=f"tcgen05.ld.{shape}.x{num}", source=__doc__.splitlines()[1])
+                        description=f"tcgen05.ld.{shape}.x{num}", source=__doc__.splitlines()[1],
+                        evidence=LD_EVIDENCE.format(lanes=_LD_FIG[shape][0], bits=_LD_FIG[shape][1],
+                                                    fig=_LD_FIG[shape][2]))
     # the bound matrix is (M, N) = (TMEM lanes of the slab, TMEM columns)
     return rule.bind("d", s["rows"], s["cols_per_x"] * num, 0, 32)
 
@@ -67,6 +79,25 @@ TMEM_DATAPATHS = {
 }
 
 
+#: the 'Data Path Layout Organization' table (PTX ISA 9.0 §9.7.16.10.5) gives, per layout, the
+#: datapath organization and lane alignment in text; the per-lane placement only in figures
+_DP_ORG = {
+    "A": ("M = 256, cta_group::2: 4x1, lane alignment 0", "205 and 206"),
+    "B": ("M = 128, cta_group::2, dense A: 2x2, lane alignment 0", "207 and 208"),
+    "C": ("M = 128, cta_group::2, sparse A: 4x1 with half the datapath, lane alignment 0 or 16", "209 and 210"),
+    "D": ("M = 128, cta_group::1: 4x1, lane alignment 0", "211 and 212"),
+    "E": ("M = 64, .ws: '2x3' as printed (2x2 read), lane alignment 0", "213 and 214"),
+    "F": ("M = 64, non-.ws: 4x1 with half the datapath, lane alignment 0 or 16", "215 and 216"),
+    "G": ("M = 32, .ws: 1x4, lane alignment 0", "217 and 218"),
+}
+DATAPATH_EVIDENCE = {
+    x: (f"partly checked: PTX ISA 9.0 §9.7.16.10.5 table (layout {x}: {org}) checked; the per-lane "
+        f"placement is drawn in Figures {fig} (no formula in the text), read in an earlier session and "
+        "not re-checked" + ("; mmasim models lane alignment 0" if "or 16" in org else ""))
+    for x, (org, fig) in _DP_ORG.items()
+}
+
+
 def tmem_datapath(letter: str, n: int):
     """The TMEM image (128 lanes x columns) of one CTA's accumulator rows under data path
     layout ``letter`` (A .. G) for N = ``n``: a Fragment with ``storage == "tmem"``."""
@@ -77,5 +108,6 @@ def tmem_datapath(letter: str, n: int):
         raise ShapeError(f"layout {letter}: N = {n!r} is not a legal accumulator width for it")
     rule = FragmentRule(f"tcgen05.tmem.layout{letter}", "tcgen05.tmem", "d", lanes=128, elements=elements,
                         row=row, col=col, valid=valid, storage="tmem", description=what,
-                        source="PTX ISA 9.7.16.10.5 'Data path layout organization', layout " + letter)
+                        source="PTX ISA 9.7.16.10.5 'Data Path Layout Organization', layout " + letter,
+                        evidence=DATAPATH_EVIDENCE[letter])
     return rule.bind("d", rows, n, 0, 32)
