@@ -354,8 +354,8 @@ def test_ptx_tcgen05_datapath_layout_f_m64():
 def test_ptx_tcgen05_ld_shapes(shape, formula, rows, cols_per_x, regs_per_x):
     """§9.7.16.2.3.1 'Memory Layout' (text): .32x32b accesses 32 TMEM lanes, 32 x .num bits each;
     .16x64b / .16x128b / .16x256b 16 lanes, 64 / 128 / 256 x .num bits each, into .num .b32
-    registers.  The placement is in Figures 183-186 only (read in an earlier session, not
-    re-checked; evidence "partly checked"), register r of lane l:
+    registers.  The placement is in Figures 183-186 only (not re-read here; evidence "partly checked";
+    corroborated by CUTLASS below), register r of lane l:
     32x32b (l, r); 16x64b (l/4 + 8*(l%2), (l/2)%2 + 2r); 16x128b (l/4 + 8*(r%2), l%4 + 4*(r/2));
     16x256b (l/4 + 8*((r/2)%2), r%2 + 2*(l%4) + 8*(r/4)) as (TMEM lane, column)."""
     for num in (1, 2, 4):
@@ -676,3 +676,56 @@ def test_docs_list_every_rule_not_fully_checked():
     for shape in TCGEN05_LD_SHAPES:
         assert f"`{shape}`" in section
     assert all(f"layout {x}" in section for x in TMEM_DATAPATHS)
+
+
+# ------------------------------------------------------------------ corroboration (CUTLASS)
+# Where PTX gives a layout only as a figure, NVIDIA's CUTLASS (CuTe) states it as a
+# (thread, value) -> offset layout.  These are not the authority (the rules stay "partly
+# checked"), but an independent statement the formulas must agree with.  Layouts quoted as
+# shape : stride, thread mode first.
+
+def _tv(thr_shape, thr_stride, val_shape, val_stride, t, v):
+    return _cute((thr_shape, val_shape), (thr_stride, val_stride), (_split(t, thr_shape), _split(v, val_shape)))
+
+
+@pytest.mark.parametrize("ins,op,tv", [
+    # cute/atom/mma_traits_sm90_gmma.hpp: CLayout_64xN = ((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))
+    ("wgmma.mma_async.m64n32k16.f32.f16.f16", "d", ((4, 8, 4), (128, 1, 16), (2, 2, 4), (64, 8, 512))),
+    ("wgmma.mma_async.m64n8k16.f32.bf16.bf16", "d", ((4, 8, 4), (128, 1, 16), (2, 2, 1), (64, 8, 512))),
+    # ALayout_64x16 = ((4,8,4),(2,2,2)):((128,1,16),(64,8,512))  (16-bit A from registers)
+    ("wgmma.mma_async.m64n8k16.f32.f16.f16", "a", ((4, 8, 4), (128, 1, 16), (2, 2, 2), (64, 8, 512))),
+    # ALayout_64x8 = ((4,8,4),(2,2)):((64,1,16),(8,256))  (tf32 A)
+    ("wgmma.mma_async.m64n8k8.f32.tf32.tf32", "a", ((4, 8, 4), (64, 1, 16), (2, 2), (8, 256))),
+    # ALayout_64x32 = ((4,8,4),(4,2,2)):((256,1,16),(64,8,1024))  (8-bit A)
+    ("wgmma.mma_async.m64n8k32.f32.e4m3.e4m3", "a", ((4, 8, 4), (256, 1, 16), (4, 2, 2), (64, 8, 1024))),
+])
+def test_wgmma_register_fragments_agree_with_cutlass(ins, op, tv):
+    """CUTLASS's GMMA TV layouts map (thread, value) to m + 64 * (k or n); value i is PTX's
+    a_i / d_i (the order CUTLASS hands the registers to wgmma.mma_async)."""
+    L = mmasim.MMA("H100", ins).layout(op)
+    for t in range(128):
+        for i in range(L.elements):
+            off = _tv(tv[0], tv[1], tv[2], tv[3], t, i)
+            assert L.coords(t, i) == (off % 64, off // 64), (t, i)
+
+
+@pytest.mark.parametrize("shape,num,width,thr_shape,thr_stride,val_shape,val_stride", [
+    # cute/atom/copy_traits_sm100.hpp, SM100_TMEM_LOAD_<dp>dp<bits>b<num>x: ValID (W, dps):(1, DP),
+    # DstLayout (thread, value-bit) -> bit + W * dp
+    ("32x32b", 2, 64, (32,), (64,), (64,), (1,)),
+    ("16x64b", 1, 64, (2, 2, 8), (512, 32, 64), (32,), (1,)),
+    ("16x64b", 2, 128, (2, 2, 8), (1024, 32, 128), (32, 2), (1, 64)),
+    ("16x128b", 1, 128, (4, 8), (32, 128), (32, 2), (1, 1024)),
+    ("16x128b", 2, 256, (4, 8), (32, 256), (32, 2, 2), (1, 2048, 128)),
+    ("16x256b", 1, 256, (4, 8), (64, 256), (64, 2), (1, 2048)),
+    ("16x256b", 2, 512, (4, 8), (64, 512), (64, 2, 2), (1, 4096, 256)),
+])
+def test_tcgen05_ld_shapes_agree_with_cutlass(shape, num, width, thr_shape, thr_stride, val_shape, val_stride):
+    """Register r of lane l holds value bits 32r .. 32r + 31: TMEM lane (datapath) = offset // W,
+    32-bit column = (offset % W) // 32, and the register's 32 bits are contiguous."""
+    L = tcgen05_ld(shape, num)
+    for lane in range(32):
+        for r in range(L.registers):
+            off = _tv(thr_shape, thr_stride, val_shape, val_stride, lane, 32 * r)
+            assert _tv(thr_shape, thr_stride, val_shape, val_stride, lane, 32 * r + 31) == off + 31
+            assert L.coords(lane, r) == (off // width, (off % width) // 32), (lane, r)

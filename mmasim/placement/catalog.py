@@ -32,8 +32,9 @@ def _checked(section, what="the row / col formulas of the section's text"):
 
 
 _EV_WG = ("partly checked: {isa} §9.7.15.5.1.1.{n} gives the fragment's registers and element order "
-          "in its text (checked); the lane placement is given only by {fig}, which was not read here: "
-          "the formula is {what}").format
+          "in its text (checked); the lane placement is given only by {fig} (not read here): "
+          "the formula is {what}, and agrees with CUTLASS's {cute} (thread, value) layout "
+          "(cute/atom/mma_traits_sm90_gmma.hpp)").format
 _EV_TM = ("partly checked: {isa} §9.7.16.10.5 table 'Data Path Layout Organization' (layout {x}: "
           "{org}) checked; the per-lane placement is drawn in {fig} (no formula in the text), read in "
           "an earlier session and not re-checked").format
@@ -177,19 +178,19 @@ MMA_SYNC += [
 
 # ---------------------------------------------------------------- wgmma (128 threads)
 WGMMA = [
-    R(_EV_WG(isa=_ISA, n=1, fig="Figure 148", what="mma.m16n8k16's .f16 A per warp, warp w of the warpgroup holding rows 16w..16w+15"), "wgmma.m64nNk16.a.16bit", "wgmma.mma_async", "a", lanes=128, m=64, k=16, bits=16, elements=8,
+    R(_EV_WG(isa=_ISA, n=1, fig="Figure 148", cute="ALayout_64x16", what="mma.m16n8k16's .f16 A per warp, warp w of the warpgroup holding rows 16w..16w+15"), "wgmma.m64nNk16.a.16bit", "wgmma.mma_async", "a", lanes=128, m=64, k=16, bits=16, elements=8,
       row="16 * w + g + 8 * ((i >> 1) & 1)", col="2 * t + (i & 1) + 8 * (i >> 2)",
       description="A from registers: warp w of the warpgroup holds rows 16w..16w+15 as mma.m16n8k16's A",
       source=_WG.format(k=16)),
-    R(_EV_WG(isa=_ISA, n=2, fig="Figure 150", what="mma.m16n8k8's .tf32 A per warp, warp w holding rows 16w..16w+15"), "wgmma.m64nNk8.a.32bit", "wgmma.mma_async", "a", lanes=128, m=64, k=8, bits=32, elements=4,
+    R(_EV_WG(isa=_ISA, n=2, fig="Figure 150", cute="ALayout_64x8", what="mma.m16n8k8's .tf32 A per warp, warp w holding rows 16w..16w+15"), "wgmma.m64nNk8.a.32bit", "wgmma.mma_async", "a", lanes=128, m=64, k=8, bits=32, elements=4,
       row="16 * w + g + 8 * (i & 1)", col="t + 4 * (i >> 1)",
       description="A (tf32) from registers: warp w holds rows 16w..16w+15 as mma.m16n8k8's tf32 A",
       source=_WG.format(k=8)),
-    R(_EV_WG(isa=_ISA, n=3, fig="Figure 152", what="mma.m16n8k32's 8-bit A per warp, warp w holding rows 16w..16w+15"), "wgmma.m64nNk32.a.8bit", "wgmma.mma_async", "a", lanes=128, m=64, k=32, bits=8, elements=16,
+    R(_EV_WG(isa=_ISA, n=3, fig="Figure 152", cute="ALayout_64x32", what="mma.m16n8k32's 8-bit A per warp, warp w holding rows 16w..16w+15"), "wgmma.m64nNk32.a.8bit", "wgmma.mma_async", "a", lanes=128, m=64, k=32, bits=8, elements=16,
       row="16 * w + g + 8 * ((i >> 2) & 1)", col="4 * t + (i & 3) + 16 * (i >> 3)",
       description="A (e4m3 / e5m2) from registers: warp w holds rows 16w..16w+15 as mma.m16n8k32's A",
       source=_WG.format(k=32)),
-    R(_EV_WG(isa=_ISA, n="1 to 3", fig="Figures 149, 151 and 153", what="mma.m16n8's C per warp and per 8 columns (warp w: rows 16w..16w+15); it agrees with published readings of Figure 149 (thread 0 holds (0, 0), (0, 1), (8, 0), (8, 1), repeating every 8 columns)"), "wgmma.m64nN.cd", "wgmma.mma_async", ("c", "d"), lanes=128, m=64, elements="N // 2",
+    R(_EV_WG(isa=_ISA, n="1 to 3", fig="Figures 149, 151 and 153", cute="CLayout_64xN", what="mma.m16n8's C per warp and per 8 columns (warp w: rows 16w..16w+15); it agrees with published readings of Figure 149 (thread 0 holds (0, 0), (0, 1), (8, 0), (8, 1), repeating every 8 columns)"), "wgmma.m64nN.cd", "wgmma.mma_async", ("c", "d"), lanes=128, m=64, elements="N // 2",
       row="16 * w + g + 8 * ((i >> 1) & 1)", col="8 * (i >> 2) + 2 * t + (i & 1)",
       description="accumulator d0..d(N/2-1): row = 16 * warp + groupID + 8 * ((i >> 1) & 1); "
                   "col = 8 * (i >> 2) + threadID_in_group * 2 + (i & 1)",

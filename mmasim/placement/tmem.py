@@ -33,8 +33,9 @@ _NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
 #: is in the figures
 LD_EVIDENCE = ("partly checked: PTX ISA 9.0 §9.7.16.2.3.1 (text: a warp accesses {lanes} TMEM lanes, "
                "{bits} x .num bits of each, into .num .b32 registers r0, r1, ... - checked); the "
-               "per-thread placement is drawn in Figure {fig} (no formula in the text), read in an "
-               "earlier session and not re-checked")
+               "per-thread placement is drawn in Figure {fig} (no formula in the text), not re-read here; "
+               "the formula agrees with CUTLASS's SM100_TMEM_LOAD_{dp}dp{bits}b*x copy traits "
+               "(cute/atom/copy_traits_sm100.hpp)")
 _LD_FIG = {"32x32b": (32, 32, 183), "16x64b": (16, 64, 184), "16x128b": (16, 128, 185), "16x256b": (16, 256, 186)}
 
 
@@ -52,7 +53,7 @@ def tcgen05_ld(shape: str, num: int = 1):
                         elements=s["regs_per_x"] * num, storage="registers",
                         description=f"tcgen05.ld.{shape}.x{num}", source=__doc__.splitlines()[1],
                         evidence=LD_EVIDENCE.format(lanes=_LD_FIG[shape][0], bits=_LD_FIG[shape][1],
-                                                    fig=_LD_FIG[shape][2]))
+                                                    fig=_LD_FIG[shape][2], dp=_LD_FIG[shape][0]))
     # the bound matrix is (M, N) = (TMEM lanes of the slab, TMEM columns)
     return rule.bind("d", s["rows"], s["cols_per_x"] * num, 0, 32)
 
