@@ -518,6 +518,40 @@ def test_ptx_canonical_layout_examples(what, major, swz, bits, lbo, sbo, shape, 
             assert L.offset(r, k) == _cute_swizzle(elem * eb, b), (r, k)
 
 
+@pytest.mark.parametrize("major,swz", [(mj, sw) for mj in ("K", "MN") for sw in (0, 32, 64, 128)])
+def test_ptx_canonical_layout_table(major, swz):
+    """§9.7.16.3.3 (= §9.7.15.5.1.2.1.3) table, T = 128 / element bits, in elements:
+    MN-major none "((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))", 32B "((T,2,m),(8,k)):((1,T,LBO),(2T,SBO))",
+    64B "((T,4,m),(8,k)):((1,T,LBO),(4T,SBO))", 128B "((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))";
+    K-major none "((8,m),(T,2k)):((1T,SBO),(1,LBO))", 32B "((8,m),(T,2k)):((2T,SBO),(1,T))",
+    64B "((8,m),(T,2k)):((4T,SBO),(1,T))", 128B "((8,m),(T,2k)):((8T,SBO),(1,T))"; each under
+    Swizzle<0|1|2|3, 4, 3>.  bf16 (T = 8), m = 2 repeats; K-major swizzled layouts fill one
+    S-byte row (2k = S / 16 chunks)."""
+    T, m, eb = 8, 2, 2
+    c = swz // 16                                   # 16-byte chunks per swizzle row (0: none)
+    b = {0: 0, 32: 1, 64: 2, 128: 3}[swz]
+    if major == "MN":
+        k = 2
+        lbo, sbo = (512, 64) if not swz else (8 * c * T, 8 * c * T * m)     # elements
+        shape = ((T, 1, m), (8, k)) if not swz else ((T, c, m), (8, k))
+        stride = ((1, T, sbo), (T, lbo)) if not swz else ((1, T, lbo), (c * T, sbo))
+    else:
+        k = 2 if not swz else c // 2
+        lbo, sbo = (64, 256) if not swz else (0, 8 * c * T)
+        shape = ((8, m), (T, 2 * k))
+        stride = ((T, sbo), (1, lbo)) if not swz else ((c * T, sbo), (1, T))
+    L = SmemLayout("table", major=major, swizzle=swz, lbo=lbo * eb, sbo=sbo * eb, element_bits=16)
+    n_mn, n_k = int(np.prod(shape[0])), int(np.prod(shape[1]))
+    seen = set()
+    for r in range(n_mn):
+        for kk in range(n_k):
+            elem = _cute(shape, stride, (_split(r, shape[0]), _split(kk, shape[1])))
+            want = _cute_swizzle(elem * eb, b)
+            assert L.offset(r, kk) == want, (r, kk)
+            seen.add(want)
+    assert len(seen) == n_mn * n_k
+
+
 def test_mn_major_no_swizzle_sbo_steps_along_mn_and_lbo_along_k():
     """§9.7.16.3.3 table, MN-major "No-swizzling or Interleaved": ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO)):
     the next T elements along MN (the next 16 bytes) are SBO away, the next 8 along K are LBO away."""
