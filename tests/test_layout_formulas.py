@@ -763,3 +763,37 @@ def test_tcgen05_ld_shapes_agree_with_cutlass(shape, num, width, thr_shape, thr_
             off = _tv(thr_shape, thr_stride, val_shape, val_stride, lane, 32 * r)
             assert _tv(thr_shape, thr_stride, val_shape, val_stride, lane, 32 * r + 31) == off + 31
             assert L.coords(lane, r) == (off // width, (off % width) // 32), (lane, r)
+
+
+@pytest.mark.parametrize("arch,ins,blocks,a,d", [
+    # Calculator "Matrix element to register mapping" (element index = GPR * per-register + bit / width)
+    # v_mfma_f32_16x16x8_xf32: A GPR (k % 2), Lane 16 * floor(k / 2) + i; D GPR (i % 4), Lane 16 * floor(i / 4) + j
+    ("MI300X", "v_mfma.m16n16k8.f32.xf32.xf32", 1,
+     lambda i, k, blk: (16 * (k // 2) + i, k % 2), lambda i, j, blk: (16 * (i // 4) + j, i % 4)),
+    # v_mfma_f32_16x16x1_4b_f32: A Lane 16 * block + i, GPR 0; D GPR 4 * block + (i % 4), Lane 16 * floor(i / 4) + j
+    ("MI300X", "v_mfma.m16n16k1.f32.f32.f32", 4,
+     lambda i, k, blk: (16 * blk + i, 0), lambda i, j, blk: (16 * (i // 4) + j, 4 * blk + i % 4)),
+    # v_mfma_f32_32x32x16_fp8_fp8: A GPR (floor(k / 4) % 2).[8*(k % 4)+7 : 8*(k % 4)], Lane 32 * floor(k / 8) + i;
+    # D GPR 4 * floor(i / 8) + (i % 4), Lane (32 * floor(i / 4)) % 64 + j
+    ("MI300X", "v_mfma.m32n32k16.f32.e4m3fnuz.e4m3fnuz", 1,
+     lambda i, k, blk: (32 * (k // 8) + i, 4 * ((k // 4) % 2) + k % 4),
+     lambda i, j, blk: ((32 * (i // 4)) % 64 + j, 4 * (i // 8) + i % 4)),
+    # v_mfma_f32_32x32x4_2b_f16: A GPR floor(k / 2).[16*(k % 2)+15 : 16*(k % 2)], Lane 32 * block + i;
+    # D GPR 16 * block + 4 * floor(i / 8) + (i % 4), Lane (32 * floor(i / 4)) % 64 + j
+    ("MI300X", "v_mfma.m32n32k4.f32.f16.f16", 2,
+     lambda i, k, blk: (32 * blk + i, 2 * (k // 2) + k % 2),
+     lambda i, j, blk: ((32 * (i // 4)) % 64 + j, 16 * blk + 4 * (i // 8) + i % 4)),
+])
+def test_amd_calculator_mappings(arch, ins, blocks, a, d):
+    """AMD Matrix Instruction Calculator (CDNA3), quoted per case; B[k][j] is A's mapping with j for i."""
+    m = mmasim.MMA(arch, ins)
+    La, Lb, Ld = m.layout("a"), m.layout("b"), m.layout("d")
+    M, K = La.rows // blocks, La.cols
+    assert La.blocks == Ld.blocks == blocks
+    for blk in range(blocks):
+        for i in range(M):
+            for k in range(K):
+                assert La.owner(blk * M + i, k) == a(i, k, blk)
+                assert Lb.owner(blk * K + k, i) == a(i, k, blk)
+            for j in range(M):
+                assert Ld.owner(blk * M + i, j) == d(i, j, blk)

@@ -12,9 +12,10 @@ from __future__ import annotations
 from .fragment import FragmentRule
 
 
-def R(evidence, *args, **kw):
-    """A built-in rule: ``evidence`` first, so no entry can leave it out."""
-    return FragmentRule(*args, evidence=evidence, **kw)
+def R(name, *args, evidence=None, **kw):
+    """A built-in rule; its evidence is ``evidence`` or ``_EVIDENCE[name]`` (a KeyError at
+    import for a rule that has neither, so no entry can leave it out)."""
+    return FragmentRule(name, *args, evidence=evidence or _EVIDENCE[name], **kw)
 
 _PTX = "PTX ISA, 9.7.14.5 'Matrix Fragments for mma.m{m}n{n}k{k}'"
 _WG = "PTX ISA, 9.7.15.5.1.1 'Register Fragments' (wgmma.mma_async, m64nNk{k})"
@@ -42,102 +43,186 @@ _EV_AMD = ("checked: AMD Matrix Instruction Calculator (ROCm amd_matrix_instruct
            "--matrix-layout of A, B and D) for every modelled CDNA1 / CDNA2 / CDNA3 instruction of this "
            "shape and element size, every lane and register")
 
+# what each built-in rule's formulas were checked against (R() refuses a rule missing here)
+_EVIDENCE = {
+    "mma.m16n8.cd":
+        _checked("9.7.14.5.6 to 9.7.14.5.11", "accumulators C / D: the same row / col formulas in each "
+                 "m16n8k4, k8, k16, k32 and k64 section, for .f16, .f32, .f64 and .s32"),
+    "mma.m16n8k16.a.16bit":
+        _checked("9.7.14.5.8", ".f16 / .bf16 A"),
+    "mma.m16n8k16.b.16bit":
+        _checked("9.7.14.5.8", ".f16 / .bf16 B"),
+    "mma.m16n8k8.a.16bit":
+        _checked("9.7.14.5.7", ".f16 / .bf16 A"),
+    "mma.m16n8k8.b.16bit":
+        _checked("9.7.14.5.7", ".f16 / .bf16 B"),
+    "mma.m16n8k4.a.32bit":
+        _checked("9.7.14.5.6", ".tf32 and .f64 A"),
+    "mma.m16n8k4.b.32bit":
+        _checked("9.7.14.5.6", ".tf32 and .f64 B"),
+    "mma.m16n8k8.a.32bit":
+        _checked("9.7.14.5.7", ".tf32 and .f64 A"),
+    "mma.m16n8k8.b.32bit":
+        _checked("9.7.14.5.7", ".tf32 and .f64 B"),
+    "mma.m16n8k16.a.64bit":
+        _checked("9.7.14.5.8", ".f64 A"),
+    "mma.m16n8k16.b.64bit":
+        _checked("9.7.14.5.8", ".f64 B"),
+    "mma.m16n8k16.a.8bit":
+        _checked("9.7.14.5.9", ".u8 / .s8 / .e4m3 / .e5m2 A"),
+    "mma.m16n8k16.b.8bit":
+        _checked("9.7.14.5.9", ".u8 / .s8 / .e4m3 / .e5m2 B"),
+    "mma.m16n8k32.a.8bit":
+        _checked("9.7.14.5.10", ".s8 / .u8 / .e4m3 / .e5m2 / .e3m2 / .e2m3 / .e2m1 A"),
+    "mma.m16n8k32.b.8bit":
+        _checked("9.7.14.5.10", ".s8 / .u8 / .e4m3 / .e5m2 / .e3m2 / .e2m3 / .e2m1 B"),
+    "mma.m16n8k64.a.4bit":
+        _checked("9.7.14.5.11", ".s4 / .u4 / .e2m1 A"),
+    "mma.m16n8k64.b.4bit":
+        _checked("9.7.14.5.11", ".s4 / .u4 / .e2m1 B"),
+    "mma.m16n8k32.a.4bit":
+        _checked("9.7.14.5.10", ".s4 / .u4 A"),
+    "mma.m16n8k32.b.4bit":
+        _checked("9.7.14.5.10", ".s4 / .u4 B"),
+    "mma.m8n8k4.a.f64":
+        _checked("9.7.14.5.2", ".f64 A"),
+    "mma.m8n8k4.b.f64":
+        _checked("9.7.14.5.2", ".f64 B"),
+    "mma.m8n8k4.cd.f64":
+        _checked("9.7.14.5.2", ".f64 C / D"),
+    "mma.m8n8k4.a.f16.row":
+        _checked("9.7.14.5.1", "row-major A, and the quad-pair table: MMA computation q on lanes "
+                 "4q..4q+3 and 4q+16..4q+19"),
+    "mma.m8n8k4.a.f16.col":
+        _checked("9.7.14.5.1", "column-major A, and the quad-pair table"),
+    "mma.m8n8k4.b.f16.col":
+        _checked("9.7.14.5.1", "column-major B, and the quad-pair table"),
+    "mma.m8n8k4.b.f16.row":
+        _checked("9.7.14.5.1", "row-major B, and the quad-pair table"),
+    "mma.m8n8k4.cd.f16":
+        _checked("9.7.14.5.1", ".f16 accumulators, and the quad-pair table"),
+    "mma.m8n8k4.cd.f32":
+        _checked("9.7.14.5.1", ".f32 accumulators, and the quad-pair table"),
+    "wgmma.m64nNk16.a.16bit":
+        _EV_WG(isa=_ISA, n=1, fig="Figure 148", cute="ALayout_64x16",
+               what="mma.m16n8k16's .f16 A per warp, warp w of the warpgroup holding rows 16w..16w+15"),
+    "wgmma.m64nNk8.a.32bit":
+        _EV_WG(isa=_ISA, n=2, fig="Figure 150", cute="ALayout_64x8",
+               what="mma.m16n8k8's .tf32 A per warp, warp w holding rows 16w..16w+15"),
+    "wgmma.m64nNk32.a.8bit":
+        _EV_WG(isa=_ISA, n=3, fig="Figure 152", cute="ALayout_64x32",
+               what="mma.m16n8k32's 8-bit A per warp, warp w holding rows 16w..16w+15"),
+    "wgmma.m64nN.cd":
+        _EV_WG(isa=_ISA, n="1 to 3", fig="Figures 149, 151 and 153", cute="CLayout_64xN",
+               what="mma.m16n8's C per warp and per 8 columns (warp w: rows 16w..16w+15); it agrees with "
+                    "published readings of Figure 149 (thread 0 holds (0, 0), (0, 1), (8, 0), (8, 1), "
+                    "repeating every 8 columns)"),
+    "tcgen05.tmem.m128.cta1":
+        _EV_TM(isa=_ISA, x="D", org="M = 128, cta_group::1, datapath 4x1, lane alignment 0",
+               fig="Figures 211 and 212"),
+    "tcgen05.tmem.m64.cta1":
+        _EV_TM(isa=_ISA, x="F", org="M = 64, non-.ws, datapath 4x1 with half the lanes, lane alignment 0 or 16 "
+               "(mmasim models alignment 0)", fig="Figures 215 and 216"),
+}
+
+
 # ---------------------------------------------------------------- mma.sync
 _CD_M16N8 = dict(row="g + 8 * (i >> 1)", col="2 * t + (i & 1)", elements=4)
 
 MMA_SYNC = [
     # C and D of every m16n8kK shape: c0..c3
-    R(_checked("9.7.14.5.6 to 9.7.14.5.11", "accumulators C / D: the same row / col formulas in each m16n8k4, k8, k16, k32 and k64 section, for .f16, .f32, .f64 and .s32"), "mma.m16n8.cd", "mma.sync", ("c", "d"), m=16, n=8, **_CD_M16N8,
+    R("mma.m16n8.cd", "mma.sync", ("c", "d"), m=16, n=8, **_CD_M16N8,
       description="row = groupID (c0, c1) or groupID + 8 (c2, c3); col = threadID_in_group * 2 + (i & 1)",
       source=_PTX.format(m=16, n=8, k="*")),
     # 16-bit A / B (f16, bf16)
-    R(_checked("9.7.14.5.8", ".f16 / .bf16 A"), "mma.m16n8k16.a.16bit", "mma.sync", "a", m=16, n=8, k=16, bits=16, elements=8,
+    R("mma.m16n8k16.a.16bit", "mma.sync", "a", m=16, n=8, k=16, bits=16, elements=8,
       row="g + 8 * ((i >> 1) & 1)", col="2 * t + (i & 1) + 8 * (i >> 2)",
       description="a0..a7 (.f16x2 x4): row = groupID for a0, a1, a4, a5, else groupID + 8; "
                   "col = threadID_in_group * 2 + (i & 1), + 8 for a4..a7",
       source=_PTX.format(m=16, n=8, k=16)),
-    R(_checked("9.7.14.5.8", ".f16 / .bf16 B"), "mma.m16n8k16.b.16bit", "mma.sync", "b", m=16, n=8, k=16, bits=16, elements=4,
+    R("mma.m16n8k16.b.16bit", "mma.sync", "b", m=16, n=8, k=16, bits=16, elements=4,
       row="2 * t + (i & 1) + 8 * (i >> 1)", col="g",
       description="b0..b3 (.f16x2 x2): row = threadID_in_group * 2 + (i & 1), + 8 for b2, b3; col = groupID",
       source=_PTX.format(m=16, n=8, k=16)),
-    R(_checked("9.7.14.5.7", ".f16 / .bf16 A"), "mma.m16n8k8.a.16bit", "mma.sync", "a", m=16, n=8, k=8, bits=16, elements=4,
+    R("mma.m16n8k8.a.16bit", "mma.sync", "a", m=16, n=8, k=8, bits=16, elements=4,
       row="g + 8 * (i >> 1)", col="2 * t + (i & 1)",
       description="a0..a3 (.f16x2 x2): row = groupID (a0, a1) or groupID + 8 (a2, a3); "
                   "col = threadID_in_group * 2 + (i & 1)",
       source=_PTX.format(m=16, n=8, k=8)),
-    R(_checked("9.7.14.5.7", ".f16 / .bf16 B"), "mma.m16n8k8.b.16bit", "mma.sync", "b", m=16, n=8, k=8, bits=16, elements=2,
+    R("mma.m16n8k8.b.16bit", "mma.sync", "b", m=16, n=8, k=8, bits=16, elements=2,
       row="2 * t + i", col="g",
       description="b0, b1 (.f16x2): row = threadID_in_group * 2 + i; col = groupID",
       source=_PTX.format(m=16, n=8, k=8)),
     # 32-bit (tf32) and 64-bit (f64, sm_90) elements: same formulas
-    R(_checked("9.7.14.5.6", ".tf32 and .f64 A"), "mma.m16n8k4.a.32bit", "mma.sync", "a", m=16, n=8, k=4, bits=(32, 64), elements=2,
+    R("mma.m16n8k4.a.32bit", "mma.sync", "a", m=16, n=8, k=4, bits=(32, 64), elements=2,
       row="g + 8 * i", col="t",
       description="a0, a1: row = groupID (a0) or groupID + 8 (a1); col = threadID_in_group",
       source=_PTX.format(m=16, n=8, k=4)),
-    R(_checked("9.7.14.5.6", ".tf32 and .f64 B"), "mma.m16n8k4.b.32bit", "mma.sync", "b", m=16, n=8, k=4, bits=(32, 64), elements=1,
+    R("mma.m16n8k4.b.32bit", "mma.sync", "b", m=16, n=8, k=4, bits=(32, 64), elements=1,
       row="t", col="g", description="b0: row = threadID_in_group; col = groupID",
       source=_PTX.format(m=16, n=8, k=4)),
-    R(_checked("9.7.14.5.7", ".tf32 and .f64 A"), "mma.m16n8k8.a.32bit", "mma.sync", "a", m=16, n=8, k=8, bits=(32, 64), elements=4,
+    R("mma.m16n8k8.a.32bit", "mma.sync", "a", m=16, n=8, k=8, bits=(32, 64), elements=4,
       row="g + 8 * (i & 1)", col="t + 4 * (i >> 1)",
       description="a0..a3: row = groupID (a0, a2) or groupID + 8 (a1, a3); "
                   "col = threadID_in_group (a0, a1) or threadID_in_group + 4 (a2, a3)",
       source=_PTX.format(m=16, n=8, k=8)),
-    R(_checked("9.7.14.5.7", ".tf32 and .f64 B"), "mma.m16n8k8.b.32bit", "mma.sync", "b", m=16, n=8, k=8, bits=(32, 64), elements=2,
+    R("mma.m16n8k8.b.32bit", "mma.sync", "b", m=16, n=8, k=8, bits=(32, 64), elements=2,
       row="t + 4 * i", col="g",
       description="b0, b1: row = threadID_in_group (b0) or threadID_in_group + 4 (b1); col = groupID",
       source=_PTX.format(m=16, n=8, k=8)),
-    R(_checked("9.7.14.5.8", ".f64 A"), "mma.m16n8k16.a.64bit", "mma.sync", "a", m=16, n=8, k=16, bits=64, elements=8,
+    R("mma.m16n8k16.a.64bit", "mma.sync", "a", m=16, n=8, k=16, bits=64, elements=8,
       row="g + 8 * (i & 1)", col="t + 4 * (i >> 1)",
       description="a0..a7 (.f64): row = groupID for even i, groupID + 8 for odd i; "
                   "col = threadID_in_group + 4 * (i >> 1)",
       source=_PTX.format(m=16, n=8, k=16)),
-    R(_checked("9.7.14.5.8", ".f64 B"), "mma.m16n8k16.b.64bit", "mma.sync", "b", m=16, n=8, k=16, bits=64, elements=4,
+    R("mma.m16n8k16.b.64bit", "mma.sync", "b", m=16, n=8, k=16, bits=64, elements=4,
       row="t + 4 * i", col="g",
       description="b0..b3 (.f64): row = threadID_in_group + 4 * i; col = groupID",
       source=_PTX.format(m=16, n=8, k=16)),
     # 8-bit containers (e4m3, e5m2, s8/u8, and the kind::f8f6f4 e3m2 / e2m3 / e2m1 bytes)
-    R(_checked("9.7.14.5.9", ".u8 / .s8 / .e4m3 / .e5m2 A"), "mma.m16n8k16.a.8bit", "mma.sync", "a", m=16, n=8, k=16, bits=8, elements=8,
+    R("mma.m16n8k16.a.8bit", "mma.sync", "a", m=16, n=8, k=16, bits=8, elements=8,
       row="g + 8 * (i >> 2)", col="4 * t + (i & 3)",
       description="a0..a7 (4 bytes per register, x2): row = groupID (a0..a3) or groupID + 8 (a4..a7); "
                   "col = threadID_in_group * 4 + (i & 3)",
       source=_PTX.format(m=16, n=8, k=16)),
-    R(_checked("9.7.14.5.9", ".u8 / .s8 / .e4m3 / .e5m2 B"), "mma.m16n8k16.b.8bit", "mma.sync", "b", m=16, n=8, k=16, bits=8, elements=4,
+    R("mma.m16n8k16.b.8bit", "mma.sync", "b", m=16, n=8, k=16, bits=8, elements=4,
       row="4 * t + i", col="g",
       description="b0..b3 (one register): row = threadID_in_group * 4 + i; col = groupID",
       source=_PTX.format(m=16, n=8, k=16)),
-    R(_checked("9.7.14.5.10", ".s8 / .u8 / .e4m3 / .e5m2 / .e3m2 / .e2m3 / .e2m1 A"), "mma.m16n8k32.a.8bit", "mma.sync", "a", m=16, n=8, k=32, bits=8, elements=16,
+    R("mma.m16n8k32.a.8bit", "mma.sync", "a", m=16, n=8, k=32, bits=8, elements=16,
       row="g + 8 * ((i >> 2) & 1)", col="4 * t + (i & 3) + 16 * (i >> 3)",
       description="a0..a15 (4 bytes per register, x4): row = groupID for a0..a3, a8..a11, else groupID + 8; "
                   "col = threadID_in_group * 4 + (i & 3), + 16 for a8..a15",
       source=_PTX.format(m=16, n=8, k=32)),
-    R(_checked("9.7.14.5.10", ".s8 / .u8 / .e4m3 / .e5m2 / .e3m2 / .e2m3 / .e2m1 B"), "mma.m16n8k32.b.8bit", "mma.sync", "b", m=16, n=8, k=32, bits=8, elements=8,
+    R("mma.m16n8k32.b.8bit", "mma.sync", "b", m=16, n=8, k=32, bits=8, elements=8,
       row="4 * t + (i & 3) + 16 * (i >> 2)", col="g",
       description="b0..b7 (x2): row = threadID_in_group * 4 + (i & 3), + 16 for b4..b7; col = groupID",
       source=_PTX.format(m=16, n=8, k=32)),
     # 4-bit codes packed eight per register (kind::mxf4 / mxf4nvf4 e2m1, s4/u4)
-    R(_checked("9.7.14.5.11", ".s4 / .u4 / .e2m1 A"), "mma.m16n8k64.a.4bit", "mma.sync", "a", m=16, n=8, k=64, bits=4, elements=32,
+    R("mma.m16n8k64.a.4bit", "mma.sync", "a", m=16, n=8, k=64, bits=4, elements=32,
       row="g + 8 * ((i >> 3) & 1)", col="8 * t + (i & 7) + 32 * (i >> 4)",
       description="a0..a31 (8 codes per register, x4): row = groupID for a0..a7, a16..a23, else groupID + 8; "
                   "col = threadID_in_group * 8 + (i & 7), + 32 for a16..a31",
       source=_PTX.format(m=16, n=8, k=64)),
-    R(_checked("9.7.14.5.11", ".s4 / .u4 / .e2m1 B"), "mma.m16n8k64.b.4bit", "mma.sync", "b", m=16, n=8, k=64, bits=4, elements=16,
+    R("mma.m16n8k64.b.4bit", "mma.sync", "b", m=16, n=8, k=64, bits=4, elements=16,
       row="8 * t + (i & 7) + 32 * (i >> 3)", col="g",
       description="b0..b15 (x2): row = threadID_in_group * 8 + (i & 7), + 32 for b8..b15; col = groupID",
       source=_PTX.format(m=16, n=8, k=64)),
-    R(_checked("9.7.14.5.10", ".s4 / .u4 A"), "mma.m16n8k32.a.4bit", "mma.sync", "a", m=16, n=8, k=32, bits=4, elements=16,
+    R("mma.m16n8k32.a.4bit", "mma.sync", "a", m=16, n=8, k=32, bits=4, elements=16,
       row="g + 8 * (i >> 3)", col="8 * t + (i & 7)",
-      description="a0..a15 (x2): row = groupID (a0..a7) or groupID + 8 (a8..a15); col = threadID_in_group * 8 + (i & 7)",
+      description="a0..a15 (x2): row = groupID (a0..a7) or groupID + 8 (a8..a15); "
+                  "col = threadID_in_group * 8 + (i & 7)",
       source=_PTX.format(m=16, n=8, k=32)),
-    R(_checked("9.7.14.5.10", ".s4 / .u4 B"), "mma.m16n8k32.b.4bit", "mma.sync", "b", m=16, n=8, k=32, bits=4, elements=8,
+    R("mma.m16n8k32.b.4bit", "mma.sync", "b", m=16, n=8, k=32, bits=4, elements=8,
       row="8 * t + i", col="g",
       description="b0..b7 (one register): row = threadID_in_group * 8 + i; col = groupID",
       source=_PTX.format(m=16, n=8, k=32)),
     # m8n8k4 with .f64
-    R(_checked("9.7.14.5.2", ".f64 A"), "mma.m8n8k4.a.f64", "mma.sync", "a", m=8, n=8, k=4, bits=64, elements=1, row="g", col="t",
+    R("mma.m8n8k4.a.f64", "mma.sync", "a", m=8, n=8, k=4, bits=64, elements=1, row="g", col="t",
       description="a0: row = groupID; col = threadID_in_group", source=_PTX.format(m=8, n=8, k=4) + " with .f64"),
-    R(_checked("9.7.14.5.2", ".f64 B"), "mma.m8n8k4.b.f64", "mma.sync", "b", m=8, n=8, k=4, bits=64, elements=1, row="t", col="g",
+    R("mma.m8n8k4.b.f64", "mma.sync", "b", m=8, n=8, k=4, bits=64, elements=1, row="t", col="g",
       description="b0: row = threadID_in_group; col = groupID", source=_PTX.format(m=8, n=8, k=4) + " with .f64"),
-    R(_checked("9.7.14.5.2", ".f64 C / D"), "mma.m8n8k4.cd.f64", "mma.sync", ("c", "d"), m=8, n=8, k=4, bits=64, elements=2,
+    R("mma.m8n8k4.cd.f64", "mma.sync", ("c", "d"), m=8, n=8, k=4, bits=64, elements=2,
       row="g", col="2 * t + i",
       description="c0, c1: row = groupID; col = threadID_in_group * 2 + i",
       source=_PTX.format(m=8, n=8, k=4) + " with .f64"),
@@ -149,27 +234,27 @@ MMA_SYNC = [
 _QP = dict(m=8, n=8, k=4, bits=16, blocks=4, block="(lane >> 2) & 3")
 _SRC884 = _PTX.format(m=8, n=8, k=4) + " with .f16 (quad pairs)"
 MMA_SYNC += [
-    R(_checked("9.7.14.5.1", "row-major A, and the quad-pair table: MMA computation q on lanes 4q..4q+3 and 4q+16..4q+19"), "mma.m8n8k4.a.f16.row", "mma.sync", "a", alayout="row", elements=4, **_QP,
+    R("mma.m8n8k4.a.f16.row", "mma.sync", "a", alayout="row", elements=4, **_QP,
       row="(lane & 3) + 4 * (lane >> 4)", col="i",
       description="a0..a3 of .row A: row = %laneid % 4 (lanes < 16) or %laneid % 4 + 4; col = i",
       source=_SRC884),
-    R(_checked("9.7.14.5.1", "column-major A, and the quad-pair table"), "mma.m8n8k4.a.f16.col", "mma.sync", "a", alayout="col", elements=4, **_QP,
+    R("mma.m8n8k4.a.f16.col", "mma.sync", "a", alayout="col", elements=4, **_QP,
       row="i + 4 * (lane >> 4)", col="lane & 3",
       description="a0..a3 of .col A: row = i (lanes < 16) or i + 4; col = %laneid % 4",
       source=_SRC884),
-    R(_checked("9.7.14.5.1", "column-major B, and the quad-pair table"), "mma.m8n8k4.b.f16.col", "mma.sync", "b", blayout="col", elements=4, **_QP,
+    R("mma.m8n8k4.b.f16.col", "mma.sync", "b", blayout="col", elements=4, **_QP,
       row="i", col="(lane & 3) + 4 * (lane >> 4)",
       description="b0..b3 of .col B: row = i; col = %laneid % 4 (lanes < 16) or %laneid % 4 + 4",
       source=_SRC884),
-    R(_checked("9.7.14.5.1", "row-major B, and the quad-pair table"), "mma.m8n8k4.b.f16.row", "mma.sync", "b", blayout="row", elements=4, **_QP,
+    R("mma.m8n8k4.b.f16.row", "mma.sync", "b", blayout="row", elements=4, **_QP,
       row="lane & 3", col="i + 4 * (lane >> 4)",
       description="b0..b3 of .row B: row = %laneid % 4; col = i (lanes < 16) or i + 4",
       source=_SRC884),
-    R(_checked("9.7.14.5.1", ".f16 accumulators, and the quad-pair table"), "mma.m8n8k4.cd.f16", "mma.sync", ("c", "d"), elements=8, **_QP,
+    R("mma.m8n8k4.cd.f16", "mma.sync", ("c", "d"), elements=8, **_QP,
       row="(lane & 3) + 4 * (lane >> 4)", col="i",
       description="c0..c7 (.f16x2 x4): row = %laneid % 4 (lanes < 16) or %laneid % 4 + 4; col = i",
       source=_SRC884),
-    R(_checked("9.7.14.5.1", ".f32 accumulators, and the quad-pair table"), "mma.m8n8k4.cd.f32", "mma.sync", ("c", "d"), elements=8, **{**_QP, "bits": 32},
+    R("mma.m8n8k4.cd.f32", "mma.sync", ("c", "d"), elements=8, **{**_QP, "bits": 32},
       row="(lane & 1) + (i & 2) + 4 * (lane >> 4)", col="(i & 4) + (lane & 2) + (i & 1)",
       description="c0..c7 (.f32): row = X (lanes < 16) or X + 4 with X = (%laneid & 0b1) + (i & 0b10); "
                   "col = (i & 0b100) + (%laneid & 0b10) + (i & 0b1)",
@@ -178,19 +263,19 @@ MMA_SYNC += [
 
 # ---------------------------------------------------------------- wgmma (128 threads)
 WGMMA = [
-    R(_EV_WG(isa=_ISA, n=1, fig="Figure 148", cute="ALayout_64x16", what="mma.m16n8k16's .f16 A per warp, warp w of the warpgroup holding rows 16w..16w+15"), "wgmma.m64nNk16.a.16bit", "wgmma.mma_async", "a", lanes=128, m=64, k=16, bits=16, elements=8,
+    R("wgmma.m64nNk16.a.16bit", "wgmma.mma_async", "a", lanes=128, m=64, k=16, bits=16, elements=8,
       row="16 * w + g + 8 * ((i >> 1) & 1)", col="2 * t + (i & 1) + 8 * (i >> 2)",
       description="A from registers: warp w of the warpgroup holds rows 16w..16w+15 as mma.m16n8k16's A",
       source=_WG.format(k=16)),
-    R(_EV_WG(isa=_ISA, n=2, fig="Figure 150", cute="ALayout_64x8", what="mma.m16n8k8's .tf32 A per warp, warp w holding rows 16w..16w+15"), "wgmma.m64nNk8.a.32bit", "wgmma.mma_async", "a", lanes=128, m=64, k=8, bits=32, elements=4,
+    R("wgmma.m64nNk8.a.32bit", "wgmma.mma_async", "a", lanes=128, m=64, k=8, bits=32, elements=4,
       row="16 * w + g + 8 * (i & 1)", col="t + 4 * (i >> 1)",
       description="A (tf32) from registers: warp w holds rows 16w..16w+15 as mma.m16n8k8's tf32 A",
       source=_WG.format(k=8)),
-    R(_EV_WG(isa=_ISA, n=3, fig="Figure 152", cute="ALayout_64x32", what="mma.m16n8k32's 8-bit A per warp, warp w holding rows 16w..16w+15"), "wgmma.m64nNk32.a.8bit", "wgmma.mma_async", "a", lanes=128, m=64, k=32, bits=8, elements=16,
+    R("wgmma.m64nNk32.a.8bit", "wgmma.mma_async", "a", lanes=128, m=64, k=32, bits=8, elements=16,
       row="16 * w + g + 8 * ((i >> 2) & 1)", col="4 * t + (i & 3) + 16 * (i >> 3)",
       description="A (e4m3 / e5m2) from registers: warp w holds rows 16w..16w+15 as mma.m16n8k32's A",
       source=_WG.format(k=32)),
-    R(_EV_WG(isa=_ISA, n="1 to 3", fig="Figures 149, 151 and 153", cute="CLayout_64xN", what="mma.m16n8's C per warp and per 8 columns (warp w: rows 16w..16w+15); it agrees with published readings of Figure 149 (thread 0 holds (0, 0), (0, 1), (8, 0), (8, 1), repeating every 8 columns)"), "wgmma.m64nN.cd", "wgmma.mma_async", ("c", "d"), lanes=128, m=64, elements="N // 2",
+    R("wgmma.m64nN.cd", "wgmma.mma_async", ("c", "d"), lanes=128, m=64, elements="N // 2",
       row="16 * w + g + 8 * ((i >> 1) & 1)", col="8 * (i >> 2) + 2 * t + (i & 1)",
       description="accumulator d0..d(N/2-1): row = 16 * warp + groupID + 8 * ((i >> 1) & 1); "
                   "col = 8 * (i >> 2) + threadID_in_group * 2 + (i & 1)",
@@ -199,11 +284,11 @@ WGMMA = [
 
 # ---------------------------------------------------------------- tcgen05 TMEM (accumulator)
 TCGEN05 = [
-    R(_EV_TM(isa=_ISA, x="D", org="M = 128, cta_group::1, datapath 4x1, lane alignment 0", fig="Figures 211 and 212"), "tcgen05.tmem.m128.cta1", "tcgen05.mma", ("c", "d"), lanes=128, m=128, bits=32, elements="N",
+    R("tcgen05.tmem.m128.cta1", "tcgen05.mma", ("c", "d"), lanes=128, m=128, bits=32, elements="N",
       row="lane", col="i", storage="tmem",
       description="M = 128, cta_group::1: row i of D in TMEM lane i, column j in TMEM column j",
       source=_TM.format(x="D")),
-    R(_EV_TM(isa=_ISA, x="F", org="M = 64, non-.ws, datapath 4x1 with half the lanes, lane alignment 0 or 16 (mmasim models alignment 0)", fig="Figures 215 and 216"), "tcgen05.tmem.m64.cta1", "tcgen05.mma", ("c", "d"), lanes=128, m=64, bits=32, elements="N",
+    R("tcgen05.tmem.m64.cta1", "tcgen05.mma", ("c", "d"), lanes=128, m=64, bits=32, elements="N",
       row="16 * (lane >> 5) + (lane & 15)", col="i", valid="(lane & 31) < 16", storage="tmem",
       description="M = 64, cta_group::1: rows 16w..16w+15 in TMEM lanes 32w..32w+15 (the lower half of "
                   "each warp's sub-partition), column j in TMEM column j",
@@ -220,15 +305,16 @@ def _mfma(m, k, kpack, bits, arch=(), kind=None, types=()):
     kg = k // kpack
     tag = f"v_mfma.m{m}n{m}k{k}" + f".kpack{kpack}.{bits}bit" + (f".{'-'.join(arch)}" if arch else "") \
         + (f".kind{kind}" if kind else "")
-    common = dict(m=m, n=m, k=k, lanes=64, blocks=blocks, arch=arch, kind=kind, source=_AMD)
+    common = dict(m=m, n=m, k=k, lanes=64, blocks=blocks, arch=arch, kind=kind, source=_AMD,
+                  evidence=_EV_AMD)
     ab = dict(types=types, abits=bits)
     out = [
-        R(_EV_AMD, tag + ".a", "v_mfma", "a", **ab, bits=bits, elements=kpack, row=f"lane % {m}",
+        R(tag + ".a", "v_mfma", "a", **ab, bits=bits, elements=kpack, row=f"lane % {m}",
           col=f"{kpack} * ((lane // {m}) % {kg}) + i", block=f"(lane // {m}) // {kg}",
           description=f"A: lane l holds row l % {m}, k = {kpack} * ((l // {m}) % {kg}) + i"
                       + (f", block (l // {m}) // {kg}" if blocks > 1 else "")
                       + f" ({kpack} {bits}-bit element(s) per lane)", **common),
-        R(_EV_AMD, tag + ".b", "v_mfma", "b", **ab, bits=bits, elements=kpack, col=f"lane % {m}",
+        R(tag + ".b", "v_mfma", "b", **ab, bits=bits, elements=kpack, col=f"lane % {m}",
           row=f"{kpack} * ((lane // {m}) % {kg}) + i", block=f"(lane // {m}) // {kg}",
           description=f"B: lane l holds column l % {m}, k = {kpack} * ((l // {m}) % {kg}) + i"
                       + (f", block (l // {m}) // {kg}" if blocks > 1 else ""), **common),
@@ -250,7 +336,7 @@ def _mfma(m, k, kpack, bits, arch=(), kind=None, types=()):
     else:
         cd = dict(elements=4, row="i", col="lane & 3", block="lane >> 2",
                   description="D: lane l holds column l % 4 of block l // 4; register i holds row i")
-    out.append(R(_EV_AMD, tag + ".cd", "v_mfma", ("c", "d"), **ab, **cd, **common))
+    out.append(R(tag + ".cd", "v_mfma", ("c", "d"), **ab, **cd, **common))
     return out
 
 
