@@ -32,7 +32,8 @@ _NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
 #: (32 lanes x 32 bits, 16 lanes x 64 / 128 / 256 bits per .num); the placement itself
 #: is in the figures
 LD_EVIDENCE = ("partly checked: PTX ISA 9.0 §9.7.16.2.3.1 (text: a warp accesses {lanes} TMEM lanes, "
-               "{bits} x .num bits of each, into .num .b32 registers r0, r1, ... - checked); the "
+               "{bits} x .num bits of each, into .num .b32 registers r0, r1, ...; warp w of a warpgroup "
+               "accesses lanes 32w..32w+31, §9.7.16.8.1 - checked); the "
                "per-thread placement is drawn in Figure {fig} (no formula in the text), not re-read here; "
                "the formula agrees with CUTLASS's SM100_TMEM_LOAD_{dp}dp{bits}b*x copy traits "
                "(cute/atom/copy_traits_sm100.hpp)")
