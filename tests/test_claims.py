@@ -151,6 +151,7 @@ SECTIONS = {
     7: ("rtx blackwell", "f8f6f4"),
     8: ("amd", "cdna"),
     9: ("validation status",),
+    11: ("sparse", "mma.sp", "v_smfmac"),
 }
 
 
