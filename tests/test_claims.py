@@ -127,6 +127,8 @@ def test_amd_nan_rule_is_assumed_in_explain():
     """NaN payloads on AMD are not part of what the peer was validated on."""
     for arch in ("CDNA1", "CDNA2", "CDNA3"):
         for dp in _datapaths(arch):
+            if dp.accumulator == "integer":
+                continue        # integer D words have no NaN (v_smfmac_i32)
             line = _special_line(_model(arch, dp))
             assert "NaN result:" in line and "(assumed:" in line, (arch, line)
 

@@ -106,6 +106,22 @@ def _dense_twin(arch, model):
     raise AssertionError(f"{arch}: no dense twin of {model.instruction}")
 
 
+def _exact_integer(model, sel_a, sel_b, c):
+    """The ISA's integer result: the exact sum of the selected products plus C, wrapped to
+    32 bits, or clamped to the s32 range with .satfinite (PTX ISA, mma.sp)."""
+    def value(w, fmt):
+        w = int(w)
+        return w - 256 if fmt.name == "s8" and w >= 128 else w
+    out = []
+    for ra, rb, rc in zip(sel_a, sel_b, c):
+        cv = int(rc) - 2**32 if int(rc) >= 2**31 else int(rc)
+        total = cv + sum(value(x, model.a_format) * value(y, model.b_format) for x, y in zip(ra, rb))
+        if model.datapath.saturate:
+            total = max(-(2**31), min(2**31 - 1, total))
+        out.append(total % 2**32)
+    return np.array(out, dtype=np.uint64)
+
+
 def _case(model, rows, rng, chunk, unit, legal):
     k = model.k
     nib = rng.choice(sorted(legal), size=(rows, k // chunk))
@@ -118,8 +134,10 @@ def _case(model, rows, rng, chunk, unit, legal):
 @pytest.mark.parametrize("arch,name", SPARSE, ids=IDS)
 def test_sparse_equals_dense_on_the_selected_elements_whatever_the_unselected_hold(arch, name):
     m = mmasim.MMA(arch, name, backend="numpy")
-    dense = _dense_twin(arch, m)
-    dense.backend = "numpy"
+    integer = m.d_format.integer
+    if not integer:
+        dense = _dense_twin(arch, m)
+        dense.backend = "numpy"
     chunk, unit, legal = _family(m)
     rng = np.random.default_rng(seed("masked" + arch + name))
     rows, k = 48, m.k
@@ -134,14 +152,14 @@ def test_sparse_equals_dense_on_the_selected_elements_whatever_the_unselected_ho
                   scale_b=words(m.scale_format, (rows, blocks), rng, "near_one"))
     sel_a = np.take_along_axis(a, pos, axis=1)
     sel_b = np.take_along_axis(b, pos, axis=1)
-    want = dense.dot(sel_a, sel_b, c, **kw)
+    want = _exact_integer(m, sel_a, sel_b, c) if integer else dense.dot(sel_a, sel_b, c, **kw)
     keep = np.zeros((rows, k), dtype=bool)
     np.put_along_axis(keep, pos, True, axis=1)
     for fill in ("edge", "uniform"):     # edge: zeros, max, inf and NaN where the format has them
         a2 = np.where(keep, a, words(m.a_format, (rows, k), rng, fill))
         b2 = np.where(keep, b, words(m.b_format, (rows, k), rng, fill))
         got = m.dot(a2, b2, c, sparse_metadata=md, **kw)
-        assert np.array_equal(got, want), (fill, np.flatnonzero(got != want)[:5])
+        assert np.array_equal(got.astype(np.uint64), want.astype(np.uint64)), (fill, np.flatnonzero(got != want)[:5])
 
 
 @pytest.mark.parametrize("arch,name", SPARSE, ids=IDS)
@@ -242,6 +260,22 @@ def test_smfmac_index_pairs_select_positions_in_chunks_of_four():
         m.dot(a, b, 0, sparse_metadata=[0x6EEEEEEE])   # index0 = 2 > index1 = 1
 
 
+def test_integer_sparse_wraps_or_saturates_at_the_s32_edges():
+    wrap = mmasim.MMA("A100", "mma.sp.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32")
+    sat = mmasim.MMA("A100", "mma.sp.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32")
+    a = np.full(32, 127)
+    md = [0x44444444]                       # 16 selected products of 127 * 127 = 258064
+    assert int(wrap.dot(a, a, 0x7FFFFFFF, sparse_metadata=md)) == (2**31 - 1 + 258064) % 2**32
+    assert int(sat.dot(a, a, 0x7FFFFFFF, sparse_metadata=md)) == 0x7FFFFFFF
+    neg = np.full(32, 0x81)                 # s8 -127
+    assert int(sat.dot(neg, a, 0x80000000, sparse_metadata=md)) == 0x80000000
+    assert int(wrap.dot(neg, a, 0x80000000, sparse_metadata=md)) == (-(2**31) - 258064) % 2**32
+    amd = mmasim.MMA("MI300X", "v_smfmac_i32_16x16x64_i8")     # no saturation: wraps
+    a64 = np.full(64, 127)
+    assert int(amd.dot(a64, a64, 0x7FFFFFFF, sparse_metadata=[0x44444444, 0x44444444])) == \
+        (2**31 - 1 + 32 * 127 * 127) % 2**32
+
+
 # ------------------------------------------------------------ spellings
 PTX_EXAMPLES = [
     # the PTX ISA's own mma.sp examples (sm_80+ / sm_89+ / sm_120a)
@@ -265,8 +299,13 @@ PTX_EXAMPLES = [
     ("H100", "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16"),
     ("H100", "wgmma.mma_async.sp.sync.aligned.m64n256k16.f32.tf32.tf32"),
     ("H100", "wgmma.mma_async.sp.sync.aligned.m64n128k64.f16.e4m3.e5m2"),
+    ("A100", "mma.sp.sync.aligned.m16n8k32.row.col.satfinite.s32.u8.u8.s32"),
+    ("A100", "mma.sp.sync.aligned.m16n8k64.row.col.satfinite.s32.s8.s8.s32"),
+    ("H100", "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.satfinite.s32.s8.s8.s32"),
+    ("H100", "wgmma.mma_async.sp.sync.aligned.m64n8k64.satfinite.s32.u8.s8"),
     ("MI300X", "v_smfmac_f32_16x16x32_f16"),
     ("MI300X", "V_SMFMAC_F32_32X32X16_BF16"),
+    ("MI300X", "v_smfmac_i32_16x16x64_i8"),
     ("MI300X", "v_smfmac_f32_16x16x64_fp8_bf8"),
     ("MI300X", "V_SMFMAC_F32_32X32X32_BF8_FP8"),
 ]
@@ -284,12 +323,14 @@ def _ptx_spelling(arch, m):
     name = m.instruction
     variant = "sp::ordered_metadata" if "sp::ordered_metadata" in name else "sp"
     t = lambda f: f.name   # noqa: E731
+    sat = ".satfinite" if dp.saturate else ""
     if dp.op == "wgmma.mma_async":
-        return f"wgmma.mma_async.sp.sync.aligned.m64n{dp.n[-1]}k{dp.k}.{t(m.d_format)}.{t(m.a_format)}.{t(m.b_format)}"
+        return (f"wgmma.mma_async.sp.sync.aligned.m64n{dp.n[-1]}k{dp.k}{sat}.{t(m.d_format)}.{t(m.a_format)}"
+                f".{t(m.b_format)}")
     kind = f".kind::{dp.kind}" if dp.kind else ""
     scale = f".block_scale.scale_vec::{dp.scale_vec}" if dp.scale else ""
     stype = f".{t(m.scale_format)}" if dp.scale else ""
-    return (f"mma.{variant}.sync.aligned.m16n8k{dp.k}.row.col{kind}{scale}.{t(m.d_format)}.{t(m.a_format)}"
+    return (f"mma.{variant}.sync.aligned.m16n8k{dp.k}.row.col{sat}{kind}{scale}.{t(m.d_format)}.{t(m.a_format)}"
             f".{t(m.b_format)}.{t(m.c_format)}{stype}")
 
 
@@ -301,7 +342,7 @@ def test_every_new_nvidia_sparse_instruction_resolves_by_its_ptx_spelling(arch, 
 
 def test_every_smfmac_resolves_by_its_amd_mnemonic_in_both_cases():
     smfmac = [(a, n) for a, n in SPARSE if a == "CDNA3"]
-    assert len(smfmac) == 12      # f16, bf16 x 2 shapes; fp8/bf8 pairs x 2 shapes (CDNA3 ISA)
+    assert len(smfmac) == 14      # f16, bf16, i8 x 2 shapes; fp8/bf8 pairs x 2 shapes (CDNA3 ISA)
     for arch, name in smfmac:
         dp = mmasim.MMA(arch, name).datapath
         low = [x for x in dp.names if x.startswith("v_smfmac_")]
