@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import attrs
 
+from .sparse import RULES as SPARSE_RULES
+
 STATUS_KINDS = ("hardware", "peer", "assumed")
 
 
@@ -154,7 +156,7 @@ class Datapath:
         fa, fb, fc, fd = (formats[x].name for x in (self.a, self.b, self.c, self.d))
         parts = [self.op]
         if self.sparse:
-            parts.append("sp")
+            parts.append("sp::ordered_metadata" if SPARSE_RULES[self.sparse].ordered else "sp")
         if self.kind:
             parts.append(f"kind::{self.kind}")
         if self.scale:

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from .errors import OperandError, ScaleError, ShapeError, UnsupportedDatapath
+from .errors import OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
 from .model import Model, matrices
 from .words import as_array
 
@@ -69,7 +69,7 @@ def _bar(progress, tiles: int, desc: str):
 
 
 def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=None, scale_b=None,
-         backend=None, progress=None, model: Model | None = None, **qualifiers):
+         sparse_metadata=None, backend=None, progress=None, model: Model | None = None, **qualifiers):
     """``A @ B + C`` as ``instruction`` on ``arch`` computes it, K tile after K tile.
 
     ``A``: ``(M, K)``, ``B``: ``(K, N)``, ``C``: ``(M, N)``, all container words
@@ -82,8 +82,10 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
     ``instruction``.  ``progress``: one tqdm bar on stderr; ``None`` (default):
     only when stderr is a terminal and the work runs longer than
     :data:`PROGRESS_DELAY` seconds; ``True``: always; ``False``: never.  Returns
-    D ``(M, N)`` (typed when the operands are values).  Sparse instructions are
-    refused.
+    D ``(M, N)`` (typed when the operands are values).  Sparse instructions
+    (A is the sparse operand, ``K`` its logical K) take ``sparse_metadata``
+    ``(M, (K / k) * words)``: for each K tile ``t`` in turn, the ``words``
+    metadata words of each row that one instruction takes (``Model.dot``).
     """
     if model is None:
         from . import MMA
@@ -95,11 +97,6 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
         raise OperandError("gemm: pass either model= or arch=/instruction= (with qualifiers), not both")
     dp = model.datapath
     name = model.instruction
-    if dp.sparse:
-        raise UnsupportedDatapath(
-            f"gemm does not emulate sparse instructions ({name}): the selector metadata belongs to one "
-            "instruction's K; use the dense instruction, or Model.dot with sparse_metadata per tile"
-        )
     if model.c_format.key != model.d_format.key:
         raise UnsupportedDatapath(
             f"gemm chains D into C, but {name} reads C as {model.c_format.name} and writes D as "
@@ -123,6 +120,19 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
                              f"got {scale_a.shape} and {scale_b.shape}")
     elif scale_a is not None or scale_b is not None:
         raise ScaleError(f"{name} is not block-scaled: scale_a/scale_b must be None")
+    nwords = model.sparse_rule.words(k) if dp.sparse else 0
+    if dp.sparse:
+        if sparse_metadata is None:
+            raise SparseMetadataError(
+                f"gemm with the sparse {name} needs sparse_metadata (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}): "
+                f"{nwords} metadata word(s) per row for each K tile")
+        sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
+        if sparse_metadata.shape != (M, tiles * nwords):
+            raise SparseMetadataError(
+                f"gemm: sparse_metadata must be (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}); "
+                f"got {sparse_metadata.shape}")
+    elif sparse_metadata is not None:
+        raise SparseMetadataError(f"{name} is dense: sparse_metadata must be None")
     bar = _bar(progress, tiles, f"mmasim.gemm {M}x{N}x{K}")
     per_tile = k // dp.block if dp.scale else 0
     D = C
@@ -133,7 +143,9 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
             if dp.scale:
                 blocks = slice(t * per_tile, (t + 1) * per_tile)
                 kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
-            D = model._matrix(A[:, cut], B[cut, :], D, sparse_metadata=None, backend=backend, **kw)
+            if dp.sparse:
+                kw["sparse_metadata"] = sparse_metadata[:, t * nwords:(t + 1) * nwords]
+            D = model._matrix(A[:, cut], B[cut, :], D, backend=backend, **kw)
             if bar is not None:
                 bar.update(1)
     finally:

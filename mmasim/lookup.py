@@ -50,6 +50,7 @@ from .errors import (
     UnknownQualifier,
     UnsupportedDatapath,
 )
+from .sparse import RULES as SPARSE_RULES
 
 _SHAPE = re.compile(r"^m(\d+)n(\d+)k(\d+)$")
 _KSHAPE = re.compile(r"^k(\d+)$")
@@ -188,6 +189,9 @@ def parse_instruction(text: str, reg) -> dict:
             layouts.append(tok)
         elif low == "sp":
             want.put("sparse", True, tok, text)
+        elif low == "sp::ordered_metadata":     # PTX mma.sp::ordered_metadata (its own selector rules)
+            want.put("sparse", True, tok, text)
+            want["ordered_metadata"] = True
         elif low.startswith("kind::"):
             kind = low[len("kind::"):]
             if kind not in kinds:
@@ -321,6 +325,8 @@ def _fits(dp, want: dict, reg) -> bool:
         elif key == "sparse":
             if bool(dp.sparse) != bool(value):
                 return False
+            if dp.sparse and SPARSE_RULES[dp.sparse].ordered != bool(want.get("ordered_metadata")):
+                return False        # .sp and .sp::ordered_metadata are different instructions
         elif key in ("m", "n"):
             legal = getattr(dp, key)
             if legal and value not in legal:

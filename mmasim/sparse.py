@@ -23,6 +23,9 @@ class SparseRule:
     unit: int                  # elements one selector field picks (1, or 2 for pairs)
     selectors: dict            # legal nibble -> tuple of picked unit indices
     description: str = ""
+    # True: the rule of PTX's ``mma.sp::ordered_metadata`` (a lookup must spell that
+    # qualifier); False: the plain ``.sp`` spelling (and the families with no variant)
+    ordered: bool = False
 
     def chunks(self, k: int) -> int:
         return k // self.chunk
@@ -44,6 +47,13 @@ def _pairs(nib):
     return (nib & 3, nib >> 2)
 
 
+# PTX ISA, "Sparse matrix storage" (mma.sp and wgmma.mma_async.sp): "Values 0b0000,
+# 0b0101, 0b1010, 0b1111 are invalid values for metadata" -- the two 2-bit indices
+# of a chunk must differ; "Instruction mma.sp::ordered_metadata requires the indices
+# in the sparsity metadata to be sorted in an increasing order starting from LSB".
+_DISTINCT_SELECTORS = tuple(s for s in range(16) if (s & 3) != (s >> 2))
+_INCREASING_SELECTORS = tuple(s for s in range(16) if (s & 3) < (s >> 2))   # 0x4 0x8 0x9 0xC 0xD 0xE
+
 RULES = {
     "tf32": SparseRule("tf32", 2, 1, {0x4: (0,), 0xE: (1,)},
                        "chunks of 2: selector 0x4 keeps element 0, 0xE element 1"),
@@ -51,6 +61,23 @@ RULES = {
                          "chunks of 4: selector bits 1:0 and 3:2 pick two elements"),
     "pairs8": SparseRule("pairs8", 8, 2, {s: _pairs(s) for s in _PAIR_SELECTORS},
                          "chunks of 8: selector bits 1:0 and 3:2 pick two adjacent pairs"),
+    # --- sparse (issue 12): mma.sp, mma.sp::ordered_metadata, wgmma.mma_async.sp, v_smfmac
+    "distinct4": SparseRule("distinct4", 4, 1, {s: _pairs(s) for s in _DISTINCT_SELECTORS},
+                            "chunks of 4: selector bits 1:0 and 3:2 give the positions of the first and "
+                            "second stored element, which must differ (PTX: 0b0000, 0b0101, 0b1010, 0b1111 "
+                            "are invalid)"),
+    "ordered4": SparseRule("ordered4", 4, 1, {s: _pairs(s) for s in _INCREASING_SELECTORS},
+                           "chunks of 4: selector bits 1:0 and 3:2 give the positions of the two stored "
+                           "elements in increasing order (PTX mma.sp::ordered_metadata)", ordered=True),
+    "tf32.ordered": SparseRule("tf32.ordered", 2, 1, {0x4: (0,), 0xE: (1,)},
+                               "chunks of 2: selector 0x4 keeps element 0, 0xE element 1 "
+                               "(PTX mma.sp::ordered_metadata)", ordered=True),
+    "ordered8": SparseRule("ordered8", 8, 2, {s: _pairs(s) for s in _INCREASING_SELECTORS},
+                           "chunks of 8: selector bits 1:0 and 3:2 pick two adjacent pairs in increasing "
+                           "order (PTX mma.sp::ordered_metadata, 4:8 pair-wise sparsity)", ordered=True),
+    "smfmac4": SparseRule("smfmac4", 4, 1, {s: _pairs(s) for s in _INCREASING_SELECTORS},
+                          "chunks of 4: index bits 1:0 and 3:2 give the positions of the first and second "
+                          "stored element, index0 < index1 (AMD CDNA3 v_smfmac)"),
 }
 
 

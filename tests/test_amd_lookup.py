@@ -55,7 +55,8 @@ def test_every_mmasim_suffix_resolves_to_its_shape_and_types(arch, suffix):
 @pytest.mark.parametrize("arch", LISTS)
 def test_every_datapath_is_an_mmasim_instruction_with_a_unique_canonical_name(arch):
     dps = mmasim.datapaths(arch)
-    assert sorted(dp.names[0] for dp in dps) == sorted(LISTS[arch])
+    # MMA-Sim 2.1.1's v_mfma suffixes, plus the sparse v_smfmac (not in MMA-Sim; tests/test_sparse_mma.py)
+    assert sorted(dp.names[0] for dp in dps if dp.op == "v_mfma") == sorted(LISTS[arch])
     names = mmasim.instructions(arch)
     assert len(set(names)) == len(names)
     for dp, name in zip(dps, names):

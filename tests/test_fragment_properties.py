@@ -22,6 +22,8 @@ def _cases():
             dp = m.datapath
             if dp.op in ("wgmma.mma_async", "tcgen05.mma"):
                 continue        # shapes named per case: test_wgmma_and_tcgen05_layouts_round_trip
+            if dp.sparse:
+                continue        # sparse A and metadata register layouts (mma.sp, v_smfmac): issue 13 follow-up
             key = (dp.op, dp.m, dp.n, dp.k, dp.a, dp.b, dp.c, dp.d, dp.kind, dp.scale, arch.startswith("CDNA"))
             if key in seen:
                 continue
