@@ -115,6 +115,10 @@ class Datapath:
     m: tuple = attrs.field(converter=tuple, factory=tuple)   # legal M (empty: any)
     n: tuple = attrs.field(converter=tuple, factory=tuple)   # legal N (empty: any)
     names: tuple = attrs.field(converter=tuple, factory=tuple)  # extra accepted spellings
+    # PTX qualifier tokens that name this instruction beyond its types, shape and kind, in
+    # PTX order: ("and", "popc") / ("xor", "popc") for b1 mma, ("cta_group::2",) or ("ws",)
+    # for tcgen05.mma (see mmasim.lookup); a lookup must name exactly these
+    qualifiers: tuple = attrs.field(converter=tuple, factory=tuple)
     # qualifiers this datapath fills when a lookup leaves them open, with the reason
     # (the short form a document defines), as ((field, reason), ...); see mmasim.lookup
     default_for: tuple = attrs.field(converter=_freeze, factory=tuple)
@@ -152,7 +156,9 @@ class Datapath:
     def canonical(self, formats) -> str:
         """The PTX-style name mmasim prints for this datapath."""
         fa, fb, fc, fd = (formats[x].name for x in (self.a, self.b, self.c, self.d))
-        parts = [self.op]
+        # tcgen05.mma's cta_group::2 / .ws come first, as PTX writes them; b1's .and.popc last
+        lead = [q for q in self.qualifiers if q == "ws" or q.startswith("cta_group::")]
+        parts = [self.op, *lead]
         if self.sparse:
             parts.append("sp")
         if self.kind:
@@ -174,6 +180,7 @@ class Datapath:
             parts.append(formats[self.scale].name)
         if self.saturate:
             parts.append("satfinite")
+        parts += [q for q in self.qualifiers if q not in lead]
         return ".".join(parts)
 
 
