@@ -18,7 +18,7 @@ class IntegerParams:
     bitop: str | None = attrs.field(default=None, validator=optional(one_of("xor")))
 
 
-def integer(a, b, c, scale_a, scale_b, encoding, bitop=None):
+def integer(a, b, c, scale_a, scale_b, encoding, *, bitop=None):
     """Exact integer dot product plus C (no window, no rounding), wrapped or saturated to s32 by
     ``encoding`` — docs/datapaths.md §6 (``kind::i8``) and §10 (integer MMAs)."""
     if bitop == "xor":
