@@ -258,6 +258,9 @@ def parse_instruction(text: str, reg) -> dict:
         raise UnknownInstruction(
             f"instruction {text!r}: too many type qualifiers ({', '.join(t for _, t in types)}); D.A.B[.C] is four at most")
     want.tokens.update(zip("dabc", (tok for _, tok in types)))
+    if any(t == "b1" for t, _ in types) and "popc" not in want.get("qualifiers", ()):
+        raise UnknownInstruction(
+            f"instruction {text!r}: single-bit mma needs its bit operation: PTX spells it .xor.popc or .and.popc")
     return want
 
 
