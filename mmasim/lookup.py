@@ -206,6 +206,10 @@ def parse_instruction(text: str, reg) -> dict:
         elif low in _COLLECTOR:
             want.put("collector", low, tok, text)
             want.setdefault("ops", set()).add(frozenset({"tcgen05.mma"}))
+        elif low in ("scale_input_d", "scale-input-d"):
+            raise UnsupportedDatapath(
+                f"instruction {text!r}: tcgen05.mma's scale-input-d (D = A*B + D * 2^-scale-input-d) is not "
+                "modelled: how the scaled D enters the window was not measured (docs/datapaths.md §6)")
         elif low in NAMING:
             want.put(f"qualifier {low}", True, tok, text)
             want.setdefault("qualifiers", set()).add(low)
