@@ -279,3 +279,12 @@ def test_inheriting_table_relabels_every_datapath_or_is_refused():
     with pytest.raises(TableError, match="no \\[\\[evidence\\]\\] rule"):
         inherit(unlabelled, parent)
     assert isinstance(got.datapaths[0], Datapath)
+
+
+@pytest.mark.parametrize("token", ["scale_input_d", "scale-input-d"])
+def test_scale_input_d_is_refused_by_name(token):
+    """PTX: tcgen05.mma's optional scale-input-d operand makes D = A*B + D * 2^-scale-input-d
+    (kind::f16 / kind::tf32); how the scaled D enters the window was not measured, so a
+    lookup that names it is refused, never silently read as the unscaled instruction."""
+    with pytest.raises(mmasim.UnsupportedDatapath, match="scale-input-d"):
+        mmasim.MMA("B200", f"tcgen05.mma.cta_group::1.kind::f16.{token}", a_type="f16", d_type="f32")
