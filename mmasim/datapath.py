@@ -156,11 +156,14 @@ class Datapath:
     def canonical(self, formats) -> str:
         """The PTX-style name mmasim prints for this datapath."""
         fa, fb, fc, fd = (formats[x].name for x in (self.a, self.b, self.c, self.d))
-        # tcgen05.mma's cta_group::2 / .ws come first, as PTX writes them; b1's .and.popc last
-        lead = [q for q in self.qualifiers if q == "ws" or q.startswith("cta_group::")]
-        parts = [self.op, *lead]
+        # as PTX orders them: tcgen05.mma.ws.sp.cta_group::2.kind::...; b1's .and.popc last
+        ws = [q for q in self.qualifiers if q == "ws"]
+        cta = [q for q in self.qualifiers if q.startswith("cta_group::")]
+        lead = ws + cta
+        parts = [self.op, *ws]
         if self.sparse:
             parts.append("sp")
+        parts += cta
         if self.kind:
             parts.append(f"kind::{self.kind}")
         if self.scale:
