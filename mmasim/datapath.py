@@ -117,6 +117,10 @@ class Datapath:
     m: tuple = attrs.field(converter=tuple, factory=tuple)   # legal M (empty: any)
     n: tuple = attrs.field(converter=tuple, factory=tuple)   # legal N (empty: any)
     names: tuple = attrs.field(converter=tuple, factory=tuple)  # extra accepted spellings
+    # PTX qualifier tokens that name this instruction beyond its types, shape and kind, in
+    # PTX order: ("and", "popc") / ("xor", "popc") for b1 mma, ("cta_group::2",) or ("ws",)
+    # for tcgen05.mma (see mmasim.lookup); a lookup must name exactly these
+    qualifiers: tuple = attrs.field(converter=tuple, factory=tuple)
     # qualifiers this datapath fills when a lookup leaves them open, with the reason
     # (the short form a document defines), as ((field, reason), ...); see mmasim.lookup
     default_for: tuple = attrs.field(converter=_freeze, factory=tuple)
@@ -154,9 +158,14 @@ class Datapath:
     def canonical(self, formats) -> str:
         """The PTX-style name mmasim prints for this datapath."""
         fa, fb, fc, fd = (formats[x].name for x in (self.a, self.b, self.c, self.d))
-        parts = [self.op]
+        # as PTX orders them: tcgen05.mma.ws.sp.cta_group::2.kind::...; b1's .and.popc last
+        ws = [q for q in self.qualifiers if q == "ws"]
+        cta = [q for q in self.qualifiers if q.startswith("cta_group::")]
+        lead = ws + cta
+        parts = [self.op, *ws]
         if self.sparse:
             parts.append("sp::ordered_metadata" if SPARSE_RULES[self.sparse].ordered else "sp")
+        parts += cta
         if self.kind:
             parts.append(f"kind::{self.kind}")
         if self.scale:
@@ -176,6 +185,7 @@ class Datapath:
             parts.append(formats[self.scale].name)
         if self.saturate:
             parts.append("satfinite")
+        parts += [q for q in self.qualifiers if q not in lead]
         return ".".join(parts)
 
 

@@ -36,7 +36,7 @@ class Format:
 
     key: str
     name: str
-    container_bits: int = attrs.field(validator=attrs.validators.in_((4, 8, 16, 32, 64)))
+    container_bits: int = attrs.field(validator=attrs.validators.in_((1, 4, 8, 16, 32, 64)))
     field_shift: int = attrs.field(default=0)
     field_bits: int | None = None       # bits of the element proper; default: whole container
     exp_bits: int = 0
@@ -118,4 +118,11 @@ BUILTIN_FORMATS = (
     Format(key="u8", name="u8", container_bits=8, integer=True, signed=False, decoder="int",
            typed="uint8"),
     Format(key="s32", name="s32", container_bits=32, integer=True, decoder="int", typed="int32"),
+    # sub-byte integers (PTX mma .s4/.u4/.b1): one element per array entry
+    Format(key="s4", name="s4", container_bits=4, integer=True, decoder="int",
+           note="one element per array entry, two's complement code in bits 3:0"),
+    Format(key="u4", name="u4", container_bits=4, integer=True, signed=False, decoder="int",
+           note="one element per array entry, code in bits 3:0"),
+    Format(key="b1", name="b1", container_bits=1, integer=True, signed=False, decoder="int",
+           note="one bit per array entry (0 or 1)"),
 )

@@ -18,8 +18,12 @@ The rules:
   PTX allows any layout pair only for the f16 ``m8n8k4`` and ``.row.col``
   elsewhere; ``cta_group::1`` and ``collector::a::{fill,use,lastuse,discard}``
   (a cache hint for A, no arithmetic change) to ``tcgen05.mma``;
-  ``block_scale`` to block-scaled kinds.  ``cta_group::2`` and ``tcgen05.mma.ws``
-  exist in PTX but are not modelled: :class:`UnsupportedDatapath`.
+  ``block_scale`` to block-scaled kinds.
+- Qualifiers that name an instruction of their own (:data:`NAMING`): ``cta_group::2``
+  (a CTA pair) and ``ws`` (weight-stationary) for ``tcgen05.mma``, ``.xor.popc`` /
+  ``.and.popc`` for single-bit ``mma``.  A datapath lists them (``Datapath.qualifiers``)
+  and a lookup matches it only when it names exactly those (``cta_group::1`` is the
+  default and names nothing).
 - An optional PTX token that is absent means the instruction without it
   (dense without ``sp``, wrapping without ``satfinite``, no ``kind::`` where the
   family's kind is optional).  Three types ``D.A.B`` mean C = D (MMA-Sim
@@ -79,12 +83,10 @@ SYNTAX = {
 # tcgen05.mma's collector usage hints for A (PTX ISA, tcgen05.mma): they say whether
 # A is kept in or read from the collector buffer, not how it is multiplied.
 _COLLECTOR = {"collector::a::discard", "collector::a::fill", "collector::a::use", "collector::a::lastuse"}
-_NOT_MODELLED = {
-    "cta_group::2": "tcgen05.mma.cta_group::2 (a pair of CTAs) is not modelled yet; the modelled "
-                    "datapaths are cta_group::1",
-    "ws": "tcgen05.mma.ws (weight-stationary) is not modelled yet; the modelled datapaths are "
-          "tcgen05.mma.cta_group::1 without .ws",
-}
+# PTX qualifier tokens that select an instruction of their own (Datapath.qualifiers), with the
+# families they belong to: tcgen05.mma's CTA pair and weight-stationary forms, and the bit
+# operation of single-bit mma (.xor.popc / .and.popc, written as two tokens).
+NAMING = {"ws": "tcgen05.mma", "and": "mma.sync", "xor": "mma.sync", "popc": "mma.sync"}
 QUALIFIERS = ("a_type", "b_type", "c_type", "d_type", "scale_type", "saturate", "sparse",
               "block", "scale_vec", "kind")
 _TYPE_FIELD = {"a_type": "a", "b_type": "b", "c_type": "c", "d_type": "d", "scale_type": "scale"}
@@ -208,15 +210,20 @@ def parse_instruction(text: str, reg) -> dict:
         elif low in _COLLECTOR:
             want.put("collector", low, tok, text)
             want.setdefault("ops", set()).add(frozenset({"tcgen05.mma"}))
-        elif low in _NOT_MODELLED:
-            want.put("unsupported", _NOT_MODELLED[low], tok, text)
-            want.setdefault("ops", set()).add(frozenset({"tcgen05.mma"}))
+        elif low in ("scale_input_d", "scale-input-d"):
+            raise UnsupportedDatapath(
+                f"instruction {text!r}: tcgen05.mma's scale-input-d (D = A*B + D * 2^-scale-input-d) is not "
+                "modelled: how the scaled D enters the window was not measured (docs/datapaths.md §6)")
+        elif low in NAMING:
+            want.put(f"qualifier {low}", True, tok, text)
+            want.setdefault("qualifiers", set()).add(low)
+            want.setdefault("ops", set()).add(frozenset({NAMING[low]}))
         elif (m := _CTA.match(low)):
             if m.group(1) not in ("1", "2"):
                 raise UnknownInstruction(f"instruction {text!r}: {tok!r}: PTX defines cta_group::1 and cta_group::2")
             want.put("cta_group", int(m.group(1)), tok, text)
             if m.group(1) == "2":
-                want["unsupported"] = _NOT_MODELLED["cta_group::2"]
+                want.setdefault("qualifiers", set()).add(low)
             want.setdefault("ops", set()).add(frozenset({"tcgen05.mma"}))
         elif (m := _SHAPE.match(low)):
             want.put("shape", tuple(int(x) for x in m.groups()), tok, text)
@@ -232,6 +239,7 @@ def parse_instruction(text: str, reg) -> dict:
             types.append((names[low], tok))
         else:
             raise UnknownInstruction(f"instruction {text!r}: cannot read {tok!r}{_token_hint(low, names, kinds)}")
+    _check_naming(want, text)
     if "shape" in want:
         if "k" in want:
             raise UnknownInstruction(f"instruction {text!r}: {want.tokens['shape']!r} and {want.tokens['k']!r} both set k")
@@ -258,7 +266,26 @@ def parse_instruction(text: str, reg) -> dict:
         raise UnknownInstruction(
             f"instruction {text!r}: too many type qualifiers ({', '.join(t for _, t in types)}); D.A.B[.C] is four at most")
     want.tokens.update(zip("dabc", (tok for _, tok in types)))
+    if any(t == "b1" for t, _ in types) and "popc" not in want.get("qualifiers", ()):
+        raise UnknownInstruction(
+            f"instruction {text!r}: single-bit mma needs its bit operation: PTX spells it .xor.popc or .and.popc")
     return want
+
+
+def _check_naming(want: dict, text: str) -> None:
+    """PTX's pairings of the naming qualifiers: ``.and.popc`` / ``.xor.popc`` (one bit
+    operation, always with ``.popc``), and ``.ws`` only with ``cta_group::1``."""
+    q = want.get("qualifiers", set())
+    ops = q & {"and", "xor"}
+    if len(ops) > 1:
+        raise UnknownInstruction(f"instruction {text!r}: .and and .xor both set the bit operation")
+    if bool(ops) != ("popc" in q):
+        raise UnknownInstruction(
+            f"instruction {text!r}: PTX spells the single-bit operation .xor.popc or .and.popc")
+    if "ws" in q and "cta_group::2" in q:
+        raise UnknownInstruction(f"instruction {text!r}: PTX defines tcgen05.mma.ws for cta_group::1 only")
+    if q:
+        want["qualifiers"] = frozenset(q)
 
 
 def _normal(text: str) -> str:
@@ -330,6 +357,9 @@ def _fits(dp, want: dict, reg) -> bool:
         elif key in ("m", "n"):
             legal = getattr(dp, key)
             if legal and value not in legal:
+                return False
+        elif key == "qualifiers":
+            if frozenset(dp.qualifiers) != value:
                 return False
         elif key == "ops":
             if any(dp.op not in allowed for allowed in value):
@@ -413,6 +443,7 @@ def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Re
             ) from None
         want.setdefault("sparse", False)       # no .sp: the dense instruction
         want.setdefault("saturate", False)     # no .satfinite: the wrapping one
+        want.setdefault("qualifiers", frozenset())   # no cta_group::2 / .ws / .popc: the plain one
         candidates = [dp for dp in (literal or architecture.datapaths) if _fits(dp, want, reg)]
     if not candidates:
         hint = _close_hint(reg, architecture, instruction)
@@ -421,8 +452,6 @@ def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Re
             + (f" with {qualifiers}" if qualifiers else "")
             + f".{hint} See mmasim.instructions({name!r})."
         )
-    if want.get("unsupported"):
-        raise UnsupportedDatapath(f"{instruction!r} on {name}: {want['unsupported']}")
     if len(candidates) > 1:
         candidates = _apply_defaults(candidates, reg)
     if len(candidates) > 1:

@@ -53,13 +53,14 @@ from .tables import build_architecture, check_scales, inherit, load_table, table
 
 def datapath_identity(dp: Datapath) -> tuple:
     """What makes two datapaths the same instruction: op, kind, the A/B/C/D formats, K,
-    block scaling (scale format, block, scale_vec), the sparse rule and saturation.
+    block scaling (scale format, block, scale_vec), the sparse rule, saturation and the
+    extra PTX qualifiers (``.and.popc``, ``cta_group::2``, ``.ws``).
 
     Two datapaths of one architecture with the same identity collide when their
     M and N sets overlap (an empty set means any M or N).
     """
     return (dp.op, dp.kind, dp.a, dp.b, dp.c, dp.d, dp.k, dp.scale, dp.block, dp.scale_vec,
-            dp.sparse, dp.saturate)
+            dp.sparse, dp.saturate, dp.qualifiers)
 
 
 def _overlap(x: tuple, y: tuple) -> bool:

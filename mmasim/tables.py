@@ -38,7 +38,7 @@ except ModuleNotFoundError:  # pragma: no cover - exercised on Python 3.10 only
 _DATAPATH_KEYS = {
     "op", "kind", "a", "b", "c", "d", "k", "accumulator", "rounding", "params", "chunk",
     "scale", "block", "scale_vec", "sparse", "saturate", "m", "n", "names", "default_for",
-    "refuse", "status", "notes",
+    "refuse", "status", "notes", "qualifiers",
 }
 # default_for fields: the qualifiers a lookup may leave open (see mmasim.lookup)
 _DEFAULTABLE = {"scale", "scale_vec", "c"}
@@ -107,6 +107,8 @@ def _matches(dp: Datapath, match: dict) -> bool:
         value = getattr(dp, key)
         if key == "sparse":
             value = bool(value)
+        if key == "qualifiers":
+            value = list(value)
         if value not in wants:
             return False
     return True
@@ -197,6 +199,9 @@ def _check_item(item: dict, here: str) -> None:
         bad("default_for", f"must be an inline table of field = \"reason\", not {_show(default_for)}")
     if "params" in item and not isinstance(item["params"], dict):
         bad("params", f"must be an inline table, not {_show(item['params'])}")
+    qualifiers = item.get("qualifiers", [])
+    if not isinstance(qualifiers, list) or not all(isinstance(x, str) and x for x in qualifiers):
+        bad("qualifiers", f"must be a list of non-empty strings, not {_show(qualifiers)}")
     names = item.get("names", [])
     if not isinstance(names, list) or not all(isinstance(x, str) and x for x in names):
         bad("names", f"must be a list of non-empty strings, not {_show(names)}")
@@ -386,6 +391,7 @@ def build_architecture(data: dict, accumulators: dict | None = None) -> Architec
                     m=_range(item.get("m"), "m", at),
                     n=_range(item.get("n"), "n", at),
                     names=item.get("names", ()),
+                    qualifiers=item.get("qualifiers", ()),
                     default_for=item.get("default_for", {}),
                     refuse=item.get("refuse", ""),
                     status=_status(item.get("status", "assumed"), at),

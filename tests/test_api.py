@@ -37,8 +37,13 @@ def test_architectures_and_instructions():
     assert "Blackwell" in mmasim.architectures()
     names = mmasim.instructions("B200")
     assert "tcgen05.mma.kind::tf32.f32.tf32.tf32" in names
-    assert len([n for n in names if "kind::f8f6f4" in n and ".sp." not in n]) == 50
-    assert len([n for n in names if "kind::i8" in n and ".sp." not in n]) == 8
+    # 25 type pairs x 2 D formats, and 2 x 2 types x wrap / satfinite, each as cta_group::1,
+    # cta_group::2 and .ws (issue 12)
+    one = [n for n in names if "cta_group::2" not in n and ".ws." not in n]
+    assert len([n for n in one if "kind::f8f6f4" in n and ".sp." not in n]) == 50
+    assert len([n for n in one if "kind::i8" in n and ".sp." not in n]) == 8
+    assert len([n for n in names if "kind::f8f6f4" in n and ".sp." not in n]) == 3 * 50
+    assert len([n for n in names if "kind::i8" in n and ".sp." not in n]) == 3 * 8
 
 
 def test_every_listed_instruction_resolves_to_itself():

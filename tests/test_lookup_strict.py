@@ -87,14 +87,37 @@ def test_cta_group_1_and_collector_hints_name_the_modelled_datapath():
     assert len(same("B200", plain, "tcgen05.mma.cta_group::1.kind::tf32", *hinted)) == 1
 
 
-@pytest.mark.parametrize("instruction", [
-    "tcgen05.mma.cta_group::2.kind::tf32",
-    "tcgen05.mma.ws.kind::tf32",
-    "tcgen05.mma.ws.cta_group::1.kind::f16.f32.bf16.bf16",
+@pytest.mark.parametrize("instruction,qualifier,ms", [
+    ("tcgen05.mma.cta_group::2.kind::tf32", "cta_group::2", (128, 256)),
+    ("tcgen05.mma.ws.kind::tf32", "ws", (32, 64, 128)),
+    ("tcgen05.mma.ws.cta_group::1.kind::f16.f32.bf16.bf16", "ws", (32, 64, 128)),
 ])
-def test_cta_group_2_and_ws_are_refused_as_not_modelled(instruction):
-    with pytest.raises(mmasim.UnsupportedDatapath, match="not modelled"):
-        mmasim.MMA("B200", instruction)
+def test_cta_group_2_and_ws_name_their_own_assumed_datapaths(instruction, qualifier, ms):
+    """PTX: cta_group::2 runs on a CTA pair (M = 128 / 256), .ws is weight-stationary
+    (M = 32 / 64 / 128); neither was measured, so each is its own datapath labelled assumed
+    (never hardware), with the cta_group::1 form's arithmetic."""
+    model = mmasim.MMA("B200", instruction)
+    dp = model.datapath
+    assert dp.qualifiers == (qualifier,) and dp.m == ms
+    assert dp.status.kind == "assumed" and "cta_group::1" in dp.status.evidence
+    plain = mmasim.MMA("B200", instruction.replace(f".{qualifier}", "").replace(".cta_group::1", ""))
+    assert (dp.accumulator, dp.parameters, dp.rounding, dp.k) == (
+        plain.datapath.accumulator, plain.datapath.parameters, plain.datapath.rounding, plain.datapath.k)
+    assert plain.datapath.qualifiers == ()
+
+
+def test_ws_with_cta_group_2_is_rejected():
+    """PTX defines tcgen05.mma.ws for cta_group::1 only."""
+    with pytest.raises(mmasim.UnknownInstruction, match="cta_group::1 only"):
+        mmasim.MMA("B200", "tcgen05.mma.ws.cta_group::2.kind::tf32")
+
+
+def test_block_scaled_kinds_have_no_ws_form():
+    """PTX's .ws forms take no block scaling."""
+    with pytest.raises(mmasim.UnknownInstruction):
+        mmasim.MMA("B200", "tcgen05.mma.ws.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e4m3.ue8m0")
+    assert mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e4m3.ue8m0"
+                      ).datapath.m == (128, 256)
 
 
 def test_block_scale_token_only_for_block_scaled_kinds():
@@ -256,3 +279,12 @@ def test_inheriting_table_relabels_every_datapath_or_is_refused():
     with pytest.raises(TableError, match="no \\[\\[evidence\\]\\] rule"):
         inherit(unlabelled, parent)
     assert isinstance(got.datapaths[0], Datapath)
+
+
+@pytest.mark.parametrize("token", ["scale_input_d", "scale-input-d"])
+def test_scale_input_d_is_refused_by_name(token):
+    """PTX: tcgen05.mma's optional scale-input-d operand makes D = A*B + D * 2^-scale-input-d
+    (kind::f16 / kind::tf32); how the scaled D enters the window was not measured, so a
+    lookup that names it is refused, never silently read as the unscaled instruction."""
+    with pytest.raises(mmasim.UnsupportedDatapath, match="scale-input-d"):
+        mmasim.MMA("B200", f"tcgen05.mma.cta_group::1.kind::f16.{token}", a_type="f16", d_type="f32")

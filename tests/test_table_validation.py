@@ -95,7 +95,9 @@ def test_parameters_of_other_accumulators_are_checked(tmp_path):
     rejects(table(tmp_path, accumulator='"ftz_mul_add"', params="{ P = 3 }", rounding='"rne-f32"'),
             "'params.P'")
     rejects(table(tmp_path, accumulator='"integer"', params="{ F = 1 }", a='"s8"', b='"s8"', d='"s32"',
-                  rounding='"s32-wrap"'), "'params.F'", "takes: none")
+                  rounding='"s32-wrap"'), "'params.F'", "takes: bitop")
+    rejects(table(tmp_path, accumulator='"integer"', params='{ bitop = "and" }', a='"s8"', b='"s8"', d='"s32"',
+                  rounding='"s32-wrap"'), "'params.bitop'", "'xor'")
     rejects(table(tmp_path, accumulator='"two_stage_window"', params="{ F = 24, F2 = 31, even_odd = 1 }",
                   rounding='"rne-f32"'), "'params.even_odd'", "true or false")
 

@@ -45,6 +45,13 @@ _EV_AMD = ("checked: AMD Matrix Instruction Calculator (ROCm amd_matrix_instruct
 
 # what each built-in rule's formulas were checked against (R() refuses a rule missing here)
 _EVIDENCE = {
+    # integer m8n8 and b1 fragments (issue 12): written from the PTX ISA's formulas; the
+    # round trips hold, but the formulas have not been compared line by line with the text
+    **{name: "unverified: written from the PTX ISA's m8n8k16 / m8n8k32 / b1 fragment formulas "
+             "(§9.7.14.5.3-5, §9.7.14.5.10-11); not yet compared line by line with the text"
+       for name in ("mma.m8n8k16.cd.s32", "mma.m8n8k32.cd.s32", "mma.m8n8k128.cd.s32", "mma.m8n8k16.a.8bit", "mma.m8n8k16.b.8bit", "mma.m8n8k32.a.4bit", "mma.m8n8k32.b.4bit",
+                    "mma.m8n8k128.a.1bit", "mma.m8n8k128.b.1bit", "mma.m16n8k128.a.1bit",
+                    "mma.m16n8k128.b.1bit", "mma.m16n8k256.a.1bit", "mma.m16n8k256.b.1bit")},
     "mma.m16n8.cd":
         _checked("9.7.14.5.6 to 9.7.14.5.11", "accumulators C / D: the same row / col formulas in each "
                  "m16n8k4, k8, k16, k32 and k64 section, for .f16, .f32, .f64 and .s32"),
@@ -217,6 +224,53 @@ MMA_SYNC = [
       row="8 * t + i", col="g",
       description="b0..b7 (one register): row = threadID_in_group * 8 + i; col = groupID",
       source=_PTX.format(m=16, n=8, k=32)),
+    # --- integer (issue 12): m8n8k16 (.s8/.u8), m8n8k32 (.s4/.u4) and the single-bit (.b1) shapes
+    R("mma.m8n8k16.a.8bit", "mma.sync", "a", m=8, n=8, k=16, bits=8, elements=4,
+      row="g", col="4 * t + i",
+      description="a0..a3 (one register): row = groupID; col = threadID_in_group * 4 + i",
+      source=_PTX.format(m=8, n=8, k=16)),
+    R("mma.m8n8k16.b.8bit", "mma.sync", "b", m=8, n=8, k=16, bits=8, elements=4,
+      row="4 * t + i", col="g",
+      description="b0..b3 (one register): row = threadID_in_group * 4 + i; col = groupID",
+      source=_PTX.format(m=8, n=8, k=16)),
+    R("mma.m8n8k32.a.4bit", "mma.sync", "a", m=8, n=8, k=32, bits=4, elements=8,
+      row="g", col="8 * t + i",
+      description="a0..a7 (one register): row = groupID; col = threadID_in_group * 8 + i",
+      source=_PTX.format(m=8, n=8, k=32)),
+    R("mma.m8n8k32.b.4bit", "mma.sync", "b", m=8, n=8, k=32, bits=4, elements=8,
+      row="8 * t + i", col="g",
+      description="b0..b7 (one register): row = threadID_in_group * 8 + i; col = groupID",
+      source=_PTX.format(m=8, n=8, k=32)),
+    R("mma.m8n8k128.a.1bit", "mma.sync", "a", m=8, n=8, k=128, bits=1, elements=32,
+      row="g", col="32 * t + i",
+      description="a0..a31 (one register): row = groupID; col = threadID_in_group * 32 + i",
+      source=_PTX.format(m=8, n=8, k=128)),
+    R("mma.m8n8k128.b.1bit", "mma.sync", "b", m=8, n=8, k=128, bits=1, elements=32,
+      row="32 * t + i", col="g",
+      description="b0..b31 (one register): row = threadID_in_group * 32 + i; col = groupID",
+      source=_PTX.format(m=8, n=8, k=128)),
+    R("mma.m16n8k128.a.1bit", "mma.sync", "a", m=16, n=8, k=128, bits=1, elements=64,
+      row="g + 8 * (i >> 5)", col="32 * t + (i & 31)",
+      description="a0..a63 (x2): row = groupID (a0..a31) or groupID + 8 (a32..a63); "
+                  "col = threadID_in_group * 32 + (i & 31)",
+      source=_PTX.format(m=16, n=8, k=128)),
+    R("mma.m16n8k128.b.1bit", "mma.sync", "b", m=16, n=8, k=128, bits=1, elements=32,
+      row="32 * t + i", col="g",
+      description="b0..b31 (one register): row = threadID_in_group * 32 + i; col = groupID",
+      source=_PTX.format(m=16, n=8, k=128)),
+    R("mma.m16n8k256.a.1bit", "mma.sync", "a", m=16, n=8, k=256, bits=1, elements=128,
+      row="g + 8 * ((i >> 5) & 1)", col="32 * t + (i & 31) + 128 * (i >> 6)",
+      description="a0..a127 (x4): row = groupID for a0..a31, a64..a95, else groupID + 8; "
+                  "col = threadID_in_group * 32 + (i & 31), + 128 for a64..a127",
+      source=_PTX.format(m=16, n=8, k=256)),
+    R("mma.m16n8k256.b.1bit", "mma.sync", "b", m=16, n=8, k=256, bits=1, elements=64,
+      row="32 * t + (i & 31) + 128 * (i >> 5)", col="g",
+      description="b0..b63 (x2): row = threadID_in_group * 32 + (i & 31), + 128 for b32..b63; col = groupID",
+      source=_PTX.format(m=16, n=8, k=256)),
+    *[R(f"mma.m8n8k{_k}.cd.s32", "mma.sync", ("c", "d"), m=8, n=8, k=_k, bits=32, elements=2,
+        row="g", col="2 * t + i",
+        description="c0, c1 (.s32): row = groupID; col = threadID_in_group * 2 + i",
+        source=_PTX.format(m=8, n=8, k=_k)) for _k in (16, 32, 128)],
     # m8n8k4 with .f64
     R("mma.m8n8k4.a.f64", "mma.sync", "a", m=8, n=8, k=4, bits=64, elements=1, row="g", col="t",
       description="a0: row = groupID; col = threadID_in_group", source=_PTX.format(m=8, n=8, k=4) + " with .f64"),
@@ -297,7 +351,7 @@ TCGEN05 = [
 
 
 # ---------------------------------------------------------------- AMD v_mfma (64-lane wavefront)
-def _mfma(m, k, kpack, bits, arch=(), kind=None, types=()):
+def _mfma(m, k, kpack, bits, arch=(), kind=None, types=(), evidence=_EV_AMD):
     """A, B, C/D rules of one v_mfma shape: A element i of lane l is row l % M and
     k = kpack * ((l // M) % (K / kpack)) + i of block (l // M) // (K / kpack); B the
     same with columns; D per the M = 32 / 16 / 4 accumulator layouts."""
@@ -306,7 +360,7 @@ def _mfma(m, k, kpack, bits, arch=(), kind=None, types=()):
     tag = f"v_mfma.m{m}n{m}k{k}" + f".kpack{kpack}.{bits}bit" + (f".{'-'.join(arch)}" if arch else "") \
         + (f".kind{kind}" if kind else "")
     common = dict(m=m, n=m, k=k, lanes=64, blocks=blocks, arch=arch, kind=kind, source=_AMD,
-                  evidence=_EV_AMD)
+                  evidence=evidence)
     ab = dict(types=types, abits=bits)
     out = [
         R(tag + ".a", "v_mfma", "a", **ab, bits=bits, elements=kpack, row=f"lane % {m}",
@@ -350,6 +404,12 @@ for _m, _k, _kp, _bits in [
     (16, 4, 1, 64),
 ]:
     MFMA += _mfma(_m, _k, _kp, _bits)
+# --- integer (issue 12): v_mfma_i32_*i8, four 8-bit elements per lane (CDNA1 / CDNA2, and
+# CDNA3's multi-block forms); CDNA3's 32x32x16_i8 / 16x16x32_i8 (eight per lane) share the fp8 rules
+_EV_I8 = ("unverified: the 8-bit v_mfma pattern (four elements per lane) applied to the i8 forms; "
+          "not compared with the AMD Matrix Instruction Calculator's output for these instructions")
+for _m, _k in [(32, 8), (16, 16), (32, 4), (16, 4), (4, 4)]:
+    MFMA += _mfma(_m, _k, 4, 8, evidence=_EV_I8)
 # bf16 before the 1k variants (CDNA1, and CDNA2's non-"1k" forms): two bf16 per lane
 for _m, _k in [(32, 4), (32, 2), (16, 8), (16, 2), (4, 2)]:
     MFMA += _mfma(_m, _k, 2, 16, arch=("CDNA1", "CDNA2"), kind="", types=("bf16",))

@@ -52,6 +52,12 @@ def layout(model, operand: str, alayout: str = "row", blayout: str = "col"):
     dp = model.datapath
     if (dp.op, operand) in _NOT_IN_REGISTERS:
         raise UnsupportedDatapath(f"{model.instruction}: {_NOT_IN_REGISTERS[dp.op, operand]}")
+    if dp.op == "tcgen05.mma" and dp.qualifiers:
+        # the cta_group::1 TMEM rules would bind silently and wrongly (issue 12)
+        raise UnsupportedDatapath(
+            f"{model.instruction}: the per-CTA TMEM layouts of tcgen05.mma.{'.'.join(dp.qualifiers)} "
+            "(PTX data path layouts A, B, C, E, G: mmasim.placement.tmem_datapath) are not bound to "
+            "Model.layout yet")
     M, N = _shape(model, operand)
     fmt = _formats(model)[operand]
     bits = fmt.container_bits
