@@ -37,6 +37,7 @@ hookimpl = pluggy.HookimplMarker("mmasim")
 
 DEFAULT_PLUGINS = (
     "mmasim.builtins",
+    "mmasim.backends.numba",
     "mmasim_plugins.blackwell",
     "mmasim_plugins.volta",
     "mmasim_plugins.turing",

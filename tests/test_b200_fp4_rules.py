@@ -36,7 +36,9 @@ import pytest
 
 import mmasim
 from helpers import f32, f32_rz
+from mmasim.backends.numpy import reference
 from mmasim.model import Model
+from mmasim.registry import get_registry
 
 ONE, NEG_ONE, SIX = 0x2, 0xA, 0x7          # e2m1 words
 UE8M0_ONE, UE4M3_ONE = 0x7F, 0x38
@@ -114,17 +116,19 @@ def run_everywhere(model, a, b, c, sa, sb):
     for be in ("numpy", "numba"):
         got[f"dot {be}"] = int(model.dot(la, lb, c, scale_a=sa, scale_b=sb, backend=be, **md))
     u = lambda x: np.asarray(x, dtype=np.uint64)[None]   # noqa: E731
-    got["reference"] = int(model._steps_reference(u(a), u(b), u([c]).reshape(1), u(sa), u(sb))[0])
-    # matrix form: D[i, 0] is the case, column 1 of B is zero (no nonzero product: D = C)
-    A = np.stack([la, la])
-    B = np.stack([lb, np.zeros_like(lb)], axis=1)
-    C = np.full((2, 2), c, dtype=np.uint32)
-    SA = np.array([sa, sa], dtype=np.uint8)
-    SB = np.array([sb, sb], dtype=np.uint8).T.copy()
-    mmd = {"sparse_metadata": np.array([SPARSE_METADATA] * 2, dtype=np.uint32)} if md else {}
+    got["reference"] = int(reference(model.plan, u(a), u(b), u([c]).reshape(1), u(sa), u(sb))[0])
+    # matrix form: D[i, 0] is the case, columns 1.. of B are zero (no nonzero product: D = C)
+    M, N = 128, 8           # the one M of the block-scaled fp4 kinds, the smallest N: every row is the case
+    A = np.stack([la] * M)
+    B = np.stack([lb] + [np.zeros_like(lb)] * (N - 1), axis=1)
+    C = np.full((M, N), c, dtype=np.uint32)
+    SA = np.array([sa] * M, dtype=np.uint8)
+    SB = np.array([sb] * N, dtype=np.uint8).T.copy()
+    mmd = {"sparse_metadata": np.array([SPARSE_METADATA] * M, dtype=np.uint32)} if md else {}
     for be in ("numpy", "numba"):
         D = np.asarray(model(A, B, C, scale_a=SA, scale_b=SB, backend=be, **mmd))
-        assert [int(x) for x in D[:, 1]] == [c, c], f"matrix {be}: a zero column must give C"
+        assert (D[:, 1:] == c).all(), f"matrix {be}: a zero column must give C"
+        assert len({int(x) for x in D[:, 0]}) == 1, f"matrix {be}: equal rows must give equal words"
         got[f"matrix {be} row 0"], got[f"matrix {be} row 1"] = int(D[0, 0]), int(D[1, 0])
     return got
 
@@ -230,13 +234,15 @@ def test_floor_rule_alone_on_the_one_product_per_group_paths():
     2^-12 + 2^-34, block 0 with zero products under 2^20 x 2^20): each product is
     truncated alone at -35 (exact), D = C.
     """
-    from mmasim.backends.numpy_lean import LeanWindow
+    from mmasim.backends import kernel_for
+    from mmasim.backends.numpy import lean_path
+    from mmasim.backends.numpy.lean import LeanWindow
 
     base = model_of("mxf4 ue8m0 2X", False)
     dp = attrs.evolve(base.datapath, params={"F": 39, "zeros": "excluded", "scale_floor": 35})
-    model = Model(dp, base._reg)
-    assert isinstance(model._lean(), LeanWindow)
-    kern = model._kernel()
+    model = Model(dp, get_registry())
+    assert isinstance(lean_path(model.plan), LeanWindow)
+    kern = kernel_for(model)
     assert kern is not None and "lean" in kern.fn.__name__
     a = np.zeros(K, dtype=np.uint8)
     a[32] = ONE

@@ -13,7 +13,8 @@ import mmasim
 
 numba = pytest.importorskip("numba")
 
-from mmasim.backends import numba_kernels as nk  # noqa: E402
+from mmasim.backends import kernel_for  # noqa: E402
+from mmasim.backends.numba import kernels as nk  # noqa: E402
 from wordgen import seed, words  # noqa: E402
 
 # one datapath per variant (scaled, C kind, D kind, A / B decode, rz encoder)
@@ -28,7 +29,7 @@ VARIANTS = [
 
 
 def _variant(model):
-    kern = model._kernel()
+    kern = kernel_for(model)
     for key, fn in nk._LEAN_VARIANTS.items():
         if kern.fn is fn:
             return key

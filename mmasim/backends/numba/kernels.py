@@ -40,8 +40,7 @@ from numba.core import types
 from numba.core.extending import intrinsic
 from numba.cpython.unsafe.numbers import leading_zeros
 
-from ..decode import decode_float, decode_int
-from . import register_kernel
+from ...decode import decode_float, decode_int
 
 ZERO, FINITE, INF, NAN = 0, 1, 2, 3
 NEG = -(1 << 40)          # intmath.NEG_INF_EXP
@@ -1736,23 +1735,24 @@ def ftz_mul_add_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
 class Kernel:
     """A compiled kernel bound to one datapath's formats, parameters and encoding."""
 
-    def __init__(self, model, fn, P, out_kind="word"):
+    def __init__(self, plan, fn, P, out_kind="word"):
         self.fn = fn
-        self.family = model.datapath.accumulator
+        self.family = plan.datapath.accumulator
         self.P = np.asarray(P, dtype=np.int64)
         self.out_kind = out_kind            # "word", or "f32"/"f64": float values to be packed
-        self.encoding = model.encoding
-        self.FM, self.TAB = _format_specs(model)
-        enc = model.encoding
+        self.encoding = plan.encoding
+        self.step = plan.step
+        self.FM, self.TAB = _format_specs(plan)
+        enc = plan.encoding
         sign_bit = enc.sign_bit if enc.sign_bit < (1 << 63) else enc.sign_bit - (1 << 64)
         self.ENC = np.array([_MODES[enc.mode], enc.bias, enc.frac_bits, enc.word_frac_bits, enc.inf_word,
                              sign_bit, enc.nan_word, (1 << enc.word_bits) - 1 if enc.word_bits < 64 else -1],
                             dtype=np.int64)
-        dp = model.datapath
-        self.block = int(dp.block or 1)
+        self.block = int(plan.datapath.block or 1)
         self.extra = ()                     # further arrays of the kernel (the lean window's tables)
 
-    def __call__(self, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, n, step):
+    def __call__(self, args, n):
+        """``(D words, flags or None)`` of ``n`` rows; ``args``: see :func:`mmasim.backends.numba.kernel_args`."""
         if self.out_kind == "f64":
             vals = np.empty(n, dtype=np.float64)
         elif self.out_kind == "f32":
@@ -1760,8 +1760,7 @@ class Kernel:
         else:
             vals = np.empty(n, dtype=self.encoding.dtype)
         flags = np.empty(n, dtype=np.bool_)
-        nflag = self.fn(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, self.TAB, self.FM, self.P, self.ENC,
-                        step, self.block, vals, flags, *self.extra)
+        nflag = self.fn(*args, self.TAB, self.FM, self.P, self.ENC, self.step, self.block, vals, flags, *self.extra)
         if self.out_kind != "word":
             word = np.uint64 if self.out_kind == "f64" else np.uint32
             words = vals.view(word if self.out_kind == "f64" else np.uint32)
@@ -1774,12 +1773,14 @@ class LeanWindowKernel(Kernel):
     """The lean window kernels: rows with an inf / NaN (``spec``) are then computed
     by the general :func:`window_kernel`, rows it flags by the numpy reference."""
 
-    def __call__(self, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, n, step):
+    def __call__(self, args, n):
+        wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols = args
+        step = self.step
         vals = np.empty(n, dtype=self.encoding.dtype)
         flags = np.empty(n, dtype=np.bool_)
         spec = np.empty(n, dtype=np.bool_)
-        nflag, nspec = self.fn(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, self.TAB, self.FM, self.P, self.ENC,
-                               step, self.block, vals, flags, *self.extra, spec)
+        nflag, nspec = self.fn(*args, self.TAB, self.FM, self.P, self.ENC, step, self.block, vals, flags,
+                               *self.extra, spec)
         if nspec:
             d = np.flatnonzero(spec)
             if ncols > 0:
@@ -1842,13 +1843,12 @@ def _lean_spec(fmt, decoder):
         int(m[fin].max(initial=0)).bit_length()
 
 
-def _lean_specs(model):
+def _lean_specs(plan):
     """``(LT, LS, r - q offset of the products, significand bits of the products)`` of
     the lean window decode of A and B, or ``None``."""
-    reg = model._reg
     rows, tabs, roff, bits, off = [], [], 0, 0, 0
-    for fmt in (model.a_format, model.b_format):
-        spec = _lean_spec(fmt, reg.decoders[fmt.decoder])
+    for fmt in (plan.a_format, plan.b_format):
+        spec = _lean_spec(fmt, plan.decoder(fmt))
         if spec is None:
             return None
         row, tab, o, b = spec
@@ -1867,12 +1867,12 @@ def _lean_specs(model):
     return LT, np.array(rows, dtype=np.int64), roff, bits
 
 
-def _scale_bounds(model):
+def _scale_bounds(plan):
     """(min r - q offset, significand bits) over every word of the scale format, or ``None``."""
-    fmt = model.scale_format
+    fmt = plan.scale_format
     if fmt.container_bits > 16:
         return None
-    dec = model._reg.decoders[fmt.decoder](fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
+    dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
     cls, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.m, dec.q, dec.r))
     fin = cls == FINITE
     if not fin.any():
@@ -1880,15 +1880,14 @@ def _scale_bounds(model):
     return int((r - q)[fin].min()), int(m[fin].max()).bit_length()
 
 
-def _format_specs(model):
-    """(FM, TAB) for the A, B, C, D and scale formats of ``model``; None if one cannot be compiled."""
-    reg = model._reg
-    fmts = [model.a_format, model.b_format, model.c_format, model.d_format, model.scale_format]
+def _format_specs(plan):
+    """(FM, TAB) for the A, B, C, D and scale formats of ``plan``; None if one cannot be compiled."""
+    fmts = [plan.a_format, plan.b_format, plan.c_format, plan.d_format, plan.scale_format]
     rows, tabs, off = [], [], 0
     for fmt in fmts:
         row = [0] * 12
         if fmt is not None:
-            decoder = reg.decoders[fmt.decoder]
+            decoder = plan.decoder(fmt)
             builtin = decoder is decode_float or decoder is decode_int
             # small containers (and plugin decoders of up to 16 bits): a packed table built by
             # the registered decoder; wider built-in formats are decoded arithmetically (a
@@ -1922,23 +1921,21 @@ def _clog2(g: int) -> int:
     return int(np.ceil(np.log2(g))) if g > 1 else 0
 
 
-def _is_builtin(model, name):
-    from ..accumulators import BUILTIN_ACCUMULATORS
-
-    return BUILTIN_ACCUMULATORS.get(name) is model.accumulator
+def _is_builtin(plan, name):
+    return plan.builtin and plan.datapath.accumulator == name
 
 
-def _make(model, fn, P, out_kind="word"):
-    k = Kernel(model, fn, P, out_kind)
+def _make(plan, fn, P, out_kind="word"):
+    k = Kernel(plan, fn, P, out_kind)
     return None if k.FM is None else k
 
 
-def _grouped_table(model, lg):
+def _grouped_table(plan, lg):
     """The tables of :func:`window_grouped_kernel`: rows 0-1 the joint A x B table of
     ``lg`` (a LeanGrouped), rows 2-5 per scale word (built by the registered decoder):
     the signed significand (0 for a zero or inf / NaN), q, r, and 1 for inf / NaN."""
-    fmt = model.scale_format
-    dec = model._reg.decoders[fmt.decoder](fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
+    fmt = plan.scale_format
+    dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
     cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
     fin = cls == FINITE
     N = max(len(lg.P), len(cls))
@@ -1952,21 +1949,20 @@ def _grouped_table(model, lg):
     return np.ascontiguousarray(T)
 
 
-@register_kernel("window")
-def _window(model):
-    if not _is_builtin(model, "window"):
+def _window(plan):
+    if not _is_builtin(plan, "window"):
         return None
-    p = dict(model.datapath.parameters)
+    p = dict(plan.datapath.parameters)
     known = {"F", "zeros", "group", "scale_floor", "c_dominant", "c_relative", "subnormal_redo"}
-    if set(p) - known or model.encoding.mode not in ("rz", "rne"):
+    if set(p) - known or plan.encoding.mode not in ("rz", "rne"):
         return None
     zeros = p.get("zeros", "excluded")
     group = int(p.get("group", 1))
-    scaled = model.datapath.scale is not None
+    scaled = plan.datapath.scale is not None
     cd = p.get("c_dominant")
     if (p.get("scale_floor") is not None or p.get("subnormal_redo") is not None) and not scaled:
         return None
-    step = min(model.datapath.chunk or model.datapath.stored_k, model.datapath.stored_k)
+    step = plan.step
     if step % group or (cd is not None and step % int(cd["group"])):
         return None
     P = [
@@ -1977,17 +1973,17 @@ def _window(model):
         0 if p.get("subnormal_redo") is None else 1, int(p.get("subnormal_redo") or 0),
         1 if scaled else 0, _clog2(group), _clog2(int(cd["group"])) if cd else 0,
     ]
-    lean = _lean_specs(model)
+    lean = _lean_specs(plan)
     if lean is None:
-        return _make(model, window_kernel, P)
+        return _make(plan, window_kernel, P)
     if group > 1 or cd is not None:
-        from .numpy_lean import LeanGrouped
+        from ..numpy.lean import LeanGrouped
 
-        lg = LeanGrouped(model)
+        lg = LeanGrouped(plan)
         if lg.ok and lg.DEAD == GDEAD:
-            k = LeanWindowKernel(model, window_grouped_kernel, P + [lg.roff, 0, 0])
+            k = LeanWindowKernel(plan, window_grouped_kernel, P + [lg.roff, 0, 0])
             if k.FM is not None:
-                k.extra = (_grouped_table(model, lg), np.array([lg.bshift, lg.q0], dtype=np.int64))
+                k.extra = (_grouped_table(plan, lg), np.array([lg.bshift, lg.q0], dtype=np.int64))
                 return k
     LT, LS, roff, bits = lean
     simple = group == 1 and cd is None and p.get("c_relative") is None and p.get("subnormal_redo") is None
@@ -1995,108 +1991,114 @@ def _window(model):
     # product can need (its raw exponent is at most the window's): they must fit int64
     S, lean_ok = max(0, int(p["F"]) - roff), simple
     if scaled:
-        sb = _scale_bounds(model)
+        sb = _scale_bounds(plan)
         if sb is None:
             lean_ok = False
         else:
             S = max(0, int(p["F"]) - roff - 2 * sb[0])
             bits += 2 * sb[1]
     lean_ok = lean_ok and bits + S <= 62 and (not scaled or (LS[0, 0] == 0 and LS[1, 0] == 0))
-    k = LeanWindowKernel(model, window_fast_kernel, P + [roff, 1 if simple else 0, S])
+    k = LeanWindowKernel(plan, window_fast_kernel, P + [roff, 1 if simple else 0, S])
     if k.FM is None:
         return None
     ckind, dkind = (_c_kind([int(x) for x in row]) for row in k.FM[2:4])
     if lean_ok and LS[0, 0] == LS[1, 0] and ckind > 0 and dkind > 0 and (LS[0, 0] == 1 or LT[2].any()):
         # the lean kernel compiled for the variant (A and B decoded alike, IEEE C and
         # D: every built-in window datapath); others take the general lean steps
-        rz = model.encoding.mode == "rz" and model.encoding.frac_bits == model.encoding.word_frac_bits
+        rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
         k.fn = lean_variant(scaled, ckind, dkind, LS[0, 0], rz)
     k.extra = (LT, LS)
     return k
 
 
-@register_kernel("integer")
-def _integer(model):
-    if not _is_builtin(model, "integer") or model.encoding.mode not in ("wrap", "sat") or model.datapath.parameters:
+def _integer(plan):
+    if not _is_builtin(plan, "integer") or plan.encoding.mode not in ("wrap", "sat") or plan.datapath.parameters:
         return None
-    return _make(model, integer_kernel, [0])
+    return _make(plan, integer_kernel, [0])
 
 
-@register_kernel("group_scaled_window")
-def _group_scaled(model):
-    if not _is_builtin(model, "group_scaled_window") or model.datapath.scale is None:
+def _group_scaled(plan):
+    if not _is_builtin(plan, "group_scaled_window") or plan.datapath.scale is None:
         return None
-    p = model.datapath.parameters
-    if set(p) - {"F", "group", "zeros"} or model.encoding.mode not in ("rz", "rne"):
+    p = plan.datapath.parameters
+    if set(p) - {"F", "group", "zeros"} or plan.encoding.mode not in ("rz", "rne"):
         return None
-    step = min(model.datapath.chunk or model.datapath.stored_k, model.datapath.stored_k)
+    step = plan.step
     if step % int(p["group"]):
         return None
-    return _make(model, group_scaled_kernel, [int(p["F"]), int(p["group"]), int(p["zeros"]), _clog2(int(p["group"]))])
+    return _make(plan, group_scaled_kernel, [int(p["F"]), int(p["group"]), int(p["zeros"]), _clog2(int(p["group"]))])
 
 
-@register_kernel("two_stage_window")
-def _two_stage(model):
-    if not _is_builtin(model, "two_stage_window") or model.datapath.scale is not None:
+def _two_stage(plan):
+    if not _is_builtin(plan, "two_stage_window") or plan.datapath.scale is not None:
         return None
-    p = model.datapath.parameters
-    if set(p) - {"F", "F2", "even_odd", "drop_c", "overflow", "nonfinite_c_r"} or model.encoding.mode not in ("rz", "rne"):
+    p = plan.datapath.parameters
+    if set(p) - {"F", "F2", "even_odd", "drop_c", "overflow", "nonfinite_c_r"} or plan.encoding.mode not in ("rz", "rne"):
         return None
     P = [int(p["F"]), int(p["F2"]), 1 if p.get("even_odd") else 0, 1 if p.get("drop_c") else 0,
          0 if p.get("overflow") is None else 1, int(p.get("overflow") or 0),
          0 if p.get("nonfinite_c_r") is None else 1, int(p.get("nonfinite_c_r") or 0)]
-    return _make(model, two_stage_kernel, P)
+    return _make(plan, two_stage_kernel, P)
 
 
-@register_kernel("exact_sum")
-def _exact_sum(model):
-    if not _is_builtin(model, "exact_sum") or model.datapath.scale is not None or model.datapath.parameters:
+def _exact_sum(plan):
+    if not _is_builtin(plan, "exact_sum") or plan.datapath.scale is not None or plan.datapath.parameters:
         return None
-    if model.encoding.mode not in ("rz", "rne"):
+    if plan.encoding.mode not in ("rz", "rne"):
         return None
-    return _make(model, exact_sum_kernel, [0])
+    return _make(plan, exact_sum_kernel, [0])
 
 
-def _ieee_ok(model, formats=("f32", "f64")):
-    enc = model.encoding
-    return model.datapath.scale is None and enc.mode == "rne" and enc.format in formats and not model.datapath.parameters
+def _ieee_ok(plan, formats=("f32", "f64")):
+    enc = plan.encoding
+    return plan.datapath.scale is None and enc.mode == "rne" and enc.format in formats and not plan.datapath.parameters
 
 
-@register_kernel("fma")
-def _fma_family(model):
-    if not _is_builtin(model, "fma") or not _ieee_ok(model):
+def _fma_family(plan):
+    if not _is_builtin(plan, "fma") or not _ieee_ok(plan):
         return None
-    if model.datapath.chunk and model.datapath.chunk < model.datapath.stored_k:
+    if plan.datapath.chunk and plan.datapath.chunk < plan.datapath.stored_k:
         return None
-    if model.encoding.format == "f64":
-        return _make(model, fma_f64_kernel, [0], "f64")
+    if plan.encoding.format == "f64":
+        return _make(plan, fma_f64_kernel, [0], "f64")
     # the reference needs products exact in binary64 (it refuses otherwise)
-    if model.a_format.integer or model.b_format.integer or model.a_format.man_bits + model.b_format.man_bits + 2 > 53:
+    if plan.a_format.integer or plan.b_format.integer or plan.a_format.man_bits + plan.b_format.man_bits + 2 > 53:
         return None
-    return _make(model, fma_f32_kernel, [0], "f32")
+    return _make(plan, fma_f32_kernel, [0], "f32")
 
 
-@register_kernel("mul_add_chain")
-def _mul_add(model):
-    if not _is_builtin(model, "mul_add_chain") or not _ieee_ok(model):
+def _mul_add(plan):
+    if not _is_builtin(plan, "mul_add_chain") or not _ieee_ok(plan):
         return None
-    if model.datapath.chunk and model.datapath.chunk < model.datapath.stored_k:
+    if plan.datapath.chunk and plan.datapath.chunk < plan.datapath.stored_k:
         return None
-    if model.encoding.format == "f64":
-        return _make(model, mul_add_f64_kernel, [0], "f64")
-    return _make(model, mul_add_f32_kernel, [0], "f32")
+    if plan.encoding.format == "f64":
+        return _make(plan, mul_add_f64_kernel, [0], "f64")
+    return _make(plan, mul_add_f32_kernel, [0], "f32")
 
 
-@register_kernel("ftz_mul_add")
-def _ftz(model):
-    if not _is_builtin(model, "ftz_mul_add") or model.datapath.scale is not None:
+def _ftz(plan):
+    if not _is_builtin(plan, "ftz_mul_add") or plan.datapath.scale is not None:
         return None
-    enc = model.encoding
-    p = model.datapath.parameters
+    enc = plan.encoding
+    p = plan.datapath.parameters
     if enc.format != "f32" or enc.mode != "rne" or set(p) != {"P"} or p["P"] not in (2, 4):
         return None
-    if model.datapath.chunk and model.datapath.chunk < model.datapath.stored_k:
+    if plan.datapath.chunk and plan.datapath.chunk < plan.datapath.stored_k:
         return None
-    if model.datapath.stored_k % p["P"]:
+    if plan.datapath.stored_k % p["P"]:
         return None
-    return _make(model, ftz_mul_add_kernel, [int(p["P"])], "f32")
+    return _make(plan, ftz_mul_add_kernel, [int(p["P"])], "f32")
+
+
+#: accumulator name -> kernel builder (registered through the mmasim_kernels hook)
+BUILDERS = {
+    "window": _window,
+    "integer": _integer,
+    "group_scaled_window": _group_scaled,
+    "two_stage_window": _two_stage,
+    "exact_sum": _exact_sum,
+    "fma": _fma_family,
+    "mul_add_chain": _mul_add,
+    "ftz_mul_add": _ftz,
+}
