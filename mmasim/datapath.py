@@ -141,6 +141,12 @@ class Datapath:
         return self.k // 2 if self.sparse else self.k
 
     @property
+    def step(self) -> int:
+        """Elements per hardware step: ``chunk``, at most the stored K (C of each
+        step is D of the previous one; docs/datapaths.md §1)."""
+        return min(self.chunk or self.stored_k, self.stored_k)
+
+    @property
     def blocks(self) -> int:
         return self.stored_k // self.block if self.block else 0
 

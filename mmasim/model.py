@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import backends
 from .datapath import Datapath
 from .errors import DtypeError, ScaleError, ShapeError, SparseMetadataError
 from .lookup import Resolution
@@ -151,8 +152,6 @@ class Model:
     CHUNK_ELEMENTS = 1 << 17
 
     def _backend(self, backend):
-        from . import backends
-
         if backend is None and self.backend is not None:
             backend = self.backend
         return backends.get(backend)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from .accumulators import BUILTIN_ACCUMULATORS
 from .datapath import Datapath
 from .sparse import RULES as SPARSE_RULES
 from .sparse import select
@@ -51,8 +52,6 @@ class Plan:
 
     @classmethod
     def build(cls, datapath: Datapath, registry) -> "Plan":
-        from .accumulators import BUILTIN_ACCUMULATORS
-
         f = registry.formats
         fmts = [f[datapath.a], f[datapath.b], f[datapath.c], f[datapath.d]]
         scale = f[datapath.scale] if datapath.scale else None
@@ -60,7 +59,7 @@ class Plan:
         own = BUILTIN_ACCUMULATORS.get(datapath.accumulator)
         return cls(
             datapath, *fmts, scale, registry.encodings[datapath.rounding], acc,
-            min(datapath.chunk or datapath.stored_k, datapath.stored_k),
+            datapath.step,
             SPARSE_RULES[datapath.sparse] if datapath.sparse else None,
             {x.key: registry.decoders[x.decoder] for x in fmts + ([scale] if scale else [])},
             own is not None and getattr(acc, "function", acc) is own,

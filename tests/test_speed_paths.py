@@ -265,17 +265,17 @@ def test_lean_bit_length_and_rz_pack_are_the_reference():
     """The lean numpy encoder's bit length (float exponent, corrected) and its
     round-toward-zero pack against intmath.bit_length and Encoding.pack, around
     every power of two (where the 53-bit float rounds up) and on random values."""
-    from mmasim.backends.numpy.lean import _bit_length, _PackRZ
+    from mmasim.backends.numpy.lean import float_bit_length, PackRZ
     from mmasim.intmath import bit_length
 
     p = np.array([1 << s for s in range(63)], dtype=np.int64)
     rng = np.random.default_rng(7)
     x = np.concatenate([[0, 1, 2, 3, (1 << 63) - 1], p, p - 1, p + 1, p[1:] - 2,
                         rng.integers(0, 1 << 62, 4000), rng.integers(0, 1 << 20, 4000)]).astype(np.int64)
-    assert (_bit_length(x) == bit_length(x)).all()
+    assert (float_bit_length(x) == bit_length(x)).all()
     reg = get_registry()
     for enc in reg.encodings.values():
-        pk = _PackRZ(enc)
+        pk = PackRZ(enc)
         if not pk.ok:
             continue
         mag = x[x < (1 << 62)]

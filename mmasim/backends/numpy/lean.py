@@ -109,7 +109,7 @@ class _Table:
         return m, q
 
 
-def _bit_length(x):
+def float_bit_length(x):
     """intmath.bit_length of int64 values in [0, 2**62]: the binary exponent of the
     float, corrected where rounding to 53 bits carried into the next power of two
     (exact: a check with an integer shift)."""
@@ -118,7 +118,7 @@ def _bit_length(x):
     return bl
 
 
-class _PackRZ:
+class PackRZ:
     """Encoding.pack for round-toward-zero into the word's own fraction width,
     without inf / NaN / negative-zero overrides: the same integer steps, fewer passes."""
 
@@ -129,7 +129,7 @@ class _PackRZ:
 
     def __call__(self, neg, mag, e0):
         emin = 1 - self.bias
-        lead = e0 + _bit_length(mag) - 1
+        lead = e0 + float_bit_length(mag) - 1
         ml = np.maximum(lead, emin)
         drop = ml - self.frac - e0
         keep = (mag << np.clip(-drop, 0, 62)) >> np.clip(drop, 0, 63)
@@ -210,7 +210,7 @@ class LeanWindow:
         plan = self.plan
         dp = plan.datapath
         n, k = wa.shape
-        step = min(dp.chunk or k, k)
+        step = plan.step
         dec = plan.decoders
         S, F = self.S, self.F
         special = np.zeros(n, dtype=bool)
@@ -325,7 +325,7 @@ class LeanGrouped:
         if g == 1 and cd is None and self.crel is None and self.redo is None:
             return    # LeanWindow's
         block, k = dp.block, dp.k
-        step = min(dp.chunk or k, k)
+        step = plan.step
         cg = self.cd[1] if self.cd else g
         if not block or block % g or block % cg or cg % g or step % block or k % step:
             return
@@ -491,7 +491,7 @@ def _c_terms(path, first, words):
 
 def _bind_output(path, plan):
     """Attach the plan and its C decode / D encode helpers to a lean path."""
-    path.pack_rz = _PackRZ(plan.encoding)
+    path.pack_rz = PackRZ(plan.encoding)
     path.c_dec = _IeeeC(plan.c_format, plan.decoder(plan.c_format))
     path.d_dec = _IeeeC(plan.d_format, plan.decoder(plan.d_format))
     path.plan = plan
