@@ -71,6 +71,16 @@ class Plan:
         return self.datapath.parameters
 
     @property
+    def declared(self) -> bool:
+        """Whether the parameters are valid for the accumulator's parameter class
+        (``Params``; the registry checks tables, not datapaths made in code)."""
+        cls = getattr(self.accumulator, "Params", None)
+        try:
+            return cls is not None and cls(**self.parameters) is not None
+        except (TypeError, ValueError):
+            return False
+
+    @property
     def scaled(self) -> bool:
         return self.scale_format is not None
 
@@ -85,8 +95,12 @@ class Plan:
     @property
     def word_dtypes(self) -> tuple:
         """Container dtypes of A, B, C (and the two scales, when scaled)."""
-        fmts = (self.a_format, self.b_format, self.c_format) + ((self.scale_format,) * 2 if self.scaled else ())
-        return tuple(word_dtype(x) for x in fmts)
+        try:
+            return self.cache["word dtypes"]
+        except KeyError:
+            fmts = (self.a_format, self.b_format, self.c_format) + ((self.scale_format,) * 2 if self.scaled else ())
+            self.cache["word dtypes"] = tuple(word_dtype(x) for x in fmts)
+            return self.cache["word dtypes"]
 
 
 class Operand:
@@ -140,6 +154,8 @@ class _Outer:
     ``d // N`` (``axis`` 0: A, scale A), ``d % N`` (``axis`` 1: B, scale B) or
     ``d`` (``axis`` None: C)."""
 
+    __slots__ = ("flat", "axis", "ncols")
+
     def __init__(self, w: np.ndarray, axis, ncols: int):
         self.flat, self.axis, self.ncols = w, axis, ncols
 
@@ -155,7 +171,6 @@ class _Outer:
         return np.ascontiguousarray(self.flat, dtype=dtype), self.index(s, e)
 
 
-@attrs.frozen(eq=False)
 class Rows:
     """Rows ``start .. stop`` of a batch of dot products: the operands A, B, C
     (and scale A, scale B when scaled; the sparse metadata last, when sparse).
@@ -163,13 +178,14 @@ class Rows:
     Backends read them with :meth:`words` (materialized rows), :meth:`indexed`
     (contiguous words and a row index, without materializing broadcasts) or, for
     the matrix form (``ncols`` > 0: row ``d`` is A row ``d // ncols`` against B
-    column ``d % ncols``), the matrices themselves (:attr:`operands`).
+    column ``d % ncols``), the matrices themselves (:attr:`operands`: A, B
+    transposed, C flat, the scales of A's rows and of B's columns).
     """
 
-    operands: tuple
-    start: int
-    stop: int
-    ncols: int = 0
+    __slots__ = ("operands", "start", "stop", "ncols")
+
+    def __init__(self, operands: tuple, start: int, stop: int, ncols: int = 0):
+        self.operands, self.start, self.stop, self.ncols = operands, start, stop, ncols
 
     @classmethod
     def batch(cls, arrays, batch: tuple, start: int, stop: int) -> "Rows":
@@ -182,24 +198,26 @@ class Rows:
         """The matrix form: ``a`` (M, K), ``bt`` (N, K) (B transposed), ``c`` (M * N,),
         scales (M, blocks) and (N, blocks)."""
         n = bt.shape[0]
-        ops = [_Outer(a, 0, n), _Outer(bt, 1, n), _Outer(c, None, n)]
-        if sa is not None:
-            ops += [_Outer(sa, 0, n), _Outer(sb, 1, n)]
-        return cls(tuple(ops), 0, a.shape[0] * n, n)
+        return cls((a, bt, c) if sa is None else (a, bt, c, sa, sb), 0, a.shape[0] * n, n)
 
     def chunk(self, start: int, stop: int) -> "Rows":
-        return attrs.evolve(self, start=start, stop=stop)
+        return Rows(self.operands, start, stop, self.ncols)
 
     def __len__(self) -> int:
         return self.stop - self.start
 
+    def _operand(self, i: int):
+        if self.ncols:      # the matrix form keeps the arrays themselves (operands)
+            return _Outer(self.operands[i], (0, 1, None, 0, 1)[i], self.ncols)
+        return self.operands[i]
+
     def words(self, i: int, sel=None) -> np.ndarray:
         """Materialized rows of operand ``i`` (all, or those at positions ``sel``)."""
-        return self.operands[i].rows(self.start, self.stop, sel)
+        return self._operand(i).rows(self.start, self.stop, sel)
 
     def indexed(self, i: int, dtype):
         """Operand ``i`` as ``(contiguous words of dtype, row index or None)``."""
-        return self.operands[i].indexed(self.start, self.stop, dtype)
+        return self._operand(i).indexed(self.start, self.stop, dtype)
 
     def dense(self, plan: Plan) -> "Rows":
         """These rows with the sparse selection applied (A and B compacted to the

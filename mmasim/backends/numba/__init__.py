@@ -123,18 +123,23 @@ def kernel_args(plan, rows) -> tuple:
     row index per operand (empty: row d is array row d), and ``ncols`` (> 0: the
     matrix form, row d is A row d // ncols against B row d % ncols)."""
     dtypes = plan.word_dtypes
-    words, index = [], []
-    for i, dt in enumerate(dtypes):
-        if rows.ncols:
-            arr, idx = np.ascontiguousarray(rows.operands[i].flat, dtype=dt), None
-        else:
+    if rows.ncols:
+        words = [np.ascontiguousarray(op, dtype=dt) for op, dt in zip(rows.operands, dtypes)]
+        index = [_NO_INDEX] * len(words)
+    else:
+        words, index = [], []
+        for i, dt in enumerate(dtypes):
             arr, idx = rows.indexed(i, dt)
-        words.append(arr)
-        index.append(_NO_INDEX if idx is None else idx)
+            words.append(arr)
+            index.append(_NO_INDEX if idx is None else idx)
     if not plan.scaled:
-        words += [_NO_SCALE, _NO_SCALE]
-        index += [_NO_INDEX, _NO_INDEX]
+        words += _NO_SCALES
+        index += _NO_SCALES_INDEX
     return (*words, *index, rows.ncols)
+
+
+_NO_SCALES = [_NO_SCALE, _NO_SCALE]
+_NO_SCALES_INDEX = [_NO_INDEX, _NO_INDEX]
 
 
 class NumbaBackend:
@@ -144,11 +149,12 @@ class NumbaBackend:
 
     def takes_matrices(self, plan) -> bool:
         """Whether :meth:`compute` reads the matrix form (``Rows.outer``) in place."""
-        return plan.sparse_rule is None and kernel_for(plan) is not None
+        kern = plan.cache["numba kernel"] if "numba kernel" in plan.cache else kernel_for(plan)
+        return plan.sparse_rule is None and kern is not None
 
     def compute(self, plan, rows):
         """D words of ``rows`` (:class:`mmasim.plan.Rows`) of ``plan``."""
-        kern = kernel_for(plan)
+        kern = plan.cache["numba kernel"] if "numba kernel" in plan.cache else kernel_for(plan)
         if kern is None:
             return _NUMPY.compute(plan, rows)
         rows = rows.dense(plan)

@@ -207,7 +207,7 @@ def _ieee_chain(FUSED, F64):
     source, specialised by the closure constants."""
     ftype = np.float64 if F64 else np.float32
 
-    def ieee_chain_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, R, ENC, step, block, out,
+    def ieee_chain_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out,
                           flags):
         n = out.shape[0]
         K = wa.shape[1]
@@ -257,11 +257,11 @@ def _flush(x):
 
 
 @_jit
-def ftz_mul_add_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, R, ENC, step, block, out, flags):
+def ftz_mul_add_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags):
     n = out.shape[0]
     K = wa.shape[1]
     fp0, fp1, fp2 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2)
-    PP = R.P
+    PP = RA[0].P
     for d in range(n):
         flags[d] = False
         ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)

@@ -23,7 +23,8 @@ parameters:
     the parameters of the generic float / int decoders for wider containers.
 ``TAB`` (n, 5) int64
     decoded ``cls, sign, m, q, r`` of every word of the tabled formats.
-``R``   a parameter record (:class:`WindowRecord`, :class:`TwoStageRecord`, ...).
+``RA``  the family's parameter record (:class:`WindowRecord`, :class:`TwoStageRecord`, ...)
+    as a one-element structured array; a kernel reads ``R = RA[0]`` and its fields by name.
 ``ENC`` int64
     the output encoding.
 
@@ -45,16 +46,9 @@ from .families import (exact_sum_kernel, fma_f32_kernel, fma_f64_kernel, ftz_mul
                        integer_kernel, mul_add_f32_kernel, mul_add_f64_kernel, two_stage_kernel)
 from .primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO
 from .tiles import LSQ, LZQ, PACK_M, _c_kind, lean_variant
-from .window import GDEAD, window_grouped_kernel, window_kernel
+from .window import GDEAD, WindowRecord, window_grouped_kernel, window_kernel
 
 # --------------------------------------------------------- parameter records
-#: The window (mmasim.accumulators.window): F, the zero rule (``excl``, or e_zero
-#: ``ezero``), ``group``, the scale floor (``has_sf``, ``sf``), C-dominant
-#: (``has_cd``, ``cdF``, ``cdG``), C-relative (``has_cr``, ``crF``), the subnormal
-#: redo (``has_sr``, ``srT``), ``scaled``, ceil(log2) of the group sizes, and for the
-#: lean kernels the r - q offset of the products (``roff``) and their left shift ``S``.
-WindowRecord = namedtuple("WindowRecord", "F excl ezero group has_sf sf has_cd cdF cdG has_cr crF has_sr srT "
-                                          "scaled clog_g clog_cd roff S")
 #: group_scaled_window: F, group, e_zero, ceil(log2(group)).
 GroupScaledRecord = namedtuple("GroupScaledRecord", "F group ezero clog_g")
 #: two_stage_window: F, F2, even_odd, drop_c, the product overflow, the raw of a non-finite C.
@@ -73,7 +67,10 @@ class Kernel:
     def __init__(self, plan, fn, R, out_kind="word"):
         self.fn = fn
         self.family = plan.datapath.accumulator
-        self.R = R                          # the family's parameter record
+        self.record = R                     # the family's parameter record
+        # kernels read it as a one-element structured array (fields by name; an array
+        # argument costs numba's dispatcher far less than a tuple of many fields)
+        self.R = np.array([tuple(int(x) for x in R)], dtype=[(f, np.int64) for f in R._fields])
         self.out_kind = out_kind            # "word", or "f32"/"f64": float values to be packed
         self.encoding = plan.encoding
         self.step = plan.step
@@ -287,9 +284,8 @@ def _grouped_table(plan, lg):
 def _window(plan):
     if not _is_builtin(plan, "window"):
         return None
-    p = dict(plan.datapath.parameters)
-    known = {"F", "zeros", "group", "scale_floor", "c_dominant", "c_relative", "subnormal_redo"}
-    if set(p) - known or plan.encoding.mode not in ("rz", "rne"):
+    p = dict(plan.parameters)
+    if not plan.declared or plan.encoding.mode not in ("rz", "rne"):
         return None
     zeros = p.get("zeros", "excluded")
     group = int(p.get("group", 1))
@@ -344,7 +340,7 @@ def _window(plan):
 
 
 def _integer(plan):
-    if not _is_builtin(plan, "integer") or plan.encoding.mode not in ("wrap", "sat") or plan.datapath.parameters:
+    if not _is_builtin(plan, "integer") or plan.encoding.mode not in ("wrap", "sat") or not plan.declared:
         return None
     return _make(plan, integer_kernel, NO_RECORD)
 
@@ -352,8 +348,8 @@ def _integer(plan):
 def _group_scaled(plan):
     if not _is_builtin(plan, "group_scaled_window") or plan.datapath.scale is None:
         return None
-    p = plan.datapath.parameters
-    if set(p) - {"F", "group", "zeros"} or plan.encoding.mode not in ("rz", "rne"):
+    p = plan.parameters
+    if not plan.declared or plan.encoding.mode not in ("rz", "rne"):
         return None
     step = plan.step
     if step % int(p["group"]):
@@ -365,8 +361,8 @@ def _group_scaled(plan):
 def _two_stage(plan):
     if not _is_builtin(plan, "two_stage_window") or plan.datapath.scale is not None:
         return None
-    p = plan.datapath.parameters
-    if set(p) - {"F", "F2", "even_odd", "drop_c", "overflow", "nonfinite_c_r"} or plan.encoding.mode not in ("rz", "rne"):
+    p = plan.parameters
+    if not plan.declared or plan.encoding.mode not in ("rz", "rne"):
         return None
     R = TwoStageRecord(int(p["F"]), int(p["F2"]), 1 if p.get("even_odd") else 0, 1 if p.get("drop_c") else 0,
                        0 if p.get("overflow") is None else 1, int(p.get("overflow") or 0),
@@ -375,7 +371,7 @@ def _two_stage(plan):
 
 
 def _exact_sum(plan):
-    if not _is_builtin(plan, "exact_sum") or plan.datapath.scale is not None or plan.datapath.parameters:
+    if not _is_builtin(plan, "exact_sum") or plan.datapath.scale is not None or not plan.declared:
         return None
     if plan.encoding.mode not in ("rz", "rne"):
         return None
@@ -386,12 +382,12 @@ def _ieee_ok(plan, family):
     """The IEEE chain families: the built-in accumulator, unscaled, RNE into f32 or f64,
     one step over the whole K."""
     enc = plan.encoding
-    return (_is_builtin(plan, family) and plan.datapath.scale is None and enc.mode == "rne"
+    return (_is_builtin(plan, family) and plan.declared and plan.datapath.scale is None and enc.mode == "rne"
             and enc.format in ("f32", "f64") and plan.step == plan.datapath.stored_k)
 
 
 def _fma_family(plan):
-    if not _ieee_ok(plan, "fma") or plan.parameters:
+    if not _ieee_ok(plan, "fma"):
         return None
     if plan.encoding.format == "f64":
         return _make(plan, fma_f64_kernel, NO_RECORD, "f64")
@@ -402,7 +398,7 @@ def _fma_family(plan):
 
 
 def _mul_add(plan):
-    if not _ieee_ok(plan, "mul_add_chain") or plan.parameters:
+    if not _ieee_ok(plan, "mul_add_chain"):
         return None
     f64 = plan.encoding.format == "f64"
     return _make(plan, mul_add_f64_kernel if f64 else mul_add_f32_kernel, NO_RECORD, plan.encoding.format)
@@ -410,8 +406,8 @@ def _mul_add(plan):
 
 def _ftz(plan):
     p = plan.parameters
-    if not _ieee_ok(plan, "ftz_mul_add") or plan.encoding.format != "f32" or set(p) != {"P"} \
-            or p["P"] not in (2, 4) or plan.datapath.stored_k % p["P"]:
+    if not _ieee_ok(plan, "ftz_mul_add") or plan.encoding.format != "f32" or p["P"] not in (2, 4) \
+            or plan.datapath.stored_k % p["P"]:
         return None
     return _make(plan, ftz_mul_add_kernel, FtzRecord(int(p["P"])), "f32")
 

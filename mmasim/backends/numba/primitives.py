@@ -358,9 +358,10 @@ def row_kernel(step_fn, name):
     ``fp`` the A, B and scale decode specs, ``W`` an int64 work array
     (``WORK_ROWS`` x ``step + 1``)."""
 
-    def kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, R, ENC, step, block, out, flags):
+    def kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags):
         n = out.shape[0]
         K = wa.shape[1]
+        R = RA[0]
         fp = (_fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 4))
         fp2, fp3 = _fmt(FM, 2), _fmt(FM, 3)
         W = np.zeros((WORK_ROWS, step + 1), np.int64)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .primitives import (FINITE, INF, NEG, ZERO, _decode_call, _f32_decode, _fmt, _ieee_decode, _is_f32, _jit,
                          _inline, _pack, _pack_rz, _rows, _trunc)
-from .window import _d_or_c, _window_quantum
+from .window import _d_or_c, _window_params, _window_quantum
 
 LZQ = -(1 << 30)     # q of a zero element
 LSQ = 1 << 36        # q of an inf / NaN element
@@ -275,7 +275,7 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
     inlines the helpers, and LLVM folds the rest, so that the loops have no variant
     branches."""
 
-    def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, R, ENC, step, block, out,
+    def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out,
                            flags, LT, LS, spec):
         """The window with one product per group (``group`` 1, no ``c_dominant``,
         ``c_relative``, ``subnormal_redo``), scaled or not, on tiles of rows (above).
@@ -290,6 +290,7 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
         n = out.shape[0]
         K = wa.shape[1]
         fp2, fp3, fp4 = _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+        R = _window_params(RA[0])
         excl = R.excl == 1
         roff = R.roff
         S = R.S

@@ -13,17 +13,35 @@ compose them.  ``R`` is the window's parameter record
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from .primitives import (FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _clip, _decode, _decode_ab,
                          _decode_scales, _f32_decode, _fmt, _is_f32, _jit, _inline, _note_special, _pack, _pack_rz,
                          _product_class, _rows, _shift, _special_result, _trunc, row_kernel)
 
+#: The window's parameters (mmasim.accumulators.window): F, the zero rule (``excl``, or
+#: e_zero ``ezero``), ``group``, the scale floor (``has_sf``, ``sf``), C-dominant
+#: (``has_cd``, ``cdF``, ``cdG``), C-relative (``has_cr``, ``crF``), the subnormal redo
+#: (``has_sr``, ``srT``), ``scaled``, ceil(log2) of the group sizes, and for the lean
+#: kernels the r - q offset of the products (``roff``) and their left shift ``S``.
+WindowRecord = namedtuple("WindowRecord", "F excl ezero group has_sf sf has_cd cdF cdG has_cr crF has_sr srT "
+                                          "scaled clog_g clog_cd roff S")
+
 LQBIG = 1 << 40      # above every live product q (the group minimum's start)
 GDEAD = -1000        # numpy lean LeanGrouped.DEAD: joint q of a pair with a zero factor
 
 
 # ------------------------------------------------------------------- the rules
+@_inline
+def _window_params(r):
+    """The window's parameters as a local record (values, not loads from the
+    record array: the loops keep them in registers)."""
+    return WindowRecord(r.F, r.excl, r.ezero, r.group, r.has_sf, r.sf, r.has_cd, r.cdF, r.cdG, r.has_cr, r.crF,
+                        r.has_sr, r.srT, r.scaled, r.clog_g, r.clog_cd, r.roff, r.S)
+
+
 @_inline
 def _window_quantum(max_r, any_live, dead, c_live, cr, max_sr, R):
     """window_exponent and window_quantum: ``(quantum, cdom)`` from the largest live
@@ -169,8 +187,9 @@ def _group_total(G, step, pm, pq, pn, plr, psr, max_sr, bufs, quantum, cterm, R)
 
 # ------------------------------------------------------------------ kernels
 @_jit
-def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
+def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, rec, ENC, W):
     """One step of the window with every parameter, on every word (inf / NaN included)."""
+    R = _window_params(rec)
     ccls, csg, cm, cq, cr = c
     scaled = R.scaled == 1
     pm, pq, pn, plr, psr = W[0], W[1], W[2], W[3], W[4]
@@ -231,7 +250,7 @@ window_kernel = row_kernel(_window_step, "window_kernel")
 
 
 @_jit
-def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, R, ENC, step, block, out, flags,
+def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags,
                           LT, LS, spec):
     """The grouped block-scaled window (B200 NVFP4 / MXF4) where every group lies in one
     scale block and the A / B formats are narrow (``LeanGrouped`` of the numpy backend
@@ -245,6 +264,7 @@ def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, 
     n = out.shape[0]
     K = wa.shape[1]
     fp2, fp3 = _fmt(FM, 2), _fmt(FM, 3)
+    R = _window_params(RA[0])
     group = R.group
     bsh = LS[0]
     q0 = LS[1]

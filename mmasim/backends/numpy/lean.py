@@ -173,7 +173,9 @@ class LeanWindow:
         if not plan.builtin or dp.accumulator != "window" or dp.sparse or plan.encoding.mode not in ("rz", "rne"):
             return
         p = dict(dp.parameters)
-        if set(p) - {"F", "zeros", "group", "scale_floor"} or int(p.get("group", 1)) != 1:
+        # one product per group, none of the C rules or the redo (LeanGrouped's)
+        if not plan.declared or int(p.get("group", 1)) != 1 \
+                or any(p.get(rule) is not None for rule in ("c_dominant", "c_relative", "subnormal_redo")):
             return
         if p.get("scale_floor") is not None and dp.scale is None:
             return
@@ -311,7 +313,7 @@ class LeanGrouped:
                 or plan.encoding.mode not in ("rz", "rne"):
             return
         p = dict(dp.parameters)
-        if set(p) - {"F", "zeros", "group", "scale_floor", "c_dominant", "c_relative", "subnormal_redo"}:
+        if not plan.declared:
             return
         if p.get("zeros", "excluded") != "excluded":
             return
