@@ -37,7 +37,7 @@ import attrs
 import numpy as np
 
 from ..decode import FINITE, Decoded
-from ..intmath import NEG_INF_EXP, bit_length, exact_group_sums, shift, truncate_signed
+from ..intmath import NEG_INF_EXP, bit_length, exact_group_sums, truncate_signed
 from ..special import classify, product
 from .params import either, integer, one_of, optional, table_of
 
@@ -86,14 +86,15 @@ def c_relative_terms(contrib, neg, mag, q, gr, c_live, c_r, qk, Fc):
     rel = c_live[..., None] & (gr > NEG_INF_EXP) & (gr <= c_r[..., None])
     q_rel = np.maximum(qk, (c_r - Fc)[..., None])
     t_rel = truncate_signed(neg, mag, q, q_rel)
-    return np.where(rel, np.where(t_rel < 0, -shift(-t_rel, q_rel - qk), shift(t_rel, q_rel - qk)), contrib)
+    return np.where(rel, truncate_signed(t_rel < 0, np.abs(t_rel), q_rel, qk), contrib)
 
 
-def subnormal_redo(total, quantum, contrib, group_scale_r, live_sr, c_term, T, cdom=None):
+def subnormal_redo(total, quantum, contrib, group_scale_r, live_sr, c_term, T, cdom=None, bit_length=bit_length):
     """The subnormal redo: where ``total`` (quanta of ``2**quantum``) is a nonzero
     RZ-F32 subnormal (and C does not dominate), the sum without the groups whose
     scale raw is below ``live_sr`` and whose contribution is below ``2**(T - quantum)``
-    quanta (``c_term``: the truncated C)."""
+    quanta (``c_term``: the truncated C).  ``bit_length``: any exact implementation
+    of :func:`mmasim.intmath.bit_length` (the lean path passes a faster one)."""
     lead = quantum + bit_length(np.abs(total)) - 1
     # RZ-F32 gives a nonzero subnormal: 2**-149 <= |sum| < 2**-126
     subnormal = (total != 0) & (lead < -126) & (lead >= -149)

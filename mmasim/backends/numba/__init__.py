@@ -123,9 +123,11 @@ def kernel_args(plan, rows) -> tuple:
     row index per operand (empty: row d is array row d), and ``ncols`` (> 0: the
     matrix form, row d is A row d // ncols against B row d % ncols)."""
     dtypes = plan.word_dtypes
-    if rows.ncols:
-        words = [np.ascontiguousarray(op, dtype=dt) for op, dt in zip(rows.operands, dtypes)]
-        index = [_NO_INDEX] * len(words)
+    if rows.ncols:      # the matrices themselves (the common small call: no loops)
+        ops, asc, ni = rows.operands, np.ascontiguousarray, _NO_INDEX
+        sa, sb = (asc(ops[3], dtypes[3]), asc(ops[4], dtypes[4])) if plan.scaled else (_NO_SCALE, _NO_SCALE)
+        return (asc(ops[0], dtypes[0]), asc(ops[1], dtypes[1]), asc(ops[2], dtypes[2]), sa, sb, ni, ni, ni, ni, ni,
+                rows.ncols)
     else:
         words, index = [], []
         for i, dt in enumerate(dtypes):
@@ -157,8 +159,9 @@ class NumbaBackend:
         kern = plan.cache["numba kernel"] if "numba kernel" in plan.cache else kernel_for(plan)
         if kern is None:
             return _NUMPY.compute(plan, rows)
-        rows = rows.dense(plan)
-        words, flags = kern(kernel_args(plan, rows), len(rows))
+        if plan.sparse_rule is not None:
+            rows = rows.dense(plan)
+        words, flags = kern(kernel_args(plan, rows), rows.stop - rows.start)
         if flags is not None:   # rows the kernel leaves to the reference
             idx = np.flatnonzero(flags)
             words[idx] = _NUMPY.compute(plan, rows.take(idx))

@@ -459,7 +459,8 @@ class LeanGrouped:
             ct = truncate_signed(c_neg, c_mag, c_q, quantum)
             total = products_total + ct
             if self.redo is not None:
-                total = subnormal_redo(total, quantum, contrib, s_r, live_sr, ct, self.redo, cdom)
+                total = subnormal_redo(total, quantum, contrib, s_r, live_sr, ct, self.redo, cdom,
+                                       bit_length=float_bit_length)
             words = _pack_sum(self.pack_rz, plan.encoding, total, quantum, (any_live, c_neg, c_mag, c_q))
         if special.any():
             idx = np.flatnonzero(special)
