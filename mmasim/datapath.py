@@ -148,7 +148,8 @@ class Datapath:
 
     @property
     def step(self) -> int:
-        """Elements per hardware step: ``chunk``, or all of the stored K (``chunk`` is at most K)."""
+        """Elements per hardware step: ``chunk``, at most the stored K (C of each
+        step is D of the previous one; docs/datapaths.md §1)."""
         return min(self.chunk or self.stored_k, self.stored_k)
 
     @property

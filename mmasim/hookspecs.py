@@ -82,3 +82,17 @@ def mmasim_architectures():
     datapaths to one another table declares (``[architecture] extends = ...``);
     tables are checked when they load (:class:`~mmasim.errors.TableError` with
     the file, datapath and field)."""
+
+
+# ----------------------------------------------------------- compiled kernels
+# (read by mmasim.backends, not by the registry: a kernel is a way to compute a
+# datapath, never part of what the datapath is)
+@hookspec
+def mmasim_kernels():
+    """Return a mapping ``accumulator name -> builder(plan) -> kernel | None``.
+
+    The ``numba`` backend asks the builder of a datapath's accumulator for a
+    compiled kernel of its :class:`~mmasim.plan.Plan`; ``None`` (or no builder)
+    leaves the datapath to numpy.  A plugin registered later replaces an earlier
+    plugin's builder of the same name.  The built-in kernels are registered
+    through this hook by :mod:`mmasim.backends.numba`."""

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import backends
 from .datapath import Datapath
 from .errors import DtypeError, ScaleError, ShapeError, SparseMetadataError
 from .lookup import Resolution
 from .registry import Registry
-from .sparse import RULES as SPARSE_RULES
-from .sparse import select
+from .plan import Plan, Rows
 from .special import rules_for as special_rules
 from .words import VALUES, as_array, from_words, to_words, typed_dtype
 
@@ -31,14 +31,14 @@ class Model:
         self._legal = ((self._shape[0],) if self._shape else tuple(datapath.m),
                        (self._shape[1],) if self._shape else tuple(datapath.n))
         self._reg = registry
-        f = registry.formats
-        self.a_format, self.b_format = f[datapath.a], f[datapath.b]
-        self.c_format, self.d_format = f[datapath.c], f[datapath.d]
-        self.scale_format = f[datapath.scale] if datapath.scale else None
-        self.encoding = registry.encodings[datapath.rounding]
-        self.accumulator = registry.accumulators[datapath.accumulator]
-        self.sparse_rule = SPARSE_RULES[datapath.sparse] if datapath.sparse else None
-        self._decode = {k: registry.decoders[v.decoder] for k, v in f.items()}
+        #: what a backend computes from (mmasim.plan.Plan), resolved once
+        self.plan = plan = Plan.build(datapath, registry)
+        self.a_format, self.b_format = plan.a_format, plan.b_format
+        self.c_format, self.d_format = plan.c_format, plan.d_format
+        self.scale_format = plan.scale_format
+        self.encoding = plan.encoding
+        self.accumulator = plan.accumulator
+        self.sparse_rule = plan.sparse_rule
 
     # ------------------------------------------------------------------ names
     @property
@@ -143,9 +143,7 @@ class Model:
             shapes = ", ".join(str(x.shape) for x in (wa, wb, wc, *extra))
             raise ShapeError(f"operand batch shapes do not broadcast: {shapes}") from exc
         n = int(np.prod(batch, dtype=np.int64))
-        ops = [_Flat(wa, batch, n), _Flat(wb, batch, n), _Flat(wc, batch, n, vector=False)]
-        ops += [_Flat(e, batch, n) for e in extra]
-        d = self._compute(ops, n, backend).reshape(batch)
+        d = self._compute([wa, wb, wc, *extra], batch, n, backend).reshape(batch)
         # the result dtype depends only on the datapath: D words in the encoding's unsigned
         # dtype, or (for values in) the D format's float dtype; integer D is always words
         return from_words(d, self.d_format) if values and not self.d_format.integer else d
@@ -153,116 +151,20 @@ class Model:
     # rows per chunk: bounded temporaries (numpy) and bounded gathers (both backends)
     CHUNK_ELEMENTS = 1 << 17
 
-    def _kernel(self):
-        try:
-            return self._kern
-        except AttributeError:
-            from . import backends
-
-            self._kern = backends.kernel_for(self)
-            return self._kern
-
     def _backend(self, backend):
-        from . import backends
-
         if backend is None and self.backend is not None:
             backend = self.backend
-        return backends.resolve(backend)
+        return backends.get(backend)
 
-    def _compute(self, ops, n, backend):
-        dp = self.datapath
+    def _compute(self, arrays, batch, n, backend):
+        be = self._backend(backend)
         out = np.empty(n, dtype=self.encoding.dtype)
-        kern = self._kernel() if self._backend(backend) == "numba" else None
-        scaled = dp.scale is not None
-        chunk = max(1, self.CHUNK_ELEMENTS // max(dp.k, 1))
-        dtypes = [_word_dtype(f) for f in (self.a_format, self.b_format, self.c_format)]
-        if scaled:
-            dtypes += [_word_dtype(self.scale_format)] * 2
-        step = min(dp.chunk or dp.stored_k, dp.stored_k)
+        chunk = max(1, self.CHUNK_ELEMENTS // max(self.datapath.k, 1))
+        rows = Rows.batch(arrays, batch, 0, n)
         for s in range(0, n, chunk):
             e = min(n, s + chunk)
-            if kern is not None and not self.sparse_rule:
-                args = [op.for_kernel(s, e, dt) for op, dt in zip(ops, dtypes)]
-                if not scaled:
-                    args += [(_NO_SCALE, _NO_INDEX), (_NO_SCALE, _NO_INDEX)]
-                (wa, ia), (wb, ib), (wc, ic), (sa, isa), (sb, isb) = args
-                words, flags = kern(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, 0, e - s, step)
-            elif kern is not None:
-                rows = [op.rows(s, e) for op in ops]
-                wa, wb = select(self.sparse_rule, dp.k, rows[-1].astype(np.uint64), rows[0], rows[1])
-                wa, wb, wc = (np.ascontiguousarray(x, dtype=dt) for x, dt in zip((wa, wb, rows[2]), dtypes))
-                sa = sb = _NO_SCALE
-                if scaled:
-                    sa, sb = (np.ascontiguousarray(x, dtype=dtypes[3]) for x in rows[3:5])
-                words, flags = kern(wa, wb, wc, sa, sb, _NO_INDEX, _NO_INDEX, _NO_INDEX, _NO_INDEX, _NO_INDEX,
-                                    0, e - s, step)
-            else:
-                out[s:e] = self._numpy_rows(ops, s, e)
-                continue
-            if flags is not None:   # rows the kernel leaves to the reference
-                idx = np.flatnonzero(flags)
-                words[idx] = self._numpy_rows(ops, s, e, idx)
-            out[s:e] = words
+            out[s:e] = be.compute(self.plan, rows.chunk(s, e))
         return out
-
-    def _numpy_rows(self, ops, s, e, idx=None):
-        dp = self.datapath
-        lean = self._lean()
-        # A / B words in their own dtype where the lean path takes them so (no uint64 copy)
-        native = 2 if getattr(lean, "native_words", False) and not self.sparse_rule else 0
-        rows = [op.rows(s, e, idx) if i < native else op.rows(s, e, idx).astype(np.uint64)
-                for i, op in enumerate(ops)]
-        wa, wb, wc = rows[:3]
-        sa = sb = None
-        if dp.scale:
-            sa, sb = rows[3], rows[4]
-        if self.sparse_rule:
-            wa, wb = select(self.sparse_rule, dp.k, rows[-1], wa, wb)
-        return self._steps(wa, wb, wc, sa, sb)
-
-    def _lean(self):
-        try:
-            return self._lean_np
-        except AttributeError:
-            from .backends.numpy_lean import LeanGrouped, LeanWindow
-
-            lean = LeanWindow(self)
-            if not lean.ok:
-                lean = LeanGrouped(self)
-            self._lean_np = lean if lean.ok else None
-            return self._lean_np
-
-    def _steps(self, wa, wb, wc, sa, sb):
-        """D words of materialized rows (uint64 words): the lean numpy window where it
-        applies (same words; rows with inf / NaN go to the reference), else the reference."""
-        lean = self._lean()
-        if lean is not None and wa.shape[0]:
-            return lean(wa, wb, wc, sa, sb)
-        return self._steps_reference(wa, wb, wc, sa, sb)
-
-    def _steps_reference(self, wa, wb, wc, sa, sb):
-        """The reference: decode, then the registered accumulator, step by step."""
-        dp = self.datapath
-        k = wa.shape[-1]
-        step = min(dp.chunk or k, k)
-        if sa is not None:
-            sa = np.repeat(sa, dp.block, axis=-1)
-            sb = np.repeat(sb, dp.block, axis=-1)
-        params = dp.parameters
-        c_fmt = self.c_format
-        words = wc
-        for s in range(0, k, step):
-            cut = slice(s, s + step)
-            A = self._decode[dp.a](self.a_format, wa[:, cut])
-            B = self._decode[dp.b](self.b_format, wb[:, cut])
-            C = self._decode[c_fmt.key](c_fmt, words)
-            SA = SB = None
-            if sa is not None:
-                SA = self._decode[dp.scale](self.scale_format, sa[:, cut])
-                SB = self._decode[dp.scale](self.scale_format, sb[:, cut])
-            words = self.accumulator(A, B, C, SA, SB, self.encoding, **params)
-            c_fmt = self.d_format
-        return words
 
     def __call__(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None):
         """Matrix form: ``(M, K) x (K, N) + (M, N) -> (M, N)``.
@@ -329,16 +231,14 @@ class Model:
         return self.dot(a, b, C, scale_a=sa, scale_b=sb, sparse_metadata=md, backend=backend)
 
     def _matrix_fast(self, A, B, C, scale_a, scale_b, sparse_metadata, backend):
-        """The compiled kernel on the matrices themselves (no broadcast copies), when
-        the operands are plain, valid container words; else ``None``."""
+        """The matrix form given to a backend that reads the matrices themselves (no
+        broadcast copies), when the operands are plain, valid container words; else ``None``."""
         dp = self.datapath
         if self.sparse_rule or sparse_metadata is not None or (scale_a is None) != (dp.scale is None) \
                 or (scale_b is None) != (dp.scale is None) or A.shape[1] != dp.k:
             return None
-        if self._backend(backend) != "numba":
-            return None
-        kern = self._kernel()
-        if kern is None:
+        be = self._backend(backend)
+        if not be.takes_matrices(self.plan):
             return None
         M, N = C.shape
         mats = [(A, self.a_format), (B, self.b_format), (C, self.c_format)]
@@ -347,38 +247,19 @@ class Model:
             if scale_a.shape != (M, dp.blocks) or scale_b.shape != (dp.blocks, N):
                 return None
             mats += [(scale_a, self.scale_format), (scale_b, self.scale_format)]
-        words = []
         for x, fmt in mats:
             if x.dtype.kind not in "iu" or x.dtype == _typed(fmt) or not _plain_words(x, fmt):
                 return None
-            words.append(x)
-        dt = [_word_dtype(f) for _, f in mats]
-        wa = np.ascontiguousarray(words[0], dtype=dt[0])
-        wb = np.ascontiguousarray(words[1].T, dtype=dt[1])
-        wc = np.ascontiguousarray(words[2], dtype=dt[2]).reshape(-1)
-        if dp.scale:
-            sa = np.ascontiguousarray(words[3], dtype=dt[3])
-            sb = np.ascontiguousarray(words[4].T, dtype=dt[4])
-        else:
-            sa = sb = _NO_SCALE
-        n = M * N
-        if n == 0:
+        if M * N == 0:
             return np.empty((M, N), dtype=self.encoding.dtype)
-        step = min(dp.chunk or dp.stored_k, dp.stored_k)
-        out, flags = kern(wa, wb, wc, sa, sb, _NO_INDEX, _NO_INDEX, _NO_INDEX, _NO_INDEX, _NO_INDEX, N, n, step)
-        if flags is not None:
-            idx = np.flatnonzero(flags)
-            i, j = idx // N, idx % N
-            out[idx] = self._steps(wa[i].astype(np.uint64), wb[j].astype(np.uint64), wc[idx].astype(np.uint64),
-                                   None if not dp.scale else sa[i].astype(np.uint64),
-                                   None if not dp.scale else sb[j].astype(np.uint64))
-        return out.reshape(M, N)
+        rows = Rows.outer(A, B.T, C.reshape(-1), *((scale_a, scale_b.T) if dp.scale else ()))
+        return be.compute(self.plan, rows).reshape(M, N)
 
     def decode(self, operand: str, words):
         """Decode words of ``operand`` ("a", "b", "c", "d" or "scale") with this datapath's formats."""
         fmt = {"a": self.a_format, "b": self.b_format, "c": self.c_format, "d": self.d_format,
                "scale": self.scale_format}[operand]
-        return self._decode[fmt.key](fmt, np.asarray(words))
+        return self.plan.decode(fmt, np.asarray(words))
 
     # ----------------------------------------------------------- explanation
     def describe(self) -> str:
@@ -398,7 +279,7 @@ class Model:
         if dp.sparse:
             lines.append(f"  sparsity: {self.sparse_rule.description}")
         lines.append(f"  accumulator: {dp.accumulator} {_fmt_params(dp.parameters)}")
-        chunk = min(dp.chunk or dp.stored_k, dp.stored_k)
+        chunk = self.plan.step
         lines.append(
             f"  steps: {dp.stored_k // chunk} x {chunk} elements"
             + (" (C of each step is D of the previous one, rounded)" if chunk < dp.stored_k else " (one window over the whole K)")
@@ -454,16 +335,6 @@ def _fmt_range(values) -> str:
     if len(values) > 3 and all(b - a == values[1] - values[0] for a, b in zip(values, values[1:])):
         return f"{values[0]}..{values[-1]} step {values[1] - values[0]}"
     return ", ".join(map(str, values))
-
-
-_NO_INDEX = np.zeros(0, dtype=np.int64)
-_NO_SCALE = np.zeros((1, 1), dtype=np.uint8)
-
-
-def _word_dtype(fmt):
-    """The unsigned dtype that holds ``fmt``'s container words (what kernels read)."""
-    bits = fmt.container_bits
-    return np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32 if bits <= 32 else np.uint64
 
 
 def _plain_words(arr: np.ndarray, fmt) -> bool:
@@ -533,52 +404,6 @@ def _extent(legal, size: int, axis: str, shape, operand: str, what: str, model, 
         f"{what}: {operand} is {tuple(shape)}, so {axis} = {size}; {source}. The matrix form is one "
         "instruction: use mmasim.gemm for larger matrices, or Model.dot for single dot products"
     )
-
-
-class _Flat:
-    """One operand of a batch: its rows (last axis kept, unless ``vector=False``)
-    addressed by flat batch index, without materializing broadcasts."""
-
-    def __init__(self, w: np.ndarray, batch: tuple, n: int, vector: bool = True):
-        self.vector = vector
-        own = w.shape[:-1] if vector else w.shape
-        pad = (1,) * (len(batch) - len(own)) + tuple(own)
-        self.identity = pad == tuple(batch)
-        self.pad = pad
-        self.batch = tuple(batch)
-        tail = w.shape[-1:] if vector else ()
-        self.flat = w.reshape((-1,) + tail) if own else w.reshape((1,) + tail)
-        self._converted = {}
-
-    def index(self, s, e):
-        if self.identity:
-            return None
-        if all(p == 1 for p in self.pad):
-            return np.zeros(e - s, dtype=np.int64)
-        coords = np.unravel_index(np.arange(s, e, dtype=np.int64), self.batch)
-        idx = np.zeros(e - s, dtype=np.int64)
-        for size, c in zip(self.pad, coords):
-            idx = idx * size + (c if size > 1 else 0)
-        return idx
-
-    def rows(self, s, e, sel=None):
-        """Materialized rows ``s..e`` (or the rows ``s + sel``)."""
-        idx = self.index(s, e)
-        if idx is None:
-            part = self.flat[s:e]
-            return part if sel is None else part[sel]
-        return self.flat[idx if sel is None else idx[sel]]
-
-    def for_kernel(self, s, e, dtype):
-        """``(array, index)`` for a kernel: contiguous words of ``dtype`` and an
-        index per row (empty: row i is array row i)."""
-        idx = self.index(s, e)
-        if idx is None:
-            part = np.ascontiguousarray(self.flat[s:e], dtype=dtype)
-            return part, _NO_INDEX
-        if dtype not in self._converted:
-            self._converted[dtype] = np.ascontiguousarray(self.flat, dtype=dtype)
-        return self._converted[dtype], idx
 
 
 def matrices(A, B, C, what: str):

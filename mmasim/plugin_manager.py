@@ -30,6 +30,7 @@ from .errors import PluginConflict, PluginError, PluginWarning
 #: (B200 layouts, RTX Blackwell's e2m1 container).
 DEFAULT_PLUGINS = (
     "mmasim.builtins",
+    "mmasim.backends.numba",
     "mmasim_plugins.archs",
     "mmasim_plugins.blackwell",
     "mmasim_plugins.rtx_blackwell",

@@ -36,7 +36,9 @@ import pytest
 
 import mmasim
 from helpers import f32, f32_rz
+from mmasim.backends.numpy import reference
 from mmasim.model import Model
+from mmasim.registry import get_registry
 
 ONE, NEG_ONE, SIX = 0x2, 0xA, 0x7          # e2m1 words
 UE8M0_ONE, UE4M3_ONE = 0x7F, 0x38
@@ -114,7 +116,7 @@ def run_everywhere(model, a, b, c, sa, sb):
     for be in ("numpy", "numba"):
         got[f"dot {be}"] = int(model.dot(la, lb, c, scale_a=sa, scale_b=sb, backend=be, **md))
     u = lambda x: np.asarray(x, dtype=np.uint64)[None]   # noqa: E731
-    got["reference"] = int(model._steps_reference(u(a), u(b), u([c]).reshape(1), u(sa), u(sb))[0])
+    got["reference"] = int(reference(model.plan, u(a), u(b), u([c]).reshape(1), u(sa), u(sb))[0])
     # matrix form at the instruction's smallest legal shape: D[i, 0] is the case for every
     # row i; columns 1.. of B are zero (no nonzero product: D = C)
     M, N = model.legal_m[0], model.legal_n[0]
@@ -235,13 +237,15 @@ def test_floor_rule_alone_on_the_one_product_per_group_paths():
     2^-12 + 2^-34, block 0 with zero products under 2^20 x 2^20): each product is
     truncated alone at -35 (exact), D = C.
     """
-    from mmasim.backends.numpy_lean import LeanWindow
+    from mmasim.backends import kernel_for
+    from mmasim.backends.numpy import lean_path
+    from mmasim.backends.numpy.lean import LeanWindow
 
     base = model_of("mxf4 ue8m0 2X", False)
     dp = attrs.evolve(base.datapath, params={"F": 39, "zeros": "excluded", "scale_floor": 35})
-    model = Model(dp, base._reg)
-    assert isinstance(model._lean(), LeanWindow)
-    kern = model._kernel()
+    model = Model(dp, get_registry())
+    assert isinstance(lean_path(model.plan), LeanWindow)
+    kern = kernel_for(model)
     assert kern is not None and "lean" in kern.fn.__name__
     a = np.zeros(K, dtype=np.uint8)
     a[32] = ONE

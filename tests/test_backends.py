@@ -104,14 +104,14 @@ def test_backend_selection(monkeypatch):
     assert backends.resolve("auto") == "numba"
     monkeypatch.setenv("MMASIM_BACKEND", "numpy")
     assert backends.resolve(None) == "numpy"
-    assert m._backend(None) == "numpy"
-    assert m._backend("numba") == "numba"
+    assert backends.get(m.backend).name == "numpy"
+    assert backends.get("numba").name == "numba"
     with pytest.raises(mmasim.MMAError, match="unknown backend"):
         m.dot([0] * 8, [0] * 8, 0, backend="cuda")
     with pytest.raises(mmasim.MMAError, match="unknown backend"):
         mmasim.MMA("B200", "tcgen05.mma.kind::tf32", backend="fortran")
     m2 = mmasim.MMA("B200", "tcgen05.mma.kind::tf32", backend="numba")
-    assert m2._backend(None) == "numba"
+    assert m2.backend == "numba" and backends.get(m2.backend).name == "numba"
     assert "window" in backends.compiled_families()
 
 

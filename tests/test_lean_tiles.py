@@ -13,7 +13,8 @@ import mmasim
 
 numba = pytest.importorskip("numba")
 
-from mmasim.backends import numba_kernels as nk  # noqa: E402
+from mmasim.backends import kernel_for  # noqa: E402
+from mmasim.backends.numba.tiles import TILE  # noqa: E402
 from wordgen import seed, words  # noqa: E402
 
 # one datapath per variant (scaled, C kind, D kind, A / B decode, rz encoder)
@@ -27,17 +28,11 @@ VARIANTS = [
 ]
 
 
-def _variant(model):
-    kern = model._kernel()
-    for key, fn in nk._LEAN_VARIANTS.items():
-        if kern.fn is fn:
-            return key
-    return None
-
-
 @pytest.mark.parametrize("arch,ins,key", VARIANTS)
 def test_each_variant_is_the_one_selected(arch, ins, key):
-    assert _variant(mmasim.MMA(arch, ins)) == key
+    # the tile kernel of a variant is named by its closure constants
+    want = "window_lean_kernel_%d_%d_%d_%d_%d" % key
+    assert kernel_for(mmasim.MMA(arch, ins)).fn.__name__ == want
 
 
 @pytest.mark.parametrize("arch,ins,key", VARIANTS)
@@ -53,7 +48,7 @@ def test_tile_edges_give_the_reference_words(arch, ins, key, n):
     if dp.scale:
         kw = {s: words(model.scale_format, (n, dp.blocks), rng, "near_one") for s in ("scale_a", "scale_b")}
     # inf / NaN / zeros at the first and last row of each tile and of the batch
-    edges = sorted({r for t in range(0, n, nk.TILE) for r in (t, t + nk.TILE - 1) if r < n} | {n - 1})
+    edges = sorted({r for t in range(0, n, TILE) for r in (t, t + TILE - 1) if r < n} | {n - 1})
     mixed = words(model.a_format, (len(edges), dp.k), rng, "edge")
     a[edges] = mixed
     c[edges[::2]] = words(model.c_format, (len(edges[::2]),), rng, "edge")

@@ -1,10 +1,10 @@
 """The fast paths give the reference's words.
 
 The numpy backend computes the common window datapaths (one product per
-group, scaled or not) through a lean path (``mmasim/backends/numpy_lean.py``);
+group, scaled or not) through a lean path (``mmasim/backends/numpy/lean.py``);
 the compiled backend through lean kernels.  ``tests/test_backends.py`` compares
 the two backends; here the lean numpy path is compared with the reference
-accumulator itself (``Model._steps_reference``) on every datapath it covers,
+accumulator itself (``mmasim.backends.numpy.reference`` of the model's plan) on every datapath it covers,
 on random, near-one and edge-case words.
 """
 
@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 import mmasim
+from mmasim.backends import kernel_for
+from mmasim.backends.numpy import lean_path, reference
 from mmasim.model import Model
 from mmasim.registry import get_registry
 
@@ -25,7 +27,7 @@ def _lean_models(arch):
     out = []
     for dp in reg.architectures[name].datapaths:
         m = Model(dp, reg)
-        if m._lean() is not None:
+        if lean_path(m.plan) is not None:
             out.append(m)
     return out
 
@@ -42,8 +44,8 @@ def test_lean_numpy_window_matches_reference(arch):
             sa = sb = None
             if dp.scale:
                 sa, sb = (np.asarray(kw[s], dtype=np.uint64) for s in ("scale_a", "scale_b"))
-            ref = model._steps_reference(wa, wb, wc, sa, sb)
-            got = model._lean()(wa, wb, wc, sa, sb)
+            ref = reference(model.plan, wa, wb, wc, sa, sb)
+            got = lean_path(model.plan)(wa, wb, wc, sa, sb)
             bad = np.flatnonzero(got != ref)
             assert got.dtype == ref.dtype
             assert bad.size == 0, (
@@ -56,11 +58,11 @@ def test_lean_paths_cover_the_benchmarked_datapaths():
     for arch, ins, q in (("Ampere", "m16n8k16.f32.f16.f16.f32", {}), ("B200", "tcgen05.mma.kind::tf32", {}),
                          ("B200", "tcgen05.kind::mxf8f6f4.block_scale", dict(a_type="e4m3", b_type="e4m3"))):
         m = mmasim.MMA(arch, ins, **q)
-        assert m._lean() is not None
-    from mmasim.backends.numpy_lean import LeanGrouped
+        assert lean_path(m.plan) is not None
+    from mmasim.backends.numpy.lean import LeanGrouped
 
     for ins in ("tcgen05.kind::mxf4nvf4.4X", "tcgen05.kind::mxf4.block_scale"):
-        assert isinstance(mmasim.MMA("B200", ins)._lean(), LeanGrouped)   # groups: the grouped lean path
+        assert isinstance(lean_path(mmasim.MMA("B200", ins).plan), LeanGrouped)   # groups: the grouped lean path
 
 
 def _grouped_cases(model, rng, rows=256):
@@ -200,10 +202,10 @@ def _grouped_cases(model, rng, rows=256):
 def test_lean_grouped_window_matches_reference(ins):
     """The grouped lean numpy path (B200 NVFP4 / MXF4 rules) against the reference on
     words aimed at each rule, plus the generic random / near-one / edge families."""
-    from mmasim.backends.numpy_lean import LeanGrouped
+    from mmasim.backends.numpy.lean import LeanGrouped
 
     model = mmasim.MMA("B200", ins)
-    lean = model._lean()
+    lean = lean_path(model.plan)
     assert isinstance(lean, LeanGrouped)
     rng = np.random.default_rng(zlib.crc32(ins.encode()))
     cases = _grouped_cases(model, rng)
@@ -212,7 +214,7 @@ def test_lean_grouped_window_matches_reference(ins):
     hit = {"subnormal": 0}
     for kind, a, b, c, sa, sb in cases:
         wa, wb, wc, sa, sb = (np.asarray(x, dtype=np.uint64) for x in (a, b, c, sa, sb))
-        ref = model._steps_reference(wa, wb, wc, sa, sb)
+        ref = reference(model.plan, wa, wb, wc, sa, sb)
         got = lean(wa, wb, wc, sa, sb)
         bad = np.flatnonzero(got != ref)
         assert got.dtype == ref.dtype
@@ -230,7 +232,7 @@ def test_compiled_grouped_window_matches_reference(ins):
     same rule-aimed words, through Model.dot (vector form) and the matrix form."""
     pytest.importorskip("numba")
     model = mmasim.MMA("B200", ins)
-    kern = model._kernel()
+    kern = kernel_for(model)
     assert kern is not None and kern.fn.__name__ == "window_grouped_kernel"
     rng = np.random.default_rng(zlib.crc32(ins.encode()) + 1)
     cases = _grouped_cases(model, rng)
@@ -238,7 +240,7 @@ def test_compiled_grouped_window_matches_reference(ins):
         cases.append((kind, a, b, c, kw["scale_a"], kw["scale_b"]))
     for kind, a, b, c, sa, sb in cases:
         wa, wb, wc, sa, sb = (np.asarray(x, dtype=np.uint64) for x in (a, b, c, sa, sb))
-        ref = model._steps_reference(wa, wb, wc, sa, sb)
+        ref = reference(model.plan, wa, wb, wc, sa, sb)
         got = model.dot(wa.astype(np.uint8), wb.astype(np.uint8), wc.astype(np.uint32),
                         scale_a=sa.astype(np.uint8), scale_b=sb.astype(np.uint8), backend="numba")
         got = np.asarray(got)
@@ -263,17 +265,17 @@ def test_lean_bit_length_and_rz_pack_are_the_reference():
     """The lean numpy encoder's bit length (float exponent, corrected) and its
     round-toward-zero pack against intmath.bit_length and Encoding.pack, around
     every power of two (where the 53-bit float rounds up) and on random values."""
-    from mmasim.backends.numpy_lean import _bit_length, _PackRZ
+    from mmasim.backends.numpy.lean import float_bit_length, PackRZ
     from mmasim.intmath import bit_length
 
     p = np.array([1 << s for s in range(63)], dtype=np.int64)
     rng = np.random.default_rng(7)
     x = np.concatenate([[0, 1, 2, 3, (1 << 63) - 1], p, p - 1, p + 1, p[1:] - 2,
                         rng.integers(0, 1 << 62, 4000), rng.integers(0, 1 << 20, 4000)]).astype(np.int64)
-    assert (_bit_length(x) == bit_length(x)).all()
+    assert (float_bit_length(x) == bit_length(x)).all()
     reg = get_registry()
     for enc in reg.encodings.values():
-        pk = _PackRZ(enc)
+        pk = PackRZ(enc)
         if not pk.ok:
             continue
         mag = x[x < (1 << 62)]

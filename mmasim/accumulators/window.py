@@ -47,6 +47,74 @@ def _group_max(x: np.ndarray, group: int) -> np.ndarray:
     return x.reshape(x.shape[:-1] + (x.shape[-1] // group, group)).max(axis=-1)
 
 
+# ------------------------------------------------------------------- the rules
+# One function per rule, on arrays of rows (the last axis: products or groups).
+# The reference below composes them; the lean numpy path (mmasim.backends.numpy.lean)
+# calls the same functions on its own decode.
+
+def window_exponent(live_max_r, c_live, c_r, zeros, dead=None):
+    """E: the largest raw exponent of the live (finite, nonzero) products
+    (``live_max_r``, NEG_INF_EXP for none) and of a live C.  With ``zeros`` an
+    integer (e_zero), a row with a product that is not live (``dead``) and a zero C
+    count with that exponent."""
+    if zeros == "excluded":
+        return np.maximum(live_max_r, np.where(c_live, c_r, NEG_INF_EXP))
+    z = np.int64(zeros)
+    E = np.where(dead, np.maximum(live_max_r, z), live_max_r)
+    return np.maximum(E, np.where(c_live, c_r, z))
+
+
+def window_quantum(E, F, live_sr=None, scale_floor=None, c_dominant=None, c_live=None, c_r=None,
+                   any_live=None, live_max_r=None):
+    """``(quantum, cdom)``: ``E - F``, at least ``live_sr - scale_floor`` (the largest
+    scale raw of the blocks holding a nonzero product); where C dominates (C live,
+    a live product, ``r_c`` at or above every product raw: ``cdom``, else ``None``),
+    ``r_c - c_dominant["F"]``."""
+    quantum = E - F
+    if scale_floor is not None:
+        quantum = np.maximum(quantum, live_sr - scale_floor)
+    cdom = None
+    if c_dominant is not None:
+        cdom = c_live & any_live & (c_r >= live_max_r)
+        quantum = np.where(cdom, c_r - c_dominant["F"], quantum)
+    return quantum, cdom
+
+
+def c_relative_terms(contrib, neg, mag, q, gr, c_live, c_r, qk, Fc):
+    """The C-relative rule: a group (or product) whose largest raw ``gr`` is live and
+    at most ``r_c`` is truncated at ``max(quantum, r_c - Fc)`` instead (then expressed
+    in quanta of ``qk``); ``neg, mag, q``: its exact sum."""
+    rel = c_live[..., None] & (gr > NEG_INF_EXP) & (gr <= c_r[..., None])
+    q_rel = np.maximum(qk, (c_r - Fc)[..., None])
+    t_rel = truncate_signed(neg, mag, q, q_rel)
+    return np.where(rel, truncate_signed(t_rel < 0, np.abs(t_rel), q_rel, qk), contrib)
+
+
+def subnormal_redo(total, quantum, contrib, group_scale_r, live_sr, c_term, T, cdom=None, bit_length=bit_length):
+    """The subnormal redo: where ``total`` (quanta of ``2**quantum``) is a nonzero
+    RZ-F32 subnormal (and C does not dominate), the sum without the groups whose
+    scale raw is below ``live_sr`` and whose contribution is below ``2**(T - quantum)``
+    quanta (``c_term``: the truncated C).  ``bit_length``: any exact implementation
+    of :func:`mmasim.intmath.bit_length` (the lean path passes a faster one)."""
+    lead = quantum + bit_length(np.abs(total)) - 1
+    # RZ-F32 gives a nonzero subnormal: 2**-149 <= |sum| < 2**-126
+    subnormal = (total != 0) & (lead < -126) & (lead >= -149)
+    if cdom is not None:
+        subnormal &= ~cdom
+    if not subnormal.any():
+        return total
+    limit = np.clip(np.int64(T) - quantum, 0, 62)[..., None]
+    small = bit_length(np.abs(contrib)) <= limit
+    drop = small & (group_scale_r < live_sr[..., None])
+    redone = np.where(drop, 0, contrib).sum(axis=-1) + c_term
+    return np.where(subnormal, redone, total)
+
+
+def d_or_c(any_live, neg, mag, e0, c_neg, c_mag, c_q):
+    """zeros excluded: a row without a live product gives C itself (T1), -0 becoming +0."""
+    return (np.where(any_live, neg, c_neg), np.where(any_live, mag, c_mag), np.where(any_live, e0, c_q))
+
+
 def window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, *, F: int,
            zeros="excluded", group: int = 1, scale_floor=None, c_dominant=None,
            c_relative=None, subnormal_redo=None):
@@ -63,70 +131,45 @@ def window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, *, F:
     live_r = np.where(live, p.r, NEG_INF_EXP)
     max_r = live_r.max(axis=-1)
     any_live = live.any(axis=-1)
-    if zeros == "excluded":
-        E = np.maximum(max_r, np.where(c_live, c.r, NEG_INF_EXP))
-    else:
-        z = np.int64(zeros)
-        zero_r = np.where(p.cls == FINITE, p.r, z)
-        E = np.maximum(zero_r.max(axis=-1), np.where(c_live, c.r, z))
-    quantum = E - F
+    E = window_exponent(max_r, c_live, c.r, zeros, dead=None if zeros == "excluded" else ~live.all(axis=-1))
     scale_r = live_sr = None
     if scaled:
         scale_r = scale_a.r + scale_b.r
         # the largest scale raw of the blocks holding a nonzero product (a scale is
         # per element, so over the live products)
         live_sr = np.where(live, scale_r, NEG_INF_EXP).max(axis=-1)
-    if scale_floor is not None:
-        quantum = np.maximum(quantum, live_sr - scale_floor)
-
-    cdom = None
-    if c_dominant is not None:
-        cdom = c_live & any_live & (c.r >= max_r)
-        quantum = np.where(cdom, c.r - c_dominant["F"], quantum)
+    quantum, cdom = window_quantum(E, F, live_sr, scale_floor, c_dominant, c_live, c.r, any_live, max_r)
 
     qk = quantum[..., None]
     if group == 1:
-        contrib = truncate_signed(neg, mag, p.q, qk)
+        src = (neg, mag, p.q)
         gr = live_r
     else:
         gsum, gq = exact_group_sums(neg, mag, p.q, group)
-        contrib = truncate_signed(gsum < 0, np.abs(gsum), gq, qk)
+        src = (gsum < 0, np.abs(gsum), gq)
         gr = _group_max(live_r, group)
+    contrib = truncate_signed(*src, qk)
     if c_relative is not None:
-        rel = c_live[..., None] & (gr > NEG_INF_EXP) & (gr <= c.r[..., None])
-        q_rel = np.maximum(qk, (c.r - c_relative)[..., None])
-        src_neg, src_mag, src_q = (neg, mag, p.q) if group == 1 else (gsum < 0, np.abs(gsum), gq)
-        t_rel = truncate_signed(src_neg, src_mag, src_q, q_rel)
-        contrib = np.where(rel, np.where(t_rel < 0, -shift(-t_rel, q_rel - qk), shift(t_rel, q_rel - qk)), contrib)
+        contrib = c_relative_terms(contrib, *src, gr, c_live, c.r, qk, c_relative)
     if cdom is not None and c_dominant["group"] != group:
         csum, cq = exact_group_sums(neg, mag, p.q, c_dominant["group"])
         c_contrib = truncate_signed(csum < 0, np.abs(csum), cq, qk).sum(axis=-1)
         products_total = np.where(cdom, c_contrib, contrib.sum(axis=-1))
     else:
         products_total = contrib.sum(axis=-1)
-    total = products_total + truncate_signed(c_neg, c_mag, c.q, quantum)
+    c_term = truncate_signed(c_neg, c_mag, c.q, quantum)
+    total = products_total + c_term
 
     if subnormal_redo is not None:
-        group_scale_r = _group_max(scale_r, group)
-        lead = quantum + bit_length(np.abs(total)) - 1
-        # RZ-F32 gives a nonzero subnormal: 2**-149 <= |sum| < 2**-126
-        subnormal = (total != 0) & (lead < -126) & (lead >= -149)
-        if cdom is not None:
-            subnormal &= ~cdom
-        if subnormal.any():
-            limit = np.clip(np.int64(subnormal_redo) - quantum, 0, 62)[..., None]
-            small = bit_length(np.abs(contrib)) <= limit
-            drop = small & (group_scale_r < live_sr[..., None])
-            redone = np.where(drop, 0, contrib).sum(axis=-1) + truncate_signed(c_neg, c_mag, c.q, quantum)
-            total = np.where(subnormal, redone, total)
+        total = _redo(total, quantum, contrib, _group_max(scale_r, group), live_sr, c_term, subnormal_redo, cdom)
 
     out_neg, out_mag, e0 = total < 0, np.abs(total), quantum
     if zeros == "excluded":
-        # No nonzero product: the result is C itself (T1), -0 becoming +0.
-        out_neg = np.where(any_live, out_neg, c_neg)
-        out_mag = np.where(any_live, out_mag, c_mag)
-        e0 = np.where(any_live, e0, c.q)
+        out_neg, out_mag, e0 = d_or_c(any_live, out_neg, out_mag, e0, c_neg, c_mag, c.q)
     return encoding.pack(out_neg, out_mag, e0, nan=specials.nan, inf=specials.inf, inf_neg=specials.inf_neg)
+
+
+_redo = subnormal_redo   # the parameter of window() shadows the rule's name
 
 
 @attrs.frozen(kw_only=True)

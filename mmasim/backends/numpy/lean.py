@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..decode import FINITE, INF, ZERO, decode_float
+from ...decode import FINITE, INF, ZERO, decode_float
+from ...accumulators.window import c_relative_terms, d_or_c, subnormal_redo, window_exponent, window_quantum
+from ...intmath import truncate_signed
+from .reference import reference
 
 LZQ = -(1 << 30)     # q of a zero element
 LSQ = 1 << 36        # q of an inf / NaN element
@@ -106,7 +109,7 @@ class _Table:
         return m, q
 
 
-def _bit_length(x):
+def float_bit_length(x):
     """intmath.bit_length of int64 values in [0, 2**62]: the binary exponent of the
     float, corrected where rounding to 53 bits carried into the next power of two
     (exact: a check with an integer shift)."""
@@ -115,7 +118,7 @@ def _bit_length(x):
     return bl
 
 
-class _PackRZ:
+class PackRZ:
     """Encoding.pack for round-toward-zero into the word's own fraction width,
     without inf / NaN / negative-zero overrides: the same integer steps, fewer passes."""
 
@@ -126,7 +129,7 @@ class _PackRZ:
 
     def __call__(self, neg, mag, e0):
         emin = 1 - self.bias
-        lead = e0 + _bit_length(mag) - 1
+        lead = e0 + float_bit_length(mag) - 1
         ml = np.maximum(lead, emin)
         drop = ml - self.frac - e0
         keep = (mag << np.clip(-drop, 0, 62)) >> np.clip(drop, 0, 63)
@@ -162,39 +165,37 @@ class _IeeeC:
 
 
 class LeanWindow:
-    """The lean numpy window of one model, or ``ok = False`` where it does not apply."""
+    """The lean numpy window of one plan, or ``ok = False`` where it does not apply."""
 
-    def __init__(self, model):
-        from ..accumulators import BUILTIN_ACCUMULATORS
-
+    def __init__(self, plan):
         self.ok = False
-        dp = model.datapath
-        if BUILTIN_ACCUMULATORS.get("window") is not model.accumulator or dp.accumulator != "window" \
-                or dp.sparse or model.encoding.mode not in ("rz", "rne"):
+        dp = plan.datapath
+        if not plan.builtin or dp.accumulator != "window" or dp.sparse or plan.encoding.mode not in ("rz", "rne"):
             return
         p = dict(dp.parameters)
-        if set(p) - {"F", "zeros", "group", "scale_floor"} or int(p.get("group", 1)) != 1:
+        # one product per group, none of the C rules or the redo (LeanGrouped's)
+        if not plan.declared or int(p.get("group", 1)) != 1 \
+                or any(p.get(rule) is not None for rule in ("c_dominant", "c_relative", "subnormal_redo")):
             return
         if p.get("scale_floor") is not None and dp.scale is None:
             return
-        reg = model._reg
-        self.ta = _Table(model.a_format, reg.decoders[model.a_format.decoder])
-        self.tb = _Table(model.b_format, reg.decoders[model.b_format.decoder])
+        self.ta = _Table(plan.a_format, plan.decoder(plan.a_format))
+        self.tb = _Table(plan.b_format, plan.decoder(plan.b_format))
         if not (self.ta.ok and self.tb.ok):
             return
         self.F = int(p["F"])
         zeros = p.get("zeros", "excluded")
         self.excl = zeros == "excluded"
-        self.ezero = 0 if self.excl else int(zeros)
+        self.zeros = zeros
         self.sf = p.get("scale_floor")
         self.roff = self.ta.off + self.tb.off
         bits = self.ta.bits + self.tb.bits
         self.S = max(0, self.F - self.roff)
         if dp.scale is not None:
-            fmt = model.scale_format
+            fmt = plan.scale_format
             if fmt.container_bits > 16:
                 return
-            dec = reg.decoders[fmt.decoder](fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
+            dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
             fin = np.asarray(dec.cls) == FINITE
             if not fin.any():
                 return
@@ -203,20 +204,20 @@ class LeanWindow:
             bits += 2 * int(np.asarray(dec.m)[fin].max()).bit_length()
         if bits + self.S > 62:
             return
-        _bind_output(self, model, reg)
+        _bind_output(self, plan)
         self.ok = True
 
     def __call__(self, wa, wb, wc, sa, sb):
-        """D words of the rows (uint64 word arrays as :meth:`Model._steps` takes them)."""
-        model = self.model
-        dp = model.datapath
+        """D words of the rows (uint64 word arrays)."""
+        plan = self.plan
+        dp = plan.datapath
         n, k = wa.shape
-        step = min(dp.chunk or k, k)
-        dec = model._decode
+        step = plan.step
+        dec = plan.decoders
         S, F = self.S, self.F
         special = np.zeros(n, dtype=bool)
         if sa is not None:
-            fmt = model.scale_format
+            fmt = plan.scale_format
             xa, xb = dec[fmt.key](fmt, sa), dec[fmt.key](fmt, sb)
             special |= ((xa.cls >= INF) | (xb.cls >= INF)).any(axis=-1)
             szero = (xa.cls == ZERO) | (xb.cls == ZERO)
@@ -241,16 +242,11 @@ class LeanWindow:
             c_special, c_live, c_sign, c_m, c_q, c_r = _c_terms(self, s0 == 0, words)
             special |= (hi >= LST) | c_special
             any_live = hi > LZT
-            E = np.where(any_live, hi, NEG)
-            if self.excl:
-                E = np.maximum(E, np.where(c_live, c_r, NEG))
-            else:
-                E = np.where((_row_reduce(q, np.minimum) < LZT) & (E < self.ezero), self.ezero, E)
-                E = np.maximum(E, np.where(c_live, c_r, self.ezero))
-            quantum = E - F
-            if self.sf is not None:
-                # the floor counts only the blocks holding a nonzero product
-                quantum = np.maximum(quantum, np.where(p != 0, s_r[:, cut], NEG).max(axis=-1) - int(self.sf))
+            E = window_exponent(np.where(any_live, hi, NEG), c_live, c_r, self.zeros,
+                                dead=None if self.excl else _row_reduce(q, np.minimum) < LZT)
+            # the floor counts only the blocks holding a nonzero product
+            live_sr = None if self.sf is None else np.where(p != 0, s_r[:, cut], NEG).max(axis=-1)
+            quantum, _ = window_quantum(E, F, live_sr, self.sf)
             # t = trunc(|p| * 2**(q - quantum)) = (|p| << S) >> (S - q + quantum)
             np.subtract((quantum + S)[:, None], q, out=q)
             np.minimum(q, 63, out=q)
@@ -262,22 +258,14 @@ class LeanWindow:
             total = _row_reduce(p, np.add)
             c_mag = np.where(c_live, c_m, 0)
             c_neg = c_sign == 1
-            cq = c_q - quantum
-            ct = (c_mag << np.clip(cq, 0, 62)) >> np.clip(-cq, 0, 63)
-            total += np.where(c_neg, -ct, ct)
-            words = _pack_sum(self.pack_rz, model.encoding, total, quantum,
+            total += truncate_signed(c_neg, c_mag, c_q, quantum)
+            words = _pack_sum(self.pack_rz, plan.encoding, total, quantum,
                               (any_live, c_neg, c_mag, c_q) if self.excl else None)
         if special.any():
             idx = np.flatnonzero(special)
-            words[idx] = model._steps_reference(wa[idx], wb[idx], wc[idx],
+            words[idx] = reference(plan, wa[idx], wb[idx], wc[idx],
                                                 None if sa is None else sa[idx], None if sb is None else sb[idx])
         return words
-
-
-def _tsigned(v, by):
-    """intmath.truncate_signed of the signed int64 ``v * 2**by``, in units of 1."""
-    t = (np.abs(v) << np.clip(by, 0, 62)) >> np.clip(-by, 0, 63)
-    return np.where(v < 0, -t, t)
 
 
 def _row_reduce(x, op):
@@ -318,21 +306,19 @@ class LeanGrouped:
     DEAD = -1000   # joint q of a pair with a zero factor
     native_words = True   # A / B words may come in any unsigned dtype (Model._numpy_rows)
 
-    def __init__(self, model):
-        from ..accumulators import BUILTIN_ACCUMULATORS
-
+    def __init__(self, plan):
         self.ok = False
-        dp = model.datapath
-        if BUILTIN_ACCUMULATORS.get("window") is not model.accumulator or dp.accumulator != "window" \
-                or dp.sparse or dp.scale is None or model.encoding.mode not in ("rz", "rne"):
+        dp = plan.datapath
+        if not plan.builtin or dp.accumulator != "window" or dp.sparse or dp.scale is None \
+                or plan.encoding.mode not in ("rz", "rne"):
             return
         p = dict(dp.parameters)
-        if set(p) - {"F", "zeros", "group", "scale_floor", "c_dominant", "c_relative", "subnormal_redo"}:
+        if not plan.declared:
             return
         if p.get("zeros", "excluded") != "excluded":
             return
         self.group = g = int(p.get("group", 1))
-        cd = p.get("c_dominant")
+        self.c_dominant = cd = p.get("c_dominant")
         self.cd = None if cd is None else (int(cd["F"]), int(cd["group"]))
         self.crel = p.get("c_relative")
         self.redo = p.get("subnormal_redo")
@@ -341,16 +327,15 @@ class LeanGrouped:
         if g == 1 and cd is None and self.crel is None and self.redo is None:
             return    # LeanWindow's
         block, k = dp.block, dp.k
-        step = min(dp.chunk or k, k)
+        step = plan.step
         cg = self.cd[1] if self.cd else g
         if not block or block % g or block % cg or cg % g or step % block or k % step:
             return
-        fa, fb = model.a_format, model.b_format
+        fa, fb = plan.a_format, plan.b_format
         if fa.container_bits + fb.container_bits > 16:
             return
-        reg = model._reg
-        da = self._narrow(fa, reg.decoders[fa.decoder])
-        db = self._narrow(fb, reg.decoders[fb.decoder])
+        da = self._narrow(fa, plan.decoder(fa))
+        db = self._narrow(fb, plan.decoder(fb))
         if da is None or db is None:
             return
         (va, qa, offa, qmina), (vb, qb, offb, qminb) = da, db
@@ -364,10 +349,10 @@ class LeanGrouped:
         self.Q = self.Q.astype(np.int32)
         self.roff = offa + offb
         self.q0 = qmina + qminb
-        fmt = model.scale_format
+        fmt = plan.scale_format
         if fmt.container_bits > 16:
             return
-        dec = reg.decoders[fmt.decoder](fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
+        dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
         fin = np.asarray(dec.cls) == FINITE
         if not fin.any() or ((np.asarray(dec.r) - np.asarray(dec.q))[fin] < 0).any():
             return
@@ -382,7 +367,7 @@ class LeanGrouped:
             return
         if self.roff < 0:
             return
-        _bind_output(self, model, reg)
+        _bind_output(self, plan)
         self.step = step
         self.ok = True
 
@@ -414,17 +399,17 @@ class LeanGrouped:
         return v, np.where(fin, q, self.DEAD), int(off[0]), qmin
 
     def __call__(self, wa, wb, wc, sa, sb):
-        """D words of the rows (uint64 word arrays as :meth:`Model._steps` takes them)."""
-        model = self.model
-        dp = model.datapath
+        """D words of the rows (uint64 word arrays)."""
+        plan = self.plan
+        dp = plan.datapath
         if wa.dtype.kind != "u":
             wa = wa.astype(np.uint64)
         if wb.dtype.kind != "u":
             wb = wb.astype(np.uint64)
         n, k = wa.shape
         step, g, block, F = self.step, self.group, dp.block, self.F
-        dec = model._decode
-        fmt = model.scale_format
+        dec = plan.decoders
+        fmt = plan.scale_format
         xa, xb = dec[fmt.key](fmt, sa), dec[fmt.key](fmt, sb)
         special = ((xa.cls >= INF) | (xb.cls >= INF)).any(axis=-1)
         szero = (xa.cls == ZERO) | (xb.cls == ZERO)
@@ -453,49 +438,33 @@ class LeanGrouped:
             any_live = glive.any(axis=-1)
             c_special, c_live, c_sign, c_m, c_q, c_r = _c_terms(self, s0 == 0, words)
             special |= c_special
-            E = np.maximum(max_r, np.where(c_live, c_r, NEG))
-            quantum = E - F
+            E = window_exponent(max_r, c_live, c_r, "excluded")
             # the largest scale raw of the blocks holding a nonzero product (the floor, the redo)
             live_sr = np.where(glive, s_r, NEG).max(axis=-1)
-            if self.sf is not None:
-                quantum = np.maximum(quantum, live_sr - int(self.sf))
-            cdom = None
-            if self.cd is not None:
-                cdom = c_live & any_live & (c_r >= max_r)
-                quantum = np.where(cdom, c_r - self.cd[0], quantum)
+            quantum, cdom = window_quantum(E, F, live_sr, self.sf, self.c_dominant, c_live, c_r, any_live, max_r)
             qk = quantum[:, None]
-            contrib = _tsigned(gs, s_q - qk)
+            g_neg, g_mag = gs < 0, np.abs(gs)
+            contrib = truncate_signed(g_neg, g_mag, s_q, qk)
             if self.crel is not None:
-                rel = c_live[:, None] & glive & (gr <= c_r[:, None])
-                q_rel = np.maximum(qk, (c_r - int(self.crel))[:, None])
-                t_rel = _tsigned(gs, s_q - q_rel)
-                contrib = np.where(rel, _tsigned(t_rel, q_rel - qk), contrib)
+                contrib = c_relative_terms(contrib, g_neg, g_mag, s_q, gr, c_live, c_r, qk, self.crel)
             if cdom is not None and self.cd[1] != g:
                 r = self.cd[1] // g
                 cs = gs.reshape(n, ng // r, r).sum(axis=-1)
-                c_contrib = _tsigned(cs, s_q[:, ::r] - qk).sum(axis=-1)
+                c_contrib = truncate_signed(cs < 0, np.abs(cs), s_q[:, ::r], qk).sum(axis=-1)
                 products_total = np.where(cdom, c_contrib, contrib.sum(axis=-1))
             else:
                 products_total = contrib.sum(axis=-1)
             c_mag = np.where(c_live, c_m, 0)
             c_neg = c_sign == 1
-            ct = _tsigned(np.where(c_neg, -c_mag, c_mag), c_q - quantum)
+            ct = truncate_signed(c_neg, c_mag, c_q, quantum)
             total = products_total + ct
             if self.redo is not None:
-                lead = quantum + _bit_length(np.abs(total)) - 1
-                subnormal = (total != 0) & (lead < -126) & (lead >= -149)   # a nonzero RZ-F32 subnormal
-                if cdom is not None:
-                    subnormal &= ~cdom
-                if subnormal.any():
-                    limit = np.clip(np.int64(self.redo) - quantum, 0, 62)[:, None]
-                    small = _bit_length(np.abs(contrib)) <= limit
-                    drop = small & (s_r < live_sr[:, None])
-                    redone = np.where(drop, 0, contrib).sum(axis=-1) + ct
-                    total = np.where(subnormal, redone, total)
-            words = _pack_sum(self.pack_rz, model.encoding, total, quantum, (any_live, c_neg, c_mag, c_q))
+                total = subnormal_redo(total, quantum, contrib, s_r, live_sr, ct, self.redo, cdom,
+                                       bit_length=float_bit_length)
+            words = _pack_sum(self.pack_rz, plan.encoding, total, quantum, (any_live, c_neg, c_mag, c_q))
         if special.any():
             idx = np.flatnonzero(special)
-            words[idx] = model._steps_reference(wa[idx].astype(np.uint64), wb[idx].astype(np.uint64),
+            words[idx] = reference(plan, wa[idx].astype(np.uint64), wb[idx].astype(np.uint64),
                                                 wc[idx], sa[idx], sb[idx])
         return words
 
@@ -506,10 +475,7 @@ def _pack_sum(pack_rz, encoding, total, quantum, c_when_no_product=None):
     (the zeros-excluded rule of the window accumulator)."""
     out_neg, out_mag, e0 = total < 0, np.abs(total), quantum
     if c_when_no_product is not None:
-        any_live, c_neg, c_mag, c_q = c_when_no_product
-        out_neg = np.where(any_live, out_neg, c_neg)
-        out_mag = np.where(any_live, out_mag, c_mag)
-        e0 = np.where(any_live, e0, c_q)
+        out_neg, out_mag, e0 = d_or_c(c_when_no_product[0], out_neg, out_mag, e0, *c_when_no_product[1:])
     if pack_rz.ok:
         return pack_rz(out_neg, out_mag, e0)
     return encoding.pack(out_neg, out_mag, e0)
@@ -521,14 +487,14 @@ def _c_terms(path, first, words):
     cdec = path.c_dec if first else path.d_dec
     if cdec.ok:
         return cdec(words)
-    fmt = path.model.c_format if first else path.model.d_format
-    C = path.model._decode[fmt.key](fmt, words)
+    fmt = path.plan.c_format if first else path.plan.d_format
+    C = path.plan.decoders[fmt.key](fmt, words)
     return C.cls >= INF, C.cls == FINITE, C.sign, C.m, C.q, C.r
 
 
-def _bind_output(path, model, reg):
-    """Attach the model and its C decode / D encode helpers to a lean path."""
-    path.pack_rz = _PackRZ(model.encoding)
-    path.c_dec = _IeeeC(model.c_format, reg.decoders[model.c_format.decoder])
-    path.d_dec = _IeeeC(model.d_format, reg.decoders[model.d_format.decoder])
-    path.model = model
+def _bind_output(path, plan):
+    """Attach the plan and its C decode / D encode helpers to a lean path."""
+    path.pack_rz = PackRZ(plan.encoding)
+    path.c_dec = _IeeeC(plan.c_format, plan.decoder(plan.c_format))
+    path.d_dec = _IeeeC(plan.d_format, plan.decoder(plan.d_format))
+    path.plan = plan

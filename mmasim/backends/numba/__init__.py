@@ -1,0 +1,172 @@
+"""The numba backend: compiled kernels per accumulator family (:mod:`.kernels`).
+
+Importing this package does not import numba; the built-in kernels are
+registered through the ``mmasim_kernels`` hook (this module is a built-in
+plugin) and compiled on first use.  Rows a kernel leaves (flags) are computed
+by the numpy backend, so their words (or errors) are the reference's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import PluginError
+from ...hookspecs import hookimpl
+from ...plugin_manager import describe, get_plugin_manager
+from ..numpy import NumpyBackend
+
+_numba_ok: bool | None = None
+
+_NO_INDEX = np.zeros(0, dtype=np.int64)
+_NO_SCALE = np.zeros((1, 1), dtype=np.uint8)
+
+
+def numba_available() -> bool:
+    """Whether numba can be imported here."""
+    global _numba_ok
+    if _numba_ok is None:
+        try:
+            import numba  # noqa: F401
+            _numba_ok = True
+        except Exception:  # ImportError, or a broken llvmlite
+            _numba_ok = False
+    return _numba_ok
+
+
+# ------------------------------------------------------------ compiled kernels
+class _KernelPlugin:
+    """A plugin of one kernel builder (:func:`register_kernel`)."""
+
+    def __init__(self, family, builder):
+        self.family, self.builder = family, builder
+
+    @hookimpl
+    def mmasim_kernels(self):
+        return {self.family: self.builder}
+
+
+def register_kernel(family: str):
+    """Decorator: register ``builder(plan) -> kernel | None`` as the compiled kernel of
+    accumulator ``family`` (a plugin of the ``mmasim_kernels`` hook, named
+    ``kernel:<family>``).  The builder returns ``None`` for datapaths it does not cover."""
+
+    def deco(builder):
+        pm = get_plugin_manager()
+        name = f"kernel:{family}"
+        if pm.get_plugin(name) is not None:
+            pm.unregister(name=name)
+        pm.register(_KernelPlugin(family, builder), name=name)
+        return builder
+
+    return deco
+
+
+def kernel_builders() -> dict:
+    """``accumulator name -> builder`` from every plugin's ``mmasim_kernels`` hook
+    (a later plugin replaces an earlier one's builder of the same name)."""
+    out: dict = {}
+    for impl in get_plugin_manager().hook.mmasim_kernels.get_hookimpls():   # registration order
+        try:
+            table = dict(impl.function())
+        except Exception as exc:  # noqa: BLE001 - the plugin's failure, named
+            raise PluginError(f"{describe(impl.plugin_name)}: hook mmasim_kernels() failed: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        out.update(table)
+    return out
+
+
+def _plan(x):
+    return getattr(x, "plan", x)
+
+
+def kernel_for(model):
+    """The compiled kernel of a model's (or plan's) datapath, or ``None`` (numpy computes it)."""
+    plan = _plan(model)
+    if not numba_available():
+        return None
+    try:
+        return plan.cache["numba kernel"]
+    except KeyError:
+        builder = kernel_builders().get(plan.datapath.accumulator)
+        plan.cache["numba kernel"] = builder(plan) if builder is not None else None
+        return plan.cache["numba kernel"]
+
+
+def compiled_families() -> list:
+    """Accumulator families that have a compiled kernel."""
+    return sorted(kernel_builders()) if numba_available() else []
+
+
+def kernel_coverage(model) -> str:
+    """``"compiled"`` or the reason a model (or plan) falls back to numpy under the numba backend."""
+    if not numba_available():
+        return "numba is not installed"
+    family = _plan(model).datapath.accumulator
+    if family not in kernel_builders():
+        return f"accumulator family {family!r} has no compiled kernel"
+    if kernel_for(model) is None:
+        return f"the {family!r} kernel does not cover this datapath's formats or parameters"
+    return "compiled"
+
+
+@hookimpl
+def mmasim_kernels():
+    if not numba_available():
+        return {}
+    from .kernels import BUILDERS
+
+    return BUILDERS
+
+
+def kernel_args(plan, rows) -> tuple:
+    """The arrays a kernel reads for ``rows`` (dense): ``(wa, wb, wc, sa, sb, ia, ib,
+    ic, isa, isb, ncols)``: contiguous container words of A, B, C and the scales, a
+    row index per operand (empty: row d is array row d), and ``ncols`` (> 0: the
+    matrix form, row d is A row d // ncols against B row d % ncols)."""
+    dtypes = plan.word_dtypes
+    if rows.ncols:      # the matrices themselves (the common small call: no loops)
+        ops, asc, ni = rows.operands, np.ascontiguousarray, _NO_INDEX
+        sa, sb = (asc(ops[3], dtypes[3]), asc(ops[4], dtypes[4])) if plan.scaled else (_NO_SCALE, _NO_SCALE)
+        return (asc(ops[0], dtypes[0]), asc(ops[1], dtypes[1]), asc(ops[2], dtypes[2]), sa, sb, ni, ni, ni, ni, ni,
+                rows.ncols)
+    else:
+        words, index = [], []
+        for i, dt in enumerate(dtypes):
+            arr, idx = rows.indexed(i, dt)
+            words.append(arr)
+            index.append(_NO_INDEX if idx is None else idx)
+    if not plan.scaled:
+        words += _NO_SCALES
+        index += _NO_SCALES_INDEX
+    return (*words, *index, rows.ncols)
+
+
+_NO_SCALES = [_NO_SCALE, _NO_SCALE]
+_NO_SCALES_INDEX = [_NO_INDEX, _NO_INDEX]
+
+
+class NumbaBackend:
+    """Compiled kernels; datapaths without one are computed by numpy."""
+
+    name = "numba"
+
+    def takes_matrices(self, plan) -> bool:
+        """Whether :meth:`compute` reads the matrix form (``Rows.outer``) in place."""
+        kern = plan.cache["numba kernel"] if "numba kernel" in plan.cache else kernel_for(plan)
+        return plan.sparse_rule is None and kern is not None
+
+    def compute(self, plan, rows):
+        """D words of ``rows`` (:class:`mmasim.plan.Rows`) of ``plan``."""
+        kern = plan.cache["numba kernel"] if "numba kernel" in plan.cache else kernel_for(plan)
+        if kern is None:
+            return _NUMPY.compute(plan, rows)
+        if plan.sparse_rule is not None:
+            rows = rows.dense(plan)
+        words, flags = kern(kernel_args(plan, rows), rows.stop - rows.start)
+        if flags is not None:   # rows the kernel leaves to the reference
+            idx = np.flatnonzero(flags)
+            words[idx] = _NUMPY.compute(plan, rows.take(idx))
+        return words
+
+
+_NUMPY = NumpyBackend()

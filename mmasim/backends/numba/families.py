@@ -1,0 +1,292 @@
+"""Compiled kernels of the other accumulator families (integer, group-scaled window,
+two-stage window, exact sum, the IEEE chains), each the scalar transcription of
+its numpy reference in :mod:`mmasim.accumulators`, written with the shared
+primitives of :mod:`.primitives` (and the exact group sums of :mod:`.window`).
+``R`` is the family's parameter record (:mod:`mmasim.backends.numba.kernels`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .primitives import (FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _decode, _decode_ab, _decode_scales,
+                         _floor_shift, _fma, _fmt, _jit, _inline, _note_special, _pack, _pack_int, _product_class,
+                         _rows, _special_result, _trunc, _value, row_kernel)
+from .window import _group_sum
+
+
+# ------------------------------------------------------------------ integer
+@_jit
+def _integer_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
+    total = np.int64(0)
+    for k in range(s0, s0 + step):
+        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, k, fp, TAB)
+        total += (-am if asg == 1 else am) * (-bm if bsg == 1 else bm)
+    total += -c[2] if c[1] == 1 else c[2]
+    return _pack_int(total, ENC), False
+
+
+integer_kernel = row_kernel(_integer_step, "integer_kernel")
+
+
+# ------------------------------------------------------- group-scaled window
+@_jit
+def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
+    ccls, csg, cm, cq, cr = c
+    pm, pq, pn = W[0], W[1], W[2]
+    group = R.group
+    sp = NO_SPECIAL
+    for k in range(step):
+        kk = s0 + k
+        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, kk, fp, TAB)
+        (xc, xsg, xm, xq, xr), (yc, ysg, ym, yq, yr) = _decode_scales(sa, sb, rsa, rsb, kk // block, fp, TAB)
+        nan2 = ac == NAN or bc == NAN
+        inf2 = ac == INF or bc == INF
+        z2 = ac == ZERO or bc == ZERO
+        # specials of the scaled product
+        cls4 = _product_class(nan2 or xc == NAN or yc == NAN, inf2 or xc == INF or yc == INF,
+                              z2 or xc == ZERO or yc == ZERO)
+        sp = _note_special(cls4, (asg ^ bsg ^ xsg ^ ysg) == 1, sp)
+        # the unscaled product
+        pm[k] = am * bm if _product_class(nan2, inf2, z2) == FINITE else np.int64(0)
+        pq[k] = aq + bq
+        pn[k] = asg ^ bsg
+    nan, inf, inf_neg = _special_result(_note_special(ccls, csg == 1, sp))
+    c_live = ccls == FINITE
+    E = cr if c_live else R.ezero
+    G = step // group
+    for g in range(G):
+        lo = g * group
+        anyl = False
+        for k in range(lo, lo + group):
+            if pm[k] != 0:
+                anyl = True
+        (xc, xsg, xm, xq, xr), (yc, ysg, ym, yq, yr) = _decode_scales(sa, sb, rsa, rsb, (s0 + lo) // block, fp, TAB)
+        scls = _product_class(xc == NAN or yc == NAN, xc == INF or yc == INF, xc == ZERO or yc == ZERO)
+        ge = R.ezero if ((not anyl) or scls == ZERO) else xr + yr
+        if ge > E:
+            E = ge
+    quantum = E - R.F
+    total = np.int64(0)
+    bad = False
+    for g in range(G):
+        lo = g * group
+        tot, qmin, b = _group_sum(pm, pq, pn, lo, lo + group, R.clog_g)
+        bad = bad or b
+        (xc, xsg, xm, xq, xr), (yc, ysg, ym, yq, yr) = _decode_scales(sa, sb, rsa, rsb, (s0 + lo) // block, fp, TAB)
+        smag = xm * ym if (xc == FINITE and yc == FINITE) else np.int64(0)
+        total += _trunc(tot < 0, abs(tot) * smag, qmin + xq + yq, quantum)
+    total += _trunc(csg == 1, cm if c_live else np.int64(0), cq, quantum)
+    return _pack(total < 0, abs(total), quantum, nan, inf, inf_neg, False, ENC), bad
+
+
+group_scaled_kernel = row_kernel(_group_scaled_step, "group_scaled_kernel")
+
+
+# ---------------------------------------------------------- two-stage window
+@_jit
+def _two_stage_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
+    ccls, csg, cm, cq, cr = c
+    pm, pq, pn, plr = W[0], W[1], W[2], W[3]
+    F, F2 = R.F, R.F2
+    even_odd = R.even_odd == 1
+    ngroups = 2 if even_odd else 1
+    emin = 1 - ENC[1]
+    sp = NO_SPECIAL
+    for k in range(step):
+        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, s0 + k, fp, TAB)
+        sg = asg ^ bsg
+        cls = _product_class(ac == NAN or bc == NAN, ac == INF or bc == INF, ac == ZERO or bc == ZERO)
+        m = am * bm if cls == FINITE else np.int64(0)
+        q = aq + bq
+        if R.has_ovf == 1 and cls == FINITE and _bitlen(m) - 1 + q >= R.ovf:
+            cls = INF
+            m = np.int64(0)
+        sp = _note_special(cls, sg == 1, sp)
+        live = cls == FINITE
+        pm[k] = m if live else np.int64(0)
+        pq[k] = q
+        pn[k] = sg
+        plr[k] = ar + br if live else np.int64(NEG)
+    E0 = np.int64(NEG)
+    E1 = np.int64(NEG)
+    for k in range(step):
+        if even_odd and (k & 1) == 1:
+            if plr[k] > E1:
+                E1 = plr[k]
+        else:
+            if plr[k] > E0:
+                E0 = plr[k]
+    S0 = np.int64(0)
+    S1 = np.int64(0)
+    for k in range(step):
+        if even_odd and (k & 1) == 1:
+            S1 += _trunc(pn[k], pm[k], pq[k], E1 - F)
+        else:
+            S0 += _trunc(pn[k], pm[k], pq[k], E0 - F)
+    E_dot = E0
+    if ngroups == 2 and E1 > E_dot:
+        E_dot = E1
+    dot = _floor_shift(S0, E0 - E_dot)
+    if ngroups == 2:
+        dot += _floor_shift(S1, E1 - E_dot)
+    r_c = cr
+    if R.has_nf == 1 and not (ccls == FINITE or ccls == ZERO):
+        r_c = R.nfcr
+    e = E_dot if E_dot > r_c else r_c
+    dot = _floor_shift(dot, (E_dot - F) - (e - F2 - 1))
+    c_signed = (-cm if csg == 1 else cm) if ccls == FINITE else np.int64(0)
+    c_fl = _floor_shift(c_signed, cq - (e - F))
+    keep_c = True
+    if R.drop_c == 1:
+        keep_c = r_c >= e - F - 1
+        if not keep_c:
+            c_fl = np.int64(0)
+    total = dot + (c_fl << (F2 + 1 - F))
+    E2 = _bitlen(abs(total)) - 1 + (e - F2 - 1)
+    if E2 < emin:
+        E2 = emin
+    total = _floor_shift(total, (e - F2 - 1) - (E2 - F2))
+    nan, inf, inf_neg = _special_result(_note_special(ccls if keep_c else ZERO, csg == 1, sp))
+    return _pack(total < 0, abs(total), E2 - F2, nan, inf, inf_neg, total < 0, ENC), False
+
+
+two_stage_kernel = row_kernel(_two_stage_step, "two_stage_kernel")
+
+
+# ---------------------------------------------------------------- exact sum
+@_jit
+def _exact_sum_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
+    ccls, csg, cm, cq, cr = c
+    pm, pq, pn = W[0], W[1], W[2]
+    guard = _bitlen(np.int64(step + 1))
+    sp = NO_SPECIAL
+    for k in range(step):
+        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, s0 + k, fp, TAB)
+        sg = asg ^ bsg
+        cls = _product_class(ac == NAN or bc == NAN, ac == INF or bc == INF, ac == ZERO or bc == ZERO)
+        sp = _note_special(cls, sg == 1, sp)
+        pm[k] = am * bm if cls == FINITE else np.int64(0)
+        pq[k] = aq + bq
+        pn[k] = sg
+    nan, inf, inf_neg = _special_result(_note_special(ccls, csg == 1, sp))
+    pm[step] = cm if ccls == FINITE else np.int64(0)
+    pq[step] = cq
+    pn[step] = csg
+    qmin = np.int64(1) << 40
+    top = np.int64(NEG)
+    anyl = False
+    for k in range(step + 1):
+        if pm[k] != 0:
+            anyl = True
+            if pq[k] < qmin:
+                qmin = pq[k]
+            t = pq[k] + _bitlen(pm[k])
+            if t > top:
+                top = t
+    if not anyl:
+        qmin = 0
+    elif top - qmin + guard > 62:
+        return np.int64(0), True       # beyond int64: the reference's exact integers
+    total = np.int64(0)
+    for k in range(step + 1):
+        if pm[k] != 0:
+            v = pm[k] << (pq[k] - qmin)
+            total += -v if pn[k] else v
+    oneg = total < 0
+    return _pack(oneg, abs(total), qmin, nan, inf, inf_neg, oneg, ENC), False
+
+
+exact_sum_kernel = row_kernel(_exact_sum_step, "exact_sum_kernel")
+
+
+# ------------------------------------------------------- IEEE float families
+def _ieee_chain(FUSED, F64):
+    """The FMA chain (``FUSED``: ``acc = fma(a, b, acc)`` from C) or the mul-add chain
+    (products summed in order, then C added) in binary64 (``F64``) or binary32: one
+    source, specialised by the closure constants."""
+    ftype = np.float64 if F64 else np.float32
+
+    def ieee_chain_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out,
+                          flags):
+        n = out.shape[0]
+        K = wa.shape[1]
+        fp0, fp1, fp2 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2)
+        for d in range(n):
+            flags[d] = False
+            ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+            c0, c1, c2, c3, c4 = _decode(np.int64(wc[rc]), fp2, TAB)
+            c = ftype(_value(c0, c1, c2, c3))
+            acc = c if FUSED else ftype(0.0)
+            for k in range(K):
+                a0, a1, a2, a3, a4 = _decode(np.int64(wa[ra, k]), fp0, TAB)
+                b0, b1, b2, b3, b4 = _decode(np.int64(wb[rb, k]), fp1, TAB)
+                x, y = ftype(_value(a0, a1, a2, a3)), ftype(_value(b0, b1, b2, b3))
+                if FUSED:
+                    acc = _fma(x, y, acc)
+                else:
+                    p = x * y
+                    acc = p if k == 0 else acc + p
+            out[d] = acc if FUSED else acc + c
+        return 0
+
+    ieee_chain_kernel.__qualname__ = ieee_chain_kernel.__name__ = (
+        ("fma" if FUSED else "mul_add") + ("_f64" if F64 else "_f32") + "_kernel")
+    return _jit(ieee_chain_kernel)
+
+
+fma_f64_kernel = _ieee_chain(True, True)
+fma_f32_kernel = _ieee_chain(True, False)
+mul_add_f64_kernel = _ieee_chain(False, True)
+mul_add_f32_kernel = _ieee_chain(False, False)
+
+
+@_inline
+def _ftz_in(cls, s, m, q, r):
+    """ftz_mul_add._flush_inputs: subnormals and zeros read as +0."""
+    if cls == ZERO or (cls == FINITE and _bitlen(m) - 1 + q < r):
+        return np.float32(0.0)
+    return np.float32(_value(cls, s, m, q))
+
+
+@_inline
+def _flush(x):
+    if abs(x) < np.float32(2.0 ** -126):
+        return x * np.float32(0.0)
+    return x
+
+
+@_jit
+def ftz_mul_add_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags):
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp0, fp1, fp2 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2)
+    PP = RA[0].P
+    for d in range(n):
+        flags[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        c0, c1, c2, c3, c4 = _decode(np.int64(wc[rc]), fp2, TAB)
+        acc = _ftz_in(c0, c1, c2, c3, c4)
+        for i in range(0, K, PP):
+            p0 = np.float32(0.0)
+            p1 = np.float32(0.0)
+            p2 = np.float32(0.0)
+            p3 = np.float32(0.0)
+            for j in range(PP):
+                a0, a1, a2, a3, a4 = _decode(np.int64(wa[ra, i + j]), fp0, TAB)
+                b0, b1, b2, b3, b4 = _decode(np.int64(wb[rb, i + j]), fp1, TAB)
+                p = _flush(_ftz_in(a0, a1, a2, a3, a4) * _ftz_in(b0, b1, b2, b3, b4))
+                if j == 0:
+                    p0 = p
+                elif j == 1:
+                    p1 = p
+                elif j == 2:
+                    p2 = p
+                else:
+                    p3 = p
+            s = _flush(p0 + p1)
+            if PP == 4:
+                s = _flush(s + _flush(p2 + p3))
+            acc = _flush(acc + s)
+        out[d] = acc
+    return 0

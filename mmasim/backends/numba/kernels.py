@@ -1,0 +1,425 @@
+"""The compiled backend's kernels, bound to one plan: decode specs, parameter records, builders.
+
+Each kernel is the scalar transcription of its numpy reference in
+:mod:`mmasim.accumulators`, fused per dot product: decode every element, form
+the products, accumulate, encode the D word, and decode it again as the C of
+the next hardware step.  Fixed-point families use exact int64 arithmetic only
+(the same shifts, clips and wrap-arounds as the reference); the IEEE families
+(FMA chain, mul-add chain, FTZ mul-add) use IEEE binary32/binary64 operations,
+which numba emits without fast-math (no contraction, no reassociation), and a
+correctly rounded fused multiply-add (``llvm.fma``).  The kernels are written
+with the shared primitives of :mod:`.primitives`; the window's rules live in
+:mod:`.window`, its tile kernels in :mod:`.tiles`, the other families in
+:mod:`.families`.
+
+Nothing here knows an architecture: every kernel is driven by arrays built
+from the plan's formats and encoding, and by a named record of the family's
+parameters:
+
+``FM``  (5, 12) int64
+    decode spec of the A, B, C, D and scale formats: a slice of ``TAB`` (a
+    decode table built by the registered decoder over every container word,
+    for containers of at most 16 bits, so plugin decoders are honoured), or
+    the parameters of the generic float / int decoders for wider containers.
+``TAB`` (n, 5) int64
+    decoded ``cls, sign, m, q, r`` of every word of the tabled formats.
+``RA``  the family's parameter record (:class:`WindowRecord`, :class:`TwoStageRecord`, ...)
+    as a one-element structured array; a kernel reads ``R = RA[0]`` and its fields by name.
+``ENC`` int64
+    the output encoding.
+
+Rows a kernel cannot compute exactly in int64 (an exact-sum exponent spread
+wider than 62 bits, a group sum that the reference refuses) are flagged in
+``flags``; the backend recomputes those rows with the numpy reference, so the
+result (or the error) is the reference's.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ...decode import decode_float, decode_int
+from ..numpy.lean import LeanGrouped
+from .families import (exact_sum_kernel, fma_f32_kernel, fma_f64_kernel, ftz_mul_add_kernel, group_scaled_kernel,
+                       integer_kernel, mul_add_f32_kernel, mul_add_f64_kernel, two_stage_kernel)
+from .primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO
+from .tiles import LSQ, LZQ, PACK_M, _c_kind, lean_variant
+from .window import GDEAD, WindowRecord, window_grouped_kernel, window_kernel
+
+# --------------------------------------------------------- parameter records
+#: group_scaled_window: F, group, e_zero, ceil(log2(group)).
+GroupScaledRecord = namedtuple("GroupScaledRecord", "F group ezero clog_g")
+#: two_stage_window: F, F2, even_odd, drop_c, the product overflow, the raw of a non-finite C.
+TwoStageRecord = namedtuple("TwoStageRecord", "F F2 even_odd drop_c has_ovf ovf has_nf nfcr")
+#: ftz_mul_add: products per partial sum.
+FtzRecord = namedtuple("FtzRecord", "P")
+#: the families without parameters
+NoRecord = namedtuple("NoRecord", "none")
+NO_RECORD = NoRecord(0)
+
+
+# ------------------------------------------------------------ python side
+class Kernel:
+    """A compiled kernel bound to one datapath's formats, parameters and encoding."""
+
+    def __init__(self, plan, fn, R, out_kind="word"):
+        self.fn = fn
+        self.family = plan.datapath.accumulator
+        self.record = R                     # the family's parameter record
+        # kernels read it as a one-element structured array (fields by name; an array
+        # argument costs numba's dispatcher far less than a tuple of many fields)
+        self.R = np.array([tuple(int(x) for x in R)], dtype=[(f, np.int64) for f in R._fields])
+        self.out_kind = out_kind            # "word", or "f32"/"f64": float values to be packed
+        self.encoding = plan.encoding
+        self.step = plan.step
+        self.FM, self.TAB = _format_specs(plan)
+        enc = plan.encoding
+        sign_bit = enc.sign_bit if enc.sign_bit < (1 << 63) else enc.sign_bit - (1 << 64)
+        self.ENC = np.array([_MODES[enc.mode], enc.bias, enc.frac_bits, enc.word_frac_bits, enc.inf_word,
+                             sign_bit, enc.nan_word, (1 << enc.word_bits) - 1 if enc.word_bits < 64 else -1],
+                            dtype=np.int64)
+        self.block = int(plan.datapath.block or 1)
+        self.extra = ()                     # further arrays of the kernel (the lean window's tables)
+
+    def __call__(self, args, n):
+        """``(D words, flags or None)`` of ``n`` rows; ``args``: see :func:`mmasim.backends.numba.kernel_args`."""
+        if self.out_kind == "f64":
+            vals = np.empty(n, dtype=np.float64)
+        elif self.out_kind == "f32":
+            vals = np.empty(n, dtype=np.float32)
+        else:
+            vals = np.empty(n, dtype=self.encoding.dtype)
+        flags = np.empty(n, dtype=np.bool_)
+        nflag = self.fn(*args, self.TAB, self.FM, self.R, self.ENC, self.step, self.block, vals, flags, *self.extra)
+        if self.out_kind != "word":
+            word = np.uint64 if self.out_kind == "f64" else np.uint32
+            words = vals.view(word if self.out_kind == "f64" else np.uint32)
+            words = np.where(np.isnan(vals), word(self.encoding.nan_word), words).astype(self.encoding.dtype)
+            vals = words
+        return vals, (flags if nflag else None)
+
+
+class LeanWindowKernel(Kernel):
+    """The lean window kernels: rows with an inf / NaN (``spec``) are then computed
+    by the general :func:`window_kernel`, rows it flags by the numpy reference."""
+
+    def __call__(self, args, n):
+        wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols = args
+        step = self.step
+        vals = np.empty(n, dtype=self.encoding.dtype)
+        flags = np.empty(n, dtype=np.bool_)
+        spec = np.empty(n, dtype=np.bool_)
+        nflag, nspec = self.fn(*args, self.TAB, self.FM, self.R, self.ENC, step, self.block, vals, flags,
+                               *self.extra, spec)
+        if nspec:
+            d = np.flatnonzero(spec)
+            if ncols > 0:
+                i = d // ncols
+                j = d - i * ncols
+                rows = (i, j, d, i, j)
+            else:
+                rows = tuple(np.ascontiguousarray(x[d]) if x.shape[0] else d for x in (ia, ib, ic, isa, isb))
+            sub, subf = np.empty(len(d), dtype=vals.dtype), np.empty(len(d), dtype=np.bool_)
+            nflag += window_kernel(wa, wb, wc, sa, sb, *rows, 0, self.TAB, self.FM, self.R, self.ENC, step,
+                                   self.block, sub, subf)
+            vals[d] = sub
+            flags[d] = subf
+        return vals, (flags if nflag else None)
+
+
+_EMPTY_TAB = np.zeros(1, dtype=np.int64)
+
+
+def _packed_table(fmt, decoder):
+    """Every word of ``fmt`` decoded and packed into one int64:
+    cls | sign << 2 | m << 3 | (q + 2**15) << 23 | (r + 2**15) << 39; ``None`` if a field does not fit."""
+    words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
+    dec = decoder(fmt, words)
+    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    if (m.min() < 0 or m.max() >= 1 << 20 or np.abs(q).max() >= 1 << 15 or np.abs(r).max() >= 1 << 15
+            or cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1):
+        return None
+    return cls | (sign << 2) | (m << 3) | ((q + (1 << 15)) << 23) | ((r + (1 << 15)) << 39)
+
+
+def _lean_spec(fmt, decoder):
+    """Lean decode of an A / B format: ``(row, table or None, r - q offset, significand bits)``, or ``None``.
+
+    Row: ``mode, table offset, field shift, field mask, sign bit, M, exponent mask, bias``.
+    Mode 0 reads the table (containers of up to 16 bits, built by the registered
+    decoder): row 0 the signed significand, row 1 q (LZQ for a zero, LSQ for inf /
+    NaN).  Mode 1 decodes a wider IEEE format arithmetically."""
+    if fmt.container_bits > 8:
+        if (decoder is decode_float and fmt.nan == "ieee" and fmt.subnormals and fmt.signed
+                and not fmt.integer and fmt.exp_bits + fmt.man_bits < 40):
+            E, M = fmt.exp_bits, fmt.man_bits
+            return ([1, 0, fmt.field_shift, (1 << fmt.field_bits) - 1, E + M, M, (1 << E) - 1, fmt.bias],
+                    None, M, M + 1)
+        return None
+    words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
+    dec = decoder(fmt, words)
+    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    fin = cls == FINITE
+    if cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1 or m.min() < 0 or m.max() >= 1 << 30:
+        return None
+    if (m[fin] == 0).any() or (m[cls == ZERO] != 0).any() or np.abs(q[fin]).max(initial=0) >= 1 << 20:
+        return None
+    off = np.unique(r[fin] - q[fin])
+    if len(off) > 1:
+        return None
+    sm = np.where(fin, np.where(sign == 1, -m, m), 0)
+    qq = np.where(fin, q, np.where(cls == ZERO, LZQ, LSQ))
+    return [0, 0, 0, 0, 0, 0, 0, 0], np.stack([sm, qq]), int(off[0]) if len(off) else 0, \
+        int(m[fin].max(initial=0)).bit_length()
+
+
+def _lean_specs(plan):
+    """``(LT, LS, r - q offset of the products, significand bits of the products)`` of
+    the lean window decode of A and B, or ``None``."""
+    rows, tabs, roff, bits, off = [], [], 0, 0, 0
+    for fmt in (plan.a_format, plan.b_format):
+        spec = _lean_spec(fmt, plan.decoder(fmt))
+        if spec is None:
+            return None
+        row, tab, o, b = spec
+        if tab is not None:
+            row[1] = off
+            tabs.append(tab)
+            off += tab.shape[1]
+        rows.append(row)
+        roff += o
+        bits += b
+    LT = np.concatenate(tabs, axis=1) if tabs else np.zeros((2, 1), np.int64)
+    # row 2: m and q packed into one word (the tiles of the lean kernel read one table
+    # entry per element); 0 where m does not fit (the variant is then not used)
+    packs = (np.abs(LT[0]) < 1 << (PACK_M - 1)).all()
+    LT = np.ascontiguousarray(np.vstack([LT, LT[1] * (1 << PACK_M) + LT[0] if packs else np.zeros_like(LT[0])]))
+    return LT, np.array(rows, dtype=np.int64), roff, bits
+
+
+def _scale_bounds(plan):
+    """(min r - q offset, significand bits) over every word of the scale format, or ``None``."""
+    fmt = plan.scale_format
+    if fmt.container_bits > 16:
+        return None
+    dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
+    cls, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.m, dec.q, dec.r))
+    fin = cls == FINITE
+    if not fin.any():
+        return None
+    return int((r - q)[fin].min()), int(m[fin].max()).bit_length()
+
+
+def _format_specs(plan):
+    """(FM, TAB) for the A, B, C, D and scale formats of ``plan``; None if one cannot be compiled."""
+    fmts = [plan.a_format, plan.b_format, plan.c_format, plan.d_format, plan.scale_format]
+    rows, tabs, off = [], [], 0
+    for fmt in fmts:
+        row = [0] * 12
+        if fmt is not None:
+            decoder = plan.decoder(fmt)
+            builtin = decoder is decode_float or decoder is decode_int
+            # small containers (and plugin decoders of up to 16 bits): a packed table built by
+            # the registered decoder; wider built-in formats are decoded arithmetically (a
+            # 64K-entry table misses the cache on random words)
+            small = fmt.container_bits <= 8 or (fmt.container_bits <= 16 and not builtin)
+            tab = _packed_table(fmt, decoder) if small else None
+            if tab is not None:
+                row[0], row[1] = off, len(tab)
+                tabs.append(tab)
+                off += len(tab)
+            elif builtin:
+                row[2] = 1 if decoder is decode_int else 0
+                row[3] = fmt.field_shift
+                row[4] = fmt.field_bits
+                row[5], row[6], row[7] = fmt.exp_bits, fmt.man_bits, fmt.bias
+                row[8] = 1 if fmt.signed else 0
+                row[9] = _NAN_CODES[fmt.nan]
+                row[10] = 1 if fmt.subnormals else 0
+                if decoder is decode_float and fmt.exp_bits + fmt.man_bits >= 63 and fmt.nan != "ieee":
+                    return None, None
+                if decoder is decode_int and fmt.field_bits >= 64:
+                    return None, None
+            else:
+                return None, None
+        rows.append(row)
+    TAB = np.ascontiguousarray(np.concatenate(tabs)) if tabs else _EMPTY_TAB
+    return np.array(rows, dtype=np.int64), TAB
+
+
+def _clog2(g: int) -> int:
+    return int(np.ceil(np.log2(g))) if g > 1 else 0
+
+
+def _is_builtin(plan, name):
+    return plan.builtin and plan.datapath.accumulator == name
+
+
+def _make(plan, fn, R, out_kind="word"):
+    k = Kernel(plan, fn, R, out_kind)
+    return None if k.FM is None else k
+
+
+def _grouped_table(plan, lg):
+    """The tables of :func:`window_grouped_kernel`: rows 0-1 the joint A x B table of
+    ``lg`` (a LeanGrouped), rows 2-5 per scale word (built by the registered decoder):
+    the signed significand (0 for a zero or inf / NaN), q, r, and 1 for inf / NaN."""
+    fmt = plan.scale_format
+    dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
+    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    fin = cls == FINITE
+    N = max(len(lg.P), len(cls))
+    T = np.zeros((6, N), dtype=np.int64)
+    T[0, :len(lg.P)] = lg.P
+    T[1, :len(lg.Q)] = lg.Q
+    T[2, :len(cls)] = np.where(fin, np.where(sign == 1, -m, m), 0)
+    T[3, :len(cls)] = q
+    T[4, :len(cls)] = r
+    T[5, :len(cls)] = cls >= INF
+    return np.ascontiguousarray(T)
+
+
+def _window(plan):
+    if not _is_builtin(plan, "window"):
+        return None
+    p = dict(plan.parameters)
+    if not plan.declared or plan.encoding.mode not in ("rz", "rne"):
+        return None
+    zeros = p.get("zeros", "excluded")
+    group = int(p.get("group", 1))
+    scaled = plan.datapath.scale is not None
+    cd = p.get("c_dominant")
+    if (p.get("scale_floor") is not None or p.get("subnormal_redo") is not None) and not scaled:
+        return None
+    step = plan.step
+    if step % group or (cd is not None and step % int(cd["group"])):
+        return None
+    R = WindowRecord(
+        F=int(p["F"]), excl=1 if zeros == "excluded" else 0, ezero=0 if zeros == "excluded" else int(zeros),
+        group=group, has_sf=0 if p.get("scale_floor") is None else 1, sf=int(p.get("scale_floor") or 0),
+        has_cd=0 if cd is None else 1, cdF=int(cd["F"]) if cd else 0, cdG=int(cd["group"]) if cd else 1,
+        has_cr=0 if p.get("c_relative") is None else 1, crF=int(p.get("c_relative") or 0),
+        has_sr=0 if p.get("subnormal_redo") is None else 1, srT=int(p.get("subnormal_redo") or 0),
+        scaled=1 if scaled else 0, clog_g=_clog2(group), clog_cd=_clog2(int(cd["group"])) if cd else 0,
+        roff=0, S=0)
+    general = _make(plan, window_kernel, R)
+    lean = _lean_specs(plan)
+    if lean is None or general is None:
+        return general
+    if group > 1 or cd is not None:
+        lg = LeanGrouped(plan)
+        if lg.ok and lg.DEAD == GDEAD:
+            k = LeanWindowKernel(plan, window_grouped_kernel, R._replace(roff=lg.roff))
+            if k.FM is not None:
+                k.extra = (_grouped_table(plan, lg), np.array([lg.bshift, lg.q0], dtype=np.int64))
+                return k
+    LT, LS, roff, bits = lean
+    simple = group == 1 and cd is None and p.get("c_relative") is None and p.get("subnormal_redo") is None
+    # the lean kernel keeps products shifted left by S, the largest left shift a live
+    # product can need (its raw exponent is at most the window's): they must fit int64
+    S, lean_ok = max(0, int(p["F"]) - roff), simple
+    if scaled:
+        sb = _scale_bounds(plan)
+        if sb is None:
+            lean_ok = False
+        else:
+            S = max(0, int(p["F"]) - roff - 2 * sb[0])
+            bits += 2 * sb[1]
+    lean_ok = lean_ok and bits + S <= 62 and (not scaled or (LS[0, 0] == 0 and LS[1, 0] == 0))
+    ckind, dkind = (_c_kind([int(x) for x in row]) for row in general.FM[2:4])
+    if not (lean_ok and LS[0, 0] == LS[1, 0] and ckind > 0 and dkind > 0 and (LS[0, 0] == 1 or LT[2].any())):
+        return general    # groups elsewhere (the sparse FP4 datapaths), other decodes: the general kernel
+    # the tile kernel compiled for the variant (A and B decoded alike, IEEE C and D:
+    # every built-in window datapath with one product per group)
+    rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
+    k = LeanWindowKernel(plan, lean_variant(scaled, ckind, dkind, LS[0, 0], rz), R._replace(roff=roff, S=S))
+    k.extra = (LT, LS)
+    return k
+
+
+def _integer(plan):
+    if not _is_builtin(plan, "integer") or plan.encoding.mode not in ("wrap", "sat") or not plan.declared:
+        return None
+    return _make(plan, integer_kernel, NO_RECORD)
+
+
+def _group_scaled(plan):
+    if not _is_builtin(plan, "group_scaled_window") or plan.datapath.scale is None:
+        return None
+    p = plan.parameters
+    if not plan.declared or plan.encoding.mode not in ("rz", "rne"):
+        return None
+    step = plan.step
+    if step % int(p["group"]):
+        return None
+    return _make(plan, group_scaled_kernel, GroupScaledRecord(int(p["F"]), int(p["group"]), int(p["zeros"]),
+                                                              _clog2(int(p["group"]))))
+
+
+def _two_stage(plan):
+    if not _is_builtin(plan, "two_stage_window") or plan.datapath.scale is not None:
+        return None
+    p = plan.parameters
+    if not plan.declared or plan.encoding.mode not in ("rz", "rne"):
+        return None
+    R = TwoStageRecord(int(p["F"]), int(p["F2"]), 1 if p.get("even_odd") else 0, 1 if p.get("drop_c") else 0,
+                       0 if p.get("overflow") is None else 1, int(p.get("overflow") or 0),
+                       0 if p.get("nonfinite_c_r") is None else 1, int(p.get("nonfinite_c_r") or 0))
+    return _make(plan, two_stage_kernel, R)
+
+
+def _exact_sum(plan):
+    if not _is_builtin(plan, "exact_sum") or plan.datapath.scale is not None or not plan.declared:
+        return None
+    if plan.encoding.mode not in ("rz", "rne"):
+        return None
+    return _make(plan, exact_sum_kernel, NO_RECORD)
+
+
+def _ieee_ok(plan, family):
+    """The IEEE chain families: the built-in accumulator, unscaled, RNE into f32 or f64,
+    one step over the whole K."""
+    enc = plan.encoding
+    return (_is_builtin(plan, family) and plan.declared and plan.datapath.scale is None and enc.mode == "rne"
+            and enc.format in ("f32", "f64") and plan.step == plan.datapath.stored_k)
+
+
+def _fma_family(plan):
+    if not _ieee_ok(plan, "fma"):
+        return None
+    if plan.encoding.format == "f64":
+        return _make(plan, fma_f64_kernel, NO_RECORD, "f64")
+    # the reference needs products exact in binary64 (it refuses otherwise)
+    if plan.a_format.integer or plan.b_format.integer or plan.a_format.man_bits + plan.b_format.man_bits + 2 > 53:
+        return None
+    return _make(plan, fma_f32_kernel, NO_RECORD, "f32")
+
+
+def _mul_add(plan):
+    if not _ieee_ok(plan, "mul_add_chain"):
+        return None
+    f64 = plan.encoding.format == "f64"
+    return _make(plan, mul_add_f64_kernel if f64 else mul_add_f32_kernel, NO_RECORD, plan.encoding.format)
+
+
+def _ftz(plan):
+    p = plan.parameters
+    if not _ieee_ok(plan, "ftz_mul_add") or plan.encoding.format != "f32" or p["P"] not in (2, 4) \
+            or plan.datapath.stored_k % p["P"]:
+        return None
+    return _make(plan, ftz_mul_add_kernel, FtzRecord(int(p["P"])), "f32")
+
+
+#: accumulator name -> kernel builder (registered through the mmasim_kernels hook)
+BUILDERS = {
+    "window": _window,
+    "integer": _integer,
+    "group_scaled_window": _group_scaled,
+    "two_stage_window": _two_stage,
+    "exact_sum": _exact_sum,
+    "fma": _fma_family,
+    "mul_add_chain": _mul_add,
+    "ftz_mul_add": _ftz,
+}

@@ -1,0 +1,377 @@
+"""The compiled window (docs/datapaths.md §3, §6): its rules as jitted primitives,
+and the two row-at-a-time kernels built from them.
+
+Each rule of :mod:`mmasim.accumulators.window` is one inlined function here:
+:func:`_window_quantum` (E, the zero rule, the scale floor, the C-dominant
+quantum), :func:`_c_relative`, :func:`_subnormal_redo`, :func:`_d_or_c` (no live
+product: D is C), the exact group sums (:func:`_group_sum`).  The kernels
+(:func:`window_kernel`: every parameter, every word; :func:`window_grouped_kernel`:
+the B200 FP4 groups on a joint A x B table) and the tile kernels of :mod:`.tiles`
+compose them.  ``R`` is the window's parameter record
+(:class:`mmasim.backends.numba.kernels.WindowRecord`).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .primitives import (FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _clip, _decode, _decode_ab,
+                         _decode_scales, _f32_decode, _fmt, _is_f32, _jit, _inline, _note_special, _pack, _pack_rz,
+                         _product_class, _rows, _shift, _special_result, _trunc, row_kernel)
+
+#: The window's parameters (mmasim.accumulators.window): F, the zero rule (``excl``, or
+#: e_zero ``ezero``), ``group``, the scale floor (``has_sf``, ``sf``), C-dominant
+#: (``has_cd``, ``cdF``, ``cdG``), C-relative (``has_cr``, ``crF``), the subnormal redo
+#: (``has_sr``, ``srT``), ``scaled``, ceil(log2) of the group sizes, and for the lean
+#: kernels the r - q offset of the products (``roff``) and their left shift ``S``.
+WindowRecord = namedtuple("WindowRecord", "F excl ezero group has_sf sf has_cd cdF cdG has_cr crF has_sr srT "
+                                          "scaled clog_g clog_cd roff S")
+
+LQBIG = 1 << 40      # above every live product q (the group minimum's start)
+GDEAD = -1000        # numpy lean LeanGrouped.DEAD: joint q of a pair with a zero factor
+
+
+# ------------------------------------------------------------------- the rules
+@_inline
+def _window_params(r):
+    """The window's parameters as a local record (values, not loads from the
+    record array: the loops keep them in registers)."""
+    return WindowRecord(r.F, r.excl, r.ezero, r.group, r.has_sf, r.sf, r.has_cd, r.cdF, r.cdG, r.has_cr, r.crF,
+                        r.has_sr, r.srT, r.scaled, r.clog_g, r.clog_cd, r.roff, r.S)
+
+
+@_inline
+def _window_quantum(max_r, any_live, dead, c_live, cr, max_sr, R):
+    """window_exponent and window_quantum: ``(quantum, cdom)`` from the largest live
+    product raw ``max_r`` (NEG for none), whether a product is not live (``dead``),
+    C, and the largest scale raw of the blocks holding a nonzero product (``max_sr``)."""
+    E = max_r
+    if R.excl == 1:
+        if c_live and cr > E:
+            E = cr
+    else:
+        if dead and R.ezero > E:       # a zero product counts with e_zero
+            E = R.ezero
+        ce = cr if c_live else R.ezero
+        if ce > E:
+            E = ce
+    quantum = E - R.F
+    if R.has_sf == 1:
+        fl = max_sr - R.sf
+        if fl > quantum:
+            quantum = fl
+    cdom = False
+    if R.has_cd == 1:
+        cdom = c_live and any_live and cr >= max_r
+        if cdom:
+            quantum = cr - R.cdF
+    return quantum, cdom
+
+
+@_inline
+def _c_relative(t, neg, mag, q, gr, c_live, cr, qrel, quantum):
+    """c_relative_terms of one group (or product): ``t`` unless its largest raw
+    ``gr`` is live and at most ``r_c``; then its exact sum truncated at ``qrel``."""
+    if c_live and gr > NEG and gr <= cr:
+        u = _trunc(neg, mag, q, qrel)
+        return -_shift(-u, qrel - quantum) if u < 0 else _shift(u, qrel - quantum)
+    return t
+
+
+@_inline
+def _subnormal_redo(total, quantum, ctr, contrib, sr, group, G, gr, srT, gmax):
+    """The subnormal redo: if ``total`` (in quanta of 2**quantum) is a nonzero RZ-F32
+    subnormal (2**-149 <= |sum| < 2**-126), redo the sum without the groups whose
+    scale raw (the max of ``sr`` over the group, stored in ``gr``) is below ``gmax``
+    (the largest scale raw of the blocks holding a nonzero product) and whose
+    contribution is below 2**(srT - quantum) quanta."""
+    lead = quantum + _bitlen(abs(total)) - 1
+    if total == 0 or lead >= -126 or lead < -149:
+        return total
+    limit = _clip(srT - quantum, 0, 62)
+    for g in range(G):
+        v = np.int64(NEG)
+        for k in range(g * group, g * group + group):
+            if sr[k] > v:
+                v = sr[k]
+        gr[g] = v
+    red = ctr
+    for g in range(G):
+        if not (_bitlen(abs(contrib[g])) <= limit and gr[g] < gmax):
+            red += contrib[g]
+    return red
+
+
+@_inline
+def _d_or_c(total, quantum, excl, any_live, c_neg, c_mag, cq):
+    """``(neg, mag, e0)`` of D: the sum, or (zeros excluded, no live product) C itself."""
+    if excl and not any_live:
+        return c_neg, c_mag, cq
+    return total < 0, abs(total), quantum
+
+
+@_inline
+def _group_sum(pm, pq, pn, lo, hi, clog):
+    """Exact sum of the products ``lo .. hi`` (sign ``pn``, magnitude ``pm``, exponent
+    ``pq``) at the smallest live exponent ``qmin`` (0 if none is live): ``(sum, qmin,
+    bad)``, ``bad`` where a product shifted to ``qmin`` would leave no room in int64
+    for the sum of ``2**clog`` of them (the reference refuses such a sum)."""
+    qmin = np.int64(LQBIG)
+    for k in range(lo, hi):
+        qmin = min(qmin, pq[k] if pm[k] != 0 else LQBIG)
+    if qmin == LQBIG:
+        qmin = 0
+    tot = np.int64(0)
+    bad = False
+    for k in range(lo, hi):
+        # branch-free: a zero product adds 0 whatever its shift
+        m_ = pm[k]
+        sh = pq[k] - qmin
+        bad = bad or (m_ != 0 and sh + _bitlen(m_) + clog > 62)
+        v = m_ << _clip(sh, 0, 62)
+        ng = np.int64(pn[k])
+        tot += (v ^ -ng) + ng
+    return tot, qmin, bad
+
+
+@_inline
+def _group_total(G, step, pm, pq, pn, plr, psr, max_sr, bufs, quantum, cterm, R):
+    """The window's sum of one step after the products, at ``quantum``: the group sums
+    (``group`` > 1) truncated, the C-relative truncation, the C-dominant sums (groups of
+    ``cdG``), the truncated C, the subnormal redo.  ``plr``: each product's raw exponent
+    (NEG for a zero); ``bufs``: work arrays (contributions, group sums, their q, their
+    largest raw exponent); ``cterm``: C live, C r, C sign, C magnitude, C q, and whether
+    C dominates.  Returns ``(total, bad)`` (``bad``: a sum the reference refuses)."""
+    contrib, gs, gq, gr = bufs
+    c_live, cr, c_neg, c_mag, cq, cdom = cterm
+    group = R.group
+    bad = False
+    for g in range(G):
+        if group == 1:
+            gs[g] = -pm[g] if pn[g] else pm[g]
+            gq[g] = pq[g]
+            gr[g] = plr[g]
+        else:
+            tot, qmin, b = _group_sum(pm, pq, pn, g * group, g * group + group, R.clog_g)
+            bad = bad or b
+            grm = np.int64(NEG)
+            for k in range(g * group, g * group + group):
+                grm = max(grm, plr[k])
+            gs[g] = tot
+            gq[g] = qmin
+            gr[g] = grm
+        contrib[g] = _trunc(gs[g] < 0, abs(gs[g]), gq[g], quantum)
+    if R.has_cr == 1:
+        qrel = max(cr - R.crF, quantum)
+        for g in range(G):
+            contrib[g] = _c_relative(contrib[g], gs[g] < 0, abs(gs[g]), gq[g], gr[g], c_live, cr, qrel, quantum)
+    ptot = np.int64(0)
+    for g in range(G):
+        ptot += contrib[g]
+    if R.has_cd == 1 and R.cdG != group:
+        ctot = np.int64(0)
+        for h in range(step // R.cdG):
+            tot, qmin, b = _group_sum(pm, pq, pn, h * R.cdG, h * R.cdG + R.cdG, R.clog_cd)
+            bad = bad or b
+            ctot += _trunc(tot < 0, abs(tot), qmin, quantum)
+        if cdom:
+            ptot = ctot
+    ctr = _trunc(c_neg, c_mag, cq, quantum)
+    total = ptot + ctr
+    if R.has_sr == 1 and not cdom:
+        total = _subnormal_redo(total, quantum, ctr, contrib, psr, group, G, gr, R.srT, max_sr)
+    return total, bad
+
+
+# ------------------------------------------------------------------ kernels
+@_jit
+def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, rec, ENC, W):
+    """One step of the window with every parameter, on every word (inf / NaN included)."""
+    R = _window_params(rec)
+    ccls, csg, cm, cq, cr = c
+    scaled = R.scaled == 1
+    pm, pq, pn, plr, psr = W[0], W[1], W[2], W[3], W[4]
+    G = step // R.group
+    sp = NO_SPECIAL
+    max_r = np.int64(NEG)
+    max_sr = np.int64(NEG)
+    any_live = False
+    dead = False
+    for k in range(step):
+        kk = s0 + k
+        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, kk, fp, TAB)
+        nanf = ac == NAN or bc == NAN
+        inff = ac == INF or bc == INF
+        zf = ac == ZERO or bc == ZERO
+        sg = asg ^ bsg
+        m = am * bm
+        q = aq + bq
+        r = ar + br
+        if scaled:
+            (xc, xsg, xm, xq, xr), (yc, ysg, ym, yq, yr) = _decode_scales(sa, sb, rsa, rsb, kk // block, fp, TAB)
+            nanf = nanf or xc == NAN or yc == NAN
+            inff = inff or xc == INF or yc == INF
+            zf = zf or xc == ZERO or yc == ZERO
+            sg = sg ^ xsg ^ ysg
+            m = m * xm * ym
+            q = q + xq + yq
+            r = r + xr + yr
+            psr[k] = xr + yr
+        cls = _product_class(nanf, inff, zf)
+        sp = _note_special(cls, sg == 1, sp)
+        pn[k] = sg
+        pq[k] = q
+        if cls == FINITE:
+            pm[k] = m
+            plr[k] = r
+            any_live = True
+            max_r = max(max_r, r)
+            if scaled:
+                max_sr = max(max_sr, psr[k])     # the blocks holding a nonzero product
+        else:
+            pm[k] = 0
+            plr[k] = NEG
+            dead = True
+    nan, inf, inf_neg = _special_result(_note_special(ccls, csg == 1, sp))
+    c_live = ccls == FINITE
+    c_mag = cm if c_live else np.int64(0)
+    c_neg = csg == 1
+    quantum, cdom = _window_quantum(max_r, any_live, dead, c_live, cr, max_sr, R)
+    total, bad = _group_total(G, step, pm, pq, pn, plr, psr, max_sr, (W[5], W[6], W[7], W[8]), quantum,
+                              (c_live, cr, c_neg, c_mag, cq, cdom), R)
+    oneg, omag, e0 = _d_or_c(total, quantum, R.excl == 1, any_live, c_neg, c_mag, cq)
+    return _pack(oneg, omag, e0, nan, inf, inf_neg, False, ENC), bad
+
+
+#: The window with every parameter, on every word (inf / NaN included), one row at a time.
+window_kernel = row_kernel(_window_step, "window_kernel")
+
+
+@_jit
+def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags,
+                          LT, LS, spec):
+    """The grouped block-scaled window (B200 NVFP4 / MXF4) where every group lies in one
+    scale block and the A / B formats are narrow (``LeanGrouped`` of the numpy backend
+    decides, and proves the int64 bounds): A and B are decoded pairwise through one joint
+    table (``LT[0]`` the signed significand product aligned to the formats' smallest q,
+    ``LT[1]`` the sum of the two q, ``GDEAD`` with a zero factor), a group's exact sum is
+    the sum of those integers times the block's scale product, and the group rules
+    (the same primitives as :func:`window_kernel`) follow on group values.  No row is
+    refused (the bounds hold for every word); rows with an inf / NaN are marked in
+    ``spec`` (:func:`window_kernel` computes them)."""
+    n = out.shape[0]
+    K = wa.shape[1]
+    fp2, fp3 = _fmt(FM, 2), _fmt(FM, 3)
+    R = _window_params(RA[0])
+    group = R.group
+    bsh = LS[0]
+    q0 = LS[1]
+    c_f32 = _is_f32(fp2)
+    d_f32 = _is_f32(fp3)
+    rz = ENC[0] == 0 and ENC[2] == ENC[3]
+    efrac, ebias, einf, esb = ENC[2], ENC[1], ENC[4], ENC[5]
+    G = step // group
+    per = block // group
+    contrib = np.zeros(G, np.int64)
+    gs = np.zeros(G, np.int64)
+    gq = np.zeros(G, np.int64)
+    gr = np.zeros(G, np.int64)
+    gsr = np.zeros(G, np.int64)
+    nb = sa.shape[1]
+    bsm = np.zeros(nb, np.int64)
+    bqs = np.zeros(nb, np.int64)
+    bsr = np.zeros(nb, np.int64)
+    nspec = 0
+    for d in range(n):
+        flags[d] = False
+        spec[d] = False
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        if c_f32:
+            ccls, csg, cm, cq, cr = _f32_decode(np.int64(wc[rc]))
+        else:
+            ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
+        special = ccls >= INF
+        # the scales through the per-word table (rows 2-5 of LT): signed m, q, r, inf / NaN
+        for blk in range(nb):
+            x = np.int64(sa[rsa, blk])
+            y = np.int64(sb[rsb, blk])
+            if LT[5, x] + LT[5, y] != 0:
+                special = True
+            bsm[blk] = LT[2, x] * LT[2, y]
+            bqs[blk] = LT[3, x] + LT[3, y] + q0
+            bsr[blk] = LT[4, x] + LT[4, y]
+        word = np.int64(0)
+        for s0 in range(0, K, step):
+            if special:
+                break
+            max_r = np.int64(NEG)
+            max_sr = np.int64(NEG)
+            any_live = False
+            for blk in range(s0 // block, (s0 + step) // block):
+                bm = bsm[blk]
+                bs = bsr[blk]
+                brr = R.roff + bs
+                g0 = (blk * block - s0) // group
+                for g in range(g0, g0 + per):
+                    tot = np.int64(0)
+                    qm = np.int64(GDEAD)
+                    for kk in range(s0 + g * group, s0 + g * group + group):
+                        j = (np.int64(wa[ra, kk]) << bsh) | np.int64(wb[rb, kk])
+                        tot += LT[0, j]
+                        qm = max(qm, LT[1, j])
+                    gs[g] = tot * bm
+                    gq[g] = bqs[blk]
+                    gsr[g] = bs
+                    gr[g] = NEG
+                    if qm > GDEAD // 2 and bm != 0:
+                        gr[g] = qm + brr
+                        any_live = True
+                        max_r = max(max_r, gr[g])
+                        max_sr = max(max_sr, bs)     # the blocks holding a nonzero product
+            c_live = ccls == FINITE
+            c_mag = cm if c_live else np.int64(0)
+            c_neg = csg == 1
+            quantum, cdom = _window_quantum(max_r, any_live, False, c_live, cr, max_sr, R)
+            qrel = max(cr - R.crF, quantum)
+            ptot = np.int64(0)
+            for g in range(G):
+                v = gs[g]
+                t = _trunc(v < 0, abs(v), gq[g], quantum)
+                if R.has_cr == 1:
+                    t = _c_relative(t, v < 0, abs(v), gq[g], gr[g], c_live, cr, qrel, quantum)
+                contrib[g] = t
+                ptot += t
+            if R.has_cd == 1 and R.cdG != group and cdom:
+                # the C-dominant groups of cdG elements: sums of groups inside one block (one q)
+                r = R.cdG // group
+                ctot = np.int64(0)
+                for h in range(0, G, r):
+                    cs = np.int64(0)
+                    for g in range(h, h + r):
+                        cs += gs[g]
+                    ctot += _trunc(cs < 0, abs(cs), gq[h], quantum)
+                ptot = ctot
+            ctr = _trunc(c_neg, c_mag, cq, quantum)
+            total = ptot + ctr
+            if R.has_sr == 1 and not cdom:
+                total = _subnormal_redo(total, quantum, ctr, contrib, gsr, 1, G, gsr, R.srT, max_sr)
+            oneg, omag, e0 = _d_or_c(total, quantum, True, any_live, c_neg, c_mag, cq)
+            if rz:
+                word = _pack_rz(oneg, omag, e0, efrac, ebias, einf, esb)
+            else:
+                word = _pack(oneg, omag, e0, False, False, False, False, ENC)
+            if s0 + step < K:
+                if d_f32:
+                    ccls, csg, cm, cq, cr = _f32_decode(word & ENC[7])
+                else:
+                    ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
+                if ccls >= INF:
+                    special = True
+        if special:
+            spec[d] = True
+            nspec += 1
+            continue
+        out[d] = word
+    return 0, nspec

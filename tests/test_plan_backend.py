@@ -1,0 +1,119 @@
+"""The seam between a model and its backends: a Plan (one datapath, resolved once)
+and ``backend.compute(plan, rows)``; compiled kernels come from the
+``mmasim_kernels`` plugin hook."""
+
+import numpy as np
+import pytest
+
+import mmasim
+from mmasim import backends
+from mmasim.backends.numpy import reference
+from mmasim.model import Model
+from mmasim.plan import Plan, Rows
+from mmasim.plugins import get_plugin_manager, hookimpl
+from mmasim.registry import get_registry
+
+F16_ONE, F32_ONE = 0x3C00, 0x3F800000
+F16_2M24 = 0x0001                                   # 2^-24, the smallest f16 subnormal
+
+
+def test_plan_holds_the_resolved_datapath():
+    m = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32")
+    plan = m.plan
+    assert isinstance(plan, Plan)
+    # Ampere reads 16 bytes per step: m16n8k16 f16 is two steps of 8 (docs/datapaths.md §3)
+    assert plan.step == 8 and plan.datapath.k == 16
+    assert (plan.a_format.name, plan.c_format.name, plan.d_format.name) == ("f16", "f32", "f32")
+    assert plan.encoding is m.encoding and plan.scale_format is None and plan.sparse_rule is None
+    assert plan.builtin and plan.parameters == m.datapath.parameters
+    # one plan per model, built once
+    assert m.plan is plan
+
+
+def test_each_backend_computes_rows_of_a_plan():
+    """``compute(plan, rows)`` of every backend: sixteen products 1.0 x 1.0 sum to 16.0;
+    a product 2^-24 in the second step is lost against 1.0 (and 2.0) by the RZ f32
+    encoding of the step; one row of B broadcast against three of A."""
+    plan = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32").plan
+    ones = np.full(16, F16_ONE, dtype=np.uint16)
+    tiny = np.zeros(16, dtype=np.uint16)
+    tiny[0], tiny[8] = F16_ONE, F16_2M24
+    a = np.stack([ones, tiny, tiny])
+    b = ones[None, :]                                         # broadcast over the batch
+    c = np.array([0, 0, F32_ONE], dtype=np.uint32)
+    want = [0x41800000, F32_ONE, 0x40000000]                  # 16.0, 1.0, 2.0
+    for name in backends.available():
+        rows = Rows.batch([a, b, c], (3,), 0, 3)
+        got = backends.get(name).compute(plan, rows)
+        assert [int(x) for x in got] == want, name
+        # a chunk of the same rows
+        assert [int(x) for x in backends.get(name).compute(plan, rows.chunk(1, 3))] == want[1:], name
+    assert [int(x) for x in reference(plan, a.astype(np.uint64), np.repeat(b, 3, 0).astype(np.uint64),
+                                      c.astype(np.uint64))] == want
+
+
+def test_matrix_rows_are_row_i_of_a_against_column_j_of_b():
+    plan = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32").plan
+    A = np.zeros((2, 16), dtype=np.uint16)
+    A[0, :3] = F16_ONE                                        # row 0: three ones; row 1: zero
+    B = np.full((16, 3), F16_ONE, dtype=np.uint16)
+    B[:, 2] = 0                                               # column 2: zero
+    C = np.full((2, 3), F32_ONE, dtype=np.uint32)
+    rows = Rows.outer(A, B.T, C.reshape(-1))
+    four, one = 0x40800000, F32_ONE
+    for name in backends.available():
+        got = backends.get(name).compute(plan, rows).reshape(2, 3)
+        assert got.tolist() == [[four, four, one], [one, one, one]], name
+
+
+class _FlagEverything:
+    """A kernel that computes nothing and leaves every row to the reference (flags)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, args, n):
+        self.calls += 1
+        return np.zeros(n, dtype=np.uint32), np.ones(n, dtype=bool)
+
+
+def test_kernels_come_from_the_mmasim_kernels_hook():
+    pytest.importorskip("numba")
+    seen = []
+    kern = _FlagEverything()
+
+    class Plugin:
+        @hookimpl
+        def mmasim_kernels(self):
+            return {"window": lambda plan: seen.append(plan) or kern}
+
+    pm = get_plugin_manager()
+    pm.register(Plugin(), name="test-kernels")
+    try:
+        m = Model(mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32").datapath, get_registry())
+        assert backends.kernel_for(m) is kern and seen == [m.plan]
+        a = np.full((4, 16), F16_ONE, dtype=np.uint16)
+        got = m.dot(a, a, np.zeros(4, np.uint32), backend="numba")
+        # every row flagged: the words are the reference's, and the kernel ran once
+        assert kern.calls == 1 and [int(x) for x in got] == [0x41800000] * 4
+        assert backends.kernel_coverage(m) == "compiled"
+    finally:
+        pm.unregister(name="test-kernels")
+    # the built-in kernel again, for a new model
+    m2 = Model(mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32").datapath, get_registry())
+    assert backends.kernel_for(m2) is not kern and backends.kernel_for(m2) is not None
+
+
+def test_register_kernel_is_a_hook_plugin():
+    pytest.importorskip("numba")
+    kern = _FlagEverything()
+    backends.register_kernel("integer")(lambda plan: kern)
+    try:
+        assert get_plugin_manager().get_plugin("kernel:integer") is not None
+        m = Model(mmasim.MMA("B200", "tcgen05.mma.kind::i8.s32.s8.s8").datapath, get_registry())
+        got = m.dot(np.full((2, 32), 2, np.uint8), np.full((2, 32), 3, np.uint8), np.full(2, 5, np.uint32),
+                    backend="numba")
+        assert kern.calls == 1 and [int(x) for x in got] == [32 * 6 + 5] * 2
+    finally:
+        get_plugin_manager().unregister(name="kernel:integer")
+    assert "integer" in backends.compiled_families()
