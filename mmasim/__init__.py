@@ -46,13 +46,7 @@ def MMA(arch: str, instruction: str, backend: str | None = None, **qualifiers) -
     computations (default: the ``MMASIM_BACKEND`` environment variable, else
     auto); see :mod:`mmasim.backends`.
     """
-    reg = get_registry()
-    if backend is not None:
-        from . import backends
-
-        backends.resolve(backend)   # an unknown or missing backend fails here, not at the first dot
-    found = lookup_instruction(reg, arch, instruction, qualifiers)
-    return Model(found.datapath, reg, backend=backend, resolution=found)
+    return Model.lookup(arch, instruction, backend, **qualifiers)
 
 
 def architectures() -> list:

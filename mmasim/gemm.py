@@ -88,11 +88,9 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
     metadata words of each row that one instruction takes (``Model.dot``).
     """
     if model is None:
-        from . import MMA
-
         if arch is None or instruction is None:
             raise OperandError("gemm needs arch= and instruction= (or model=)")
-        model = MMA(arch, instruction, **qualifiers)
+        model = Model.lookup(arch, instruction, **qualifiers)
     elif qualifiers or arch is not None or instruction is not None:
         raise OperandError("gemm: pass either model= or arch=/instruction= (with qualifiers), not both")
     dp = model.datapath

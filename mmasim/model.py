@@ -7,8 +7,8 @@ import numpy as np
 from . import backends
 from .datapath import Datapath
 from .errors import DtypeError, ScaleError, ShapeError, SparseMetadataError
-from .lookup import Resolution
-from .registry import Registry
+from .lookup import Resolution, lookup_instruction
+from .registry import Registry, get_registry
 from .plan import Plan, Rows
 from .special import rules_for as special_rules
 from .words import VALUES, as_array, from_words, to_words, typed_dtype
@@ -20,6 +20,24 @@ class Model:
     Use :func:`mmasim.MMA` to make one.  ``dot`` works on batches of dot
     products; calling the model works on matrices.
     """
+
+    @classmethod
+    def lookup(cls, arch: str, instruction: str, backend: str | None = None, **qualifiers) -> "Model":
+        """The model of ``instruction`` on ``arch`` (what :func:`mmasim.MMA` returns)."""
+        reg = get_registry()
+        if backend is not None:
+            backends.resolve(backend)   # an unknown or missing backend fails here, not at the first dot
+        found = lookup_instruction(reg, arch, instruction, qualifiers)
+        return cls(found.datapath, reg, backend=backend, resolution=found)
+
+    def operand_words(self, operand: str, X, fmt=None):
+        """Container words of ``X`` for ``operand`` ("a", "b", "c", "d", "scale"): integer
+        words checked as they are, values converted exactly (the rules of :meth:`dot`)."""
+        arr, mode = as_array(X, operand)
+        if fmt is None:
+            fmt = {"a": self.a_format, "b": self.b_format, "c": self.c_format, "d": self.d_format,
+                   "scale": self.scale_format}[operand]
+        return _operand(arr, mode, fmt, operand)
 
     def __init__(self, datapath: Datapath, registry: Registry, backend: str | None = None, resolution=None):
         self.datapath = datapath

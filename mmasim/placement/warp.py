@@ -84,12 +84,8 @@ def layout(model, operand: str, alayout: str = "row", blayout: str = "col"):
 def fragments(model, operand: str, X, **options) -> np.ndarray:
     """``uint32 (lanes, registers)``: the matrix ``X`` (container words or values in
     the operand's format) packed as the hardware holds it."""
-    from ..model import _operand
-    from ..words import as_array
-
     lay = layout(model, operand, **options)
-    arr, mode = as_array(X, operand)
-    words = _operand(arr, mode, _formats(model)[operand], operand)
+    words = model.operand_words(operand, X, _formats(model)[operand])
     return lay.pack(words)
 
 
