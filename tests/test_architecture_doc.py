@@ -191,6 +191,19 @@ def test_every_name_given_after_a_file_is_defined_in_it():
     assert not problems, f"docs/architecture.md names code its file does not define: {problems}"
 
 
+def test_every_package_of_mmasim_is_installed():
+    """``pip install .`` ships exactly the packages pyproject lists: every folder of mmasim/
+    with an ``__init__.py`` (each one on the map) must be among them, or the installed
+    package cannot import it (the editable install of the tests would not notice)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:     # Python 3.10
+        import tomli as tomllib
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    packages = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert packages <= listed, f"packages pyproject.toml does not install: {sorted(packages - listed)}"
+
+
 def test_the_string_to_words_example_runs():
     """The walk-through's example, as written.  Its words were worked out by hand (§3 with
     F = 24, L = 8, e_zero -132): 1 - 1 + 2^-30 in one step has E = 0, so 2^-30 is below the
