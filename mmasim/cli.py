@@ -158,7 +158,7 @@ def cmd_explain(args) -> int:
         "sparse": dp.sparse,
         "accumulator": dp.accumulator,
         "parameters": dp.parameters,
-        "elements_per_step": min(dp.chunk or dp.stored_k, dp.stored_k),
+        "elements_per_step": dp.step,
         "rounding": model.encoding.key,
         "m": list(dp.m),
         "n": list(dp.n),

@@ -25,7 +25,7 @@ def _params_diff(ma, mb) -> list:
     for key in sorted(set(pa) | set(pb)):
         if pa.get(key) != pb.get(key):
             out.append(f"{key}: {pa.get(key, '-')} vs {pb.get(key, '-')}")
-    ca, cb = da.chunk or da.stored_k, db.chunk or db.stored_k
+    ca, cb = da.step, db.step
     if ca != cb:
         out.append(f"elements per step (L): {ca} vs {cb}")
     if da.rounding != db.rounding:
@@ -39,7 +39,7 @@ def _params_diff(ma, mb) -> list:
 
 def _steps_text(model) -> str:
     dp = model.datapath
-    chunk = dp.chunk or dp.stored_k
+    chunk = dp.step
     return f"{dp.stored_k // chunk} x {chunk}"
 
 
