@@ -16,17 +16,31 @@ from .window import _group_sum
 
 
 # ------------------------------------------------------------------ integer
-@_jit
-def _integer_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
-    total = np.int64(0)
-    for k in range(s0, s0 + step):
-        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, k, fp, TAB)
-        total += (-am if asg == 1 else am) * (-bm if bsg == 1 else bm)
-    total += -c[2] if c[1] == 1 else c[2]
-    return _pack_int(total, ENC), False
+def _integer_steps(XOR):
+    """The integer family's step (``accumulators/integer.py``): the exact sum of the terms
+    plus C, wrapped or saturated to s32 by ``_pack_int``.  A term is ``a * b``, or with
+    ``XOR`` (``bitop = "xor"``, b1 ``.xor.popc``) ``a ^ b`` of the decoded 0/1 values:
+    one source, specialised by the closure constant."""
+
+    def integer_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
+        total = np.int64(0)
+        for k in range(s0, s0 + step):
+            (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, k, fp, TAB)
+            x = -am if asg == 1 else am
+            y = -bm if bsg == 1 else bm
+            if XOR:
+                total += x ^ y
+            else:
+                total += x * y
+        total += -c[2] if c[1] == 1 else c[2]
+        return _pack_int(total, ENC), False
+
+    integer_step.__qualname__ = integer_step.__name__ = "integer_xor_step" if XOR else "integer_step"
+    return _jit(integer_step)
 
 
-integer_kernel = row_kernel(_integer_step, "integer_kernel")
+integer_kernel = row_kernel(_integer_steps(False), "integer_kernel")
+integer_xor_kernel = row_kernel(_integer_steps(True), "integer_xor_kernel")
 
 
 # ------------------------------------------------------- group-scaled window
