@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 import mmasim  # noqa: E402
 from mmasim import backends, wordgen  # noqa: E402
 
-# label, arch, instruction, qualifiers, (peer class, peer arch, peer shape_and_type), kind
+# label, arch, instruction, qualifiers, (peer class, peer arch, peer shape_and_type) or None, kind
 CASES = [
     ("Ampere mma.sync m16n8k16 f32.f16.f16.f32", "Ampere", "m16n8k16.f32.f16.f16.f32", {},
      ("MMA", "Ampere", "m16n8k16.f32.f16.f16.f32"), "T-FDPA"),
@@ -56,6 +56,9 @@ CASES = [
      ("TCGen05MMABlockScale", "Blackwell", "m128n8k64.kind::mxf4nvf4.block16.f32.e2m1.e2m1.ue4m3"), "block-scaled"),
     ("B200 kind::mxf4 (ue8m0, 2X)", "B200", "tcgen05.kind::mxf4.block_scale", {},
      ("TCGen05MMABlockScale", "Blackwell", "m128n8k64.kind::mxf4.block32.f32.e2m1.e2m1.ue8m0"), "block-scaled"),
+    # integer (uniform random s8 words, C any s32 word): MMA-Sim 2.1.1 has no integer MMA
+    ("Ampere mma.sync m16n8k32 s32.s8.s8.s32", "Ampere", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", {},
+     None, "integer"),
 ]
 
 TILES = [
@@ -65,7 +68,8 @@ TILES = [
      ("TCGen05MMA", "Blackwell", "m128n256k16.kind::f16.f32.f16.f16"), 2e-3),
 ]
 
-TARGET = {"T-FDPA": {"numba": 3.0, "numpy": 30.0}, "block-scaled": {"numba": 5.0, "numpy": 30.0}}
+TARGET = {"T-FDPA": {"numba": 3.0, "numpy": 30.0}, "block-scaled": {"numba": 5.0, "numpy": 30.0},
+          "integer": {"numba": 3.0, "numpy": 30.0}}
 
 
 # ------------------------------------------------------------------- inputs
@@ -262,7 +266,7 @@ def main(argv=None):
             model.dot(aa[:64], bb[:64], cc[:64], backend=be, **{k: v[:64] for k, v in ss.items()})
             t = best_time(lambda: model.dot(aa, bb, cc, backend=be, **ss), 5 if be == "numba" else 3)
             row[be] = t / (n * model.k) * 1e9
-        if args.peer_python:
+        if args.peer_python and peer is not None:
             key = f"dot{idx}"
             fm = [model.a_format.key, model.b_format.key, model.c_format.key,
                   model.scale_format.key if model.scale_format else ""]
@@ -301,7 +305,7 @@ def main(argv=None):
         line = f"{row['label']:44s} {row['k']:3d} " + " ".join(fmt_ns(row.get(be)) + " " for be in cols)
         line += f" {'<= %g/%g' % (TARGET[row['kind']]['numba'], TARGET[row['kind']]['numpy']):>9s}"
         if args.peer_python:
-            p = peer.get(key)
+            p = peer.get(key, None if "peer_n" in row else "MMA-Sim 2.1.1 has no such instruction")
             line += peer_cells(row, p / (row["peer_n"] * row["k"]) * 1e9 if isinstance(p, float) else p, 1, cols)
         print(line)
     print()

@@ -72,6 +72,10 @@ RULES = {
     "tf32.ordered": SparseRule("tf32.ordered", 2, 1, {0x4: (0,), 0xE: (1,)},
                                "chunks of 2: selector 0x4 keeps element 0, 0xE element 1 "
                                "(PTX mma.sp::ordered_metadata)", ordered=True),
+    "distinct8": SparseRule("distinct8", 8, 2, {s: _pairs(s) for s in _DISTINCT_SELECTORS},
+                            "chunks of 8: selector bits 1:0 and 3:2 give the positions of the first and "
+                            "second stored two-wide sub-chunk, which must differ (PTX mma.sp .s4 / .u4, 4:8 "
+                            "pair-wise sparsity: 0b0000, 0b0101, 0b1010, 0b1111 are invalid)"),
     "ordered8": SparseRule("ordered8", 8, 2, {s: _pairs(s) for s in _INCREASING_SELECTORS},
                            "chunks of 8: selector bits 1:0 and 3:2 pick two adjacent pairs in increasing "
                            "order (PTX mma.sp::ordered_metadata, 4:8 pair-wise sparsity)", ordered=True),

@@ -9,7 +9,10 @@ The metadata semantics below are written from the ISA texts, not from mmasim.spa
   invalid values for metadata". tf32 (1:2): "0b1110 and 0b0100 are the only meaningful
   index values" (0b0100 = the first element, 0b1110 = the second: the indices name the
   16-bit halves, 0,1 or 2,3). e2m1 with kind::mxf4 / mxf4nvf4: "pair-wise structured
-  sparse at a granularity of 4:8", the 2-bit indices naming two-wide sub-chunks.
+  sparse at a granularity of 4:8", the 2-bit indices naming two-wide sub-chunks; the
+  same for .u4 / .s4 A and B ("matrix A is pair-wise structured sparse at a granularity
+  of 4:8 ... positions of the two two-wide sub-chunks ... indicated by two 2-bit
+  indices"), under the general invalid values for mma.sp.
 - PTX ISA, mma.sp: "Instruction mma.sp::ordered_metadata requires the indices in the
   sparsity metadata to be sorted in an increasing order starting from LSB".
 - AMD: in each chunk of four K positions two values are stored, two bits per stored
@@ -66,6 +69,10 @@ def _family(model):
         return 4, 1, increasing
     if dp.kind in ("mxf4", "mxf4nvf4"):
         return 8, 2, increasing          # only mma.sp::ordered_metadata spells them
+    if model.a_format.name in ("s4", "u4"):
+        # 4:8 pair-wise: each 2-bit index names a two-wide sub-chunk of a chunk of eight; the
+        # general rule (the indices differ) for .sp, increasing for ::ordered_metadata
+        return 8, 2, (increasing if "sp::ordered_metadata" in model.instruction else distinct)
     if "sp::ordered_metadata" in model.instruction:
         return 4, 1, increasing
     return 4, 1, distinct
@@ -111,7 +118,8 @@ def _exact_integer(model, sel_a, sel_b, c):
     32 bits, or clamped to the s32 range with .satfinite (PTX ISA, mma.sp)."""
     def value(w, fmt):
         w = int(w)
-        return w - 256 if fmt.name == "s8" and w >= 128 else w
+        bits = {"s8": 8, "s4": 4}.get(fmt.name)
+        return w - (1 << bits) if bits and w >= 1 << (bits - 1) else w
     out = []
     for ra, rb, rc in zip(sel_a, sel_b, c):
         cv = int(rc) - 2**32 if int(rc) >= 2**31 else int(rc)
@@ -276,6 +284,32 @@ def test_integer_sparse_wraps_or_saturates_at_the_s32_edges():
         (2**31 - 1 + 32 * 127 * 127) % 2**32
 
 
+def test_s4_pairwise_metadata_selects_two_wide_sub_chunks():
+    """Hand-worked: A holds 0..7 in every chunk of eight (u4), B ones. 0b1101 names
+    sub-chunks 1 and 3 (elements 2, 3 and 6, 7): 2 + 3 + 6 + 7 = 18 per chunk; 0b0100
+    sub-chunks 0 and 1: 0 + 1 + 2 + 3 = 6; 0b0001 (sub-chunk 1, then 0) keeps the same
+    elements for mma.sp and is refused by mma.sp::ordered_metadata."""
+    sp = mmasim.MMA("A100", "mma.sp.sync.aligned.m16n8k64.row.col.s32.u4.u4.s32")
+    od = mmasim.MMA("A100", "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.s32.u4.u4.s32")
+    a = [i % 8 for i in range(64)]
+    b = [1] * 64
+    for m in (sp, od):
+        assert int(m.dot(a, b, 0, sparse_metadata=[0xDDDDDDDD])) == 8 * 18
+        assert int(m.dot(a, b, 0, sparse_metadata=[0x44444444])) == 8 * 6
+        assert int(m.dot(a, b, 5, sparse_metadata=[0x4444444D])) == 5 + 18 + 7 * 6
+    assert int(sp.dot(a, b, 0, sparse_metadata=[0x11111111])) == 8 * 6
+    with pytest.raises(mmasim.SparseMetadataError, match="chunk 0"):
+        od.dot(a, b, 0, sparse_metadata=[0x44444441])
+    with pytest.raises(mmasim.SparseMetadataError, match="chunk 7"):
+        sp.dot(a, b, 0, sparse_metadata=[0xA4444444])      # 0b1010: both indices 2
+    # s4 at the s32 edges: 32 selected products of (-8) * (-8) = 2048 on C = 2^31 - 1
+    s4 = mmasim.MMA("A100", "mma.sp.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32")
+    s4sat = mmasim.MMA("A100", "mma.sp.sync.aligned.m16n8k64.row.col.satfinite.s32.s4.s4.s32")
+    eights = [0x8] * 64
+    assert int(s4.dot(eights, eights, 0x7FFFFFFF, sparse_metadata=[0x44444444])) == (2**31 - 1 + 2048) % 2**32
+    assert int(s4sat.dot(eights, eights, 0x7FFFFFFF, sparse_metadata=[0x44444444])) == 0x7FFFFFFF
+
+
 # ------------------------------------------------------------ spellings
 PTX_EXAMPLES = [
     # the PTX ISA's own mma.sp examples (sm_80+ / sm_89+ / sm_120a)
@@ -303,6 +337,12 @@ PTX_EXAMPLES = [
     ("A100", "mma.sp.sync.aligned.m16n8k64.row.col.satfinite.s32.s8.s8.s32"),
     ("H100", "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.satfinite.s32.s8.s8.s32"),
     ("H100", "wgmma.mma_async.sp.sync.aligned.m64n8k64.satfinite.s32.u8.s8"),
+    ("A100", "mma.sp.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32"),
+    ("A100", "mma.sp.sync.aligned.m16n8k128.row.col.satfinite.s32.u4.s4.s32"),
+    ("L40S", "mma.sp::ordered_metadata.sync.aligned.m16n8k128.row.col.s32.u4.u4.s32"),
+    ("H100", "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.satfinite.s32.s4.u4.s32"),
+    ("B200", "mma.sp.sync.aligned.m16n8k128.row.col.s32.s4.s4.s32"),
+    ("RTX 5090", "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.s32.u4.s4.s32"),
     ("MI300X", "v_smfmac_f32_16x16x32_f16"),
     ("MI300X", "V_SMFMAC_F32_32X32X16_BF16"),
     ("MI300X", "v_smfmac_i32_16x16x64_i8"),

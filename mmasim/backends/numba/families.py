@@ -9,24 +9,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from .primitives import (FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _decode, _decode_ab, _decode_scales,
+from .primitives import (FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _decode,
                          _floor_shift, _fma, _fmt, _jit, _inline, _note_special, _pack, _pack_int, _product_class,
                          _rows, _special_result, _trunc, _value, row_kernel)
 from .window import _group_sum
 
 
 # ------------------------------------------------------------------ integer
-@_jit
-def _integer_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
-    total = np.int64(0)
-    for k in range(s0, s0 + step):
-        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, k, fp, TAB)
-        total += (-am if asg == 1 else am) * (-bm if bsg == 1 else bm)
-    total += -c[2] if c[1] == 1 else c[2]
-    return _pack_int(total, ENC), False
+def _integer_steps(XOR):
+    """The integer family's step (``accumulators/integer.py``): the exact sum of the terms
+    plus C, wrapped or saturated to s32 by ``_pack_int``.  A term is ``a * b``, or with
+    ``XOR`` (``bitop = "xor"``, b1 ``.xor.popc``) ``a ^ b`` of the decoded 0/1 values:
+    one source, specialised by the closure constant."""
+
+    def integer_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
+        total = np.int64(0)
+        for k in range(s0, s0 + step):
+            ac, asg, am, aq, ar = _decode(np.int64(wa[ra, k]), fp[0], TAB)
+            bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, k]), fp[1], TAB)
+            x = -am if asg == 1 else am
+            y = -bm if bsg == 1 else bm
+            if XOR:
+                total += x ^ y
+            else:
+                total += x * y
+        total += -c[2] if c[1] == 1 else c[2]
+        return _pack_int(total, ENC), False
+
+    integer_step.__qualname__ = integer_step.__name__ = "integer_xor_step" if XOR else "integer_step"
+    return _inline(integer_step)
 
 
-integer_kernel = row_kernel(_integer_step, "integer_kernel")
+integer_kernel = row_kernel(_integer_steps(False), "integer_kernel")
+integer_xor_kernel = row_kernel(_integer_steps(True), "integer_xor_kernel")
 
 
 # ------------------------------------------------------- group-scaled window
@@ -38,8 +53,10 @@ def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp,
     sp = NO_SPECIAL
     for k in range(step):
         kk = s0 + k
-        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, kk, fp, TAB)
-        (xc, xsg, xm, xq, xr), (yc, ysg, ym, yq, yr) = _decode_scales(sa, sb, rsa, rsb, kk // block, fp, TAB)
+        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp[0], TAB)
+        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp[1], TAB)
+        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, kk // block]), fp[2], TAB)
+        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, kk // block]), fp[2], TAB)
         nan2 = ac == NAN or bc == NAN
         inf2 = ac == INF or bc == INF
         z2 = ac == ZERO or bc == ZERO
@@ -61,7 +78,9 @@ def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp,
         for k in range(lo, lo + group):
             if pm[k] != 0:
                 anyl = True
-        (xc, xsg, xm, xq, xr), (yc, ysg, ym, yq, yr) = _decode_scales(sa, sb, rsa, rsb, (s0 + lo) // block, fp, TAB)
+        blk = (s0 + lo) // block
+        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp[2], TAB)
+        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp[2], TAB)
         scls = _product_class(xc == NAN or yc == NAN, xc == INF or yc == INF, xc == ZERO or yc == ZERO)
         ge = R.ezero if ((not anyl) or scls == ZERO) else xr + yr
         if ge > E:
@@ -73,7 +92,9 @@ def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp,
         lo = g * group
         tot, qmin, b = _group_sum(pm, pq, pn, lo, lo + group, R.clog_g)
         bad = bad or b
-        (xc, xsg, xm, xq, xr), (yc, ysg, ym, yq, yr) = _decode_scales(sa, sb, rsa, rsb, (s0 + lo) // block, fp, TAB)
+        blk = (s0 + lo) // block
+        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp[2], TAB)
+        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp[2], TAB)
         smag = xm * ym if (xc == FINITE and yc == FINITE) else np.int64(0)
         total += _trunc(tot < 0, abs(tot) * smag, qmin + xq + yq, quantum)
     total += _trunc(csg == 1, cm if c_live else np.int64(0), cq, quantum)
@@ -94,7 +115,8 @@ def _two_stage_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TA
     emin = 1 - ENC[1]
     sp = NO_SPECIAL
     for k in range(step):
-        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, s0 + k, fp, TAB)
+        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, s0 + k]), fp[0], TAB)
+        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, s0 + k]), fp[1], TAB)
         sg = asg ^ bsg
         cls = _product_class(ac == NAN or bc == NAN, ac == INF or bc == INF, ac == ZERO or bc == ZERO)
         m = am * bm if cls == FINITE else np.int64(0)
@@ -162,7 +184,8 @@ def _exact_sum_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TA
     guard = _bitlen(np.int64(step + 1))
     sp = NO_SPECIAL
     for k in range(step):
-        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, s0 + k, fp, TAB)
+        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, s0 + k]), fp[0], TAB)
+        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, s0 + k]), fp[1], TAB)
         sg = asg ^ bsg
         cls = _product_class(ac == NAN or bc == NAN, ac == INF or bc == INF, ac == ZERO or bc == ZERO)
         sp = _note_special(cls, sg == 1, sp)

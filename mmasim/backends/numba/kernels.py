@@ -43,7 +43,7 @@ import numpy as np
 from ...decode import decode_float, decode_int
 from ..numpy.lean import LeanGrouped
 from .families import (exact_sum_kernel, fma_f32_kernel, fma_f64_kernel, ftz_mul_add_kernel, group_scaled_kernel,
-                       integer_kernel, mul_add_f32_kernel, mul_add_f64_kernel, two_stage_kernel)
+                       integer_kernel, integer_xor_kernel, mul_add_f32_kernel, mul_add_f64_kernel, two_stage_kernel)
 from .primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO
 from .tiles import LSQ, LZQ, PACK_M, _c_kind, lean_variant
 from .window import GDEAD, WindowRecord, window_grouped_kernel, window_kernel
@@ -342,9 +342,10 @@ def _window(plan):
 def _integer(plan):
     if not _is_builtin(plan, "integer") or plan.encoding.mode not in ("wrap", "sat") or not plan.declared:
         return None
-    if plan.parameters.get("bitop") is not None:   # b1 .xor.popc: not compiled (the numpy reference runs)
+    bitop = plan.parameters.get("bitop")
+    if bitop not in (None, "xor"):
         return None
-    return _make(plan, integer_kernel, NO_RECORD)
+    return _make(plan, integer_xor_kernel if bitop == "xor" else integer_kernel, NO_RECORD)
 
 
 def _group_scaled(plan):
