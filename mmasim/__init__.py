@@ -24,7 +24,7 @@ from .errors import (
     WordRangeError,
 )
 from .gemm import gemm
-from .lookup import lookup_instruction, resolve, resolve_arch
+from .lookup import resolve, resolve_arch
 from .model import Model
 from .plugins import hookimpl, register, unregister
 from .registry import get_registry

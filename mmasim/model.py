@@ -30,14 +30,16 @@ class Model:
         found = lookup_instruction(reg, arch, instruction, qualifiers)
         return cls(found.datapath, reg, backend=backend, resolution=found)
 
-    def operand_words(self, operand: str, X, fmt=None):
+    def format_of(self, operand: str):
+        """The :class:`~mmasim.formats.Format` of ``operand`` ("a", "b", "c", "d" or "scale")."""
+        return {"a": self.a_format, "b": self.b_format, "c": self.c_format, "d": self.d_format,
+                "scale": self.scale_format}[operand]
+
+    def operand_words(self, operand: str, X):
         """Container words of ``X`` for ``operand`` ("a", "b", "c", "d", "scale"): integer
         words checked as they are, values converted exactly (the rules of :meth:`dot`)."""
         arr, mode = as_array(X, operand)
-        if fmt is None:
-            fmt = {"a": self.a_format, "b": self.b_format, "c": self.c_format, "d": self.d_format,
-                   "scale": self.scale_format}[operand]
-        return _operand(arr, mode, fmt, operand)
+        return _operand(arr, mode, self.format_of(operand), operand)
 
     def __init__(self, datapath: Datapath, registry: Registry, backend: str | None = None, resolution=None):
         self.datapath = datapath
@@ -275,9 +277,7 @@ class Model:
 
     def decode(self, operand: str, words):
         """Decode words of ``operand`` ("a", "b", "c", "d" or "scale") with this datapath's formats."""
-        fmt = {"a": self.a_format, "b": self.b_format, "c": self.c_format, "d": self.d_format,
-               "scale": self.scale_format}[operand]
-        return self.plan.decode(fmt, np.asarray(words))
+        return self.plan.decode(self.format_of(operand), np.asarray(words))
 
     # ----------------------------------------------------------- explanation
     def describe(self) -> str:

@@ -37,7 +37,7 @@ import attrs
 import numpy as np
 
 from ..decode import FINITE, Decoded
-from ..intmath import NEG_INF_EXP, bit_length, exact_group_sums, shift, truncate_signed
+from ..intmath import NEG_INF_EXP, bit_length, exact_group_sums, truncate_signed
 from ..special import NVIDIA_RULES, classify, product
 from .accumulator import Accumulator
 from .params import either, integer, one_of, optional, table_of

@@ -38,10 +38,6 @@ def _shape(model, operand):
                      f"(e.g. m{ms[0] if ms else 64}n{ns[0] if ns else 8}k{model.k})")
 
 
-def _formats(model):
-    return {"a": model.a_format, "b": model.b_format, "c": model.c_format, "d": model.d_format}
-
-
 def layout(model, operand: str, alayout: str = "row", blayout: str = "col"):
     """The :class:`~mmasim.placement.fragment.Fragment` of ``operand`` of ``model``."""
     if operand not in OPERANDS:
@@ -59,7 +55,7 @@ def layout(model, operand: str, alayout: str = "row", blayout: str = "col"):
             "(PTX data path layouts A, B, C, E, G: mmasim.placement.tmem_datapath) are not bound to "
             "Model.layout yet")
     M, N = _shape(model, operand)
-    fmt = _formats(model)[operand]
+    fmt = model.format_of(operand)
     bits = fmt.container_bits
     key = dict(op=dp.op, m=M, n=N, k=dp.k, operand=operand, bits=bits, arch=model.arch, kind=dp.kind,
                a_type=dp.a, a_bits=model.a_format.container_bits, alayout=alayout, blayout=blayout)
@@ -85,7 +81,7 @@ def fragments(model, operand: str, X, **options) -> np.ndarray:
     """``uint32 (lanes, registers)``: the matrix ``X`` (container words or values in
     the operand's format) packed as the hardware holds it."""
     lay = layout(model, operand, **options)
-    words = model.operand_words(operand, X, _formats(model)[operand])
+    words = model.operand_words(operand, X)
     return lay.pack(words)
 
 
