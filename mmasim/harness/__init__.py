@@ -1,0 +1,1 @@
+"""Generated hardware harness: CUDA / HIP sources for every instruction mmasim models."""

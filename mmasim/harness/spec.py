@@ -1,0 +1,71 @@
+"""The data protocol between a generated harness kernel and the host side.
+
+A generated kernel knows nothing of matrices: it loads 32-bit words into registers (or copies
+them into shared memory), executes the one instruction, and stores the result registers. The
+host side (Python) places the operands with the layouts of :mod:`mmasim.placement` before the
+run and reads the result back after it. So one :class:`KernelSpec` says everything both sides
+must agree on, and is written beside each generated source as ``<name>.json``.
+
+The kernel signature is fixed for every target::
+
+    extern "C" __global__ void NAME(const uint32_t* const* in, uint32_t* out)
+
+One thread block runs one case: ``blockIdx.x`` is the case index. ``in[i]`` is the buffer of
+``spec.inputs[i]`` and ``out`` the buffer of ``spec.output``. A ``registers`` buffer holds
+``cases * threads * words`` words: thread ``t`` of case ``k`` reads words
+``[(k * threads + t) * words, ... + words)`` into its registers, in register order (PTX's
+``{%r0, %r1, ...}`` operand order, the order :meth:`mmasim.Model.fragments` returns). A
+``smem`` buffer holds ``cases * words`` words: the kernel copies a case's words to shared memory
+at an address aligned to ``align`` bytes, and builds the matrix descriptor as ``descriptor``
+with the start-address field filled in (``descriptor`` is encoded with start address 0).
+"""
+from __future__ import annotations
+
+import json
+
+import attrs
+
+SPACES = ("registers", "smem")
+
+
+@attrs.frozen
+class Buffer:
+    """One operand's words as the kernel reads (or writes) them."""
+
+    operand: str                      # "a", "b", "c", "d", "scale_a", "scale_b", "sparse_metadata"
+    space: str                        # one of SPACES
+    words: int                        # 32-bit words per thread ("registers") or per case ("smem")
+    descriptor: int | None = None     # smem only: 64-bit descriptor word with start address 0
+    align: int = 16                   # smem only: byte alignment of the copy
+    layout: str = ""                  # the placement used (a layout name, for people and the host)
+
+    def __attrs_post_init__(self):
+        if self.space not in SPACES:
+            raise ValueError(f"buffer space {self.space!r} is not one of {SPACES}")
+
+
+@attrs.frozen
+class KernelSpec:
+    """One generated kernel: what it runs and the buffers it reads and writes."""
+
+    arch: str                         # mmasim architecture name
+    instruction: str                  # the canonical instruction (Model.instruction)
+    qualifiers: dict                  # keyword qualifiers passed to mmasim.MMA, if any
+    target: str                       # "sm_90a", "gfx942", ...
+    threads: int                      # threads per block: 32, 128 (warpgroup / TMEM), 64 (wavefront)
+    name: str                         # the kernel's C identifier, unique within an architecture
+    assembly: str                     # the instruction exactly as the assembler sees it
+    inputs: tuple                     # Buffer, in the order of the kernel's ``in`` array
+    output: Buffer                    # D
+    device: str                       # the device code: the kernel (and only device helpers)
+    options: dict = attrs.field(factory=dict)   # choices made for this kernel (N, layouts, ...)
+
+    def to_json(self) -> str:
+        return json.dumps(attrs.asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "KernelSpec":
+        raw = json.loads(text)
+        raw["inputs"] = tuple(Buffer(**b) for b in raw["inputs"])
+        raw["output"] = Buffer(**raw["output"])
+        return cls(**raw)
