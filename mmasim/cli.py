@@ -17,7 +17,7 @@ import pathlib
 import sys
 
 from . import MMA, architectures, get_registry
-from .display import hex_word, one_line, safe
+from .display import hex_word, number_text, one_line, safe
 from .errors import MMAError
 from .lookup import resolve_arch
 
@@ -256,7 +256,7 @@ def cmd_compare(args, parser) -> int:
             for r in results:
                 mx = r.max_ulps
                 print(f"  {safe(r.model_b.arch):16s} differs in {r.count:6,} cases"
-                      + (f"; largest {cmp._num(mx)} {r.unit}" if mx is not None else ""))
+                      + (f"; largest {number_text(mx)} {r.unit}" if mx is not None else ""))
     if args.plot:
         try:
             cmp.plot(results, args.plot)

@@ -80,6 +80,12 @@ def _dyadic_text(sign: str, m: int, q: int) -> str:
     return f"{sign}{m}*2^{q}" if q else f"{sign}{m}"
 
 
+def number_text(x) -> str:
+    """A count or distance for people: an integer as an integer, else four significant digits."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:.4g}"
+
+
 def fraction_text(x) -> str:
     """An exact value (``Fraction`` or special float) as short text."""
     if not isinstance(x, Fraction):

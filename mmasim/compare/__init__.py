@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..exact import encode_exact, exact_results, ulp_distance, ulp_of
 from .inputs import KINDS, SHARE, STRATEGIES, IncompatibleDatapaths, Inputs, Kind, check_compatible, generate
 from .plot import PLOT_TYPES, abs_errors, plot
-from .report import _num, example_table, report, to_json
+from .report import example_table, report, to_json
 from .search import Comparison, Example, OutputGrid, compare, compare_many, ordered, output_grid, run, shrink
 
 __all__ = ["KINDS", "SHARE", "STRATEGIES", "IncompatibleDatapaths", "Inputs", "Kind", "check_compatible", "generate",

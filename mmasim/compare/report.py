@@ -7,14 +7,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..display import fraction_text, hex_word, safe, value_text
+from ..display import fraction_text, hex_word, number_text, safe, value_text
 from ..exact import exact_results, exact_values, ulp_distance, ulp_of
 from .search import Comparison, ordered
-
-def _num(x) -> str:
-    x = float(x)
-    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:.4g}"
-
 
 def _params_diff(ma, mb) -> list:
     da, db = ma.datapath, mb.datapath
@@ -95,7 +90,7 @@ def example_table(cmp: Comparison) -> list:
     else:
         x = exact_values(ma.decode("d", np.array([ex.da], dtype=np.uint64)))[0]
         y = exact_values(mb.decode("d", np.array([ex.db], dtype=np.uint64)))[0]
-        lines.append(f"    difference: {_num(ulp_distance(cmp.grid, x, y))} ulp of {cmp.grid.name}"
+        lines.append(f"    difference: {number_text(ulp_distance(cmp.grid, x, y))} ulp of {cmp.grid.name}"
                      " (at the smaller nonzero result)")
     return lines
 
@@ -122,7 +117,7 @@ def report(cmp: Comparison) -> str:
     if c:
         unit = cmp.unit
         mx = cmp.max_ulps
-        lines.append(f"largest difference: {_num(mx) if mx is not None else '-'} {unit}"
+        lines.append(f"largest difference: {number_text(mx) if mx is not None else '-'} {unit}"
                      + ("" if ma.d_format.integer else " (at the smaller nonzero result)")
                      + (f"; {cmp.special_differences} cases differ in a special value (inf/NaN)" if cmp.special_differences else ""))
         finite = cmp.ulps[cmp.differ & np.isfinite(cmp.ulps)]
