@@ -472,7 +472,9 @@ _DIAG = re.compile(r"^[^\n]*?:(\d+):\d+: error: (.*)$", re.M)
 
 def check_assembly(target: str, lines: list, llvm_mc: str | None = None) -> dict:
     """Assemble ``lines`` (instruction strings) for ``target`` in one ``llvm-mc`` run.  Returns
-    ``{line: error}`` for every line the assembler rejects (empty: all assembled)."""
+    ``{"errors": {line: error}, "encoded": count, "printed": [...]}``: every line the assembler
+    rejects with its message (empty: all assembled), and the assembler's own rendering of each
+    accepted line (its canonical spelling: gfx942 also accepts the gfx90a names as aliases)."""
     tool = llvm_mc or find_llvm_mc()[0]
     if tool is None:
         raise UnsupportedDatapath(find_llvm_mc()[1])
@@ -490,7 +492,8 @@ def check_assembly(target: str, lines: list, llvm_mc: str | None = None) -> dict
             errors.setdefault(ln, m.group(2))
         if p.returncode != 0 and not errors:
             errors["<llvm-mc>"] = p.stderr.strip()[-2000:] or f"exit status {p.returncode}"
-        return {"errors": errors, "encoded": p.stdout.count("encoding:")}
+        printed = [ln.split(";")[0].strip() for ln in p.stdout.splitlines() if "; encoding:" in ln]
+        return {"errors": errors, "encoded": len(printed), "printed": printed}
 
     return _cached(f"mc-{target}", (tool,), text, run)
 
