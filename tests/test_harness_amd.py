@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim.errors import ShapeError, TableError, UnsupportedDatapath
+from mmasim.errors import HarnessError, ShapeError, TableError, ToolchainError, UnsupportedDatapath
 from mmasim.harness import amd
 from mmasim.harness.spec import KernelSpec
 
@@ -43,7 +43,7 @@ def test_every_amd_instruction_has_one_wavefront_kernel():
         assert [b.operand for b in s.inputs][:3] == ["a", "b", "c"] and s.output.operand == "d"
         assert s.assembly.split()[0] == amd.mnemonic(mmasim.MMA(arch, ins))
         assert f'extern "C" __global__ void {s.name}(const uint32_t* const* in, uint32_t* out)' in s.device
-        assert f"asm volatile(\"s_nop 4\\n\\t{s.assembly.split()[0]} %0, %1, %2, %" in s.device
+        assert f"asm volatile(\"s_nop 7\\n\\t{s.assembly.split()[0]} %0, %1, %2, %" in s.device
 
 
 def test_kernel_names_are_unique_within_an_architecture():
@@ -116,10 +116,140 @@ def test_host_program_carries_the_kernel_and_the_buffer_sizes():
     s = amd.specs(mmasim.MMA("CDNA3", "v_smfmac_f32_16x16x32_f16"))[0]
     src = amd.host_source(s)
     assert s.device in src and "#include <hip/hip_runtime.h>" in src
-    assert "kInWords[] = {2, 4, 4, 1}" in src and "kOutWords = 4" in src
-    assert f"hipLaunchKernelGGL({s.name}, dim3((unsigned)cases), dim3(kThreads)" in src
+    # words per case: 64 lanes x (2, 4, 4, 1) registers in, 64 x 4 out
+    assert "kInWords[kInputs] = {128, 256, 256, 64}" in src and "kOutWords = 256" in src
+    assert f"hipLaunchKernelGGL({s.name}, dim3((unsigned)cases), dim3(kThreads), 0, 0, din, dout)" in src
     assert 'kTarget = "gfx942"' in src
     assert amd.build_command(s, "k.hip", "k") == ["hipcc", "--offload-arch=gfx942", "-O2", "-o", "k", "k.hip"]
+
+
+# A stand-in for the ROCm runtime, so that the host program's main() (file protocol, device check,
+# launch geometry) runs on the CPU: kernels run as plain functions, once per (block, thread).
+STUB_HIP = r"""
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+typedef int hipError_t;
+enum { hipSuccess = 0 };
+enum hipMemcpyKind { hipMemcpyHostToDevice, hipMemcpyDeviceToHost };
+struct hipDeviceProp_t { char name[256]; char gcnArchName[256]; };
+struct dim3 { unsigned x, y, z; dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {} };
+static unsigned stub_block, stub_thread;
+static inline const char* hipGetErrorString(hipError_t) { return "stub error"; }
+static inline hipError_t hipGetDevice(int* d) { *d = 0; return hipSuccess; }
+static inline hipError_t hipGetDeviceProperties(hipDeviceProp_t* p, int) {
+    const char* a = std::getenv("STUB_ARCH");
+    std::strcpy(p->name, "stub GPU");
+    std::strcpy(p->gcnArchName, a ? a : "gfx942:sramecc+:xnack-");
+    return hipSuccess;
+}
+static inline hipError_t hipRuntimeGetVersion(int* v) { *v = 60241134; return hipSuccess; }
+static inline hipError_t hipDriverGetVersion(int* v) { *v = 60241134; return hipSuccess; }
+template <class T> hipError_t hipMalloc(T** p, size_t n) { *p = (T*)std::malloc(n ? n : 1); return hipSuccess; }
+static inline hipError_t hipMemcpy(void* d, const void* s, size_t n, hipMemcpyKind) { std::memcpy(d, s, n); return 0; }
+static inline hipError_t hipMemset(void* d, int v, size_t n) { std::memset(d, v, n); return hipSuccess; }
+static inline hipError_t hipFree(const void* p) { std::free((void*)p); return hipSuccess; }
+static inline hipError_t hipGetLastError() { return hipSuccess; }
+static inline hipError_t hipDeviceSynchronize() { return hipSuccess; }
+#define __global__
+#define hipLaunchKernelGGL(k, g, b, sh, st, ...) do { for (stub_block = 0; stub_block < (g).x; ++stub_block) \
+    for (stub_thread = 0; stub_thread < (b).x; ++stub_thread) k(__VA_ARGS__); } while (0)
+"""
+
+CXX = next((t for t in ("g++", "clang++-19", "c++") if __import__("shutil").which(t)), None)
+needs_cxx = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++, clang++-19 or c++) for the host-program tests")
+
+
+def _identity_spec(spec):
+    """``spec`` with its device code replaced by a CPU stand-in whose D is the placed C."""
+    wc = [b.words for b in spec.inputs if b.operand == "c"][0]
+    wd = spec.output.words
+    ic = [b.operand for b in spec.inputs].index("c")
+    device = (f'extern "C" __global__ void {spec.name}(const uint32_t* const* in, uint32_t* out)\n{{\n'
+              f"    unsigned long t = stub_block * {spec.threads}ul + stub_thread;\n"
+              f"    for (int j = 0; j < {wd}; ++j) out[t * {wd} + j] = in[{ic}][t * {wc} + j];\n}}\n")
+    return attrs.evolve(spec, device=device)
+
+
+@pytest.fixture
+def fake_hipcc(tmp_path):
+    """A hipcc that builds for the CPU against STUB_HIP, logging each call."""
+    inc = tmp_path / "stub" / "hip"
+    inc.mkdir(parents=True)
+    (inc / "hip_runtime.h").write_text(STUB_HIP)
+    log = tmp_path / "hipcc.log"
+    script = tmp_path / "hipcc"
+    script.write_text("#!/bin/sh\n"
+                      f'echo "$@" >> "{log}"\n'
+                      "args=\n"
+                      'for a in "$@"; do case "$a" in --offload-arch=*) ;; *) args="$args $a";; esac; done\n'
+                      f'exec {CXX} -x c++ -I"{tmp_path / "stub"}" $args\n')
+    script.chmod(0o755)
+    return str(script), log
+
+
+@needs_cxx
+def test_host_program_runs_the_cases_it_is_given(fake_hipcc, tmp_path, monkeypatch):
+    monkeypatch.setenv("MMASIM_HARNESS_CACHE", str(tmp_path / "cache"))
+    hipcc, log = fake_hipcc
+    m = mmasim.MMA("CDNA3", "v_mfma_f32_32x32x1_2b_f32")          # two blocks: every block gets the case
+    spec = _identity_spec(amd.specs(m)[0])
+    ops = _random_ops(m, 5, np.random.default_rng(5))
+    bufs = amd.place(spec, m, ops)
+    exe = amd.build(amd.host_source(spec), spec.target, hipcc)
+    out = amd.execute(spec, exe, bufs, tmp_path / "run")
+    assert np.array_equal(amd.read(spec, m, out), ops["c"])
+    assert amd.build(amd.host_source(spec), spec.target, hipcc) == exe      # cached: built once
+    assert len(log.read_text().splitlines()) == 1 and "--offload-arch=gfx942" in log.read_text()
+
+
+@needs_cxx
+def test_host_program_refuses_another_gpu_and_a_short_file(fake_hipcc, tmp_path, monkeypatch):
+    monkeypatch.setenv("MMASIM_HARNESS_CACHE", str(tmp_path / "cache"))
+    hipcc, _ = fake_hipcc
+    m = mmasim.MMA("CDNA3", "v_mfma_f32_16x16x16_f16")
+    spec = _identity_spec(amd.specs(m)[0])
+    bufs = amd.place(spec, m, _random_ops(m, 2, np.random.default_rng(6)))
+    exe = amd.build(amd.host_source(spec), spec.target, hipcc)
+    monkeypatch.setenv("STUB_ARCH", "gfx90a:sramecc+:xnack-")
+    with pytest.raises(HarnessError, match=r"exit 3.*the kernel is built for gfx942"):
+        amd.execute(spec, exe, bufs, tmp_path / "run")
+    monkeypatch.setenv("STUB_ARCH", "gfx9420")                     # a prefix is not the target
+    with pytest.raises(HarnessError, match="exit 3"):
+        amd.execute(spec, exe, bufs, tmp_path / "run")
+    monkeypatch.delenv("STUB_ARCH")
+    import subprocess
+    bufs[1][:-1].tofile(tmp_path / "short.bin")
+    np.asarray(bufs[0]).tofile(tmp_path / "a.bin")
+    np.asarray(bufs[2]).tofile(tmp_path / "c.bin")
+    p = subprocess.run([str(exe), "2", str(tmp_path / "o.bin"), str(tmp_path / "a.bin"), str(tmp_path / "short.bin"),
+                        str(tmp_path / "c.bin")], capture_output=True, text=True)
+    assert p.returncode == 2 and "wrong size" in p.stderr
+
+
+@needs_cxx
+def test_hip_device_reports_the_gpu_and_runs_a_kernel(fake_hipcc, tmp_path, monkeypatch):
+    monkeypatch.setenv("MMASIM_HARNESS_CACHE", str(tmp_path / "cache"))
+    hipcc, _ = fake_hipcc
+    dev = amd.HipDevice(hipcc=hipcc)
+    info = dev.info()
+    assert info["name"] == "stub GPU" and info["gcn_arch"] == "gfx942:sramecc+:xnack-" and info["target"] == "gfx942"
+    m = mmasim.MMA("CDNA3", "v_mfma_i32_16x16x32_i8")
+    spec = _identity_spec(amd.specs(m)[0])
+    assert dev.check(spec) is info
+    ops = _random_ops(m, 3, np.random.default_rng(7))
+    out = dev.run(spec, m, amd.place(spec, m, ops), 3)
+    assert np.array_equal(amd.read(spec, m, out), ops["c"])
+    with pytest.raises(HarnessError, match="need gfx90a"):
+        dev.check(amd.specs(mmasim.MMA("CDNA2", "v_mfma_f64_16x16x4f64"))[0])
+
+
+def test_without_hipcc_the_build_names_the_missing_tool(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("HIPCC", raising=False)
+    with pytest.raises(ToolchainError, match="hipcc"):
+        amd.build("int main() {}", "gfx942")
 
 
 def test_specs_refuse_an_nvidia_instruction():
@@ -189,7 +319,7 @@ def test_missing_tool_is_named(monkeypatch):
     monkeypatch.setenv("MMASIM_LLVM_MC", "/nonexistent/llvm-mc")
     tool, why = amd.find_llvm_mc()
     assert tool is None and "/nonexistent/llvm-mc" in why and "llvm-19" in why
-    with pytest.raises(UnsupportedDatapath, match="llvm-mc"):
+    with pytest.raises(ToolchainError, match="llvm-mc"):
         amd.check_assembly("gfx908", ["s_nop 0"])
 
 
