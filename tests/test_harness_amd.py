@@ -157,8 +157,18 @@ static inline hipError_t hipDeviceSynchronize() { return hipSuccess; }
     for (stub_thread = 0; stub_thread < (b).x; ++stub_thread) k(__VA_ARGS__); } while (0)
 """
 
-CXX = next((t for t in ("g++", "clang++-19", "c++") if __import__("shutil").which(t)), None)
-needs_cxx = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++, clang++-19 or c++) for the host-program tests")
+@pytest.fixture(scope="session")
+def cxx(tmp_path_factory):
+    """The first C++ compiler that builds a program using the standard library."""
+    import shutil
+    import subprocess
+    d = tmp_path_factory.mktemp("cxx")
+    (d / "t.cpp").write_text("#include <cstdio>\n#include <vector>\nint main() { std::vector<int> v(1); return v[0]; }\n")
+    for tool in ("g++", "clang++-19", "c++"):
+        if shutil.which(tool) and subprocess.run([tool, "-o", str(d / "t"), str(d / "t.cpp")],
+                                                 capture_output=True).returncode == 0:
+            return tool
+    pytest.skip("no working C++ compiler (g++, clang++-19 or c++) for the host-program tests")
 
 
 def _identity_spec(spec):
@@ -173,7 +183,7 @@ def _identity_spec(spec):
 
 
 @pytest.fixture
-def fake_hipcc(tmp_path):
+def fake_hipcc(tmp_path, cxx):
     """A hipcc that builds for the CPU against STUB_HIP, logging each call."""
     inc = tmp_path / "stub" / "hip"
     inc.mkdir(parents=True)
@@ -184,12 +194,11 @@ def fake_hipcc(tmp_path):
                       f'echo "$@" >> "{log}"\n'
                       "args=\n"
                       'for a in "$@"; do case "$a" in --offload-arch=*) ;; *) args="$args $a";; esac; done\n'
-                      f'exec {CXX} -x c++ -I"{tmp_path / "stub"}" $args\n')
+                      f'exec {cxx} -x c++ -I"{tmp_path / "stub"}" $args\n')
     script.chmod(0o755)
     return str(script), log
 
 
-@needs_cxx
 def test_host_program_runs_the_cases_it_is_given(fake_hipcc, tmp_path, monkeypatch):
     monkeypatch.setenv("MMASIM_HARNESS_CACHE", str(tmp_path / "cache"))
     hipcc, log = fake_hipcc
@@ -204,7 +213,6 @@ def test_host_program_runs_the_cases_it_is_given(fake_hipcc, tmp_path, monkeypat
     assert len(log.read_text().splitlines()) == 1 and "--offload-arch=gfx942" in log.read_text()
 
 
-@needs_cxx
 def test_host_program_refuses_another_gpu_and_a_short_file(fake_hipcc, tmp_path, monkeypatch):
     monkeypatch.setenv("MMASIM_HARNESS_CACHE", str(tmp_path / "cache"))
     hipcc, _ = fake_hipcc
@@ -228,7 +236,6 @@ def test_host_program_refuses_another_gpu_and_a_short_file(fake_hipcc, tmp_path,
     assert p.returncode == 2 and "wrong size" in p.stderr
 
 
-@needs_cxx
 def test_hip_device_reports_the_gpu_and_runs_a_kernel(fake_hipcc, tmp_path, monkeypatch):
     monkeypatch.setenv("MMASIM_HARNESS_CACHE", str(tmp_path / "cache"))
     hipcc, _ = fake_hipcc
