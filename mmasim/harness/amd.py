@@ -24,6 +24,10 @@ Placement (:func:`place`, :func:`read`) goes through :meth:`mmasim.Model.fragmen
 every block gets the case and :func:`read` checks that every block's D agrees before it
 returns block 0.
 
+:func:`host_source` is the complete HIP program of a kernel (device code and a host ``main()``
+with the ``NAME CASES OUT.bin IN0.bin ...`` file protocol of every harness program), built with
+hipcc by :func:`build` and run by :func:`execute` / :class:`HipDevice`.
+
 The module also finds LLVM's AMDGPU assembler (``llvm-mc``, LLVM 19 or later) and clang, and
 checks every instruction (:func:`check_assembly`) and every kernel (:func:`check_device_code`)
 of one target in one batch, cached by content hash.
