@@ -449,3 +449,11 @@ def test_smfmac_place_round_trips_or_names_the_missing_layout(ins):
     assert [x.size for x in bufs] == [2 * 64 * b.words for b in s.inputs]
     assert [x.dtype for x in bufs] == [np.uint32] * 4
     assert np.array_equal(amd.read(s, m, bufs[2]), ops["c"])      # C and D share the f32 / i32 layout
+    # the instruction on the placed registers (Model.warp: compressed A, index register, abid 0)
+    regs = {b.operand: x.reshape(2, 64, b.words) for b, x in zip(s.inputs, bufs)}
+    out = np.concatenate([m.warp(regs["a"][k], regs["b"][k], regs["c"][k], sparse_metadata=regs["sparse_metadata"][k])
+                          for k in range(2)]).reshape(-1)
+    D = amd.read(s, m, out)
+    for k in range(2):
+        want = m(ops["a"][k], ops["b"][k], ops["c"][k], sparse_metadata=ops["sparse_metadata"][k])
+        assert np.array_equal(D[k], want), k

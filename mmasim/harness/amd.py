@@ -212,7 +212,8 @@ def specs(model) -> list:
     inputs = [Buffer(op, "registers", regs[op], layout=_layout_name(model, op)) for op in "abc"]
     options = {"blocks": blocks(model), "mnemonic": opcode}
     if sparse:
-        inputs.append(Buffer("sparse_metadata", "registers", 1, layout="v_smfmac index register"))
+        inputs.append(Buffer("sparse_metadata", "registers", 1,
+                             layout=_layout_name(model, "sparse_metadata") or "v_smfmac index register"))
         options.update(cbsz=0, abid=0)
     return [KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={}, target=target,
                        threads=THREADS, name=name, assembly=assembly(model), inputs=tuple(inputs),
