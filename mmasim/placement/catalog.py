@@ -638,4 +638,79 @@ SPARSE = [
     _metadata("mma.sp.m16n8k128.md.4bit", 128, 4, 4, 8, 8, "4-bit", "Figures 146, 147"),
 ]
 
-BUILTIN_FRAGMENTS = MMA_SYNC + BLOCK_SCALE + SPARSE + WGMMA + TCGEN05 + MFMA
+# ---------------------------------------------------------------- AMD v_smfmac (CDNA3) and v_mfma_f64_4x4x4
+_CALC3 = ("checked: AMD Matrix Instruction Calculator 1.3.2 (ROCm amd_matrix_instruction_calculator, "
+          "--architecture cdna3, --register-layout) for every CDNA3 {what}: {detail}").format
+_EVIDENCE.update({
+    "v_smfmac.16bit.a": _CALC3(what="v_smfmac with 16-bit A (f16, bf16)", detail=(
+        "A[i][k] GPR floor(k / 4) % 2, Lane M * floor(k / 8) + i: every lane and register; the calculator "
+        "does not say which half of a register holds the first stored element (mmasim: the low half, "
+        "index bits 1:0)")),
+    "v_smfmac.8bit.a": _CALC3(what="v_smfmac with 8-bit A (i8, fp8, bf8)", detail=(
+        "A[i][k] GPR floor(k / 8) % 2, bits 16 * (floor(k / 4) % 2) .. + 15, Lane M * floor(k / 16) + i: "
+        "every lane, register and half; which byte of the half holds the first stored element is not said "
+        "(mmasim: the low byte)")),
+    "v_smfmac.16bit.b": _CALC3(what="v_smfmac with 16-bit B", detail=(
+        "B k = 8 * floor(lane / M) + 2 * GPR + floor(GPR_bits / 16), j = lane % M, every lane and register")),
+    "v_smfmac.8bit.b": _CALC3(what="v_smfmac with 8-bit B", detail=(
+        "B k = 16 * floor(lane / M) + 4 * GPR + floor(GPR_bits / 8), j = lane % M, every lane and register")),
+    "v_smfmac.m16.cd": _CALC3(what="v_smfmac 16x16", detail=(
+        "D i = 4 * floor(lane / 16) + GPR % 4, j = lane % 16, every lane and register")),
+    "v_smfmac.m32.cd": _CALC3(what="v_smfmac 32x32", detail=(
+        "D i = (8 * floor(GPR / 4)) % 32 + 4 * floor(lane / 32) + GPR % 4, j = lane % 32, every lane and "
+        "register")),
+    "v_smfmac.16bit.md": _CALC3(what="v_smfmac with 16-bit A", detail=(
+        "the compression index K[i][k]: VGPR 0 bits 4 * (floor(k / 4) % 2) + 8 * ABID .. + 3 (CBSZ 0: ABID "
+        "picks one of 4 index sets), Lane M * floor(k / 8) + i, every lane, nibble and ABID")),
+    "v_smfmac.8bit.md": _CALC3(what="v_smfmac with 8-bit A", detail=(
+        "the compression index K[i][k]: VGPR 0 bits 4 * (floor(k / 4) % 4) + 16 * ABID .. + 3 (CBSZ 0: ABID "
+        "picks one of 2 index sets), Lane M * floor(k / 16) + i, every lane, nibble and ABID")),
+    "v_mfma.m4n4k4.f64.a": _CALC3(what="v_mfma_f64_4x4x4_4b_f64", detail=(
+        "A[i][k].block Lane 4 * block + 16 * k + i, one 64-bit register pair, every lane")),
+    "v_mfma.m4n4k4.f64.b": _CALC3(what="v_mfma_f64_4x4x4_4b_f64", detail=(
+        "B[k][j].block Lane 4 * block + 16 * k + j, every lane")),
+    "v_mfma.m4n4k4.f64.cd": _CALC3(what="v_mfma_f64_4x4x4_4b_f64", detail=(
+        "C or D[i][j].block Lane 16 * (i % 4) + 4 * block + j, one register pair, every lane")),
+})
+_SMF = "AMD Matrix Instruction Calculator (CDNA3 v_smfmac: A, B, D and the compression index K)"
+SMFMAC = []
+for _bits, _kp, _kb, _npl in ((16, 4, 8, 2), (8, 8, 16, 4)):
+    # compressed A: kp stored elements per lane; B: kb elements per lane; index: npl chunks per lane
+    SMFMAC += [
+        R(f"v_smfmac.{_bits}bit.a", "v_smfmac", "a", lanes=64, abits=_bits, bits=_bits, elements=_kp, sparse=True,
+          row="lane % M", col=f"{_kp} * (lane // M) + i",
+          description=f"compressed A (M x K/2): lane l holds row l % M, compressed col {_kp} * (l // M) + i "
+                      f"(the stored elements of chunks {_kp // 2} * (l // M) .., each chunk's two in order)",
+          source=_SMF),
+        R(f"v_smfmac.{_bits}bit.b", "v_smfmac", "b", lanes=64, abits=_bits, bits=_bits, elements=_kb,
+          row=f"{_kb} * (lane // M) + i", col="lane % M",
+          description=f"B: lane l holds column l % M, k = {_kb} * (l // M) + i", source=_SMF),
+        R(f"v_smfmac.{_bits}bit.md", "v_smfmac", "sparse_metadata", lanes=64, abits=_bits, bits=4, elements=8,
+          sparse=True, row="lane % M", col=f"{_npl} * (lane // M) + i - {_npl} * selector",
+          valid=f"i // {_npl} == selector", selectors=("selector",), legal=f"selector < {8 // _npl}",
+          description=f"compression index (SrcC, one VGPR): lane l holds the {_npl} chunk selectors of row "
+                      f"l % M, chunks {_npl} * (l // M) .., in nibbles {_npl} * ABID .. (CBSZ 0: selector = ABID)",
+          source=_SMF),
+    ]
+SMFMAC += [
+    R("v_smfmac.m16.cd", "v_smfmac", ("c", "d"), lanes=64, m=16, n=16, elements=4,
+      row="4 * (lane >> 4) + i", col="lane & 15",
+      description="D: lane l holds column l % 16; register i holds row 4 * (l // 16) + i", source=_SMF),
+    R("v_smfmac.m32.cd", "v_smfmac", ("c", "d"), lanes=64, m=32, n=32, elements=16,
+      row="8 * (i >> 2) + 4 * (lane >> 5) + (i & 3)", col="lane & 31",
+      description="D: lane l holds column l % 32; register i holds row 8 * (i // 4) + 4 * (l // 32) + i % 4",
+      source=_SMF),
+    # v_mfma_f64_4x4x4_4b_f64: four blocks; k runs across the lanes' upper bits, the block in bits 2-3
+    R("v_mfma.m4n4k4.f64.a", "v_mfma", "a", lanes=64, m=4, n=4, k=4, bits=64, abits=64, elements=1, blocks=4,
+      row="lane & 3", col="lane >> 4", block="(lane >> 2) & 3",
+      description="A: lane l holds row l % 4, k = l // 16 of block (l // 4) % 4", source=_AMD),
+    R("v_mfma.m4n4k4.f64.b", "v_mfma", "b", lanes=64, m=4, n=4, k=4, bits=64, abits=64, elements=1, blocks=4,
+      row="lane >> 4", col="lane & 3", block="(lane >> 2) & 3",
+      description="B: lane l holds column l % 4, k = l // 16 of block (l // 4) % 4", source=_AMD),
+    R("v_mfma.m4n4k4.f64.cd", "v_mfma", ("c", "d"), lanes=64, m=4, n=4, k=4, bits=64, abits=64, elements=1,
+      blocks=4, row="lane >> 4", col="lane & 3", block="(lane >> 2) & 3",
+      description="D: lane l holds row l // 16, column l % 4 of block (l // 4) % 4 (one register pair)",
+      source=_AMD),
+]
+
+BUILTIN_FRAGMENTS = MMA_SYNC + BLOCK_SCALE + SPARSE + SMFMAC + WGMMA + TCGEN05 + MFMA
