@@ -368,3 +368,52 @@ def test_scale_and_metadata_errors():
         sp.warp(np.zeros((32, 2), np.uint32), np.zeros((32, 2), np.uint32), np.zeros((32, 4), np.uint32))
     with pytest.raises(mmasim.SparseMetadataError, match=r"shape \(M, 1\)"):
         sp.fragments("sparse_metadata", np.zeros((16, 4), np.uint32))
+
+
+# ------------------------------------------------------------------ wgmma.mma_async.sp (§9.7.15.6.2)
+@pytest.mark.parametrize("ins,athr,aval,ethr,eval_", [
+    # cute/atom/mma_traits_sm90_gmma.hpp ALayout_64x32 = ((4,8,4),(4,2,2)):((256,1,16),(64,8,1024)) (sparse .f16,
+    # two logical per stored), ELayout_64x32 = ((2,2,8,4),(16,2)):((1024,0,1,16),(64,8))
+    ("wgmma.mma_async.sp.m64n8k32.f32.bf16.bf16", ((4, 8, 4), (256, 1, 16)), ((4, 2, 2), (64, 8, 1024)),
+     ((2, 2, 8, 4), (1024, 0, 1, 16)), ((16, 2), (64, 8))),
+    # ALayout_64x16 = ((4,8,4),(2,2,2)):((128,1,16),(64,8,512)) (sparse .tf32), ELayout_64x16
+    ("wgmma.mma_async.sp.m64n8k16.f32.tf32.tf32", ((4, 8, 4), (128, 1, 16)), ((2, 2, 2), (64, 8, 512)),
+     ((2, 2, 8, 4), (512, 0, 1, 16)), ((8, 2), (64, 8))),
+    # ALayout_64x64 = ((4,8,4),(8,2,2)):((512,1,16),(64,8,2048)) (sparse 8-bit), ELayout_64x64
+    ("wgmma.mma_async.sp.m64n16k64.s32.u8.s8", ((4, 8, 4), (512, 1, 16)), ((8, 2, 2), (64, 8, 2048)),
+     ((2, 2, 8, 4), (8, 2048, 1, 16)), ((32,), (64,))),
+])
+def test_wgmma_sparse_a_and_metadata_agree_with_cutlass(ins, athr, aval, ethr, eval_):
+    """§9.7.15.6.2: "Each warp in the warpgroup provides sparsity information for 16 rows of matrix
+    A" (warp w: rows 16w .. 16w + 15), A from registers and the metadata drawn in Figures 175-181
+    (the metadata figures are mma.sp's images).  CUTLASS's sparse RS atoms give A over the logical
+    K (each stored element standing for its chunk) and E as for mma.sp; all 128 threads."""
+    m = mmasim.MMA("H100", ins)
+    La, Le = m.layout("a"), m.layout("sparse_metadata")
+    chunk = m.sparse_rule.chunk
+    kept = chunk // 2
+    for lane in range(128):
+        for v in range(int(np.prod(aval[0]))):
+            off = _off(athr[0], athr[1], lane) + _off(aval[0], aval[1], v)
+            row, k = off % 64, off // 64
+            for j in range(kept):
+                assert La.coords(lane, (v // chunk) * kept + j) == (row, (k // chunk) * kept + j), (lane, v)
+    for lane in _holders(Le):
+        for v in range(int(np.prod(eval_[0]))):
+            off = _off(ethr[0], ethr[1], lane) + _off(eval_[0], eval_[1], v)
+            assert Le.coords(lane, v // chunk) == (off % 64, (off // 64) // chunk), (lane, v)
+
+
+def test_wgmma_sparse_round_trips_and_selector():
+    """Fragments and back for A and the metadata; the .f16 selector picks T0, T1 or T2, T3 of each quad."""
+    m = mmasim.MMA("H100", "wgmma.mma_async.sp.m64n8k32.f32.f16.f16")
+    rng = np.random.default_rng(2)
+    A = words(m.a_format, (64, 32), rng, "uniform")
+    md = metadata_words(rng.choice(sorted(m.sparse_rule.selectors), size=(64, 8)))
+    Ac = compress(m, A, md)
+    assert np.array_equal(m.unfragment("a", m.fragments("a", Ac)), Ac)
+    e = m.fragments("sparse_metadata", md, selector=1)
+    assert e.shape == (128, 1) and not e[[lane for lane in range(128) if lane % 4 < 2]].any()
+    assert np.array_equal(m.unfragment("sparse_metadata", e, selector=1), md)
+    with pytest.raises(mmasim.OperandError, match="not a valid selector value"):
+        m.layout("sparse_metadata", selector=2)

@@ -465,6 +465,7 @@ BLOCK_SCALE = [
 # each row's stored elements in K order: compressed column 2c + j is the j-th stored element
 # of the 4-wide chunk c, for 2:4; c for tf32's 1:2; 4c + j for the pair-wise 4:8).
 _SP = "PTX ISA, 9.7.14.6.2.{n} 'Matrix Fragments for sparse mma.m16n8k{k}' ({what})"
+_WGSP = "PTX ISA, 9.7.15.6.2.{n} 'Matrix Fragments for sparse wgmma.mma_async.m64nNk{k}' ({what})"
 _SP_A = ("checked: " + _ISA + " §9.7.14.6.2.{n} ({what}): the text's register count, "
          "'row = groupID for {rows}, groupID + 8 otherwise' and 'firstcol = {firstcol}', each register "
          "holding the stored elements of its chunk(s) in order").format
@@ -553,19 +554,24 @@ _EVIDENCE.update({
 })
 
 
-def _metadata(name, k, abits, nsel, cpr, n, what, fig):
+def _metadata(name, k, abits, nsel, cpr, n, what, fig, wg=False):
     """The metadata rule of one sparse shape: ``nsel`` threads of each quad (the sparsity
-    selector picks which), ``cpr`` chunk selectors per row per A register."""
+    selector picks which), ``cpr`` chunk selectors per row per A register; ``wg``: the
+    wgmma.mma_async.sp form (128 threads, warp w holding rows 16w .. 16w + 15)."""
     G = f"(8 * (t - {nsel} * selector) + i)"
     legal = {1: "selector <= 3", 2: "selector <= 1", 4: "selector == 0"}[nsel]
-    return R(name, "mma.sync", "sparse_metadata", m=16, n=8, k=k, abits=abits, bits=4, elements=8, sparse=True,
-             row=f"g + 8 * (({G} // {cpr}) & 1)", col=f"{cpr} * (({G} // {cpr}) >> 1) + {G} % {cpr}",
+    where = dict(op="wgmma.mma_async", lanes=128, m=64) if wg else dict(op="mma.sync", m=16, n=8)
+    op = where.pop("op")
+    return R(name, op, "sparse_metadata", **where, k=k, abits=abits, bits=4, elements=8, sparse=True,
+             row=("16 * w + " if wg else "") + f"g + 8 * (({G} // {cpr}) & 1)",
+             col=f"{cpr} * (({G} // {cpr}) >> 1) + {G} % {cpr}",
              valid=f"t // {nsel} == selector", selectors=("selector",), legal=legal,
              description=f"metadata (one .b32): the {nsel} thread(s) t // {nsel} == selector of each quad hold "
                          f"8 chunk selectors each; selector nibble i of the q-th selected thread is nibble "
                          f"(8q + i) % {cpr} of A register (8q + i) // {cpr} of the quad (row groupID + 8 * "
                          f"(register & 1), chunks {cpr} * (register >> 1) ..)",
-             source=_SP.format(n=n, k=k, what=f"{what}; metadata {fig}"))
+             source=(_WGSP.format(n=n, k=k, what=f"{what}; metadata {fig}") if wg
+                     else _SP.format(n=n, k=k, what=f"{what}; metadata {fig}")))
 
 
 SPARSE = [
@@ -713,4 +719,46 @@ SMFMAC += [
       source=_AMD),
 ]
 
-BUILTIN_FRAGMENTS = MMA_SYNC + BLOCK_SCALE + SPARSE + SMFMAC + WGMMA + TCGEN05 + MFMA
+# ---------------------------------------------------------------- wgmma.mma_async.sp (A from registers, metadata)
+_WG_SP_A = ("partly checked: " + _ISA + " §9.7.15.6.2.{n} gives A's registers and elements in its text "
+            "({regs}, checked); the placement is {fig} only (not read here): the formula is mma.sp "
+            "m16n8k{mk}'s compressed A (§9.7.14.6.2, checked) per warp, warp w holding rows 16w .. 16w + 15 "
+            "(§9.7.15.6.2's table of the warps' rows, checked), and agrees with CUTLASS's {cute} for the "
+            "sparse RS atoms (cute/atom/mma_traits_sm90_gmma.hpp, mma_traits_sm90_gmma_sparse.hpp)").format
+_WG_SP_MD = ("partly checked: " + _ISA + " §9.7.15.6.2.{n} (one .b32 metadata register of {what}; each warp "
+             "provides the metadata of its 16 rows) checked, and its figure is mma.sp's ({img}); the "
+             "formula is mma.sp m16n8k{mk}'s metadata per warp, and agrees with CUTLASS's {cute} "
+             "(cute/atom/mma_traits_sm90_gmma_sparse.hpp), all 128 threads").format
+_EVIDENCE.update({
+    "wgmma.sp.m64nNk32.a.16bit": _WG_SP_A(n=1, regs="four .b32, two non-zero .f16 / .bf16 of 4 consecutive "
+                                          "each, a0 .. a7", fig="Figure 175", mk=32, cute="ALayout_64x32"),
+    "wgmma.sp.m64nNk16.a.32bit": _WG_SP_A(n=2, regs="four .b32, four non-zero .tf32 of eight consecutive, "
+                                          "a0 .. a3", fig="Figure 177", mk=16, cute="ALayout_64x16"),
+    "wgmma.sp.m64nNk64.a.8bit": _WG_SP_A(n=3, regs="four .b32, four non-zero 8-bit of eight consecutive each, "
+                                         "a0 .. a15", fig="Figure 179", mk=64, cute="ALayout_64x64"),
+    "wgmma.sp.m64nNk32.md.16bit": _WG_SP_MD(n=1, what="16 2-bit indices", mk=32, cute="ELayout_64x32",
+                                            img="Figure 176 is sparse-mma-metadata-16832-f16bf16.png"),
+    "wgmma.sp.m64nNk16.md.32bit": _WG_SP_MD(n=2, what="eight 4-bit indices", mk=16, cute="ELayout_64x16",
+                                            img="Figure 178 is sparse-mma-metadata-16816-tf32.png"),
+    "wgmma.sp.m64nNk64.md.8bit": _WG_SP_MD(n=3, what="16 4-bit vectors", mk=64, cute="ELayout_64x64",
+                                           img="Figures 180 and 181 are sparse-mma-metadata-16864-u8s8-*.png"),
+})
+WGMMA_SP = [
+    R("wgmma.sp.m64nNk32.a.16bit", "wgmma.mma_async", "a", lanes=128, m=64, k=32, bits=16, elements=8, sparse=True,
+      row="16 * w + g + 8 * ((i >> 1) & 1)", col="2 * t + (i & 1) + 8 * (i >> 2)",
+      description="compressed A from registers: warp w holds rows 16w .. 16w + 15 as mma.sp m16n8k32's A",
+      source=_WGSP.format(n=1, k=32, what=".f16 / .bf16 A, Figure 175")),
+    R("wgmma.sp.m64nNk16.a.32bit", "wgmma.mma_async", "a", lanes=128, m=64, k=16, bits=32, elements=4, sparse=True,
+      row="16 * w + g + 8 * (i & 1)", col="t + 4 * (i >> 1)",
+      description="compressed A (.tf32) from registers: warp w holds rows 16w .. 16w + 15 as mma.sp m16n8k16's A",
+      source=_WGSP.format(n=2, k=16, what=".tf32 A, Figure 177")),
+    R("wgmma.sp.m64nNk64.a.8bit", "wgmma.mma_async", "a", lanes=128, m=64, k=64, bits=8, elements=16, sparse=True,
+      row="16 * w + g + 8 * ((i >> 2) & 1)", col="4 * t + (i & 3) + 16 * (i >> 3)",
+      description="compressed A (8-bit) from registers: warp w holds rows 16w .. 16w + 15 as mma.sp m16n8k64's A",
+      source=_WGSP.format(n=3, k=64, what="8-bit A, Figure 179")),
+    _metadata("wgmma.sp.m64nNk32.md.16bit", 32, 16, 2, 4, 1, ".f16 / .bf16", "Figure 176", wg=True),
+    _metadata("wgmma.sp.m64nNk16.md.32bit", 16, 32, 2, 4, 2, ".tf32", "Figure 178", wg=True),
+    _metadata("wgmma.sp.m64nNk64.md.8bit", 64, 8, 4, 8, 3, "8-bit", "Figures 180, 181", wg=True),
+]
+
+BUILTIN_FRAGMENTS = MMA_SYNC + BLOCK_SCALE + SPARSE + SMFMAC + WGMMA + WGMMA_SP + TCGEN05 + MFMA
