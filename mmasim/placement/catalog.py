@@ -339,14 +339,65 @@ WGMMA = [
 # ---------------------------------------------------------------- tcgen05 TMEM (accumulator)
 TCGEN05 = [
     R("tcgen05.tmem.m128.cta1", "tcgen05.mma", ("c", "d"), lanes=128, m=128, bits=32, elements="N",
-      row="lane", col="i", storage="tmem",
+      row="lane", col="i", storage="tmem", qualifiers=(),
       description="M = 128, cta_group::1: row i of D in TMEM lane i, column j in TMEM column j",
       source=_TM.format(x="D")),
     R("tcgen05.tmem.m64.cta1", "tcgen05.mma", ("c", "d"), lanes=128, m=64, bits=32, elements="N",
-      row="16 * (lane >> 5) + (lane & 15)", col="i", valid="(lane & 31) < 16", storage="tmem",
+      row="16 * (lane >> 5) + (lane & 15)", col="i", valid="(lane & 31) < 16", storage="tmem", qualifiers=(),
       description="M = 64, cta_group::1: rows 16w..16w+15 in TMEM lanes 32w..32w+15 (the lower half of "
                   "each warp's sub-partition), column j in TMEM column j",
       source=_TM.format(x="F")),
+]
+
+# cta_group::2 (the CTA pair: lanes 0..127 are CTA 0's TMEM, 128..255 CTA 1's) and .ws
+_EV_PAIR = ("partly checked: " + _ISA + " §9.7.16.10.5 table: {sel} uses layout {x} ({org}; checked); the "
+            "per-CTA placement is tmem_datapath('{x}'), drawn in Figures {fig} (read in an earlier session, "
+            "not re-checked){pair}").format
+_PAIR = ("; the pair's image stacks CTA 0's TMEM lanes (0..127) and CTA 1's (128..255), CTA c holding rows "
+         "c * M/2 .. of D (assumed: the text says only that the CTA pair computes the M x N product)")
+_EVIDENCE.update({
+    "tcgen05.tmem.m256.cta2": _EV_PAIR(sel="M = 256, cta_group::2, either sparsity", x="A", org="4x1, lane "
+                                       "alignment 0", fig="205 and 206", pair=_PAIR),
+    "tcgen05.tmem.m128.cta2": _EV_PAIR(sel="M = 128, cta_group::2, dense A", x="B", org="2x2, lane alignment 0",
+                                       fig="207 and 208", pair=_PAIR),
+    "tcgen05.tmem.m128.cta2.sp": _EV_PAIR(sel="M = 128, cta_group::2, sparse A", x="C", org="4x1 with half the "
+                                          "datapath, lane alignment 0 or 16 (mmasim: 0)", fig="209 and 210",
+                                          pair=_PAIR),
+    "tcgen05.tmem.m128.ws": _EV_PAIR(sel="M = 128, cta_group::1, .ws either", x="D", org="4x1, lane alignment 0",
+                                     fig="211 and 212", pair=""),
+    "tcgen05.tmem.m64.ws": _EV_PAIR(sel="M = 64, .ws", x="E", org="'2x3' as printed, read 2x2; lane alignment 0",
+                                    fig="213 and 214", pair=""),
+    "tcgen05.tmem.m32.ws": _EV_PAIR(sel="M = 32, .ws", x="G", org="1x4, lane alignment 0", fig="217 and 218",
+                                    pair=""),
+})
+TCGEN05 += [
+    R("tcgen05.tmem.m256.cta2", "tcgen05.mma", ("c", "d"), lanes=256, m=256, bits=32, elements="N",
+      row="lane", col="i", storage="tmem", qualifiers=("cta_group::2",),
+      description="M = 256, cta_group::2 (layout A per CTA): row r in lane r of CTA r // 128 (pair lane r)",
+      source=_TM.format(x="A")),
+    R("tcgen05.tmem.m128.cta2", "tcgen05.mma", ("c", "d"), lanes=256, m=128, bits=32, elements="N // 2",
+      row="64 * (lane >> 7) + (lane & 63)", col="i + (N // 2) * ((lane & 127) >> 6)", storage="tmem",
+      qualifiers=("cta_group::2",), sparse=False,
+      description="M = 128, cta_group::2, dense (layout B per CTA): CTA c holds rows 64c .. 64c + 63; "
+                  "element [64c + i, j] in its lane i + 64 * (j // (N/2)), column j % (N/2)",
+      source=_TM.format(x="B")),
+    R("tcgen05.tmem.m128.cta2.sp", "tcgen05.mma", ("c", "d"), lanes=256, m=128, bits=32, elements="N",
+      row="64 * (lane >> 7) + 16 * ((lane & 127) >> 5) + (lane & 15)", col="i", valid="(lane & 31) < 16",
+      storage="tmem", qualifiers=("cta_group::2",), sparse=True,
+      description="M = 128, cta_group::2, sparse (layout C per CTA): CTA c holds rows 64c .., 16 per warp "
+                  "sub-partition in its lower 16 lanes",
+      source=_TM.format(x="C")),
+    R("tcgen05.tmem.m128.ws", "tcgen05.mma", ("c", "d"), lanes=128, m=128, bits=32, elements="N",
+      row="lane", col="i", storage="tmem", qualifiers=("ws",),
+      description="M = 128, .ws (layout D): row i in TMEM lane i", source=_TM.format(x="D")),
+    R("tcgen05.tmem.m64.ws", "tcgen05.mma", ("c", "d"), lanes=128, m=64, bits=32, elements="N // 2",
+      row="lane & 63", col="i + (N // 2) * (lane >> 6)", storage="tmem", qualifiers=("ws",),
+      description="M = 64, .ws (layout E): element [i, j] in lane i + 64 * (j // (N/2)), column j % (N/2)",
+      source=_TM.format(x="E")),
+    R("tcgen05.tmem.m32.ws", "tcgen05.mma", ("c", "d"), lanes=128, m=32, bits=32, elements="N // 4",
+      row="lane & 31", col="i + (N // 4) * (lane >> 5)", storage="tmem", qualifiers=("ws",),
+      description="M = 32, .ws (layout G): element [i, j] in lane i + 32 * (j // (N/4)), column j % (N/4)",
+      source=_TM.format(x="G")),
 ]
 
 

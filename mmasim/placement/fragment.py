@@ -51,6 +51,8 @@ class FragmentRule(Layout):
     instructions only, ``False``: dense only, ``None``: either, except that A and the
     metadata of a sparse instruction need a ``sparse=True`` rule, A being the compressed
     operand) select the instructions; an unset ``m`` / ``n`` / ``k`` matches any.
+    ``qualifiers``: the datapath's qualifiers exactly (e.g. ``("cta_group::2",)``, ``("ws",)``,
+    ``()`` for none; ``None``: any).
     ``selectors``: the selector operands the formulas use (``byte_id``, ``thread_id``,
     ``selector``); ``legal``: a formula of them (and ``V``) that must hold (the ISA's valid
     values).  ``elements``: per lane (a formula of
@@ -83,6 +85,7 @@ class FragmentRule(Layout):
     block: str = "0"
     valid: str = ""
     sparse: bool | None = None
+    qualifiers: tuple | None = attrs.field(default=None, converter=lambda x: None if x is None else _tuple(x))
     selectors: tuple = attrs.field(default=(), converter=_tuple)
     legal: str = ""
     storage: str = "registers"
@@ -119,11 +122,13 @@ class FragmentRule(Layout):
         return "fragment"
 
     def matches(self, op, m, n, k, operand, bits, arch, kind, a_type="", a_bits=0,
-                alayout="row", blayout="col", sparse=False) -> bool:
+                alayout="row", blayout="col", sparse=False, qualifiers=()) -> bool:
         if self.sparse is not None and bool(self.sparse) != bool(sparse):
             return False
         if sparse and operand in ("a", "sparse_metadata") and self.sparse is not True:
             return False        # a dense A layout would place the compressed A wrongly
+        if self.qualifiers is not None and set(self.qualifiers) != set(qualifiers or ()):
+            return False
         return (op == self.op and operand in self.operands
                 and (not self.types or a_type in self.types)
                 and (not self.abits or a_bits in self.abits)

@@ -88,17 +88,11 @@ def layout(model, operand: str, alayout: str = "row", blayout: str = "col", byte
         raise UnsupportedDatapath(f"{model.instruction} is not block-scaled: it has no {operand} operand")
     if operand == "sparse_metadata" and not dp.sparse:
         raise UnsupportedDatapath(f"{model.instruction} is dense: it has no sparse_metadata operand")
-    if dp.op == "tcgen05.mma" and dp.qualifiers:
-        # the cta_group::1 TMEM rules would bind silently and wrongly (issue 12)
-        raise UnsupportedDatapath(
-            f"{model.instruction}: the per-CTA TMEM layouts of tcgen05.mma.{'.'.join(dp.qualifiers)} "
-            "(PTX data path layouts A, B, C, E, G: mmasim.placement.tmem_datapath) are not bound to "
-            "Model.layout yet")
     M, N = _shape(model, operand)
     fname, bits = _format_bits(model, operand)
     key = dict(op=dp.op, m=M, n=N, k=dp.k, operand=operand, bits=bits, arch=model.arch, kind=dp.kind,
                a_type=dp.a, a_bits=model.a_format.container_bits, alayout=alayout, blayout=blayout,
-               sparse=bool(dp.sparse))
+               sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
     rules = [r for r in model._reg.layouts.values() if isinstance(r, FragmentRule) and r.matches(**key)]
     if not rules:
         raise UnsupportedDatapath(
@@ -108,8 +102,8 @@ def layout(model, operand: str, alayout: str = "row", blayout: str = "col", byte
             + ("" if (alayout, blayout) == ("row", "col") else f" with .{alayout}.{blayout}"))
 
     def rank(r):
-        return (bool(r.arch), bool(r.types), r.kind is not None, r.m is not None, r.n is not None, r.k is not None,
-                r.sparse is not None)
+        return (bool(r.arch), bool(r.types), r.kind is not None, r.qualifiers is not None, r.m is not None,
+                r.n is not None, r.k is not None, r.sparse is not None)
 
     best = max(rank(r) for r in rules)
     top = [r for r in rules if rank(r) == best]
