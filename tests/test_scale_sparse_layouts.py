@@ -417,3 +417,10 @@ def test_wgmma_sparse_round_trips_and_selector():
     assert np.array_equal(m.unfragment("sparse_metadata", e, selector=1), md)
     with pytest.raises(mmasim.OperandError, match="not a valid selector value"):
         m.layout("sparse_metadata", selector=2)
+
+
+def test_metadata_words_packs_chunk_selectors_lowest_nibble_first():
+    """Nibble j of a row is the selector of chunk j (the matrix form's metadata words, docs/datapaths.md §11)."""
+    assert metadata_words(np.array([[0x4, 0xE, 0x8, 0x9, 0xC, 0xD, 0x4, 0xE, 0x9]])).tolist() == [[0xE4DC98E4, 0x9]]
+    with pytest.raises(mmasim.SparseMetadataError, match="4-bit chunk selectors"):
+        metadata_words(np.array([[16]]))

@@ -120,7 +120,7 @@ def layout(model, operand: str, alayout: str = "row", blayout: str = "col", byte
 
 
 def _options(options):
-    """Split keyword options into the matrices' (alayout, blayout) and the selectors."""
+    """Check the keyword options a layout takes (alayout, blayout and the selectors)."""
     bad = [k for k in options if k not in ("alayout", "blayout") + SELECTORS]
     if bad:
         raise OperandError(f"unknown layout option(s) {', '.join(bad)} (known: alayout, blayout, "
@@ -131,7 +131,11 @@ def _options(options):
 def metadata_words(nibbles) -> np.ndarray:
     """``uint32 (M, words)``: a matrix of 4-bit chunk selectors ``(M, chunks)`` as the matrix
     form's sparse metadata words (nibble ``j`` of row ``r`` at bits ``4 (j % 8)`` of word ``j // 8``)."""
-    nib = np.asarray(nibbles).astype(np.uint64)
+    nib = np.asarray(nibbles)
+    if nib.ndim != 2 or nib.dtype.kind not in "iu" or (nib.size and (nib.min() < 0 or nib.max() > 15)):
+        raise SparseMetadataError(f"metadata_words takes a 2-D integer matrix of 4-bit chunk selectors (0..15); "
+                                  f"got {nib.dtype} {nib.shape}")
+    nib = nib.astype(np.uint64)
     M, chunks = nib.shape
     words = -(-chunks // 8)
     pad = np.zeros((M, words * 8), dtype=np.uint64)
