@@ -307,7 +307,9 @@ def cmd_layout(args) -> int:
     from .placement import draw
 
     model = MMA(args.arch, args.instruction, **_qualifiers(args))
-    lay = model.layout(args.operand, alayout=args.alayout, blayout=args.blayout)
+    lay = model.layout(args.operand, alayout=args.alayout, blayout=args.blayout,
+                       **{k: v for k, v in (("byte_id", args.byte_id), ("thread_id", args.thread_id),
+                                            ("selector", args.selector)) if v})
     if args.out:
         try:
             draw.figure(lay, args.out, model.arch, model.instruction)
@@ -328,6 +330,7 @@ def cmd_layout(args) -> int:
             "rows": lay.rows,
             "cols": lay.cols,
             "blocks": lay.blocks,
+            "selectors": lay.selectors,
             "source": lay.rule.source,
             "evidence": lay.evidence,
             "entries": draw.entries(lay),
@@ -422,7 +425,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="The fragment map of an operand as the ISA figures draw it: the matrix, each cell naming "
                     "the lane (thread) and element that hold it (T<lane>:<i>; TMEM: L<lane>:c<column>).")
     add_instruction(s)
-    s.add_argument("--operand", choices=("a", "b", "c", "d"), default="a", help="the operand (default a)")
+    s.add_argument("--operand", choices=("a", "b", "c", "d", "scale_a", "scale_b", "sparse_metadata"), default="a",
+                   help="the operand (default a; scale_a / scale_b of block-scaled mma.sync, sparse_metadata "
+                        "of mma.sp, whose A is the compressed A)")
+    s.add_argument("--byte-id", type=int, default=0, help="byte-id selector of scale_a / scale_b (default 0)")
+    s.add_argument("--thread-id", type=int, default=0, help="thread-id selector of scale_a / scale_b (default 0)")
+    s.add_argument("--selector", type=int, default=0, help="sparsity selector of sparse_metadata (default 0)")
     s.add_argument("--alayout", choices=("row", "col"), default="row", help="A's .row/.col (m8n8k4 .f16)")
     s.add_argument("--blayout", choices=("row", "col"), default="col", help="B's .row/.col (m8n8k4 .f16)")
     s.add_argument("--out", metavar="FIG.png", type=_plot_path,

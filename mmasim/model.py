@@ -320,9 +320,11 @@ class Model:
 
     # ------------------------------------------------------------ operand layouts (mmasim.placement)
     def layout(self, operand: str, **options):
-        """Where ``operand`` ("a", "b", "c", "d") lives: ``.lanes``, ``.registers``, ``.elements``,
-        ``.coords(lane, i)``, ``.owner(row, col)`` (see :mod:`mmasim.placement`).  ``options``:
-        ``alayout`` / ``blayout`` ("row" / "col", for m8n8k4 .f16)."""
+        """Where ``operand`` ("a", "b", "c", "d"; "scale_a", "scale_b" of a block-scaled
+        instruction, "sparse_metadata" of a sparse one) lives: ``.lanes``, ``.registers``,
+        ``.elements``, ``.coords(lane, i)``, ``.owner(row, col)`` (see :mod:`mmasim.placement`).
+        ``options``: ``alayout`` / ``blayout`` ("row" / "col", for m8n8k4 .f16), ``byte_id`` /
+        ``thread_id`` (the scales' selectors), ``selector`` (the sparsity selector)."""
         from . import placement
         return placement.layout(self, operand, **options)
 
@@ -337,7 +339,9 @@ class Model:
         return placement.unfragment(self, operand, regs, **options)
 
     def warp(self, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, **options):
-        """D registers of the instruction on register operands: unfragment, the matrix form, fragment."""
+        """D registers of the instruction on register operands: unfragment, the matrix form, fragment.
+        ``scale_a`` / ``scale_b`` / ``sparse_metadata`` are registers too; the selectors are
+        ``byte_id_a``, ``thread_id_a``, ``byte_id_b``, ``thread_id_b``, ``sparsity_selector``."""
         from . import placement
         return placement.warp(self, a_regs, b_regs, c_regs, scale_a, scale_b, sparse_metadata, **options)
 

@@ -79,3 +79,23 @@ def test_json_carries_the_evidence(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["evidence"].startswith("checked: AMD Matrix Instruction Calculator")
     assert doc["evidence"] == mmasim.MMA("MI300X", "v_mfma.m16n16k4.f64.f64.f64").layout("d").evidence
+
+
+@pytest.mark.parametrize("arch,ins,op,flags,cells", [
+    ("RTX Blackwell", "mma.sync.kind::mxf4.block_scale.scale_vec::2X.m16n8k64.f32.e2m1.e2m1.ue8m0", "scale_a",
+     ["--byte-id", "2", "--thread-id", "1"], 32),
+    ("RTX Blackwell", "mma.sync.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.f32.e4m3.e4m3.ue8m0", "scale_b",
+     ["--thread-id", "3"], 8),
+    ("A100", "mma.sync.sp.m16n8k32.f32.f16.f16", "sparse_metadata", ["--selector", "1"], 128),
+])
+def test_scale_and_metadata_tables_and_json(arch, ins, op, flags, cells, capsys):
+    """The scale-factor and metadata maps print every element once and carry the selectors in JSON."""
+    assert main(["layout", arch, ins, "--operand", op, *flags]) == 0
+    labels = re.findall(r"T\d+:\d+", capsys.readouterr().out)
+    assert len(labels) == len(set(labels)) == cells
+    assert main(["layout", arch, ins, "--operand", op, *flags, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["entries"]) == cells and doc["selectors"]
+    assert main(["layout", arch, ins, "--operand", op, "--selector" if op != "sparse_metadata" else "--byte-id",
+                 "1"]) == 1
+    assert "take no such selector" in capsys.readouterr().err

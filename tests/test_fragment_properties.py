@@ -1,6 +1,8 @@
 """Generic properties of every register / TMEM layout of every instruction mmasim knows:
 coords is a bijection onto the operand matrix, owner inverts coords, fragments and
-unfragment are inverse, and warp() on fragments equals the matrix form."""
+unfragment are inverse, and warp() on fragments equals the matrix form.  Block-scale
+factors and sparse metadata are operands too; sparse instructions are sampled (one per
+shape, element size and metadata rule), which keeps the cold suite cheap."""
 
 import numpy as np
 import pytest
@@ -8,7 +10,7 @@ import pytest
 import mmasim
 from wordgen import seed, words
 
-OPERANDS = "abcd"
+OPERANDS = ("a", "b", "c", "d", "scale_a", "scale_b", "sparse_metadata")
 
 
 def _cases():
@@ -22,9 +24,10 @@ def _cases():
             dp = m.datapath
             if dp.op in ("wgmma.mma_async", "tcgen05.mma"):
                 continue        # shapes named per case: test_wgmma_and_tcgen05_layouts_round_trip
-            if dp.sparse:
-                continue        # sparse A and metadata register layouts (mma.sp, v_smfmac): issue 13 follow-up
-            key = (dp.op, dp.m, dp.n, dp.k, dp.a, dp.b, dp.c, dp.d, dp.kind, dp.scale, arch.startswith("CDNA"))
+            if dp.sparse:       # one per shape, A element size, metadata rule and scaling
+                key = ("sp", dp.op, dp.k, m.a_format.container_bits, m.sparse_rule.name, dp.scale, dp.scale_vec)
+            else:
+                key = (dp.op, dp.m, dp.n, dp.k, dp.a, dp.b, dp.c, dp.d, dp.kind, dp.scale, arch.startswith("CDNA"))
             if key in seen:
                 continue
             seen.add(key)
@@ -45,6 +48,24 @@ def _layouts(m):
     return out
 
 
+def _expected(m):
+    """The operands the instruction has: A, B, C, D, and the scales / metadata where it takes them."""
+    dp = m.datapath
+    return set("abcd") | ({"scale_a", "scale_b"} if dp.scale else set()) \
+        | ({"sparse_metadata"} if dp.sparse else set())
+
+
+def _fmt(m, o):
+    return m.format_of("scale" if o.startswith("scale") else o)
+
+
+def _metadata(m, rows, rng):
+    """Matrix-form metadata words (rows, words) of random legal chunk selectors."""
+    rule = m.sparse_rule
+    nib = rng.choice(sorted(rule.selectors), size=(rows, rule.chunks(m.datapath.k)))
+    return mmasim.placement.metadata_words(nib)
+
+
 def test_every_instruction_has_c_and_d_layouts():
     """Every datapath's C and D has a register (or TMEM) layout, except the documented gaps."""
     gaps = []
@@ -53,27 +74,36 @@ def test_every_instruction_has_c_and_d_layouts():
         lay = _layouts(m)
         if "d" not in lay or "c" not in lay:
             gaps.append(f"{arch}: {ins}")
-    # v_mfma_f64_4x4x4f64 (its 4-block D layout) is not modelled yet
-    assert all("m4n4k4.f64" in g for g in gaps), gaps
+    assert not gaps, gaps
 
 
 @pytest.mark.parametrize("arch,ins", CASES, ids=lambda x: str(x))
 def test_coords_bijection_owner_inverse_and_round_trip(arch, ins):
     m = mmasim.MMA(arch, ins)
     lay = _layouts(m)
-    if "m4n4k4.f64" not in ins:
-        assert set(lay) == set(OPERANDS), (ins, set(lay))
+    assert set(lay) == _expected(m), (ins, set(lay))
     rng = np.random.default_rng(seed(arch + ins))
     for o, L in lay.items():
         seen = {}
+        valid = L.table()[2]      # scale factors and metadata: only the selected lanes / bytes hold one
         for lane in range(L.lanes):
             for i in range(L.elements):
+                if not valid[lane, i]:
+                    with pytest.raises(mmasim.ShapeError, match="holds no element"):
+                        L.coords(lane, i)
+                    continue
                 rc = L.coords(lane, i)
                 assert rc not in seen, (o, lane, i, rc, seen.get(rc))
                 seen[rc] = (lane, i)
                 assert L.owner(*rc) == (lane, i)
         assert set(seen) == {(r, c) for r in range(L.rows) for c in range(L.cols)}
-        fmt = {"a": m.a_format, "b": m.b_format, "c": m.c_format, "d": m.d_format}[o]
+        if o == "sparse_metadata":      # fragments / unfragment take the matrix form's words
+            X = _metadata(m, L.rows, rng)
+            regs = m.fragments(o, X)
+            assert regs.dtype == np.uint32 and regs.shape == (L.lanes, L.registers) and L.registers == 1
+            assert np.array_equal(m.unfragment(o, regs), X)
+            continue
+        fmt = _fmt(m, o)
         X = words(fmt, (L.rows, L.cols), rng, "uniform")
         regs = m.fragments(o, X)
         assert regs.dtype == np.uint32 and regs.shape == (L.lanes, L.registers)
@@ -81,25 +111,31 @@ def test_coords_bijection_owner_inverse_and_round_trip(arch, ins):
         assert np.array_equal(m.unfragment(o, regs).astype(np.uint64), X)
 
 
-@pytest.mark.parametrize("arch,ins", [c for c in CASES if "m4n4k4.f64" not in c[1]], ids=lambda x: str(x))
+@pytest.mark.parametrize("arch,ins", CASES, ids=lambda x: str(x))
 def test_warp_equals_matrix_form_on_random_words(arch, ins):
     m = mmasim.MMA(arch, ins, backend="numpy")
     lay = _layouts(m)
-    assert set(lay) == set(OPERANDS)
+    assert set(lay) == _expected(m)
     rng = np.random.default_rng(seed("warp" + arch + ins))
     La, Lb, Lc = lay["a"], lay["b"], lay["c"]
-    A = words(m.a_format, La.shape, rng, "mixed")
+    dp = m.datapath
+    A = words(m.a_format, (La.rows, dp.k), rng, "mixed")      # the logical A (sparse: K, not K/2)
     B = words(m.b_format, Lb.shape, rng, "mixed")
     C = words(m.c_format, Lc.shape, rng, "mixed")
-    dp = m.datapath
-    kw = {}
-    if dp.scale:
+    kw, regs = {}, {}
+    if dp.scale:    # the matrix form takes M x V / V x N scales, warp() the registers holding them
         kw = dict(scale_a=words(m.scale_format, (La.rows, dp.blocks), rng, "near_one"),
                   scale_b=words(m.scale_format, (dp.blocks, Lb.cols), rng, "near_one"))
-    d_regs = m.warp(m.fragments("a", A), m.fragments("b", B), m.fragments("c", C), **kw)
+        regs = {o: m.fragments(o, kw[o]) for o in ("scale_a", "scale_b")}
+    a = A
+    if dp.sparse:   # the compressed A in registers, the metadata words in registers
+        kw["sparse_metadata"] = _metadata(m, La.rows, rng)
+        regs["sparse_metadata"] = m.fragments("sparse_metadata", kw["sparse_metadata"])
+        a = mmasim.placement.compress(m, A, kw["sparse_metadata"])
+    d_regs = m.warp(m.fragments("a", a), m.fragments("b", B), m.fragments("c", C), **regs)
     D = m.unfragment("d", d_regs)
     nb = La.blocks
-    Mb, Kb = La.rows // nb, La.cols
+    Mb, Kb = La.rows // nb, Lb.rows // nb
     want = np.concatenate([m(A[b * Mb:(b + 1) * Mb], B[b * Kb:(b + 1) * Kb], C[b * Mb:(b + 1) * Mb], **kw)
                            for b in range(nb)])
     assert np.array_equal(D, want)
@@ -128,7 +164,7 @@ def test_wgmma_and_tcgen05_layouts_round_trip():
         m = mmasim.MMA(arch, ins)
         rng = np.random.default_rng(seed(ins))
         for o, L in _layouts(m).items():
-            X = words({"a": m.a_format, "c": m.c_format, "d": m.d_format}[o], L.shape, rng, "uniform")
+            X = words(_fmt(m, o), L.shape, rng, "uniform")
             assert np.array_equal(m.unfragment(o, m.fragments(o, X)).astype(np.uint64), X)
             rows, cols, valid = L.table()
             assert sorted(zip(rows[valid], cols[valid])) == [(r, c) for r in range(L.rows) for c in range(L.cols)]

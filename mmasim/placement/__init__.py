@@ -10,6 +10,8 @@
   swizzle or 32 / 64 / 128-byte swizzles; :func:`encode_descriptor` /
   :func:`decode_descriptor` for the 64-bit matrix descriptors.
 * :class:`ResultSlice`: the T1 TMEM result slices.
+* :func:`compress` / :func:`expand`: the compressed A of a sparse instruction and back;
+  :func:`metadata_words`: 4-bit chunk selectors as the matrix form's metadata words.
 
 (The package is not called ``mmasim.layouts``: that name is the function
 :func:`mmasim.layouts` listing the registered layouts.)
@@ -20,11 +22,11 @@ from .fragment import Fragment, FragmentRule
 from .slices import ResultSlice
 from .smem import CoreMatrixLayout, Descriptor, SmemLayout, decode_descriptor, encode_descriptor, swizzle
 from .tmem import TCGEN05_LD_SHAPES, TMEM_DATAPATHS, tcgen05_ld, tmem_datapath
-from .warp import fragments, layout, unfragment, warp
+from .warp import compress, expand, fragments, layout, metadata_words, unfragment, warp
 
 __all__ = [
     "Layout", "Fragment", "FragmentRule", "ResultSlice", "SmemLayout", "CoreMatrixLayout", "Descriptor",
     "encode_descriptor", "decode_descriptor", "swizzle", "tcgen05_ld", "TCGEN05_LD_SHAPES", "tmem_datapath",
     "TMEM_DATAPATHS",
-    "layout", "fragments", "unfragment", "warp",
+    "layout", "fragments", "unfragment", "warp", "compress", "expand", "metadata_words",
 ]

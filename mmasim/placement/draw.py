@@ -3,6 +3,8 @@ labelled with the lane (thread) and the element that holds it, coloured by lane.
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 
@@ -89,7 +91,11 @@ def figure(L, path, arch: str = "", instruction: str = "") -> None:
     ax.set_xlabel("column", fontsize=8)
     ax.set_ylabel("row", fontsize=8)
     cell = "L<TMEM lane>:c<column>" if L.storage == "tmem" else "T<lane>:<element>"
-    ax.set_title(f"{title(L, arch, instruction)}\nevidence: {_short(L.evidence)}\ncell: {cell}", fontsize=8)
+    # wrap the header to the figure's width (a narrow operand, e.g. a 16 x 1 scale column, clipped it)
+    width = max(30, int(fig_w * 13))
+    head = "\n".join(textwrap.fill(x, width) for x in (title(L, arch, instruction), f"evidence: {_short(L.evidence)}",
+                                                       f"cell: {cell}"))
+    ax.set_title(head, fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -10,8 +10,12 @@ plugins write them as Python-syntax strings, e.g.::
 Names: ``lane`` (thread within the warp / warpgroup / wavefront, or TMEM lane),
 ``i`` (element index within that lane's fragment, PTX's a0, a1, ... order),
 ``g`` (``(lane % 32) >> 2``, PTX's groupID within the warp), ``t`` (``lane % 4``, PTX's threadID_in_group),
-``w`` (``lane >> 5``, the warp of a warpgroup), ``M``, ``N``, ``K`` (the shape) and
-``E`` (elements per lane).  Operators: ``+ - * // % << >> & | ^``, unary ``-``,
+``w`` (``lane >> 5``, the warp of a warpgroup), ``M``, ``N``, ``K`` (the shape),
+``E`` (elements per lane), ``V`` (scale factors per row of A / column of B of a
+block-scaled instruction: PTX's ``.scale_vec::1X/2X/4X``) and the instruction's selector
+operands ``byte_id``, ``thread_id`` (PTX's ``{byte-id-a, thread-id-a}`` /
+``{byte-id-b, thread-id-b}`` of block scaling) and ``selector`` (the sparsity selector of
+``mma.sp``).  Operators: ``+ - * // % << >> & | ^``, unary ``-``,
 comparisons, ``and`` / ``or`` / ``not`` and ``a if cond else b``.  Nothing else is
 evaluated (no calls, attributes or subscripts): a table cannot run code.
 """
@@ -35,7 +39,9 @@ _CMP = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
     ast.Eq: operator.eq, ast.NotEq: operator.ne,
 }
-NAMES = ("lane", "i", "g", "t", "w", "M", "N", "K", "E")
+NAMES = ("lane", "i", "g", "t", "w", "M", "N", "K", "E", "V", "byte_id", "thread_id", "selector")
+#: the selector operands a layout may depend on (bound per call, default 0)
+SELECTORS = ("byte_id", "thread_id", "selector")
 
 
 def compile_expr(text: str, where: str = "layout"):
@@ -95,8 +101,10 @@ def evaluate(node, env: dict):
     raise TableError(f"unexpected node {type(node).__name__} in a layout formula")   # pragma: no cover
 
 
-def environment(lanes: int, elements: int, M: int, N: int, K: int) -> dict:
-    """The names of the language over a ``(lanes, elements)`` grid."""
+def environment(lanes: int, elements: int, M: int, N: int, K: int, V: int = 0, **selectors) -> dict:
+    """The names of the language over a ``(lanes, elements)`` grid (selectors default to 0)."""
     lane, i = np.meshgrid(np.arange(lanes, dtype=np.int64), np.arange(elements, dtype=np.int64), indexing="ij")
-    return {"lane": lane, "i": i, "g": (lane & 31) >> 2, "t": lane & 3, "w": lane >> 5,
-            "M": M, "N": N, "K": K, "E": elements}
+    env = {"lane": lane, "i": i, "g": (lane & 31) >> 2, "t": lane & 3, "w": lane >> 5,
+           "M": M, "N": N, "K": K, "E": elements, "V": V}
+    env.update({name: int(selectors.get(name, 0)) for name in SELECTORS})
+    return env

@@ -21,9 +21,14 @@ import numpy as np
 
 from ..errors import ShapeError, TableError
 from .base import Layout
-from .expr import compile_expr, environment, evaluate
+from .expr import SELECTORS, compile_expr, environment, evaluate
 
-OPERANDS = ("a", "b", "c", "d")
+#: the matrix operands of every instruction
+MATRICES = ("a", "b", "c", "d")
+#: every operand a layout can place: the matrices, the block-scale factors of a block-scaled
+#: ``mma.sync`` (``scale_a`` M x V, ``scale_b`` V x N) and the sparse metadata of ``mma.sp``
+#: (``sparse_metadata``: M x chunks, one 4-bit selector per chunk of A's logical K)
+OPERANDS = MATRICES + ("scale_a", "scale_b", "sparse_metadata")
 
 
 def _tuple(x):
@@ -42,8 +47,15 @@ class FragmentRule(Layout):
     element), ``arch`` (architecture names; empty: any), ``kind`` (the
     datapath's ``kind``; ``None``: any, ``""``: none) and ``alayout`` /
     ``blayout`` (``"row"`` / ``"col"``; ``""``: any) ``types`` / ``abits`` (the
-    datapath's A format name / A container bits; empty: any) select the instructions; an
-    unset ``m`` / ``n`` / ``k`` matches any.  ``elements``: per lane (a formula of
+    datapath's A format name / A container bits; empty: any) and ``sparse`` (``True``: sparse
+    instructions only, ``False``: dense only, ``None``: either, except that A and the
+    metadata of a sparse instruction need a ``sparse=True`` rule, A being the compressed
+    operand) select the instructions; an unset ``m`` / ``n`` / ``k`` matches any.
+    ``qualifiers``: the datapath's qualifiers exactly (e.g. ``("cta_group::2",)``, ``("ws",)``,
+    ``()`` for none; ``None``: any).
+    ``selectors``: the selector operands the formulas use (``byte_id``, ``thread_id``,
+    ``selector``); ``legal``: a formula of them (and ``V``) that must hold (the ISA's valid
+    values).  ``elements``: per lane (a formula of
     ``M``, ``N``, ``K``).  ``row`` / ``col``: formulas of ``lane`` and ``i``.
     ``blocks`` > 1: the lanes hold that many independent matrices (AMD
     multi-block ``v_mfma``, Volta's quad pairs); ``block`` says which, and the
@@ -72,6 +84,10 @@ class FragmentRule(Layout):
     blocks: int = 1
     block: str = "0"
     valid: str = ""
+    sparse: bool | None = None
+    qualifiers: tuple | None = attrs.field(default=None, converter=lambda x: None if x is None else _tuple(x))
+    selectors: tuple = attrs.field(default=(), converter=_tuple)
+    legal: str = ""
     storage: str = "registers"
     description: str = ""
     source: str = ""
@@ -89,8 +105,14 @@ class FragmentRule(Layout):
         bad = [o for o in self.operands if o not in OPERANDS]
         if bad or not self.operands:
             raise TableError(f"{where}: operands must be among {OPERANDS}; got {self.operands}")
-        for field in ("row", "col", "block", "elements") + (("valid",) if self.valid else ()):
+        for field in ("row", "col", "block", "elements") + (("valid",) if self.valid else ()) \
+                + (("legal",) if self.legal else ()):
             compile_expr(getattr(self, field), f"{where}: field {field!r}")
+        bad = [s for s in self.selectors if s not in SELECTORS]
+        if bad:
+            raise TableError(f"{where}: selectors must be among {SELECTORS}; got {bad}")
+        if self.sparse not in (None, True, False):
+            raise TableError(f"{where}: sparse must be True, False or None; got {self.sparse!r}")
         if self.storage not in ("registers", "tmem"):
             raise TableError(f"{where}: storage must be 'registers' or 'tmem', got {self.storage!r}")
 
@@ -100,7 +122,13 @@ class FragmentRule(Layout):
         return "fragment"
 
     def matches(self, op, m, n, k, operand, bits, arch, kind, a_type="", a_bits=0,
-                alayout="row", blayout="col") -> bool:
+                alayout="row", blayout="col", sparse=False, qualifiers=()) -> bool:
+        if self.sparse is not None and bool(self.sparse) != bool(sparse):
+            return False
+        if sparse and operand in ("a", "sparse_metadata") and self.sparse is not True:
+            return False        # a dense A layout would place the compressed A wrongly
+        if self.qualifiers is not None and set(self.qualifiers) != set(qualifiers or ()):
+            return False
         return (op == self.op and operand in self.operands
                 and (not self.types or a_type in self.types)
                 and (not self.abits or a_bits in self.abits)
@@ -112,18 +140,37 @@ class FragmentRule(Layout):
                 and (not self.alayout or self.alayout == alayout)
                 and (not self.blayout or self.blayout == blayout))
 
-    def bind(self, operand: str, M: int, N: int, K: int, bits: int) -> "Fragment":
-        return _bind(self, operand, M, N, K, bits)
+    def bind(self, operand: str, M: int, N: int, K: int, bits: int, shape: tuple | None = None, V: int = 0,
+             **selectors) -> "Fragment":
+        """The layout of ``operand`` for one shape: ``shape`` is the operand matrix (default
+        A ``M x K``, B ``K x N``, C / D ``M x N``), ``V`` the scale vector size, ``selectors``
+        the values of the selector operands (default 0)."""
+        sel = tuple(int(selectors.get(name, 0)) for name in SELECTORS)
+        return _bind(self, operand, M, N, K, bits, None if shape is None else tuple(shape), V, sel)
+
+    def check_selectors(self, V: int = 0, **selectors) -> str:
+        """``""`` when the selector values are legal for this rule, else why not."""
+        unused = {k: v for k, v in selectors.items() if v and k not in self.selectors}
+        if unused:
+            return (f"{', '.join(f'{k}={v}' for k, v in unused.items())}: operand(s) {', '.join(self.operands)} "
+                    f"of this instruction take no such selector")
+        if self.legal:
+            env = {**environment(1, 1, 0, 0, 0, V, **selectors)}
+            if not bool(evaluate(compile_expr(self.legal), env)):
+                return (", ".join(f"{k}={selectors.get(k, 0)}" for k in self.selectors)
+                        + f" is not a valid selector value ({self.legal})")
+        return ""
 
 
 @functools.lru_cache(maxsize=512)
-def _bind(rule, operand, M, N, K, bits):
+def _bind(rule, operand, M, N, K, bits, shape=None, V=0, sel=(0, 0, 0)):
+    selectors = dict(zip(SELECTORS, sel))
     where = f"layout {rule.name!r} ({operand}, m{M}n{N}k{K}, {bits}-bit elements)"
-    scal = {"M": M, "N": N, "K": K, "lane": 0, "i": 0, "g": 0, "t": 0, "w": 0, "E": 0}
+    scal = {"M": M, "N": N, "K": K, "lane": 0, "i": 0, "g": 0, "t": 0, "w": 0, "E": 0, "V": V, **selectors}
     elements = int(evaluate(compile_expr(rule.elements), scal))
     if elements <= 0:
         raise TableError(f"{where}: {elements} elements per lane")
-    env = environment(rule.lanes, elements, M, N, K)
+    env = environment(rule.lanes, elements, M, N, K, V, **selectors)
     full = np.ones((rule.lanes, elements), dtype=bool)
 
     def ev(field):
@@ -133,7 +180,7 @@ def _bind(rule, operand, M, N, K, bits):
     row, col, blk = ev("row"), ev("col"), ev("block")
     valid = full if not rule.valid else np.broadcast_to(
         np.asarray(evaluate(compile_expr(rule.valid), env), dtype=bool), full.shape).copy()
-    base = {"a": (M, K), "b": (K, N), "c": (M, N), "d": (M, N)}[operand]
+    base = shape if shape is not None else {"a": (M, K), "b": (K, N), "c": (M, N), "d": (M, N)}[operand]
     rows, cols = base[0] * rule.blocks, base[1]
     v = valid
     if (row[v] < 0).any() or (row[v] >= base[0]).any() or (col[v] < 0).any() or (col[v] >= cols).any() \
@@ -146,7 +193,9 @@ def _bind(rule, operand, M, N, K, bits):
     if flat.size != rows * cols or counts.max(initial=0) != 1:
         raise TableError(f"{where}: the formulas are not a bijection onto the {rows}x{cols} matrix "
                          f"({int((counts == 0).sum())} elements unheld, {int((counts > 1).sum())} held twice)")
-    return Fragment(rule, operand, M, N, K, bits, rows, cols, elements, srow, scol, v)
+    frag = Fragment(rule, operand, M, N, K, bits, rows, cols, elements, srow, scol, v)
+    frag.selectors = {k: selectors[k] for k in rule.selectors}
+    return frag
 
 
 class Fragment:
@@ -164,6 +213,8 @@ class Fragment:
         self.rows, self.cols, self.elements = rows, cols, elements
         self.lanes = rule.lanes
         self.blocks = rule.blocks
+        #: the selector operand values this layout was bound with (e.g. ``{"thread_id": 0}``)
+        self.selectors = {}
         self._row, self._col, self._valid = row, col, valid
         for a in (row, col, valid):
             a.setflags(write=False)
@@ -221,7 +272,8 @@ class Fragment:
 
     def __repr__(self) -> str:
         where = "TMEM lanes x columns" if self.storage == "tmem" else "lanes x 32-bit registers"
-        return (f"<mmasim.placement.Fragment {self.name}: {self.operand} {self.rows}x{self.cols}, "
+        sel = "".join(f", {k}={v}" for k, v in self.selectors.items())
+        return (f"<mmasim.placement.Fragment {self.name}{sel}: {self.operand} {self.rows}x{self.cols}, "
                 f"{self.lanes} {where} {self.registers}, {self.elements} {self.bits}-bit elements per lane>")
 
     # ---------------------------------------------------------------- lookups

@@ -9,6 +9,11 @@ TMEM columns relative to the address's column; ``.xN`` repeats along columns::
     16x64b  .xN: (l // 4 + 8 * (l % 2), (l // 2) % 2 + 2 * r)                    [16 x 2N]
     16x128b .xN: (l // 4 + 8 * (r % 2), l % 4 + 4 * (r // 2))                    [16 x 4N]
     16x256b .xN: (l // 4 + 8 * ((r // 2) % 2), r % 2 + 2 * (l % 4) + 8 * (r // 4))  [16 x 8N]
+    16x32bx2 .xN: (l % 16, N * (l // 16) + r)                                   [16 x 2N]
+
+``16x32bx2`` makes two ``16x32b`` accesses, the first at ``taddr``, the second at ``taddr +
+immHalfSplitoff``: columns ``0 .. N-1`` of its matrix are the first access's, ``N .. 2N-1``
+the second's (column ``N + c`` is TMEM column ``immHalfSplitoff + c``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ TCGEN05_LD_SHAPES = {
                     col="(lane & 3) + 4 * (i >> 1)"),
     "16x256b": dict(rows=16, cols_per_x=8, regs_per_x=4, row="(lane >> 2) + 8 * ((i >> 1) & 1)",
                     col="(i & 1) + 2 * (lane & 3) + 8 * (i >> 2)"),
+    # two 16x32b accesses: threads 0-15 the first (taddr), 16-31 the second (taddr + immHalfSplitoff)
+    "16x32bx2": dict(rows=16, cols_per_x=2, regs_per_x=1, row="lane & 15", col="(lane >> 4) * E + i"),
 }
 _NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
 
@@ -38,6 +45,12 @@ LD_EVIDENCE = ("partly checked: PTX ISA 9.0 §9.7.16.2.3.1 (text: a warp accesse
                "the formula agrees with CUTLASS's SM100_TMEM_LOAD_{dp}dp{bits}b*x copy traits "
                "(cute/atom/copy_traits_sm100.hpp)")
 _LD_FIG = {"32x32b": (32, 32, 183), "16x64b": (16, 64, 184), "16x128b": (16, 128, 185), "16x256b": (16, 256, 186)}
+LD_EVIDENCE_X2 = ("partly checked: PTX ISA 9.0 §9.7.16.8.3 (text: 'The shape .16x32bx2 performs two accesses into "
+                  "Tensor Memory of the shape .16x32b', the first at taddr, the second at taddr + immHalfSplitoff; "
+                  "Table 49: .num registers - checked); which threads make which access is drawn only in the "
+                  "figure (not read here): threads 0-15 the first, 16-31 the second, thread l reading TMEM lane "
+                  "l % 16, as CUTLASS's SM100_TMEM_LOAD_16dp32b1x / 2x copy traits state (DstLayout "
+                  "((16,2),32N):((64N,32N),1), cute/atom/copy_traits_sm100.hpp)")
 
 
 def tcgen05_ld(shape: str, num: int = 1):
@@ -45,16 +58,16 @@ def tcgen05_ld(shape: str, num: int = 1):
     (32-bit elements, no packing): ``coords(lane, r)`` is the (TMEM lane within the
     slab, TMEM column) that register ``r`` of ``lane`` reads."""
     if shape not in TCGEN05_LD_SHAPES:
-        raise ShapeError(f"tcgen05.ld shape must be one of {', '.join(TCGEN05_LD_SHAPES)}; got {shape!r} "
-                         "(16x32bx2 is not modelled)")
+        raise ShapeError(f"tcgen05.ld shape must be one of {', '.join(TCGEN05_LD_SHAPES)}; got {shape!r}")
     if num not in _NUMS:
         raise ShapeError(f"tcgen05.ld .num must be .x1, .x2, ... .x128; got {num!r}")
     s = TCGEN05_LD_SHAPES[shape]
     rule = FragmentRule(f"tcgen05.ld.{shape}", "tcgen05.ld", "d", row=s["row"], col=s["col"],
                         elements=s["regs_per_x"] * num, storage="registers",
                         description=f"tcgen05.ld.{shape}.x{num}", source=__doc__.splitlines()[1],
-                        evidence=LD_EVIDENCE.format(lanes=_LD_FIG[shape][0], bits=_LD_FIG[shape][1],
-                                                    fig=_LD_FIG[shape][2], dp=_LD_FIG[shape][0]))
+                        evidence=LD_EVIDENCE_X2 if shape == "16x32bx2" else
+                        LD_EVIDENCE.format(lanes=_LD_FIG[shape][0], bits=_LD_FIG[shape][1],
+                                           fig=_LD_FIG[shape][2], dp=_LD_FIG[shape][0]))
     # the bound matrix is (M, N) = (TMEM lanes of the slab, TMEM columns)
     return rule.bind("d", s["rows"], s["cols_per_x"] * num, 0, 32)
 

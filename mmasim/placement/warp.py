@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OperandError, ShapeError, TableError, UnsupportedDatapath
-from .fragment import OPERANDS, FragmentRule
+from .. import sparse as _sparse
+from ..errors import OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
+from .expr import SELECTORS
+from .fragment import MATRICES, OPERANDS, FragmentRule
 
 _MAJOR = ("row", "col")
 
@@ -38,76 +40,223 @@ def _shape(model, operand):
                      f"(e.g. m{ms[0] if ms else 64}n{ns[0] if ns else 8}k{model.k})")
 
 
-def layout(model, operand: str, alayout: str = "row", blayout: str = "col"):
-    """The :class:`~mmasim.placement.fragment.Fragment` of ``operand`` of ``model``."""
+def _format_bits(model, operand):
+    """(format name, container bits) of ``operand``'s elements."""
+    if operand == "sparse_metadata":
+        return "4-bit selector", 4
+    fmt = model.format_of("scale" if operand in ("scale_a", "scale_b") else operand)
+    return fmt.name, fmt.container_bits
+
+
+def _matrix_shape(model, operand, M, N):
+    """The operand matrix a layout places (A of a sparse instruction: compressed)."""
+    dp = model.datapath
+    K = dp.k
+    if operand == "a":
+        return (M, dp.stored_k if dp.sparse else K)
+    if operand == "b":
+        return (K, N)
+    if operand == "scale_a":
+        return (M, dp.blocks)
+    if operand == "scale_b":
+        return (dp.blocks, N)
+    if operand == "sparse_metadata":
+        return (M, model.sparse_rule.chunks(K))
+    return (M, N)
+
+
+def layout(model, operand: str, alayout: str = "row", blayout: str = "col", byte_id: int = 0, thread_id: int = 0,
+           selector: int = 0):
+    """The :class:`~mmasim.placement.fragment.Fragment` of ``operand`` of ``model``.
+
+    ``byte_id`` / ``thread_id``: the ``{byte-id, thread-id}`` selector of ``scale_a`` /
+    ``scale_b`` (block-scaled ``mma.sync``); ``selector``: the sparsity selector of
+    ``sparse_metadata`` (``mma.sp``).  Each defaults to 0 and must be a value the ISA allows."""
     if operand not in OPERANDS:
         raise OperandError(f"operand must be one of {', '.join(OPERANDS)}; got {operand!r}")
     for name, v in (("alayout", alayout), ("blayout", blayout)):
         if v not in _MAJOR:
             raise OperandError(f"{name} must be 'row' or 'col'; got {v!r}")
+    selectors = {"byte_id": byte_id, "thread_id": thread_id, "selector": selector}
+    for name, v in selectors.items():
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise OperandError(f"{name} must be a non-negative integer; got {v!r}")
     dp = model.datapath
     if (dp.op, operand) in _NOT_IN_REGISTERS:
         raise UnsupportedDatapath(f"{model.instruction}: {_NOT_IN_REGISTERS[dp.op, operand]}")
-    if dp.op == "tcgen05.mma" and dp.qualifiers:
-        # the cta_group::1 TMEM rules would bind silently and wrongly (issue 12)
-        raise UnsupportedDatapath(
-            f"{model.instruction}: the per-CTA TMEM layouts of tcgen05.mma.{'.'.join(dp.qualifiers)} "
-            "(PTX data path layouts A, B, C, E, G: mmasim.placement.tmem_datapath) are not bound to "
-            "Model.layout yet")
+    if operand in ("scale_a", "scale_b") and not dp.scale:
+        raise UnsupportedDatapath(f"{model.instruction} is not block-scaled: it has no {operand} operand")
+    if operand == "sparse_metadata" and not dp.sparse:
+        raise UnsupportedDatapath(f"{model.instruction} is dense: it has no sparse_metadata operand")
     M, N = _shape(model, operand)
-    fmt = model.format_of(operand)
-    bits = fmt.container_bits
+    fname, bits = _format_bits(model, operand)
     key = dict(op=dp.op, m=M, n=N, k=dp.k, operand=operand, bits=bits, arch=model.arch, kind=dp.kind,
-               a_type=dp.a, a_bits=model.a_format.container_bits, alayout=alayout, blayout=blayout)
+               a_type=dp.a, a_bits=model.a_format.container_bits, alayout=alayout, blayout=blayout,
+               sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
     rules = [r for r in model._reg.layouts.values() if isinstance(r, FragmentRule) and r.matches(**key)]
     if not rules:
         raise UnsupportedDatapath(
             f"{model.arch}: {model.instruction}: no register layout of operand {operand.upper()} "
-            f"({fmt.name}, {bits}-bit) is registered for m{M}n{N}k{dp.k}"
+            f"({fname}, {bits}-bit) is registered for m{M}n{N}k{dp.k}"
+            + (" (sparse)" if dp.sparse else "")
             + ("" if (alayout, blayout) == ("row", "col") else f" with .{alayout}.{blayout}"))
 
     def rank(r):
-        return (bool(r.arch), bool(r.types), r.kind is not None, r.m is not None, r.n is not None, r.k is not None)
+        return (bool(r.arch), bool(r.types), r.kind is not None, r.qualifiers is not None, r.m is not None,
+                r.n is not None, r.k is not None, r.sparse is not None)
 
     best = max(rank(r) for r in rules)
     top = [r for r in rules if rank(r) == best]
     if len(top) > 1:
         raise TableError(f"{model.instruction}: operand {operand.upper()} matches several layouts equally: "
                          + ", ".join(r.name for r in top))
-    return top[0].bind(operand, M, N, dp.k, bits)
+    rule = top[0]
+    V = dp.blocks if dp.scale else 0
+    why = rule.check_selectors(V, **selectors)
+    if why:
+        raise OperandError(f"{model.instruction}: operand {operand}: {why}")
+    return rule.bind(operand, M, N, dp.k, bits, shape=_matrix_shape(model, operand, M, N), V=V,
+                     **{k: v for k, v in selectors.items() if k in rule.selectors})
+
+
+def _options(options):
+    """Check the keyword options a layout takes (alayout, blayout and the selectors)."""
+    bad = [k for k in options if k not in ("alayout", "blayout") + SELECTORS]
+    if bad:
+        raise OperandError(f"unknown layout option(s) {', '.join(bad)} (known: alayout, blayout, "
+                           + ", ".join(SELECTORS) + ")")
+    return options
+
+
+def metadata_words(nibbles) -> np.ndarray:
+    """``uint32 (M, words)``: a matrix of 4-bit chunk selectors ``(M, chunks)`` as the matrix
+    form's sparse metadata words (nibble ``j`` of row ``r`` at bits ``4 (j % 8)`` of word ``j // 8``)."""
+    nib = np.asarray(nibbles)
+    if nib.ndim != 2 or nib.dtype.kind not in "iu" or (nib.size and (nib.min() < 0 or nib.max() > 15)):
+        raise SparseMetadataError(f"metadata_words takes a 2-D integer matrix of 4-bit chunk selectors (0..15); "
+                                  f"got {nib.dtype} {nib.shape}")
+    nib = nib.astype(np.uint64)
+    M, chunks = nib.shape
+    words = -(-chunks // 8)
+    pad = np.zeros((M, words * 8), dtype=np.uint64)
+    pad[:, :chunks] = nib & np.uint64(0xF)
+    shifts = (np.arange(8, dtype=np.uint64) * np.uint64(4))
+    return (pad.reshape(M, words, 8) << shifts).sum(axis=-1).astype(np.uint32)
+
+
+def _metadata_nibbles(model, X, chunks):
+    md = np.asarray(X)
+    nwords = model.sparse_rule.words(model.datapath.k)
+    if md.ndim != 2 or md.dtype.kind not in "iu" or md.shape[1] != nwords:
+        raise SparseMetadataError(
+            f"{model.instruction}: sparse_metadata must be integer words of shape (M, {nwords}), the matrix "
+            f"form's (nibble j of a row is the selector of chunk j of its logical K); got {md.dtype} {md.shape}")
+    if md.size and (md.min() < 0 or int(md.max()) > 0xFFFFFFFF):
+        raise SparseMetadataError("sparse_metadata words must be 32-bit (0 <= word <= 0xFFFFFFFF)")
+    return _sparse.nibbles(md, chunks)
 
 
 def fragments(model, operand: str, X, **options) -> np.ndarray:
     """``uint32 (lanes, registers)``: the matrix ``X`` (container words or values in
-    the operand's format) packed as the hardware holds it."""
-    lay = layout(model, operand, **options)
-    words = model.operand_words(operand, X)
+    the operand's format) packed as the hardware holds it.  ``scale_a`` / ``scale_b``: the
+    matrix form's scales (``M x V`` / ``V x N``); ``sparse_metadata``: the matrix form's
+    metadata words ``(M, words)``; A of a sparse instruction: the compressed A
+    (:func:`compress`)."""
+    lay = layout(model, operand, **_options(options))
+    if operand == "sparse_metadata":
+        return lay.pack(_metadata_nibbles(model, X, lay.cols))
+    words = model.operand_words("scale" if operand in ("scale_a", "scale_b") else operand, X)
     return lay.pack(words)
 
 
 def unfragment(model, operand: str, registers, **options) -> np.ndarray:
-    """The ``operand`` matrix (container words) held in ``registers`` ``(lanes, registers)``."""
-    return layout(model, operand, **options).unpack(registers)
+    """The ``operand`` matrix (container words) held in ``registers`` ``(lanes, registers)``
+    (``sparse_metadata``: the matrix form's metadata words ``(M, words)``)."""
+    lay = layout(model, operand, **_options(options))
+    out = lay.unpack(registers)
+    return metadata_words(out) if operand == "sparse_metadata" else out
+
+
+def compress(model, A, sparse_metadata) -> np.ndarray:
+    """The compressed A ``(M, K/2)`` of a sparse instruction: the elements of the logical
+    ``A`` ``(M, K)`` that the metadata words ``(M, words)`` select, each row's in K order
+    (what ``fragments("a", ...)`` places)."""
+    dp = model.datapath
+    if not dp.sparse:
+        raise UnsupportedDatapath(f"{model.instruction} is dense: there is no compressed A")
+    words = model.operand_words("a", A)
+    if words.ndim != 2 or words.shape[1] != dp.k:
+        raise ShapeError(f"{model.instruction}: A must be (M, {dp.k}) (the logical K); got {words.shape}")
+    md = np.asarray(sparse_metadata)
+    _metadata_nibbles(model, md, model.sparse_rule.chunks(dp.k))
+    if md.shape[0] != words.shape[0]:
+        raise ShapeError(f"{model.instruction}: sparse_metadata has {md.shape[0]} rows, A {words.shape[0]}")
+    return _sparse.select(model.sparse_rule, dp.k, md, words)[0]
+
+
+def expand(model, compressed, sparse_metadata) -> np.ndarray:
+    """The logical A ``(M, K)`` whose selected elements are ``compressed`` ``(M, K/2)``
+    (the others 0): the inverse of :func:`compress` on the selected positions."""
+    dp = model.datapath
+    Ac = np.asarray(compressed)
+    md = np.asarray(sparse_metadata)
+    rule = model.sparse_rule
+    nib = _metadata_nibbles(model, md, rule.chunks(dp.k))
+    if Ac.ndim != 2 or Ac.shape[1] != dp.stored_k or md.shape[0] != Ac.shape[0]:
+        raise ShapeError(f"{model.instruction}: compressed A must be (M, {dp.stored_k}) with M rows of metadata; "
+                         f"got {Ac.shape} and {md.shape}")
+    _sparse.select(rule, dp.k, md, np.zeros((Ac.shape[0], dp.k), dtype=np.uint8))   # illegal selectors raise
+    pos = rule.positions(nib)
+    full = np.zeros((Ac.shape[0], dp.k), dtype=Ac.dtype)
+    np.put_along_axis(full, pos, Ac, axis=1)
+    return full
 
 
 def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, backend=None,
-         **options) -> np.ndarray:
+         byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0, sparsity_selector=0, **options) -> np.ndarray:
     """D registers ``uint32 (lanes, registers)`` of the instruction on register operands.
 
     A, B and C are unpacked, computed with the model's matrix form (``model(A, B, C)``,
     per block where the lanes hold several independent matrices) and D is packed.
-    Scale factors and sparse metadata are taken in the matrix form's shapes.
+    ``scale_a`` / ``scale_b`` are the ``scale-a-data`` / ``scale-b-data`` registers
+    ``(lanes, 1)`` of a block-scaled instruction, read with the ``{byte_id_a, thread_id_a}``
+    / ``{byte_id_b, thread_id_b}`` selectors; ``sparse_metadata`` the metadata registers
+    ``(lanes, 1)`` of a sparse one, read with ``sparsity_selector``; A of a sparse
+    instruction holds the compressed A.
     """
-    la, lb, lc, ld = (layout(model, o, **options) for o in OPERANDS)
+    options = _options(options)
+    if any(k in SELECTORS for k in options):
+        raise OperandError("warp takes the selectors as byte_id_a, thread_id_a, byte_id_b, thread_id_b and "
+                           "sparsity_selector")
+    la, lb, lc, ld = (layout(model, o, **options) for o in MATRICES)
     A, B, C = la.unpack(a_regs), lb.unpack(b_regs), lc.unpack(c_regs)
     blocks = ld.blocks
     if not la.blocks == lb.blocks == lc.blocks == blocks:
         raise TableError(f"{model.instruction}: the layouts of A, B, C, D disagree on the number of blocks "
                          f"({la.blocks}, {lb.blocks}, {lc.blocks}, {blocks})")
+    dp = model.datapath
+    kw = {}
+    if dp.scale:
+        if scale_a is None or scale_b is None:
+            raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b registers "
+                             "(fragments('scale_a', SA), fragments('scale_b', SB))")
+        kw["scale_a"] = layout(model, "scale_a", byte_id=byte_id_a, thread_id=thread_id_a).unpack(scale_a)
+        kw["scale_b"] = layout(model, "scale_b", byte_id=byte_id_b, thread_id=thread_id_b).unpack(scale_b)
+    elif scale_a is not None or scale_b is not None:
+        raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
+    if dp.sparse:
+        if sparse_metadata is None:
+            raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse_metadata registers "
+                                      "(fragments('sparse_metadata', words))")
+        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector).unpack(sparse_metadata))
+        A = expand(model, A, md)
+        kw["sparse_metadata"] = md
+    elif sparse_metadata is not None:
+        raise SparseMetadataError(f"{model.instruction} is dense: sparse_metadata must be None")
     if blocks == 1:
-        D = model(A, B, C, scale_a=scale_a, scale_b=scale_b, sparse_metadata=sparse_metadata, backend=backend)
+        D = model(A, B, C, backend=backend, **kw)
     else:
-        if scale_a is not None or scale_b is not None or sparse_metadata is not None:
+        if kw:
             raise OperandError(f"{model.instruction}: scales and sparse metadata of multi-block layouts "
                                "are not modelled")
         M, K = la.rows // blocks, la.cols
