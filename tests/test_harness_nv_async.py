@@ -372,3 +372,27 @@ def test_evidence_refuse_must_be_a_string(tmp_path):
                  'status = { kind = "assumed", evidence = "x" }\nrefuse = 3\n')
     with pytest.raises(TableError, match="refuse"):
         build_architecture(load_table(p), get_registry().accumulators)
+
+
+def test_wgmma_sp_kernels_take_compressed_a_and_one_metadata_register_per_thread():
+    model = _model("Hopper", "wgmma.mma_async.sp.k32.f32.f16.f16")
+    spec = [s for s in nv.specs(model, n=8) if s.options["a_source"] == "smem"][0]
+    a, meta = spec.inputs[0], spec.inputs[3]
+    assert a.words == 64 * 16 * 16 // 32                    # 64 rows x K/2 = 16 stored f16
+    assert meta.operand == "sparse_metadata" and meta.space == "registers" and meta.words == 1
+    assert "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16" in spec.device
+
+
+def test_wgmma_sp_place_names_the_missing_metadata_layout_or_places_it():
+    model = _model("Hopper", "wgmma.mma_async.sp.k32.f32.f16.f16")
+    spec = [s for s in nv.specs(model, n=8) if s.options["a_source"] == "smem"][0]
+    ops = _random_ops(spec, model, cases=1)
+    ops["sparse_metadata"] = np.full((1, 64, 1), 0x44444444, dtype=np.uint64)   # keep elements 0 and 1
+    try:
+        bufs = nv.place(spec, model, ops)
+    except UnsupportedDatapath as exc:
+        assert "sparse_metadata" in str(exc)
+        return
+    # once the metadata layout exists: A's image holds the selected (first two of four) elements
+    a = nv.image_operand(bufs[0], 64, 16, ("bytes", 16))
+    assert (a == ops["a"][0].reshape(64, 8, 4)[:, :, :2].reshape(64, 16)).all()

@@ -43,7 +43,7 @@ import re
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedDatapath
+from ..errors import MMAError, ShapeError, UnsupportedDatapath
 from ..placement import SmemLayout, tmem_datapath
 from ..sparse import select
 from .spec import Buffer, KernelSpec
@@ -231,7 +231,7 @@ def _fragments(model, operand, X):
         return np.asarray(model.fragments(operand, X), dtype=np.uint32)
     except UnsupportedDatapath:
         raise
-    except Exception as exc:   # an operand the placement package does not know yet
+    except MMAError as exc:    # an operand the placement package does not know yet
         _missing(model, f"the register layout of {operand} ({exc})")
 
 
@@ -350,7 +350,8 @@ def _wgmma_spec(model, n: int, a_source: str) -> KernelSpec:
     return KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={}, target="sm_90a",
                       threads=THREADS, name=name, assembly=asm, inputs=tuple(inputs),
                       output=Buffer("d", "registers", rd, layout="Model.layout('d')"), device="".join(code),
-                      options={"n": n, "m": M, "a_source": a_source, "family": "wgmma"})
+                      options={"n": n, "m": M, "a_source": a_source, "family": "wgmma",
+                               **({"sparsity_selector": 0} if sparse else {})})
 
 
 def _shaped(spec, model):
@@ -377,8 +378,17 @@ def _wgmma_place(spec, model, ops):
         bufs["a"] = np.concatenate([operand_image(A[i], ("bytes", model.a_format.container_bits))[0] for i in range(cases)])
     else:
         if dp.sparse:
-            _missing(model, "the register layout of the compressed sparse A of wgmma.mma_async.sp")
-        bufs["a"] = np.concatenate([_fragments(model, "a", A[i]).reshape(-1) for i in range(cases)])
+            # the registers hold the compressed (64, K/2) A (PTX "Matrix Fragments for sparse wgmma")
+            try:
+                lay = model.layout("a")
+            except MMAError as exc:
+                _missing(model, f"the register layout of the compressed sparse A of wgmma.mma_async.sp ({exc})")
+            if lay.shape != (64, dp.stored_k):
+                _missing(model, f"a register layout of the compressed (64, {dp.stored_k}) sparse A "
+                                f"(registered: {lay.name}, {lay.shape})")
+            bufs["a"] = np.concatenate([lay.pack(A[i]).reshape(-1) for i in range(cases)])
+        else:
+            bufs["a"] = np.concatenate([_fragments(model, "a", A[i]).reshape(-1) for i in range(cases)])
     bufs["b"] = np.concatenate([operand_image(B[i].T, ("bytes", model.b_format.container_bits))[0]
                                 for i in range(cases)])
     bufs["c"] = np.concatenate([_fragments(model, "c", C[i]).reshape(-1) for i in range(cases)])
