@@ -396,3 +396,19 @@ def test_wgmma_sp_place_names_the_missing_metadata_layout_or_places_it():
     # once the metadata layout exists: A's image holds the selected (first two of four) elements
     a = nv.image_operand(bufs[0], 64, 16, ("bytes", 16))
     assert (a == ops["a"][0].reshape(64, 8, 4)[:, :, :2].reshape(64, 16)).all()
+
+
+# PTX ISA 9.0 §9.7.15.2 "Matrix Shape" (wgmma): floating-point types, dense and sparse, take every
+# N = 8..256 in steps of 8; the integer types (.s8 / .u8), dense and sparse, N = 8, 16, 24 and
+# 32..256 in steps of 16 (ptxas 13.0 rejects e.g. .m64n40k64 for sparse integer wgmma)
+_PTX_N_FLOAT = tuple(range(8, 257, 8))
+_PTX_N_INT = (8, 16, 24) + tuple(range(32, 257, 16))
+
+
+def test_every_hopper_wgmma_accepts_exactly_the_ptx_shape_table_n():
+    for s in mmasim.instructions("Hopper"):
+        if not str(s).startswith("wgmma."):
+            continue
+        model = mmasim.MMA("Hopper", str(s))
+        want = _PTX_N_INT if model.d_format.integer else _PTX_N_FLOAT
+        assert tuple(sorted(model.legal_n)) == want, str(s)
