@@ -412,3 +412,31 @@ def test_every_hopper_wgmma_accepts_exactly_the_ptx_shape_table_n():
         model = mmasim.MMA("Hopper", str(s))
         want = _PTX_N_INT if model.d_format.integer else _PTX_N_FLOAT
         assert tuple(sorted(model.legal_n)) == want, str(s)
+
+
+# PTX ISA 9.0 §9.7.16.2.1 Table 39 "Various combinations of .kind and shapes" (tcgen05.mma)
+_S8, _S16, _S32 = tuple(range(8, 257, 8)), tuple(range(16, 257, 16)), tuple(range(32, 257, 32))
+_I8 = (8, 16, 24) + tuple(range(32, 257, 16))
+
+
+def _table39(kind, ws, cta2, sparse):
+    scaled = kind in ("mxf8f6f4", "mxf4", "mxf4nvf4")
+    if ws:
+        return (32, 64, 128), ((64, 128) if sparse else (64, 128, 256))
+    if cta2:
+        return ((256,) if scaled and sparse else (128, 256)), (_S32 if kind == "i8" else _S16)
+    return ((128,) if scaled else (64, 128)), (_I8 if kind == "i8" else _S8)
+
+
+@pytest.mark.parametrize("arch", ["B200", "Blackwell Ultra"])
+def test_every_tcgen05_accepts_exactly_the_ptx_table_39_m_and_n(arch):
+    for s in mmasim.instructions(arch):
+        if not str(s).startswith("tcgen05."):
+            continue
+        try:
+            model = mmasim.MMA(arch, str(s))
+        except UnsupportedDatapath:
+            continue
+        dp = model.datapath
+        want = _table39(dp.kind, "ws" in dp.qualifiers, "cta_group::2" in dp.qualifiers, bool(dp.sparse))
+        assert (tuple(sorted(model.legal_m)), tuple(sorted(model.legal_n))) == want, str(s)
