@@ -440,3 +440,26 @@ def test_every_tcgen05_accepts_exactly_the_ptx_table_39_m_and_n(arch):
         dp = model.datapath
         want = _table39(dp.kind, "ws" in dp.qualifiers, "cta_group::2" in dp.qualifiers, bool(dp.sparse))
         assert (tuple(sorted(model.legal_m)), tuple(sorted(model.legal_n))) == want, str(s)
+
+
+def test_smem_packing_follows_the_kind():
+    # PTX 9.0 §9.7.16.10.4: .kind::mxf4 / .kind::mxf4nvf4 pack two 4-bit codes per byte with no
+    # padding; .kind::mxf8f6f4 packs 4- and 6-bit codes contiguously with padding (16 codes per
+    # 16 bytes: .b4x16_p64, .b6x16_p32); 8-bit and wider types are whole containers
+    f8 = mmasim.MMA("B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e3m2.e2m1.ue8m0")
+    assert nv.packing("mxf8f6f4", f8.a_format) == ("padded", 6)
+    assert nv.packing("mxf8f6f4", f8.b_format) == ("padded", 4)
+    f4 = mmasim.MMA("B200", "tcgen05.mma.kind::mxf4.block_scale.scale_vec::2X.block32.f32.e2m1.e2m1.ue8m0")
+    assert nv.packing("mxf4", f4.a_format) == ("pair", 4)
+    i8 = mmasim.MMA("B200", "tcgen05.mma.kind::i8.s32.s8.u8")
+    assert nv.packing("i8", i8.a_format) == ("bytes", 8)
+    tf = mmasim.MMA("B200", "tcgen05.mma.kind::tf32.f32.tf32.tf32")
+    assert nv.packing("tf32", tf.a_format) == ("bytes", 32)
+
+
+def test_padded_4bit_codes_fill_the_low_8_bytes_of_each_16_byte_chunk():
+    # .b4x16_p64: sixteen 4-bit codes (64 bits), then 64 bits of padding
+    w = np.arange(16 * 8 * 2, dtype=np.uint64).reshape(8, 32) % 16
+    img = nv.operand_image(w, ("padded", 4))[0].view(np.uint8).reshape(-1, 16)
+    assert (img[:, 8:] == 0).all()
+    assert img[0, 0] == (w[0, 0] | w[0, 1] << 4)
