@@ -30,8 +30,11 @@ its own rows of D in its Tensor Memory; CTA 0 issues the MMA and the commit mult
 both CTAs' mbarriers (PTX §9.7.16.5 "Issue Granularity": one thread of the pair issues
 .mma / .commit, one warp of each CTA .alloc / .dealloc; the split of A's rows and B's
 columns between the two CTAs is drawn only in figures: assumed, not run on a device).
-One kernel per legal M at the smallest legal N (``specs(model, m=..., n=...)``).  Block scale factors and sparse metadata are stored into TMEM
-columns after D with ``tcgen05.st`` as well (a thread's words are its lane's columns).
+One kernel per legal M at the smallest legal N (``specs(model, m=..., n=...)``).  Block
+scale factors and sparse metadata are stored into TMEM columns after D with ``tcgen05.st``
+as well (a thread's words are its lane's columns; 4 columns of scale A, ceil(N / 32) of
+scale B, ``SparseRule.words(K)`` of metadata: column counts assumed, as their layouts are).
+A from Tensor Memory (``[a-tmem]``) is not emitted.
 
 Not placed (``place`` raises :class:`mmasim.UnsupportedDatapath`, the kernels still
 compile): the TMEM layouts of the block scale factors and of tcgen05 sparse metadata (PTX
