@@ -308,8 +308,10 @@ def _check_shape(data: dict, where: str) -> dict:
     fields = set(attrs.fields_dict(Datapath)) | {"ab"}
     for i, ev in enumerate(data.get("evidence", [])):
         here = f"{where}: evidence #{i + 1}"
-        if not isinstance(ev, dict) or set(ev) - {"match", "status"} or "status" not in ev:
-            raise TableError(f"{here}: an [[evidence]] entry has exactly a match and a status")
+        if not isinstance(ev, dict) or set(ev) - {"match", "status", "refuse"} or "status" not in ev:
+            raise TableError(f"{here}: an [[evidence]] entry has a match, a status and optionally refuse")
+        if not isinstance(ev.get("refuse", ""), str):
+            raise TableError(f"{here}: refuse must be a string (why the datapaths it matches are refused)")
         if not isinstance(ev.get("match", {}), dict):
             raise TableError(f"{here}: match must be an inline table")
         bad = set(ev.get("match", {})) - fields
@@ -401,6 +403,7 @@ def build_architecture(data: dict, accumulators: dict | None = None) -> Architec
                 raise TableError(f"{at}: {exc}") from exc
             datapaths.append(dp)
     evidence = tuple((ev.get("match", {}), _status(ev.get("status"), f"{where}: evidence"))
+                     + ((ev["refuse"],) if ev.get("refuse") else ())
                      for ev in data.get("evidence", []))
     inherits = head.get("inherits", "")
     if inherits and datapaths:
@@ -418,9 +421,11 @@ def build_architecture(data: dict, accumulators: dict | None = None) -> Architec
 
 
 def _relabel(datapaths, evidence) -> tuple:
-    """Apply ``[[evidence]]`` rules in order (the last match wins)."""
-    for match, status in evidence:
-        datapaths = [attrs.evolve(dp, status=status) if _matches(dp, match) else dp for dp in datapaths]
+    """Apply ``[[evidence]]`` rules in order (the last match wins); a rule with ``refuse`` also
+    refuses what it matches (an inheriting table dropping what its chip does not have)."""
+    for match, status, *refuse in evidence:
+        extra = {"refuse": refuse[0]} if refuse else {}
+        datapaths = [attrs.evolve(dp, status=status, **extra) if _matches(dp, match) else dp for dp in datapaths]
     return tuple(datapaths)
 
 
@@ -447,7 +452,7 @@ def inherit(child: Architecture, parent: Architecture) -> Architecture:
     ``child``'s own ``[[evidence]]`` (an inheriting table must say what its claims rest on,
     so a datapath no rule selects is refused)."""
     datapaths = _relabel([attrs.evolve(dp, arch=child.name) for dp in parent.datapaths], child.evidence)
-    unlabelled = [dp for dp in datapaths if not any(_matches(dp, m) for m, _ in child.evidence)]
+    unlabelled = [dp for dp in datapaths if not any(_matches(dp, m) for m, *_ in child.evidence)]
     if unlabelled:
         raise TableError(
             f"{child.source or child.name}: inherits {parent.name!r} but no [[evidence]] rule labels "

@@ -419,11 +419,13 @@ def test_list_and_explain_show_the_integer_instructions(capsys):
 
 
 def test_tcgen05_pair_and_ws_shapes():
-    """PTX tcgen05.mma shapes: cta_group::2 M = 128 / 256 with N = 32..256 in steps of 32;
-    .ws M = 32 / 64 / 128 with N = 64, 128, 256."""
+    """PTX tcgen05.mma shapes (Table 39): cta_group::2 M = 128 / 256 with N = 16..256 in steps
+    of 16 (.kind::i8: 32..256 in steps of 32); .ws M = 32 / 64 / 128 with N = 64, 128, 256."""
     pair = mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::f16", a_type="f16", b_type="f16", d_type="f32")
-    assert pair.datapath.n == tuple(range(32, 257, 32))
+    assert pair.datapath.n == tuple(range(16, 257, 16))
+    pair_i8 = mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::i8.s32.s8.s8")
+    assert pair_i8.datapath.n == tuple(range(32, 257, 32))
     ws = mmasim.MMA("B200", "tcgen05.mma.ws.kind::f16", a_type="f16", b_type="f16", d_type="f32")
     assert (ws.datapath.m, ws.datapath.n) == ((32, 64, 128), (64, 128, 256))
     with pytest.raises(mmasim.MMAError):
-        mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::tf32.m128n48k8.f32.tf32.tf32")
+        mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::tf32.m128n40k8.f32.tf32.tf32")

@@ -10,7 +10,11 @@ The kernel signature is fixed for every target::
 
     extern "C" __global__ void NAME(const uint32_t* const* in, uint32_t* out)
 
-One thread block runs one case: ``blockIdx.x`` is the case index. ``in[i]`` is the buffer of
+One thread block runs one case: ``blockIdx.x`` is the case index.  Where ``cluster`` > 1
+(``tcgen05.mma.cta_group::2``: a pair of CTAs), a case is run by ``cluster`` consecutive blocks
+(one thread-block cluster, ``__cluster_dims__`` in the kernel): block ``b = case * cluster +
+rank`` and every buffer below is indexed by ``b`` where it says case (the host launches
+``cases * cluster`` blocks). ``in[i]`` is the buffer of
 ``spec.inputs[i]`` and ``out`` the buffer of ``spec.output``. A ``registers`` buffer holds
 ``cases * threads * words`` words: thread ``t`` of case ``k`` reads words
 ``[(k * threads + t) * words, ... + words)`` into its registers, in register order (PTX's
@@ -59,6 +63,7 @@ class KernelSpec:
     output: Buffer                    # D
     device: str                       # the device code: the kernel (and only device helpers)
     options: dict = attrs.field(factory=dict)   # choices made for this kernel (N, layouts, ...)
+    cluster: int = 1                  # thread blocks per case (a cluster of this size: tcgen05 cta_group::2)
 
     def to_json(self) -> str:
         return json.dumps(attrs.asdict(self), indent=1, sort_keys=True)
