@@ -12,6 +12,7 @@ and from the hardware facts where mmasim deliberately differs (docs/datapaths.md
 from __future__ import annotations
 
 import json
+import re
 import pathlib
 import subprocess
 import sys
@@ -270,3 +271,11 @@ def test_mmasim_and_the_dropin_import_without_torch():
             "assert 'torch' not in sys.modules, 'torch imported'\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_mma_sim_doc_examples_run():
+    text = (ROOT.parent.parent / "docs" / "mma-sim.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks
+    for i, body in enumerate(blocks):
+        exec(compile(body, f"docs/mma-sim.md block {i}", "exec"), {})
