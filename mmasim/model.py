@@ -114,7 +114,9 @@ class Model:
         of D's format (integer D stays words).  ``backend``: ``"numpy"``,
         ``"numba"`` or ``"auto"`` (default: the model's, else ``MMASIM_BACKEND``,
         else auto); every backend gives the same words.  Large batches are
-        computed in chunks, in bounded memory.
+        computed in chunks, in bounded memory.  torch tensors are taken by the
+        same rule (integer tensors words, float tensors values) and give a tensor
+        on the first tensor's device (:mod:`mmasim.tensors`).
         """
         dp = self.datapath
         given = {"a": a, "b": b, "c": c}
