@@ -42,6 +42,12 @@ CASES = [
     ("MFMA", "CDNA3", "f32_16x16x16_f16", 16, 16, 16, "f16"),
     ("MFMA", "CDNA2", "f32_32x32x4bf16", 32, 32, 4, "bf16"),
     ("MFMA", "CDNA3", "f32_16x16x32_fp8_bf8", 16, 16, 32, "amdfp8"),
+    ("MMA", "Turing", "m16n8k8.f32.f16.f16.f32", 16, 8, 8, "f16"),
+    ("WGMMA", "Hopper", "m64n8k16.f16.f16.f16", 64, 8, 16, "f16"),
+    ("TCGen05MMA", "Blackwell", "m128n8k32.kind::f8f6f4.f32.e4m3.e3m2", 128, 8, 32, "mx"),
+    ("MFMA", "CDNA1", "f32_32x32x8f16", 32, 32, 8, "f16"),
+    ("MFMA", "CDNA3", "f32_16x16x8_xf32", 16, 16, 8, "f32"),
+    ("MFMA", "CDNA3", "f64_16x16x4_f64", 16, 16, 4, "f64"),
 ]
 SEED = 20261201
 
@@ -116,9 +122,11 @@ def peer(out: str):
         if kind in ("fp8", "mx", "amdfp8"):
             A = _draw(torch, g, "u8", (M, K), inst).view(op.a_type if op.a_type != torch.uint8 else torch.uint8)
             B = _draw(torch, g, "u8", (K, N), inst).view(op.b_type if op.b_type != torch.uint8 else torch.uint8)
-            if op.a_type == torch.uint8:
-                A = A & 0x3C       # e2m1 one per byte: code in bits 5:2, padding zero (both readings agree)
-            if op.b_type == torch.uint8:
+            # e2m1 one per byte: code in bits 5:2, padding bits 1:0 zero (where the readings agree);
+            # fp6 in bits 5:0 with random bits 7:6 (both ignore them)
+            if getattr(op, "a_type_ptx", "") == "e2m1":
+                A = A & 0x3C
+            if getattr(op, "b_type_ptx", "") == "e2m1":
                 B = B & 0x3C
         elif kind == "f8f6f4":     # e2m1 x e4m3, e2m1 with random padding bits 1:0 (T2: hardware reads them)
             A = _draw(torch, g, "u8", (M, K), inst) & 0x3F
