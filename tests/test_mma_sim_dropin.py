@@ -48,8 +48,7 @@ def tensor_of(words, dtype):
     if dtype == torch.uint8:
         return torch.from_numpy(words.astype(np.uint8))
     size = torch.empty((), dtype=dtype).element_size()
-    npint, tint = _INT[size]
-    return torch.from_numpy(words.astype(np.dtype(f"u{size}")).view(npint)).view(dtype)
+    return torch.from_numpy(words.astype(np.dtype(f"u{size}")).view(_INT[size][0])).view(dtype)
 
 
 def bits_of(t):
