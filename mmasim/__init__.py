@@ -30,6 +30,8 @@ from .plugins import hookimpl, register, unregister
 from .registry import get_registry
 
 __version__ = "0.1.0"
+#: the distribution name (pip install mmasim-exact); PyPI's "mmasim" is MMA-Sim, another project
+DISTRIBUTION = "mmasim-exact"
 
 
 def MMA(arch: str, instruction: str, backend: str | None = None, **qualifiers) -> Model:

@@ -16,7 +16,7 @@ import json
 import pathlib
 import sys
 
-from . import MMA, architectures, get_registry
+from . import DISTRIBUTION, MMA, architectures, get_registry
 from .display import hex_word, number_text, one_line, safe
 from .errors import MMAError
 from .lookup import resolve_arch
@@ -34,7 +34,7 @@ def _version() -> str:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
-            return version("mmasim")
+            return version(DISTRIBUTION)
         except PackageNotFoundError:
             pass
     except ImportError:  # pragma: no cover
@@ -285,7 +285,7 @@ def cmd_plugins(args) -> int:
             records.append({
                 "name": name,
                 "source": "built-in" if builtin else ("entry point" if dist is not None else "registered"),
-                "distribution": getattr(dist, "project_name", "") or ("mmasim" if builtin else ""),
+                "distribution": getattr(dist, "project_name", "") or (DISTRIBUTION if builtin else ""),
                 "entry_point": name if dist is not None else "",
                 "ok": True,
                 "error": "",

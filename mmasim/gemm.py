@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
 from .model import Model, matrices
+from .tensors import accepts_tensors
 from .words import as_array
 
 #: with ``progress=None`` a bar appears on a terminal only once the work has run this long (seconds)
@@ -68,6 +69,7 @@ def _bar(progress, tiles: int, desc: str):
     return tqdm(total=tiles, desc=desc, unit=" K tile", file=stream, delay=0 if progress else PROGRESS_DELAY)
 
 
+@accepts_tensors
 def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=None, scale_b=None,
          sparse_metadata=None, backend=None, progress=None, model: Model | None = None, **qualifiers):
     """``A @ B + C`` as ``instruction`` on ``arch`` computes it, K tile after K tile.

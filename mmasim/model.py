@@ -11,6 +11,7 @@ from .lookup import Resolution, lookup_instruction
 from .registry import Registry, get_registry
 from .plan import Plan, Rows
 from .special import rules_for as special_rules
+from .tensors import accepts_tensors
 from .words import VALUES, as_array, from_words, to_words, typed_dtype
 
 
@@ -35,6 +36,7 @@ class Model:
         return {"a": self.a_format, "b": self.b_format, "c": self.c_format, "d": self.d_format,
                 "scale": self.scale_format}[operand]
 
+    @accepts_tensors
     def operand_words(self, operand: str, X):
         """Container words of ``X`` for ``operand`` ("a", "b", "c", "d", "scale"): integer
         words checked as they are, values converted exactly (the rules of :meth:`dot`)."""
@@ -97,6 +99,7 @@ class Model:
         return f"<mmasim.Model {self.arch}: {self.instruction} ({self.status.kind})>"
 
     # ------------------------------------------------------------ computation
+    @accepts_tensors
     def dot(self, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backend=None):
         """D words of ``c + sum(a*b)`` as the hardware computes them.
 
@@ -111,7 +114,9 @@ class Model:
         of D's format (integer D stays words).  ``backend``: ``"numpy"``,
         ``"numba"`` or ``"auto"`` (default: the model's, else ``MMASIM_BACKEND``,
         else auto); every backend gives the same words.  Large batches are
-        computed in chunks, in bounded memory.
+        computed in chunks, in bounded memory.  torch tensors are taken by the
+        same rule (integer tensors words, float tensors values) and give a tensor
+        on the first tensor's device (:mod:`mmasim.tensors`).
         """
         dp = self.datapath
         given = {"a": a, "b": b, "c": c}
@@ -186,6 +191,7 @@ class Model:
             out[s:e] = be.compute(self.plan, rows.chunk(s, e))
         return out
 
+    @accepts_tensors
     def __call__(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None):
         """Matrix form: ``(M, K) x (K, N) + (M, N) -> (M, N)``.
 
@@ -328,16 +334,19 @@ class Model:
         from . import placement
         return placement.layout(self, operand, **options)
 
+    @accepts_tensors
     def fragments(self, operand: str, X, **options):
         """``uint32 (lanes, registers)``: matrix ``X`` (words or values) packed as the lanes hold it."""
         from . import placement
         return placement.fragments(self, operand, X, **options)
 
+    @accepts_tensors
     def unfragment(self, operand: str, regs, **options):
         """The ``operand`` matrix (container words) held in ``regs`` ``(lanes, registers)``."""
         from . import placement
         return placement.unfragment(self, operand, regs, **options)
 
+    @accepts_tensors
     def warp(self, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, **options):
         """D registers of the instruction on register operands: unfragment, the matrix form, fragment.
         ``scale_a`` / ``scale_b`` / ``sparse_metadata`` are registers too; the selectors are

@@ -23,6 +23,7 @@ import numpy as np
 
 from .errors import DtypeError, WordRangeError
 from .formats import Format
+from .tensors import is_tensor, to_numpy as tensor_to_numpy
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -75,6 +76,8 @@ def as_array(x, what: str):
             x = np.asarray(x)
         elif isinstance(x, (list, tuple, int, float, complex, bool, str, bytes)) or x is None:
             return _from_python(x, what)
+        elif is_tensor(x):
+            x = tensor_to_numpy(x, what)    # torch: integer words, float values (mmasim.tensors)
         else:
             x = np.asarray(x)      # other array-likes: their own dtype decides
     kind = x.dtype.kind

@@ -111,7 +111,7 @@ def test_version(capsys):
     from importlib.metadata import version
 
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out.strip() == f"mmasim {version('mmasim')}"
+    assert capsys.readouterr().out.strip() == f"mmasim {version('mmasim-exact')}"
 
 
 def test_list_json_schema(capsys):

@@ -2,7 +2,7 @@
 
 Every datapath is computed by the numpy int64 implementation of its
 accumulator family (:mod:`mmasim.accumulators`): that is the reference.  The
-``numba`` backend (``pip install 'mmasim[fast]'``) runs compiled kernels that
+``numba`` backend (``pip install 'mmasim-exact[fast]'``) runs compiled kernels that
 fuse decode, accumulate and encode per dot product; it is bit-identical to the
 reference (``tests/test_backends.py`` compares every registered datapath).
 
@@ -64,7 +64,7 @@ def resolve(name: str | None = None) -> str:
         raise BackendError(f"unknown backend {name!r} ({source}); choose one of: auto, {', '.join(BACKENDS)}")
     if key == "numba" and not numba_available():
         raise BackendError(
-            f"backend 'numba' ({source}) needs numba: pip install 'mmasim[fast]' (or choose backend='numpy')"
+            f"backend 'numba' ({source}) needs numba: pip install 'mmasim-exact[fast]' (or choose backend='numpy')"
         )
     return key
 
