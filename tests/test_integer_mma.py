@@ -390,8 +390,11 @@ def test_tcgen05_pair_form_takes_its_own_shapes():
         mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::tf32.m64n64k8.f32.tf32.tf32")
     with pytest.raises(mmasim.MMAError):
         mmasim.MMA("B200", "tcgen05.mma.ws.kind::tf32.m128n8k8.f32.tf32.tf32")
-    with pytest.raises(mmasim.UnsupportedDatapath, match="not bound"):
-        pair.layout("d")
+    # the pair's accumulator spans both CTAs' Tensor Memory: 2 x 128 lanes, one row of D
+    # per lane, N 32-bit columns (PTX ISA tcgen05 "Matrix fragments", layout A for M = 256)
+    d = pair.layout("d")
+    assert (d.lanes, d.elements) == (256, 64)
+    assert len({d.coords(lane, 0)[0] for lane in range(256)}) == 256
 
 
 def test_tcgen05_pair_and_ws_are_never_labelled_hardware():
