@@ -1,0 +1,639 @@
+"""Reading the probe ladders back: datapath parameters from D words (docs/characterize.md).
+
+:func:`infer` takes an instruction's shape (a :class:`~mmasim.Model`; only its formats, K, block
+size and sparse rule are read), the probe cases and the measured (or simulated) D words, and
+returns a :class:`Proposal`: the accumulator family, each parameter with the probes that decided
+it (or the set of values the words leave open and why), and a proposed ``[[datapath]]`` entry.
+
+Each ladder is read as a threshold: for every rung the two outcomes (the small term survived /
+was dropped; the two terms shared a step / did not) are worked out by exact arithmetic written
+here (fractions and the output roundings of docs/datapaths.md §2), never by running the table's
+datapath.  A rung whose two outcomes give the same word under a rounding is not informative and is
+skipped; a word that is neither outcome rejects that reading.  Finally the proposal is checked
+by simulating every probe through a datapath built from the proposal alone (the instruction's
+formats plus the inferred accumulator, parameters, step and rounding): a proposal is only
+reported as reproducing the device when every probe word agrees.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import attrs
+import numpy as np
+
+from ..datapath import Datapath
+from .probes import P2, build
+from .values import lead, to_parts
+
+#: accumulator families this module can characterize, in the order they are tried
+FAMILIES = ("window", "two_stage_window", "group_scaled_window")
+
+
+@attrs.frozen
+class Finding:
+    """One parameter: its value when the words decide it, else the values they leave open.
+
+    ``lo``/``hi``: integer bounds (``None``: unbounded) of the open values; ``also``: non-integer
+    values also consistent (``"excluded"``, ``None`` for a parameter left out, a rounding key).
+    """
+
+    name: str
+    value: object = None
+    determined: bool = False
+    lo: int | None = None
+    hi: int | None = None
+    also: tuple = ()
+    probes: tuple = ()
+    note: str = ""
+
+    def admits(self, v) -> bool:
+        """Whether ``v`` is consistent with what the probes showed."""
+        if self.determined:
+            return v == self.value
+        if v in self.also:
+            return True
+        if isinstance(v, bool) or not isinstance(v, int):
+            return False
+        if self.lo is None and self.hi is None and not self.also:
+            return True
+        if self.lo is None and self.hi is None:
+            return False
+        return (self.lo is None or v >= self.lo) and (self.hi is None or v <= self.hi)
+
+    def describe(self) -> str:
+        if self.determined:
+            text = f"{self.name} = {_fmt(self.value)}"
+        else:
+            opts = []
+            if self.lo is not None or self.hi is not None:
+                opts.append(_range(self.lo, self.hi))
+            opts += [_fmt(x) for x in self.also]
+            text = f"{self.name}: undetermined ({' or '.join(opts) if opts else 'any value'})"
+        if self.probes:
+            shown = list(self.probes[:4]) + ([f"... {len(self.probes) - 4} more"] if len(self.probes) > 4 else [])
+            text += f"; decided by {', '.join(shown)}"
+        if self.note:
+            text += f" ({self.note})"
+        return text
+
+
+def _fmt(v):
+    return "left out" if v is None else (f'"{v}"' if isinstance(v, str) else str(v))
+
+
+def _range(lo, hi):
+    if lo is not None and hi is not None:
+        return f"{lo}..{hi}"
+    if lo is not None:
+        return f">= {lo}"
+    return f"<= {hi}"
+
+
+@attrs.frozen
+class Proposal:
+    """What the probes say about one datapath."""
+
+    arch: str
+    instruction: str
+    family: str | None
+    findings: dict                  # name -> Finding
+    entry: dict                     # the proposed [[datapath]] keys
+    reproduced: int                 # probe words the proposal reproduces
+    total: int
+    mismatches: tuple = ()          # labels of probes the proposal does not reproduce
+    rejected: tuple = ()            # (family, why) of the families tried first
+
+    @property
+    def consistent(self) -> bool:
+        return self.family is not None and not self.mismatches
+
+    def toml(self) -> str:
+        from .toml import entry_toml
+        return entry_toml(self)
+
+    def to_json(self) -> dict:
+        return {
+            "arch": self.arch, "instruction": self.instruction, "family": self.family,
+            "reproduced": self.reproduced, "total": self.total, "mismatches": list(self.mismatches),
+            "rejected": [list(r) for r in self.rejected],
+            "parameters": {k: {"value": f.value if f.determined else None, "determined": f.determined,
+                               "lo": f.lo, "hi": f.hi, "also": list(f.also), "probes": list(f.probes),
+                               "note": f.note, "text": f.describe()} for k, f in self.findings.items()},
+            "entry": self.entry, "toml": self.toml(),
+        }
+
+
+# ------------------------------------------------------------------ exact outputs
+def pack(enc, v: Fraction) -> int:
+    """The D word of the exact value ``v`` under rounding ``enc`` (docs/datapaths.md §2: RZ
+    truncates the magnitude, RNE rounds to nearest with ties to even, subnormals kept, a result
+    past the largest exponent is inf), in exact integer arithmetic."""
+    neg, mag, e0 = to_parts(Fraction(v))
+    if mag == 0:
+        return 0
+    E, frac, wfb = enc.exp_bits, enc.frac_bits, enc.word_frac_bits
+    bias = (1 << (E - 1)) - 1
+    emin = 1 - bias
+    top = e0 + mag.bit_length() - 1
+    qe = max(top, emin) - frac
+    drop = qe - e0
+    if drop <= 0:
+        keep = mag << -drop
+    else:
+        keep = mag >> drop
+        if enc.mode == "rne":
+            rem, half = mag & ((1 << drop) - 1), 1 << (drop - 1)
+            if rem > half or (rem == half and keep & 1):
+                keep += 1
+    wmag = ((max(top, emin) - emin) << frac) + keep
+    if frac != wfb:
+        wmag = ((wmag >> frac) << wfb) | ((wmag & ((1 << frac) - 1)) << (wfb - frac))
+    inf_word = ((1 << E) - 1) << wfb
+    if wmag >= inf_word or top > bias:
+        wmag = inf_word
+    return wmag | ((1 << (enc.word_bits - 1)) if neg and wmag else 0)
+
+
+def word_value(enc, w: int):
+    """``(value, raw exponent)`` of a finite D word, ``None`` for inf / NaN."""
+    E, M = enc.exp_bits, enc.word_frac_bits
+    sign = (w >> (E + M)) & 1
+    e = (w >> M) & ((1 << E) - 1)
+    f = w & ((1 << M) - 1)
+    bias = (1 << (E - 1)) - 1
+    if e == (1 << E) - 1:
+        return None
+    if e == 0:
+        v, r = Fraction(f) * P2(1 - bias - M), 1 - bias
+    else:
+        v, r = Fraction(f | (1 << M)) * P2(e - bias - M), e - bias
+    return (-v if sign else v), r
+
+
+def is_nan(enc, w: int) -> bool:
+    E, M = enc.exp_bits, enc.word_frac_bits
+    return ((w >> M) & ((1 << E) - 1)) == (1 << E) - 1 and (w & ((1 << M) - 1)) != 0
+
+
+def _trunc(v: Fraction, q: Fraction) -> Fraction:
+    n = abs(v) // q
+    return (n * q) if v >= 0 else -(n * q)
+
+
+def _raw(v, r=None):
+    return lead(v) if r is None else r
+
+
+def step_value(terms, c, c_raw, F, zeros=None, dead=False):
+    """One T-FDPA step (docs/datapaths.md §3) on exact terms ``[(value, raw)]`` and C."""
+    raws = [r for v, r in terms if v != 0]
+    if c != 0:
+        raws.append(c_raw)
+    if isinstance(zeros, int):
+        if dead or len(raws) == 0:
+            raws.append(zeros)
+        if c == 0:
+            raws.append(zeros)
+    if not raws:
+        return c
+    q = P2(max(raws) - F)
+    return sum((_trunc(v, q) for v, r in terms), Fraction(0)) + _trunc(Fraction(c), q)
+
+
+# ------------------------------------------------------------------ ladder reading
+def _threshold(rungs, measured, outcomes, below_kept: bool):
+    """Read a ladder: ``outcomes(probe) -> (kept_word, dropped_word)``.  Returns
+    ``(kept_args, dropped_args, anomalies, labels)``; ``below_kept``: small args are the kept side
+    (visibility ladders) rather than large args (zeros, where u >= E - F is kept)."""
+    kept, dropped, bad, used = [], [], [], []
+    for pr in rungs:
+        k_w, d_w = outcomes(pr)
+        w = measured.get(pr.label)
+        if w is None or k_w == d_w:
+            continue
+        if w == k_w:
+            kept.append(pr.arg)
+        elif w == d_w:
+            dropped.append(pr.arg)
+        else:
+            bad.append(pr.label)
+            continue
+        used.append(pr.label)
+    return kept, dropped, bad, used
+
+
+def _bounds(kept, dropped, below_kept: bool):
+    """Threshold bounds: visibility (kept iff arg <= T): T in [max kept, min dropped - 1];
+    zeros-type (kept iff arg >= T): T in [max dropped + 1, min kept]."""
+    if below_kept:
+        lo = max(kept) if kept else None
+        hi = min(dropped) - 1 if dropped else None
+    else:
+        lo = max(dropped) + 1 if dropped else None
+        hi = min(kept) if kept else None
+    ok = lo is None or hi is None or lo <= hi
+    return lo, hi, ok
+
+
+def _by_ladder(probes, *names, p=None):
+    return [pr for pr in probes if pr.ladder in names and (p is None or pr.p is None or pr.p == p)]
+
+
+def _sum_terms(pr, skip_pos=None):
+    return sum((v for pos, v, r in pr.terms if pos != skip_pos), Fraction(0))
+
+
+def _small_pos(pr):
+    """The rung's small (probing) term: the last one written."""
+    return pr.terms[-1][0]
+
+
+# ------------------------------------------------------------------ the window family
+def _window(model, probes, measured, encodings):
+    findings = {}
+    rejected = []
+    readings = []
+    for enc in encodings:
+        rungs = [pr for pr in _by_ladder(probes, "F-neg", "F-tie", "Fp-neg", "Fp-tie")
+                 if pr.p is None or pr.p == enc.frac_bits]
+        kept, dropped, bad, used = _threshold(
+            rungs, measured, lambda pr: (pack(enc, _sum_terms(pr) + _c(pr)),
+                                         pack(enc, _sum_terms(pr, _small_pos(pr)) + _c(pr))), True)
+        lo, hi, ok = _bounds(kept, dropped, True)
+        if bad or not ok:
+            rejected.append((enc.key, f"visibility ladder not monotone or unexpected words ({', '.join(bad[:3])})"))
+            continue
+        # the rounding probe, where the window surely keeps its terms
+        rnd_used, rnd_ok = [], True
+        for pr in _by_ladder(probes, "round"):
+            preds = {pack(enc, _c(pr) + sum((_trunc(v, P2(pr.s - F)) for _, v, _ in pr.terms), Fraction(0)))
+                     for F in {lo or 0, hi if hi is not None else (lo or 0) + 64}}
+            if len(preds) != 1 or pr.label not in measured:
+                continue
+            rnd_used.append(pr.label)
+            if measured[pr.label] not in preds:
+                rnd_ok = False
+        if not rnd_ok:
+            rejected.append((enc.key, "rounding probe disagrees"))
+            continue
+        readings.append((enc, lo, hi, used, rnd_used))
+    if not readings:
+        return None, rejected
+    encs = [r[0] for r in readings]
+    enc, lo, hi, used, rnd_used = readings[0]
+    findings["rounding"] = Finding("rounding", enc.key, len(encs) == 1,
+                                   also=tuple(e.key for e in encs) if len(encs) > 1 else (),
+                                   probes=tuple(rnd_used) + tuple(l for l in used if "tie" in l)[:2],
+                                   note="" if len(encs) == 1 else "these roundings give the same words on every probe")
+    findings["F"] = _int_finding("F", lo, hi, used, "window fraction bits: the deepest product that survives")
+    F = lo if lo is not None else 0
+
+    # zeros: E = u* + F at the anchor t
+    zrungs = _by_ladder(probes, "zeros-neg" if enc.mode == "rz" else "zeros-tie", p=enc.frac_bits)
+    kept, dropped, bad, zused = _threshold(
+        zrungs, measured, lambda pr: (pack(enc, _sum_terms(pr)), pack(enc, _sum_terms(pr, 1))), False)
+    ulo, uhi, ok = _bounds(kept, dropped, False)
+    t = zrungs[0].s if zrungs else None
+    if bad or not ok:
+        findings["zeros"] = Finding("zeros", note="zero-handling ladder gave unexpected words: "
+                                    + ", ".join(bad[:3]), probes=tuple(zused))
+    elif t is None:
+        findings["zeros"] = Finding("zeros", also=("excluded",), lo=None, hi=None,
+                                    note="no zero-handling rung is realizable in these formats")
+    else:
+        e_lo = None if ulo is None else ulo + (findings["F"].lo or F)
+        e_hi = None if uhi is None else uhi + (findings["F"].hi if findings["F"].hi is not None else F)
+        if e_lo is not None and e_lo > t:
+            det = e_hi is not None and e_lo == e_hi
+            findings["zeros"] = Finding("zeros", e_lo if det else None, det, None if det else e_lo,
+                                        None if det else e_hi, probes=tuple(zused),
+                                        note=f"a zero product sets the window exponent above the lone product 2^{t}")
+        else:
+            findings["zeros"] = Finding(
+                "zeros", also=("excluded",), lo=None, hi=e_hi,
+                probes=tuple(zused),
+                note=f"the window exponent stays at the lone product 2^{t}: zero products are excluded, or count "
+                     f"with an e_zero at most {e_hi} (a zero at or below that exponent changes no probe word)")
+    z = findings["zeros"].value if findings["zeros"].determined else None
+
+    # step
+    findings["step"] = _step(model, probes, measured, enc, F, z)
+    return findings, rejected
+
+
+def _c(pr):
+    return Fraction(0) if pr.c == "inf" else Fraction(pr.c)
+
+
+def _int_finding(name, lo, hi, used, note):
+    if lo is not None and lo == hi:
+        return Finding(name, lo, True, probes=tuple(used), note=note)
+    return Finding(name, lo=lo, hi=hi, probes=tuple(used), note=note + "; the ladder does not reach the threshold"
+                   if lo is None or hi is None else note)
+
+
+def _step(model, probes, measured, enc, F, z):
+    ks = model.datapath.stored_k
+    same, split, used, bad = [], [], [], []
+    for pr in _by_ladder(probes, "step-c", "step-carry", p=enc.frac_bits):
+        if pr.label not in measured:
+            continue
+        (p0, x, rx), (pj, y, ry) = pr.terms
+        c = Fraction(pr.c)
+        one = pack(enc, step_value([(x, rx), (y, ry)], c, lead(c), F, z, dead=True))
+        first = step_value([(x, rx)], c, lead(c), F, z, dead=True)
+        first_w = pack(enc, first)
+        fv = word_value(enc, first_w)
+        if fv is None:
+            continue
+        two = pack(enc, step_value([(y, ry)], fv[0], fv[1], F, z, dead=True))
+        if one == two:
+            continue
+        w = measured[pr.label]
+        if w == one:
+            same.append(pr.arg)
+        elif w == two:
+            split.append(pr.arg)
+        else:
+            bad.append(pr.label)
+            continue
+        used.append(pr.label)
+    note = "elements of K per hardware step: products at positions 0 and j share a window iff j < L"
+    if bad:
+        return Finding("step", probes=tuple(used), note="step ladder gave unexpected words: " + ", ".join(bad[:3]))
+    lo = max(same) + 1 if same else 2
+    hi = min(split) if split else ks
+    if same and split and max(same) >= min(split):
+        return Finding("step", probes=tuple(used), note="step ladder is not monotone")
+    divisors = [L for L in range(lo, hi + 1) if ks % L == 0]
+    if len(divisors) == 1:
+        return Finding("step", divisors[0], True, probes=tuple(used),
+                       note=note + ("" if divisors[0] < ks else "; one window over the whole K"))
+    return Finding("step", lo=lo, hi=hi, probes=tuple(used), note=note + "; more than one divisor of K fits")
+
+
+# ------------------------------------------------------------------ the two-stage window (CDNA3)
+def _two_stage(model, probes, measured, encodings):
+    enc = next((e for e in encodings if e.mode == "rne" and e.frac_bits == model.d_format.man_bits), None)
+    if enc is None:
+        return None, [("two_stage_window", "no round-to-nearest output of D's format")]
+    p = enc.frac_bits
+    f = {}
+    # F2: the C-anchored tie ladder
+    rungs = _by_ladder(probes, "F-tie", p=p)
+    kept, dropped, bad, used = _threshold(
+        rungs, measured, lambda pr: (pack(enc, _sum_terms(pr) + _c(pr)),
+                                     pack(enc, _sum_terms(pr, _small_pos(pr)) + _c(pr))), True)
+    lo, hi, ok = _bounds(kept, dropped, True)
+    if bad or not ok:
+        return None, [("two_stage_window", "final-floor ladder not monotone")]
+    f["F2"] = _int_finding("F2", lo, hi, used, "fraction bits of the final floor: the deepest term below C that survives")
+    # F: the product-anchored ladders
+    rungs = _by_ladder(probes, "Fp-neg", "Fp-tie")
+    rungs = [pr for pr in rungs if pr.p is None or pr.p == p]
+    kept, dropped, bad, used = _threshold(
+        rungs, measured, lambda pr: (pack(enc, _sum_terms(pr)), pack(enc, _sum_terms(pr, _small_pos(pr)))), True)
+    lo, hi, ok = _bounds(kept, dropped, True)
+    if bad or not ok:
+        return None, [("two_stage_window", "product-window ladder not monotone")]
+    f["F"] = _int_finding("F", lo, hi, used, "product window fraction bits")
+    F = f["F"].value if f["F"].determined else (lo or 24)
+    # even / odd
+    yes, no, used = 0, 0, []
+    for pr in _by_ladder(probes, "eo"):
+        if pr.label not in measured or pr.arg <= F:
+            continue
+        s = pr.s
+        w_eo = pack(enc, P2(s) - P2(s - F))
+        w_one = pack(enc, P2(s))
+        if w_eo == w_one:
+            continue
+        used.append(pr.label)
+        yes += measured[pr.label] == w_eo
+        no += measured[pr.label] == w_one
+    f["even_odd"] = (Finding("even_odd", bool(yes), True, probes=tuple(used),
+                             note="a lone odd-k product below the window is floored (separate even/odd windows)"
+                             if yes else "a lone product below the window is truncated to zero (one window)")
+                     if used and (yes == 0 or no == 0) else Finding("even_odd", also=(True, False), note="not observed"))
+    # drop_c
+    yes, no, used = 0, 0, []
+    for pr in _by_ladder(probes, "dropc"):
+        if pr.label not in measured or pr.arg <= F + 1:
+            continue
+        s = pr.s
+        w_keep = pack(enc, P2(s) + (Fraction(pr.c) // P2(s - F)) * P2(s - F))
+        w_drop = pack(enc, P2(s))
+        if w_keep == w_drop:
+            continue
+        used.append(pr.label)
+        yes += measured[pr.label] == w_drop
+        no += measured[pr.label] == w_keep
+    f["drop_c"] = (Finding("drop_c", bool(yes), True, probes=tuple(used),
+                           note="a C more than F + 1 bits below the products is dropped" if yes
+                           else "a small C is floored, not dropped")
+                   if used and (yes == 0 or no == 0) else Finding("drop_c", also=(True, False), note="not observed"))
+    # overflow
+    nan, fin, used = [], [], []
+    for pr in _by_ladder(probes, "overflow"):
+        if pr.label in measured:
+            used.append(pr.label)
+            (nan if is_nan(enc, measured[pr.label]) else fin).append(pr.arg)
+    top = max((pr.arg for pr in _by_ladder(probes, "overflow")), default=None)
+    if nan:
+        x0 = min(nan)
+        det = (x0 - 1) in fin
+        f["overflow"] = Finding("overflow", x0 if det else None, det, lo=None if det else None,
+                                hi=None if det else x0, probes=tuple(used),
+                                note="a product of magnitude >= 2^overflow becomes an infinity (+inf - inf = NaN)")
+    else:
+        lo_hi = _product_top(model)
+        f["overflow"] = Finding("overflow", also=(None,), lo=(top if top is not None else lo_hi) + 1,
+                                probes=tuple(used),
+                                note="no product the formats can express overflows" if top is None
+                                else "no probed product overflowed")
+    # nonfinite_c_r
+    if f["drop_c"].determined and f["drop_c"].value:
+        inf, fin2, used = [], [], []
+        for pr in _by_ladder(probes, "infc"):
+            if pr.label in measured:
+                w = measured[pr.label]
+                used.append(pr.label)
+                (fin2 if word_value(enc, w) is not None else inf).append(pr.arg)
+        if fin2 and inf and max(inf) < min(fin2):
+            x0 = min(fin2)
+            det = (x0 - 1) in inf
+            f["nonfinite_c_r"] = Finding("nonfinite_c_r", x0 - F - 2 if det else None, det,
+                                         lo=None if det else max(inf) - F - 1, hi=None if det else x0 - F - 2,
+                                         probes=tuple(used),
+                                         note="an inf C counts with this exponent in the drop-C rule")
+        else:
+            top = max(inf, default=None)
+            f["nonfinite_c_r"] = Finding("nonfinite_c_r", also=(None,),
+                                         lo=None if top is None else top - F - 1, probes=tuple(used),
+                                         note="an inf C was never dropped by the probed products")
+    else:
+        f["nonfinite_c_r"] = Finding("nonfinite_c_r", None, True, note="only meaningful with drop_c")
+    f["rounding"] = Finding("rounding", enc.key, True, note="round to nearest even after the final floor")
+    f["step"] = _step_two_stage(model, probes, measured, enc, f)
+    return f, []
+
+
+def _product_top(model):
+    from .values import Realizer
+    return Realizer(model).normal_range[1]
+
+
+def _step_two_stage(model, probes, measured, enc, f):
+    """The step ladder read by elimination: the proposal is checked by simulation (step-c rungs
+    under the two-stage floor behave like T-FDPA's where C is far above the products)."""
+    F = f["F"].value if f["F"].determined else 24
+    return _step(model, probes, measured, enc, min(F, 60), None)
+
+
+# ------------------------------------------------------------------ driver
+def _entry_for(family, f, model):
+    """The proposed [[datapath]] keys (shape keys from the instruction, the rest inferred)."""
+    dp = model.datapath
+    reg = model._reg
+    entry = {"op": dp.op}
+    if dp.kind:
+        entry["kind"] = dp.kind
+    entry.update(a=dp.a, b=dp.b)
+    if dp.c != dp.d:
+        entry["c"] = dp.c
+    entry.update(d=dp.d, k=dp.k)
+    if dp.scale:
+        entry.update(scale=dp.scale, block=dp.block)
+        if dp.scale_vec:
+            entry["scale_vec"] = dp.scale_vec
+    if dp.sparse:
+        entry["sparse"] = dp.sparse
+    step = _choose(f["step"], dp.stored_k)
+    if step < dp.stored_k:
+        entry["chunk"] = step
+    entry["accumulator"] = family
+    params = {}
+    if family == "window":
+        params["F"] = _choose(f["F"], 25)
+        params["zeros"] = _choose(f["zeros"], "excluded")
+    elif family == "two_stage_window":
+        params["F"] = _choose(f["F"], 24)
+        params["F2"] = _choose(f["F2"], 31)
+        for k in ("even_odd", "drop_c"):
+            if _choose(f[k], False):
+                params[k] = True
+        for k in ("overflow", "nonfinite_c_r"):
+            v = _choose(f[k], None)
+            if v is not None:
+                params[k] = v
+    elif family == "group_scaled_window":
+        params["F"] = _choose(f["F"], 35)
+        params["group"] = _choose(f["group"], 16)
+        params["zeros"] = _choose(f["zeros"], -139)
+    for k in ("group", "scale_floor", "c_dominant", "c_relative", "subnormal_redo"):
+        if family == "window" and k in f:
+            v = _choose(f[k], None)
+            if v is not None and not (k == "group" and v == 1):
+                params[k] = v
+    entry["params"] = params
+    entry["rounding"] = _choose(f["rounding"], None) or reg_first(reg, dp.d)
+    return entry
+
+
+def reg_first(reg, d):
+    return next(e.key for e in reg.encodings.values() if e.format == d)
+
+
+def _choose(finding, default):
+    """A representative value: the determined one, else a consistent one."""
+    if finding.determined:
+        return finding.value
+    if default in finding.also or (isinstance(default, int) and not isinstance(default, bool)
+                                   and finding.admits(default)):
+        return default
+    if finding.also:
+        return finding.also[0]
+    if finding.lo is not None:
+        return finding.lo
+    if finding.hi is not None:
+        return finding.hi
+    return default
+
+
+def candidate_model(model, entry):
+    """A :class:`~mmasim.Model` of the proposal: the instruction's formats, K, scales and sparse
+    rule, with the proposed accumulator, parameters, step and rounding (nothing else of the table)."""
+    from ..model import Model
+    dp = model.datapath
+    new = Datapath(arch=dp.arch, op=dp.op, kind=dp.kind, a=dp.a, b=dp.b, c=dp.c, d=dp.d, k=dp.k,
+                   accumulator=entry["accumulator"], rounding=entry["rounding"], params=entry["params"],
+                   chunk=entry.get("chunk"), scale=dp.scale, block=dp.block, scale_vec=dp.scale_vec,
+                   sparse=dp.sparse, saturate=dp.saturate)
+    return Model(new, model._reg, backend=model.backend)
+
+
+def infer(model, cases: dict, d_words, probes=None) -> Proposal:
+    """Infer the datapath parameters of ``model``'s instruction from the D words ``d_words``
+    measured (or simulated) on ``cases`` (the arrays of :func:`~mmasim.characterize.probe_cases`,
+    matched by label).  Only the instruction's formats, K, block size and sparse rule are read from
+    ``model``."""
+    from .probes import _arrays, run
+    probes = build(model) if probes is None else probes
+    labels = [str(x) for x in np.asarray(cases["labels"]).tolist()]
+    d_words = np.asarray(d_words).astype(np.uint64)
+    ours = _arrays(model, probes)
+    index = {lab: i for i, lab in enumerate(labels)}
+    measured = {}
+    for j, pr in enumerate(probes):
+        i = index.get(pr.label)
+        if i is None:
+            continue
+        same = (np.array_equal(np.asarray(cases["a"])[i].astype(np.uint64), ours["a"][j])
+                and np.array_equal(np.asarray(cases["b"])[i].astype(np.uint64), ours["b"][j])
+                and int(np.asarray(cases["c"])[i]) == int(ours["c"][j]))
+        if same:
+            measured[pr.label] = int(d_words[i])
+    reg = model._reg
+    encodings = [e for e in reg.encodings.values() if e.format == model.d_format.key and e.mode in ("rz", "rne")]
+    tried = []
+    best = None
+    kept_probes = [pr for pr in probes if pr.label in measured]
+    sub = _arrays(model, kept_probes) if kept_probes else None
+    want = np.array([measured[pr.label] for pr in kept_probes], dtype=np.uint64)
+    for family in _families(model):
+        reader = {"window": _window, "two_stage_window": _two_stage, "group_scaled_window": _group_scaled}[family]
+        findings, rej = reader(model, probes, measured, encodings)
+        if findings is None:
+            tried.append((family, "; ".join(f"{a}: {b}" for a, b in rej)))
+            continue
+        entry = _entry_for(family, findings, model)
+        try:
+            got = run(candidate_model(model, entry), sub) if sub is not None else want
+        except Exception as exc:       # a proposal the accumulator refuses
+            tried.append((family, f"proposal not computable: {exc}"))
+            continue
+        bad = tuple(pr.label for pr, g, w in zip(kept_probes, got, want) if int(g) != int(w))
+        prop = Proposal(model.arch, model.instruction, family, findings, entry, len(want) - len(bad), len(want),
+                        bad, tuple(tried))
+        if not bad:
+            return prop
+        tried.append((family, f"proposal reproduces {len(want) - len(bad)} of {len(want)} probe words"))
+        if best is None or len(bad) < len(best.mismatches):
+            best = prop
+    if best is not None:
+        return attrs.evolve(best, rejected=tuple(tried))
+    return Proposal(model.arch, model.instruction, None, {}, {}, 0, len(want), (), tuple(tried))
+
+
+def _families(model):
+    if model.datapath.scale:
+        return ("window", "group_scaled_window")
+    return ("window", "two_stage_window")
+
+
+def _group_scaled(model, probes, measured, encodings):
+    return None, [("group_scaled_window", "not characterized yet")]
+
+
+__all__ = ["Finding", "Proposal", "infer", "candidate_model", "FAMILIES", "pack", "word_value"]
