@@ -46,9 +46,12 @@ class Finding:
     also: tuple = ()
     probes: tuple = ()
     note: str = ""
+    anything: bool = False          # no probe could tell: every value is consistent
 
     def admits(self, v) -> bool:
         """Whether ``v`` is consistent with what the probes showed."""
+        if self.anything:
+            return True
         if self.determined:
             return v == self.value
         if v in self.also:
@@ -69,7 +72,7 @@ class Finding:
             if self.lo is not None or self.hi is not None:
                 opts.append(_range(self.lo, self.hi))
             opts += [_fmt(x) for x in self.also]
-            text = f"{self.name}: undetermined ({' or '.join(opts) if opts else 'any value'})"
+            text = f"{self.name}: undetermined ({' or '.join(opts) if opts and not self.anything else 'any value'})"
         if self.probes:
             shown = list(self.probes[:4]) + ([f"... {len(self.probes) - 4} more"] if len(self.probes) > 4 else [])
             text += f"; decided by {', '.join(shown)}"
@@ -251,12 +254,24 @@ def _small_pos(pr):
 
 # ------------------------------------------------------------------ the window family
 def _window(model, probes, measured, encodings):
+    return _window_like(model, probes, measured, encodings, "window")
+
+
+def _group_scaled(model, probes, measured, encodings):
+    return _window_like(model, probes, measured, encodings, "group_scaled_window")
+
+
+def _window_like(model, probes, measured, encodings, family):
+    """T-FDPA (docs/datapaths.md §3, §4, §6) and GST-FDPA (§4): the same ladders; GST-FDPA's window
+    exponent comes from the scales and C, not from the products, so only C-anchored ladders and
+    scale-carried zero rungs are read for it."""
+    gst = family == "group_scaled_window"
     findings = {}
     rejected = []
     readings = []
     for enc in encodings:
-        rungs = [pr for pr in _by_ladder(probes, "F-neg", "F-tie", "Fp-neg", "Fp-tie")
-                 if pr.p is None or pr.p == enc.frac_bits]
+        names = ("F-neg", "F-tie") if gst else ("F-neg", "F-tie", "Fp-neg", "Fp-tie")
+        rungs = [pr for pr in _by_ladder(probes, *names) if pr.p is None or pr.p == enc.frac_bits]
         kept, dropped, bad, used = _threshold(
             rungs, measured, lambda pr: (pack(enc, _sum_terms(pr) + _c(pr)),
                                          pack(enc, _sum_terms(pr, _small_pos(pr)) + _c(pr))), True)
@@ -266,7 +281,7 @@ def _window(model, probes, measured, encodings):
             continue
         # the rounding probe, where the window surely keeps its terms
         rnd_used, rnd_ok = [], True
-        for pr in _by_ladder(probes, "round"):
+        for pr in _by_ladder(probes, "round", "round-c"):
             preds = {pack(enc, _c(pr) + sum((_trunc(v, P2(pr.s - F)) for _, v, _ in pr.terms), Fraction(0)))
                      for F in {lo or 0, hi if hi is not None else (lo or 0) + 64}}
             if len(preds) != 1 or pr.label not in measured:
@@ -290,36 +305,117 @@ def _window(model, probes, measured, encodings):
     F = lo if lo is not None else 0
 
     # zeros: E = u* + F at the anchor t
-    zrungs = _by_ladder(probes, "zeros-neg" if enc.mode == "rz" else "zeros-tie", p=enc.frac_bits)
-    kept, dropped, bad, zused = _threshold(
-        zrungs, measured, lambda pr: (pack(enc, _sum_terms(pr)), pack(enc, _sum_terms(pr, 1))), False)
-    ulo, uhi, ok = _bounds(kept, dropped, False)
-    t = zrungs[0].s if zrungs else None
-    if bad or not ok:
-        findings["zeros"] = Finding("zeros", note="zero-handling ladder gave unexpected words: "
-                                    + ", ".join(bad[:3]), probes=tuple(zused))
-    elif t is None:
-        findings["zeros"] = Finding("zeros", also=("excluded",), lo=None, hi=None,
-                                    note="no zero-handling rung is realizable in these formats")
-    else:
-        e_lo = None if ulo is None else ulo + (findings["F"].lo or F)
-        e_hi = None if uhi is None else uhi + (findings["F"].hi if findings["F"].hi is not None else F)
-        if e_lo is not None and e_lo > t:
-            det = e_hi is not None and e_lo == e_hi
-            findings["zeros"] = Finding("zeros", e_lo if det else None, det, None if det else e_lo,
-                                        None if det else e_hi, probes=tuple(zused),
-                                        note=f"a zero product sets the window exponent above the lone product 2^{t}")
-        else:
-            findings["zeros"] = Finding(
-                "zeros", also=("excluded",), lo=None, hi=e_hi,
-                probes=tuple(zused),
-                note=f"the window exponent stays at the lone product 2^{t}: zero products are excluded, or count "
-                     f"with an e_zero at most {e_hi} (a zero at or below that exponent changes no probe word)")
+    zf = []
+    if not gst:
+        zrungs = _by_ladder(probes, "zeros-neg" if enc.mode == "rz" else "zeros-tie", p=enc.frac_bits)
+        zf.append(_zeros_reading(zrungs, measured, enc, findings["F"], F,
+                                 lambda pr: (pack(enc, _sum_terms(pr)), pack(enc, _sum_terms(pr, 1)))))
+    if enc.mode == "rz":
+        zrungs = _by_ladder(probes, "zeros-s")
+        if zrungs:
+            zf.append(_zeros_reading(zrungs, measured, enc, findings["F"], F,
+                                     lambda pr: (pack(enc, _sum_terms(pr)), pack(enc, pr.terms[0][1]))))
+    findings["zeros"] = _merge_zeros(zf, gst)
     z = findings["zeros"].value if findings["zeros"].determined else None
 
     # step
     findings["step"] = _step(model, probes, measured, enc, F, z)
+    if model.datapath.scale:
+        findings["group"] = _group(model, probes, measured, enc, findings["F"])
+    if gst and not findings["group"].determined and findings["group"].lo is None and findings["group"].hi is None:
+        rejected.append(("group_scaled_window", "no group rung was informative"))
     return findings, rejected
+
+
+def _zeros_reading(zrungs, measured, enc, fF, F, outcomes):
+    kept, dropped, bad, zused = _threshold(zrungs, measured, outcomes, False)
+    ulo, uhi, ok = _bounds(kept, dropped, False)
+    t = zrungs[0].s if zrungs else None
+    if bad or not ok:
+        return Finding("zeros", note="zero-handling ladder gave unexpected words: " + ", ".join(bad[:3]),
+                       probes=tuple(zused), also=("?",))
+    if t is None or not zused:
+        return None
+    e_lo = None if ulo is None else ulo + (fF.lo if fF.lo is not None else F)
+    e_hi = None if uhi is None else uhi + (fF.hi if fF.hi is not None else F)
+    if e_lo is not None and e_lo > t:
+        det = e_hi is not None and e_lo == e_hi
+        return Finding("zeros", e_lo if det else None, det, None if det else e_lo, None if det else e_hi,
+                       probes=tuple(zused), note=f"a zero product sets the window exponent above the lone term 2^{t}")
+    bound = "any e_zero" if e_hi is None else f"an e_zero at most {e_hi}"
+    return Finding("zeros", also=("excluded",), lo=None, hi=e_hi, probes=tuple(zused),
+                   note=f"the window exponent stays at the lone term 2^{t}: zero products are excluded, or count with "
+                        f"{bound} (a zero at or below that changes no probe word)")
+
+
+def _merge_zeros(readings, gst):
+    readings = [r for r in readings if r is not None]
+    if any("?" in r.also for r in readings):
+        return next(r for r in readings if "?" in r.also)
+    det = [r for r in readings if r.determined]
+    if det:
+        return det[0]
+    if not readings:
+        return Finding("zeros", also=() if gst else ("excluded",), anything=True,
+                       note="no zero-handling rung is realizable in these formats")
+    his = [r.hi for r in readings if r.hi is not None]
+    los = [r.lo for r in readings if r.lo is not None]
+    also = tuple(x for x in readings[0].also if all(x in r.also for r in readings))
+    if gst:
+        also = ()
+    return attrs.evolve(readings[0], lo=max(los) if los else None, hi=min(his) if his else None, also=also,
+                        probes=tuple(p for r in readings for p in r.probes))
+
+
+def _group(model, probes, measured, enc, fF):
+    """The group ladders: C-dominant (``group``) and product-anchored (``group-p``); where both
+    read, they must agree."""
+    a = _group_one(model, probes, measured, enc, fF, "group")
+    b = _group_one(model, probes, measured, enc, fF, "group-p")
+    if not b.probes:
+        return a
+    if not a.probes:
+        return b
+    if a.determined and b.determined and a.value != b.value:
+        return Finding("group", probes=a.probes + b.probes, also=("?",),
+                       note=f"products are grouped by {a.value} when C dominates the window and by {b.value} "
+                            "otherwise: not one group_scaled_window or window group")
+    return b if b.determined else a
+
+
+def _group_one(model, probes, measured, enc, fF, ladder):
+    """Products summed exactly before truncation: two half-quanta at positions 0 and j make one
+    quantum together (D just below C) only when they share a group."""
+    note = "products summed exactly before truncation: two half-quantum products at 0 and j make one quantum iff j < group"
+    if not fF.determined:
+        return Finding("group", note="needs F")
+    same, split, used = [], [], []
+    for pr in _by_ladder(probes, ladder):
+        if pr.extra[0] != fF.value or pr.label not in measured:
+            continue
+        c = Fraction(pr.c)
+        kept, dropped = pack(enc, c + _sum_terms(pr)), pack(enc, c + pr.terms[0][1] * (ladder == "group-p"))
+        if kept == dropped:
+            continue
+        w = measured[pr.label]
+        if w == kept:
+            same.append(pr.arg)
+        elif w == dropped:
+            split.append(pr.arg)
+        else:
+            return Finding("group", probes=(pr.label,), note="group ladder gave an unexpected word")
+        used.append(pr.label)
+    if not used:
+        return Finding("group", note="no group rung is realizable")
+    lo = max(same) + 1 if same else 1
+    hi = min(split) if split else (model.datapath.block if ladder == "group-p" else model.datapath.stored_k)
+    if lo > hi:
+        return Finding("group", probes=tuple(used), note="group ladder is not monotone")
+    ks = model.datapath.stored_k
+    cands = [g for g in range(lo, hi + 1) if ks % g == 0]
+    if len(cands) == 1:
+        return Finding("group", cands[0], True, probes=tuple(used), note=note)
+    return Finding("group", lo=lo, hi=hi, probes=tuple(used), note=note)
 
 
 def _c(pr):
@@ -549,6 +645,8 @@ def _choose(finding, default):
     """A representative value: the determined one, else a consistent one."""
     if finding.determined:
         return finding.value
+    if "?" in finding.also:          # the ladders contradict each other: no value fits
+        return default
     if default in finding.also or (isinstance(default, int) and not isinstance(default, bool)
                                    and finding.admits(default)):
         return default
@@ -630,10 +728,6 @@ def _families(model):
     if model.datapath.scale:
         return ("window", "group_scaled_window")
     return ("window", "two_stage_window")
-
-
-def _group_scaled(model, probes, measured, encodings):
-    return None, [("group_scaled_window", "not characterized yet")]
 
 
 __all__ = ["Finding", "Proposal", "infer", "candidate_model", "FAMILIES", "pack", "word_value"]

@@ -66,8 +66,9 @@ def P2(e: int) -> Fraction:
 
 @attrs.frozen
 class Probe:
-    """One case: exact terms ``((position, value, raw), ...)`` of the stored K, C, and scales
-    ``((block, scale value), ...)`` for blocks whose scale is not 1 (A's and B's scale alike)."""
+    """One case: exact terms ``((position, value, raw), ...)`` of the stored K (a term's value
+    includes its block's scales), C, and ``((block, scale of A, scale of B), ...)`` for the blocks
+    whose scales are not 1."""
 
     label: str
     ladder: str
@@ -117,9 +118,9 @@ class _Builder:
         real = []
         for pos, v, normal in terms:
             scale = 1
-            for blk, sv in scales:
+            for blk, sva, svb in scales:
                 if self.block and pos // self.block == blk:
-                    scale = sv * sv
+                    scale = sva * svb
             hit = self.R.product(Fraction(v) / scale, normal=normal)
             if hit is None:
                 return False
@@ -136,12 +137,12 @@ class _Builder:
         sa = sb = ()
         if self.blocks:
             sa = [self.R.one_scale] * self.blocks
-            for blk, sv in scales:
-                w = self.R.S.word(sv)
-                if w is None:
-                    return False
-                sa[blk] = w
             sb = list(sa)
+            for blk, sva, svb in scales:
+                wa, wb = self.R.S.word(sva), self.R.S.word(svb)
+                if wa is None or wb is None or blk >= self.blocks:
+                    return False
+                sa[blk], sb[blk] = wa, wb
         self.labels.add(label)
         self.probes.append(Probe(label, ladder, arg, p, tuple(real), c, s, tuple(extra), tuple(scales),
                                  (tuple(a), tuple(b), cw, tuple(sa), tuple(sb))))
@@ -207,7 +208,15 @@ def _ladders(bld: _Builder):
         if s is not None:
             bld.add(f"round p={p}", "round", p, p,
                     [(0, P2(s), False), (1, P2(s + 1 - p), False), (2, P2(s - p), False)], P2(s), s)
+    # rounding with the carry in C: C = 2^(s+1)(1 + 2^-p), one product 2^(s-p)
+    for p in ps:
+        s = bld.anchor_c([p - 1])
+        if s is not None:
+            s -= 1
+            bld.add(f"round-c p={p}", "round-c", p, p, [(0, P2(s - p), False)], P2(s + 1) * (1 + P2(-p)), s + 1)
     _zeros(bld)
+    if bld.blocks:
+        _scaled(bld)
     # step: positions 0 and j
     js = sorted({j for j in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96) if j < bld.ks})
     for p in ps:
@@ -231,9 +240,9 @@ def _ladders(bld: _Builder):
         if s is not None and bld.R.c_word(-P2(s - d)) is not None:
             bld.add(f"dropc d={d}", "dropc", d, None, [(0, P2(s), True)], -P2(s - d), s)
     lo, hi = bld.R.normal_range
-    for x in range(max(lo, 100), hi + 1):
+    for x in range(max(lo, 100), min(hi, 140) + 1):
         bld.add(f"overflow x={x}", "overflow", x, None, [(0, P2(x), True), (1, -P2(x), True)], Fraction(0), x)
-    for x in range(max(lo, 0), min(hi, 60) + 1):
+    for x in range(max(lo, 0), min(hi, 40) + 1):
         bld.add(f"infc x={x}", "infc", x, None, [(0, P2(x), True)], "inf", x)
 
 
@@ -249,7 +258,7 @@ def _zeros(bld: _Builder):
         else:
             t = None
         if t is not None:
-            for u in range(t - 1, t - KMAX - 40, -1):
+            for u in range(t - 1, t - KMAX - 2, -1):
                 bld.add(f"zeros-neg t={t} u={u}", "zeros-neg", u, None,
                         [(0, P2(t), True), (1, -P2(u), False)], Fraction(0), t)
     if bld.rne:
@@ -266,9 +275,65 @@ def _zeros(bld: _Builder):
                         break
             if tie is None:
                 continue
-            for u in range(t - 1, t - KMAX - 40, -1):
+            for u in range(t - 1, t - KMAX - 2, -1):
                 bld.add(f"zeros-tie p={p} t={t} u={u}", "zeros-tie", u, p, tie + [(1, P2(u), False)],
                         Fraction(0), t)
+
+
+def _scaled(bld: _Builder):
+    """Block-scaled shapes: the zero-handling ladder with the exponents carried by the scales,
+    and the group ladders (which products are summed exactly before truncation)."""
+    def halves(x):
+        return P2(x - x // 2), P2(x // 2)
+    S = bld.R.S
+    one_exps = sorted(S.by_odd.get((1, False), ()))
+    pairs = {a + b for a in one_exps for b in one_exps}
+    # zeros-s: 1 * 2^sigma (a normal product times the scales) and -2^u, in block 1 when there
+    # is one (its own scales), else in block 0
+    sigma = bld.dmin + 1
+    if bld.rz and sigma in pairs and bld.product_ok(Fraction(1), normal=True):
+        for u in range(sigma - 1, sigma - KMAX - 2, -1):
+            if bld.blocks >= 2:
+                if u not in pairs:
+                    continue
+                bld.add(f"zeros-s t={sigma} u={u}", "zeros-s", u, None,
+                        [(0, P2(sigma), True), (bld.block, -P2(u), True)], Fraction(0), sigma,
+                        scales=((0, *halves(sigma)), (1, *halves(u))))
+            else:
+                bld.add(f"zeros-s t={sigma} u={u}", "zeros-s", u, None,
+                        [(0, P2(sigma), True), (1, -P2(u), False)], Fraction(0), sigma,
+                        scales=((0, *halves(sigma)),))
+    js = sorted({j for j in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48) if j < bld.ks})
+    # group: C = 2^s, -2^(s-k-1) at positions 0 and j (unit scales): C dominates the window
+    for k in range(16, KMAX + 1):
+        s = bld.anchor_c([k + 1])
+        if s is None:
+            continue
+        for j in js:
+            bld.add(f"group k={k} j={j}", "group", j, None,
+                    [(0, -P2(s - k - 1), False), (j, -P2(s - k - 1), False)], P2(s), s, extra=(k,))
+    # group-p: C = 0; block 0 holds the anchor 1 * 2^s0, block 1 two products of -2^(s0-k-1)
+    # (half a quantum) at its positions 0 and j: the products set the window
+    if bld.blocks < 2:
+        return
+    prod_exps = sorted(set(bld.R.a_pow) | set(bld.R.A.by_odd.get((1, False), ())))
+    for k in range(16, KMAX + 1):
+        done = False
+        for s0 in sorted(pairs, reverse=True):
+            if done or s0 > 40:
+                continue
+            for t in (0, -1, -2, 1, 2, -3, -4):
+                s1 = s0 - k - 1 - t
+                if s1 in pairs and s1 < s0:
+                    ok = True
+                    for j in [x for x in js if x < bld.block]:
+                        ok &= bld.add(f"group-p k={k} j={j}", "group-p", j, None,
+                                      [(0, P2(s0), True), (bld.block, -P2(s0 - k - 1), False),
+                                       (bld.block + j, -P2(s0 - k - 1), False)], Fraction(0), s0,
+                                      extra=(k,), scales=((0, *halves(s0)), (1, *halves(s1))))
+                    if ok:
+                        done = True
+                        break
 
 
 def build(model) -> list:
