@@ -30,6 +30,9 @@ def from_vectors(model, vf) -> Proposal:
     if vf.labels is None:
         raise MMAError(f"{vf.path}: no labels: the probe cases are matched by their labels")
     cases = {"a": vf.a, "b": vf.b, "c": vf.c, "labels": vf.labels}
+    for key in ("scale_a", "scale_b", "sparse_metadata"):
+        if getattr(vf, key) is not None:
+            cases[key] = getattr(vf, key)
     prop = infer(model, cases, vf.d)
     if prop.total == 0:
         raise MMAError(f"{vf.path}: none of its cases is a probe of {model.instruction} "

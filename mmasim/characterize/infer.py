@@ -432,13 +432,14 @@ def _int_finding(name, lo, hi, used, note):
 def _step(model, probes, measured, enc, F, z):
     ks = model.datapath.stored_k
     same, split, used, bad = [], [], [], []
-    for pr in _by_ladder(probes, "step-c", "step-carry", p=enc.frac_bits):
+    for pr in _by_ladder(probes, "step-c", "step-carry", "step-carry2", p=enc.frac_bits):
         if pr.label not in measured:
             continue
-        (p0, x, rx), (pj, y, ry) = pr.terms
+        head = [(v, r) for _, v, r in pr.terms[:-1]]
+        _, y, ry = pr.terms[-1]
         c = Fraction(pr.c)
-        one = pack(enc, step_value([(x, rx), (y, ry)], c, lead(c), F, z, dead=True))
-        first = step_value([(x, rx)], c, lead(c), F, z, dead=True)
+        one = pack(enc, step_value(head + [(y, ry)], c, lead(c), F, z, dead=True))
+        first = step_value(head, c, lead(c), F, z, dead=True)
         first_w = pack(enc, first)
         fv = word_value(enc, first_w)
         if fv is None:
@@ -690,6 +691,9 @@ def infer(model, cases: dict, d_words, probes=None) -> Proposal:
         same = (np.array_equal(np.asarray(cases["a"])[i].astype(np.uint64), ours["a"][j])
                 and np.array_equal(np.asarray(cases["b"])[i].astype(np.uint64), ours["b"][j])
                 and int(np.asarray(cases["c"])[i]) == int(ours["c"][j]))
+        for key in ("scale_a", "scale_b", "sparse_metadata"):
+            if same and key in ours:
+                same = key in cases and np.array_equal(np.asarray(cases[key])[i].astype(np.uint64), ours[key][j])
         if same:
             measured[pr.label] = int(d_words[i])
     reg = model._reg

@@ -31,6 +31,8 @@ Ladders (``Probe.ladder``):
                halves (one ulp); two steps round the first half away before the second arrives.
 ``step-carry`` C = 2^s(1 + 2^-p), products 2^s at 0 and 2^(s-p) at j: the same with a carry (for
                windows only one bit wider than the output).
+``step-carry2`` C = 2^s, products 2^s and 2^(s-p) at 0 and 1, 2^(s-p) at j >= 2: the carry made by
+               the products (for a C format narrower than D's).
 ``eo``         C = 0, products 2^s (k = 0) and -2^(s-d) (k = 1): a separate window for odd k floors
                the lone negative product to -2^(s-F) (D just below 2^s); one shared window
                truncates it to zero.
@@ -230,6 +232,12 @@ def _ladders(bld: _Builder):
             if s2 is not None and s2 < bld.smax:
                 bld.add(f"step-carry p={p} j={j}", "step-carry", j, p,
                         [(0, P2(s2), False), (j, P2(s2 - p), False)], P2(s2) * (1 + P2(-p)), s2)
+        # the carry made by a product (C narrower than D): C = 2^s, 2^s and 2^(s-p) at 0 and 1
+        s3 = bld.anchor_c([0, p])
+        for j in js:
+            if s3 is not None and j >= 2:
+                bld.add(f"step-carry2 p={p} j={j}", "step-carry2", j, p,
+                        [(0, P2(s3), False), (1, P2(s3 - p), False), (j, P2(s3 - p), False)], P2(s3), s3)
     # two-stage facts (docs/datapaths.md §8)
     for d in (26, 30, 34, 38):
         s = bld.anchor_p([d])
@@ -386,11 +394,12 @@ def _arrays(model, probes) -> dict:
     return out
 
 
-def run(model, cases: dict) -> np.ndarray:
-    """D words of ``cases`` through ``model`` (the simulator path)."""
-    kw = {}
+def run(model, cases: dict, backend: str | None = "numpy") -> np.ndarray:
+    """D words of ``cases`` through ``model`` (the simulator path; the numpy backend by default,
+    which needs no compilation for a batch this small: every backend gives the same words)."""
+    kw = {"backend": backend}
     if "scale_a" in cases:
-        kw = {"scale_a": cases["scale_a"], "scale_b": cases["scale_b"]}
+        kw.update(scale_a=cases["scale_a"], scale_b=cases["scale_b"])
     if "sparse_metadata" in cases:
         kw["sparse_metadata"] = cases["sparse_metadata"]
     return np.asarray(model.dot(cases["a"], cases["b"], cases["c"], **kw)).astype(np.uint64)

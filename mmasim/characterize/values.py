@@ -86,6 +86,31 @@ class _Table:
             if old is None or (nrm and not old[2]) or (nrm == old[2] and w < old[0]):
                 self.by_value[key] = (w, rr, nrm)
 
+    def _encode(self, key):
+        """Add the word of ``sign * m * 2**e`` if the (wide, IEEE-like) format holds it exactly,
+        checked by decoding it back."""
+        fmt = self.fmt
+        sign, m, e = key
+        E, M = fmt.exp_bits, fmt.man_bits
+        bias = (1 << (E - 1)) - 1
+        top = e + m.bit_length() - 1
+        if top > bias or m.bit_length() > M + 1:
+            return
+        if top >= 1 - bias:
+            field = ((top + bias) << M) | ((m << (M - (m.bit_length() - 1))) & ((1 << M) - 1))
+        else:
+            shift = e - (1 - bias - M)
+            if shift < 0:
+                return
+            field = m << shift
+            if field >= (1 << M):
+                return
+        x = (((1 if sign < 0 else 0) << (E + M)) | field) << fmt.field_shift
+        before = dict(self.by_value)
+        self._add(np.array([x], dtype=np.uint64))
+        if key not in self.by_value:          # the decoder reads it otherwise: forget it
+            self.by_value = before
+
     def _wide(self):
         fmt = self.fmt
         E, M, shift = fmt.exp_bits, fmt.man_bits, fmt.field_shift
@@ -101,7 +126,10 @@ class _Table:
     def word(self, v: Fraction, normal: bool = False):
         if v == 0:
             return None
-        hit = self.by_value.get(split(v))
+        key = split(v)
+        if key not in self.by_value and self.fmt.container_bits > 16:
+            self._encode(key)
+        hit = self.by_value.get(key)
         if hit is None or (normal and not hit[2]):
             return None
         return hit[0]
