@@ -211,3 +211,14 @@ def test_candidate_model_uses_only_the_proposal():
     m = candidate_model(ampere, {"accumulator": "window", "params": {"F": 20, "zeros": "excluded"},
                                  "rounding": "rz-f32", "chunk": 4})
     assert m.datapath.parameters == {"F": 20, "zeros": "excluded"} and m.datapath.step == 4
+
+
+def test_docs_worked_example_is_the_cli_output(capsys):
+    """docs/characterize.md's worked example is what the command prints (the page cannot go stale)."""
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "characterize.md").read_text(encoding="utf-8")
+    block = re.search(r"```\n\$ mmasim characterize (\S+) (\S+)\n(.*?)```", text, re.S)
+    assert block, "the worked example block"
+    assert main(["characterize", block.group(1), block.group(2)]) == 0
+    assert capsys.readouterr().out == block.group(3)

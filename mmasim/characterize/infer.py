@@ -74,7 +74,7 @@ class Finding:
             opts += [_fmt(x) for x in self.also]
             text = f"{self.name}: undetermined ({' or '.join(opts) if opts and not self.anything else 'any value'})"
         if self.probes:
-            shown = list(self.probes[:4]) + ([f"... {len(self.probes) - 4} more"] if len(self.probes) > 4 else [])
+            shown = list(self.probes[:2]) + ([f"{len(self.probes) - 2} more"] if len(self.probes) > 2 else [])
             text += f"; decided by {', '.join(shown)}"
         if self.note:
             text += f" ({self.note})"
@@ -222,8 +222,18 @@ def _threshold(rungs, measured, outcomes, below_kept: bool):
         else:
             bad.append(pr.label)
             continue
-        used.append(pr.label)
-    return kept, dropped, bad, used
+        used.append((pr.label, pr.arg))
+    return kept, dropped, bad, _decisive_first(used, kept, dropped, below_kept)
+
+
+def _decisive_first(used, kept, dropped, below_kept):
+    """Labels of the informative rungs, the two that straddle the threshold first."""
+    if below_kept:
+        edge = {max(kept, default=None), min(dropped, default=None)}
+    else:
+        edge = {max(dropped, default=None), min(kept, default=None)}
+    first = [lab for lab, arg in used if arg in edge]
+    return first + [lab for lab, arg in used if arg not in edge]
 
 
 def _bounds(kept, dropped, below_kept: bool):
@@ -388,7 +398,7 @@ def _group_one(model, probes, measured, enc, fF, ladder):
     quantum together (D just below C) only when they share a group."""
     note = "products summed exactly before truncation: two half-quantum products at 0 and j make one quantum iff j < group"
     if not fF.determined:
-        return Finding("group", note="needs F")
+        return Finding("group", anything=True, note="needs F determined")
     same, split, used = [], [], []
     for pr in _by_ladder(probes, ladder):
         if pr.extra[0] != fF.value or pr.label not in measured:
@@ -403,14 +413,15 @@ def _group_one(model, probes, measured, enc, fF, ladder):
         elif w == dropped:
             split.append(pr.arg)
         else:
-            return Finding("group", probes=(pr.label,), note="group ladder gave an unexpected word")
-        used.append(pr.label)
+            return Finding("group", probes=(pr.label,), also=("?",), note="group ladder gave an unexpected word")
+        used.append((pr.label, pr.arg))
+    used = _decisive_first(used, same, split, True)
     if not used:
-        return Finding("group", note="no group rung is realizable")
+        return Finding("group", anything=True, note="no group rung is realizable")
     lo = max(same) + 1 if same else 1
     hi = min(split) if split else (model.datapath.block if ladder == "group-p" else model.datapath.stored_k)
     if lo > hi:
-        return Finding("group", probes=tuple(used), note="group ladder is not monotone")
+        return Finding("group", probes=tuple(used), note="group ladder is not monotone", also=("?",))
     ks = model.datapath.stored_k
     cands = [g for g in range(lo, hi + 1) if ks % g == 0]
     if len(cands) == 1:
@@ -455,14 +466,15 @@ def _step(model, probes, measured, enc, F, z):
         else:
             bad.append(pr.label)
             continue
-        used.append(pr.label)
+        used.append((pr.label, pr.arg))
+    used = _decisive_first(used, same, split, True)
     note = "elements of K per hardware step: products at positions 0 and j share a window iff j < L"
     if bad:
-        return Finding("step", probes=tuple(used), note="step ladder gave unexpected words: " + ", ".join(bad[:3]))
+        return Finding("step", probes=tuple(used), note="step ladder gave unexpected words: " + ", ".join(bad[:3]), also=("?",))
     lo = max(same) + 1 if same else 2
     hi = min(split) if split else ks
     if same and split and max(same) >= min(split):
-        return Finding("step", probes=tuple(used), note="step ladder is not monotone")
+        return Finding("step", probes=tuple(used), note="step ladder is not monotone", also=("?",))
     divisors = [L for L in range(lo, hi + 1) if ks % L == 0]
     if len(divisors) == 1:
         return Finding("step", divisors[0], True, probes=tuple(used),
