@@ -106,6 +106,7 @@ class Proposal:
     total: int
     mismatches: tuple = ()          # labels of probes the proposal does not reproduce
     rejected: tuple = ()            # (family, why) of the families tried first
+    alternatives: tuple = ()        # proposals of other families that reproduce every probe word too
 
     @property
     def consistent(self) -> bool:
@@ -120,6 +121,7 @@ class Proposal:
             "arch": self.arch, "instruction": self.instruction, "family": self.family,
             "reproduced": self.reproduced, "total": self.total, "mismatches": list(self.mismatches),
             "rejected": [list(r) for r in self.rejected],
+            "alternatives": [{"family": a.family, "entry": a.entry} for a in self.alternatives],
             "parameters": {k: {"value": f.value if f.determined else None, "determined": f.determined,
                                "lo": f.lo, "hi": f.hi, "also": list(f.also), "probes": list(f.probes),
                                "note": f.note, "text": f.describe()} for k, f in self.findings.items()},
@@ -276,11 +278,12 @@ def _window_like(model, probes, measured, encodings, family):
     exponent comes from the scales and C, not from the products, so only C-anchored ladders and
     scale-carried zero rungs are read for it."""
     gst = family == "group_scaled_window"
+    fps = [pr for pr in _by_ladder(probes, "Fp-s") if pr.label in measured]
     findings = {}
     rejected = []
     readings = []
     for enc in encodings:
-        names = ("F-neg", "F-tie") if gst else ("F-neg", "F-tie", "Fp-neg", "Fp-tie")
+        names = ("F-neg", "F-tie") if gst or fps else ("F-neg", "F-tie", "Fp-neg", "Fp-tie")
         rungs = [pr for pr in _by_ladder(probes, *names) if pr.p is None or pr.p == enc.frac_bits]
         kept, dropped, bad, used = _threshold(
             rungs, measured, lambda pr: (pack(enc, _sum_terms(pr) + _c(pr)),
@@ -313,6 +316,14 @@ def _window_like(model, probes, measured, encodings, family):
                                    note="" if len(encs) == 1 else "these roundings give the same words on every probe")
     findings["F"] = _int_finding("F", lo, hi, used, "window fraction bits: the deepest product that survives")
     F = lo if lo is not None else 0
+    f_eff = findings["F"]          # the threshold where a product's raw equals its scale raw
+    extras = {}
+    if fps and not gst:
+        f_eff, extras = _floors(probes, measured, enc, findings)
+        fc = extras.pop("Fc", None)
+        findings.update(extras)
+    else:
+        fc = None
 
     # zeros: E = u* + F at the anchor t
     zf = []
@@ -323,15 +334,34 @@ def _window_like(model, probes, measured, encodings, family):
     if enc.mode == "rz":
         zrungs = _by_ladder(probes, "zeros-s")
         if zrungs:
-            zf.append(_zeros_reading(zrungs, measured, enc, findings["F"], F,
+            zf.append(_zeros_reading(zrungs, measured, enc, f_eff, f_eff.lo if f_eff.lo is not None else F,
                                      lambda pr: (pack(enc, _sum_terms(pr)), pack(enc, pr.terms[0][1]))))
     findings["zeros"] = _merge_zeros(zf, gst)
+    zs = findings["zeros"]
+    if (fps and not gst and zs.determined and isinstance(zs.value, int) and "scale_floor" in findings
+            and findings["scale_floor"].determined and f_eff.determined):
+        # the zero ladder ends in an f32 subnormal: an e_zero counted in the raw maximum (then
+        # E - F, F the product window) and the subnormal redo of docs/datapaths.md §6 (zeros
+        # excluded, groups below 2^T left out) give the same words
+        u_star = zs.value - f_eff.value
+        fF = findings["F"]
+        findings["zeros"] = Finding(
+            "zeros", also=("excluded",), lo=u_star + (fF.lo if fF.lo is not None else 0),
+            hi=None if fF.hi is None else u_star + fF.hi, probes=zs.probes,
+            note=f"the zero ladder's threshold 2^{u_star} lies in the f32 subnormals: an e_zero of F above it, "
+                 f"or zeros excluded with a subnormal redo at {u_star}")
+        findings["subnormal_redo"] = Finding(
+            "subnormal_redo", lo=u_star, hi=u_star, also=(None,), probes=zs.probes,
+            note=f"{u_star} when zeros are excluded (a nonzero subnormal result is redone without the groups "
+                 f"below 2^{u_star} of a smaller scale), none with an e_zero")
     z = findings["zeros"].value if findings["zeros"].determined else None
 
     # step
     findings["step"] = _step(model, probes, measured, enc, F, z)
     if model.datapath.scale:
-        findings["group"] = _group(model, probes, measured, enc, findings["F"])
+        findings["group"] = _group(model, probes, measured, enc, fc or findings["F"], f_eff)
+        if "c_dominant" in findings:
+            _dominant_group(findings, model, probes, measured, enc, fc, f_eff)
     if gst and not findings["group"].determined and findings["group"].lo is None and findings["group"].hi is None:
         rejected.append(("group_scaled_window", "no group rung was informative"))
     return findings, rejected
@@ -377,11 +407,93 @@ def _merge_zeros(readings, gst):
                         probes=tuple(p for r in readings for p in r.probes))
 
 
-def _group(model, probes, measured, enc, fF):
+def _floors(probes, measured, enc, findings):
+    """Block-scaled windows (docs/datapaths.md §4, §6): the product-anchored ladders ``Fp-s`` at two
+    anchor raws S read min(F, S + scale_floor); the C-anchored ladders read F, or the C-dominant F
+    where C takes over the window; ``crel`` reads the C-relative truncation."""
+    by_s = {}
+    for pr in _by_ladder(probes, "Fp-s"):
+        by_s.setdefault(pr.extra[0], []).append(pr)
+    reads = {}
+    for S, rungs in by_s.items():
+        kept, dropped, bad, used = _threshold(
+            rungs, measured, lambda pr: (pack(enc, _sum_terms(pr)), pack(enc, _sum_terms(pr, _small_pos(pr)))), True)
+        lo, hi, ok = _bounds(kept, dropped, True)
+        if not bad and ok:
+            reads[S] = (lo, hi, used)
+    out = {}
+    fc = findings["F"]
+    if not reads:
+        return fc, out
+    s_hi, s_lo = max(reads), min(reads)
+    (hl, hh, hu), (ll, lh, lu) = reads[s_hi], reads[s_lo]
+    k_hi = hl if hl is not None and hl == hh else None
+    k_lo = ll if ll is not None and ll == lh else None
+    f_eff = _int_finding("F", ll, lh, lu, f"the product window where a product's raw equals its scale raw (anchor raw {s_lo})")
+    note_f = "window fraction bits below the largest product raw (product-anchored, C = 0)"
+    if k_hi is not None and k_lo is not None and k_lo < k_hi:
+        out["scale_floor"] = Finding("scale_floor", k_lo, True, probes=tuple(lu[:1] + hu[:1]) + tuple(lu[1:]),
+                                     note=f"the quantum is at least 2^(scale raw - {k_lo}): the threshold is {k_lo} below "
+                                          f"an anchor at its scale raw but {k_hi} below one {s_hi} above it")
+        if k_hi == s_hi + k_lo:
+            out["F"] = Finding("F", lo=k_hi, hi=None, probes=tuple(hu), note=note_f + f"; any F >= {k_hi} gives the "
+                               f"same words (no product raw of these formats exceeds its scale raw by more than {s_hi})")
+        else:
+            out["F"] = Finding("F", k_hi, True, probes=tuple(hu), note=note_f)
+    else:
+        out["F"] = _int_finding("F", hl, hh, hu, note_f)
+        out["scale_floor"] = Finding("scale_floor", also=(None,), lo=k_hi, probes=tuple(hu + lu),
+                                     note="no scale floor shows: absent, or at least F")
+    fp = out["F"]
+    if fc.determined and fp.determined and fc.value != fp.value or (fc.determined and not fp.determined
+                                                                     and not fp.admits(fc.value)):
+        out["c_dominant"] = Finding("c_dominant", {"F": fc.value}, True, probes=fc.probes,
+                                    note=f"a C at or above every product raw sets the window: {fc.value} fraction "
+                                         "bits below C (C-anchored ladders) instead of F")
+        out["Fc"] = fc
+    # the C-relative rule
+    rungs = _by_ladder(probes, "crel")
+    if rungs and k_hi is not None:
+        kept, dropped, bad, used = _threshold(
+            rungs, measured, lambda pr: (pack(enc, _sum_terms(pr) + _c(pr)),
+                                         pack(enc, _sum_terms(pr, _small_pos(pr)) + _c(pr))), False)
+        ulo, uhi, ok = _bounds(kept, dropped, False)
+        s = rungs[0].s
+        q = s - k_hi
+        r_c = s - 1
+        if bad or not ok or ulo is None or uhi is None or ulo != uhi:
+            out["c_relative"] = Finding("c_relative", anything=True, probes=tuple(used),
+                                        note="the C-relative ladder did not reach its threshold")
+        elif ulo == q:
+            out["c_relative"] = Finding("c_relative", also=(None,), lo=r_c - q, probes=tuple(used),
+                                        note="a group below a non-dominant C is truncated like the others "
+                                             "(absent, or a C-relative width too large to matter)")
+        else:
+            out["c_relative"] = Finding("c_relative", r_c - ulo, True, probes=tuple(used),
+                                        note=f"a group whose raw is at most C's is truncated at 2^(r_c - {r_c - ulo})")
+    out["subnormal_redo"] = Finding("subnormal_redo", anything=True,
+                                    note="not probed (docs/characterize.md, what is not characterized)")
+    return f_eff, out
+
+
+def _dominant_group(findings, model, probes, measured, enc, fc, f_eff):
+    """With a C-dominant rule, the C-anchored group ladder gives its group."""
+    gc = _group_one(model, probes, measured, enc, fc, "group")
+    gp = _group_one(model, probes, measured, enc, f_eff, "group-p")
+    cd = findings["c_dominant"]
+    if gc.determined:
+        findings["c_dominant"] = attrs.evolve(cd, value={**cd.value, "group": gc.value}, probes=cd.probes + gc.probes,
+                                              note=cd.note + f"; its products summed in groups of {gc.value}")
+    else:
+        findings["c_dominant"] = Finding("c_dominant", also=("?",), note="the C-dominant group is not determined")
+    findings["group"] = gp
+
+
+def _group(model, probes, measured, enc, fF, fP=None):
     """The group ladders: C-dominant (``group``) and product-anchored (``group-p``); where both
     read, they must agree."""
     a = _group_one(model, probes, measured, enc, fF, "group")
-    b = _group_one(model, probes, measured, enc, fF, "group-p")
+    b = _group_one(model, probes, measured, enc, fP or fF, "group-p")
     if not b.probes:
         return a
     if not a.probes:
@@ -643,8 +755,12 @@ def _entry_for(family, f, model):
     for k in ("group", "scale_floor", "c_dominant", "c_relative", "subnormal_redo"):
         if family == "window" and k in f:
             v = _choose(f[k], None)
-            if v is not None and not (k == "group" and v == 1):
+            if v is not None and not (k == "group" and v == 1) and v != "?":
                 params[k] = v
+    sr = f.get("subnormal_redo")
+    if (family == "window" and sr is not None and params.get("zeros") == "excluded" and not sr.determined
+            and sr.lo is not None and sr.lo == sr.hi):
+        params["subnormal_redo"] = sr.lo
     entry["params"] = params
     entry["rounding"] = _choose(f["rounding"], None) or reg_first(reg, dp.d)
     return entry
@@ -712,6 +828,7 @@ def infer(model, cases: dict, d_words, probes=None) -> Proposal:
     encodings = [e for e in reg.encodings.values() if e.format == model.d_format.key and e.mode in ("rz", "rne")]
     tried = []
     best = None
+    good = []
     kept_probes = [pr for pr in probes if pr.label in measured]
     sub = _arrays(model, kept_probes) if kept_probes else None
     want = np.array([measured[pr.label] for pr in kept_probes], dtype=np.uint64)
@@ -731,10 +848,15 @@ def infer(model, cases: dict, d_words, probes=None) -> Proposal:
         prop = Proposal(model.arch, model.instruction, family, findings, entry, len(want) - len(bad), len(want),
                         bad, tuple(tried))
         if not bad:
-            return prop
+            good.append(prop)
+            continue
         tried.append((family, f"proposal reproduces {len(want) - len(bad)} of {len(want)} probe words"))
         if best is None or len(bad) < len(best.mismatches):
             best = prop
+    if good:
+        # several families reproduce every word: the one with the fewest parameters first
+        good.sort(key=lambda p: len(p.entry["params"]))
+        return attrs.evolve(good[0], rejected=tuple(tried), alternatives=tuple(good[1:]))
     if best is not None:
         return attrs.evolve(best, rejected=tuple(tried))
     return Proposal(model.arch, model.instruction, None, {}, {}, 0, len(want), (), tuple(tried))

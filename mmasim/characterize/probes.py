@@ -320,6 +320,8 @@ def _scaled(bld: _Builder):
         for j in js:
             bld.add(f"group k={k} j={j}", "group", j, None,
                     [(0, -P2(s - k - 1), False), (j, -P2(s - k - 1), False)], P2(s), s, extra=(k,))
+    if bld.blocks >= 2:
+        _floors(bld, pairs, halves)
     # group-p: C = 0; block 0 holds the anchor 1 * 2^s0, block 1 two products of -2^(s0-k-1)
     # (half a quantum) at its positions 0 and j: the products set the window
     if bld.blocks < 2:
@@ -342,6 +344,42 @@ def _scaled(bld: _Builder):
                     if ok:
                         done = True
                         break
+
+
+def _floors(bld: _Builder, pairs, halves):
+    """Product-anchored ladders with the small term in block 1 (its own, smaller scale): ``Fp-s``
+    with the anchor 2^S a product of unit-scaled normal factors at two raws S (the largest and 0),
+    reading min(F, S + scale floor); ``crel``: the same with a smaller, non-dominant C = 2^(S-1),
+    reading where a group below C is truncated (the C-relative rule, docs/datapaths.md §6)."""
+    top = max((e for e in bld.R.normal_range[1:] if bld.product_ok(P2(e), normal=True)), default=None)
+    anchors = sorted({x for x in (top, 0) if x is not None and bld.product_ok(P2(x), normal=True)}, reverse=True)
+    prod_exps = sorted(set(bld.R.A.by_odd.get((1, False), ())) | set(bld.R.a_pow))
+
+    def small(s, k):
+        # -2^(s-k) as (product) * (block 1's scales), the scale raw at most 0
+        for sig in sorted((x for x in pairs if x <= 0), reverse=True):
+            if bld.product_ok(P2(s - k - sig)):
+                return sig
+        return None
+
+    # block 0's scales lift the anchor (a narrow scale format reaches deeper below it)
+    s0 = max((x for x in pairs if x <= 16), default=0)
+    for S in anchors:
+        for k in range(1, KMAX + 1):
+            sig = small(S + s0, k)
+            if sig is not None:
+                bld.add(f"Fp-s S={S} k={k}", "Fp-s", k, None,
+                        [(0, P2(S + s0), True), (bld.block, -P2(S + s0 - k), False)], Fraction(0), S + s0,
+                        extra=(S, s0), scales=((0, *halves(s0)), (1, *halves(sig))))
+    S = anchors[0] if anchors else None
+    if S is not None and bld.R.c_word(P2(S + s0 - 1)) is not None:
+        for d in range(1, KMAX + 1):
+            u = S + s0 - 1 - d
+            sig = small(S + s0 - 1, d)
+            if sig is not None:
+                bld.add(f"crel S={S} u={u}", "crel", u, None,
+                        [(0, P2(S + s0), True), (bld.block, -P2(u), False)], P2(S + s0 - 1), S + s0,
+                        extra=(S, s0), scales=((0, *halves(s0)), (1, *halves(sig))))
 
 
 def build(model) -> list:

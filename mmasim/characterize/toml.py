@@ -30,6 +30,10 @@ def entry_toml(proposal) -> str:
             lines.append(f"{key} = {_value(entry[key])}")
     for f in proposal.findings.values():
         lines.append(f"# {f.describe()}")
+    for alt in proposal.alternatives:
+        lines.append(f"# the probes do not separate this from: accumulator = {_value(alt.family)}, "
+                     f"params = {_value(alt.entry['params'])}, rounding = {_value(alt.entry['rounding'])}"
+                     + (f", chunk = {alt.entry['chunk']}" if "chunk" in alt.entry else ""))
     if proposal.mismatches:
         lines.append(f"# NOT reproduced: {', '.join(proposal.mismatches[:8])}")
     return "\n".join(lines) + "\n"
