@@ -276,7 +276,7 @@ def cmd_characterize(args) -> int:
         vf = vectors.load(args.from_vectors)
         theirs = vectors.model_for(vf)
         if theirs.datapath != model.datapath:
-            raise MMAError(f"{args.from_vectors}: its cases are for {theirs.arch}: {theirs.instruction}, "
+            raise char.CharacterizeError(f"{args.from_vectors}: its cases are for {theirs.arch}: {theirs.instruction}, "
                            f"not {model.arch}: {model.instruction}")
         prop = char.from_vectors(model, vf)
         source = f"device words from {args.from_vectors}"

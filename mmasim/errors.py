@@ -69,3 +69,8 @@ class PluginConflict(PluginError):
 
 class PluginWarning(UserWarning):
     """A third-party plugin was skipped (``mmasim.plugins.status()`` says why)."""
+
+
+class CharacterizeError(MMAError, ValueError):
+    """An instruction the probe ladders cannot characterize (integer operands), or a vector file
+    without the probe cases (mmasim.characterize)."""

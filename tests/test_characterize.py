@@ -217,3 +217,11 @@ def test_docs_worked_example_is_the_cli_output(capsys):
     assert block, "the worked example block"
     assert main(["characterize", block.group(1), block.group(2)]) == 0
     assert capsys.readouterr().out == block.group(3)
+
+
+def test_integer_instructions_are_refused_with_one_line(capsys):
+    assert main(["characterize", "A100", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mmasim: error:") and "integer" in err and "internal" not in err
+    with pytest.raises(mmasim.errors.CharacterizeError):
+        probe_cases(mmasim.MMA("B200", "tcgen05.mma.kind::i8", a_type="s8", b_type="s8"))

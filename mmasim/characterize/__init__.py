@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import MMAError
+from ..errors import CharacterizeError
 from .infer import FAMILIES, Finding, Proposal, candidate_model, infer
 from .probes import _arrays, build, probe_cases, run
 
@@ -28,17 +28,17 @@ def from_vectors(model, vf) -> Proposal:
     """Infer ``model``'s parameters from a vector file ``vf`` (:func:`mmasim.vectors.load`) whose
     cases include the probes of :func:`probe_cases` (matched by label and words)."""
     if vf.labels is None:
-        raise MMAError(f"{vf.path}: no labels: the probe cases are matched by their labels")
+        raise CharacterizeError(f"{vf.path}: no labels: the probe cases are matched by their labels")
     cases = {"a": vf.a, "b": vf.b, "c": vf.c, "labels": vf.labels}
     for key in ("scale_a", "scale_b", "sparse_metadata"):
         if getattr(vf, key) is not None:
             cases[key] = getattr(vf, key)
     prop = infer(model, cases, vf.d)
     if prop.total == 0:
-        raise MMAError(f"{vf.path}: none of its cases is a probe of {model.instruction} "
+        raise CharacterizeError(f"{vf.path}: none of its cases is a probe of {model.instruction} "
                        "(write them with mmasim harness run --probes)")
     return prop
 
 
-__all__ = ["probe_cases", "infer", "characterize", "from_vectors", "build", "run", "Proposal", "Finding",
+__all__ = ["CharacterizeError", "probe_cases", "infer", "characterize", "from_vectors", "build", "run", "Proposal", "Finding",
            "candidate_model", "FAMILIES"]

@@ -54,6 +54,7 @@ from fractions import Fraction
 import attrs
 import numpy as np
 
+from ..errors import CharacterizeError
 from ..sparse import RULES as SPARSE_RULES
 from .values import Realizer, lead
 
@@ -88,6 +89,11 @@ class _Builder:
     def __init__(self, model):
         self.model = model
         dp = model.datapath
+        ints = [x for x in ("a", "b", "c", "d") if model.format_of(x).integer]
+        if ints:
+            raise CharacterizeError(
+                f"{model.instruction}: {', '.join(ints)} {'is' if len(ints) == 1 else 'are'} integer: the probe "
+                "ladders characterize floating-point window datapaths (an integer MMA has no window, docs/datapaths.md §10)")
         self.ks = dp.stored_k
         self.R = Realizer(model)
         self.cfmt = model.c_format
