@@ -10,8 +10,6 @@ itself; a device's words come from ``mmasim harness run --probes`` as an mmasim-
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import CharacterizeError
 from .infer import FAMILIES, Finding, Proposal, candidate_model, infer
 from .probes import _arrays, build, probe_cases, run

@@ -186,10 +186,6 @@ def _trunc(v: Fraction, q: Fraction) -> Fraction:
     return (n * q) if v >= 0 else -(n * q)
 
 
-def _raw(v, r=None):
-    return lead(v) if r is None else r
-
-
 def step_value(terms, c, c_raw, F, zeros=None, dead=False):
     """One T-FDPA step (docs/datapaths.md §3) on exact terms ``[(value, raw)]`` and C."""
     raws = [r for v, r in terms if v != 0]

@@ -44,7 +44,13 @@ Ladders (``Probe.ladder``):
                as ``nonfinite_c_r``).
 ``group``      C = 2^s, two products -2^(s-k-1) at positions 0 and j: summed exactly in one group
                they make one quantum 2^(s-k) (k = F: D just below 2^s); truncated alone they vanish.
-``sfloor``     block-scaled: block 0 holds 2^(s+x) as (product 1) * (scale 2^x) ... see infer.
+``Fp-s``       block-scaled: C = 0, an anchor 2^(S+s0) (a product of raw S under block 0's scales
+               2^s0) and -2^(S+s0-k) in block 1 under smaller scales, at S = 0 and the largest S:
+               the small product survives iff k <= min(F, S + scale floor).
+``crel``       the same anchor with C = 2^(S+s0-1) (not dominant) and -2^u in block 1: a group whose
+               raw is at most C's is truncated at 2^(r_c - c_relative) (docs/datapaths.md §6).
+``zeros-s``    the zero-handling ladder with the exponents carried by the scales.
+``group-p``    the group ladder with C = 0 and the anchor in block 0.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ import numpy as np
 
 from ..errors import CharacterizeError
 from ..sparse import RULES as SPARSE_RULES
-from .values import Realizer, lead
+from .values import Realizer
 
 #: the deepest rung of the visibility ladders (window fraction bits up to KMAX - 1 are read)
 KMAX = 48

@@ -11,7 +11,6 @@ Only the formats of the instruction are used here, never its accumulator paramet
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import lru_cache
 
 import numpy as np
 
