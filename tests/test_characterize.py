@@ -225,3 +225,30 @@ def test_integer_instructions_are_refused_with_one_line(capsys):
     assert err.startswith("mmasim: error:") and "integer" in err and "internal" not in err
     with pytest.raises(mmasim.errors.CharacterizeError):
         probe_cases(mmasim.MMA("B200", "tcgen05.mma.kind::i8", a_type="s8", b_type="s8"))
+
+
+@pytest.mark.parametrize("instruction, grid", [
+    ("m16n8k16.f32.bf16.bf16.f32", dict(F=(24, 30, 33), zeros=("excluded", -10, -100, -140), chunk=(4, None),
+                                        rounding=("rz-f32", "rne-f32"))),
+    ("m16n8k16.f16.f16.f16.f16", dict(F=(13, 25, 33), zeros=("excluded", -10, -30), chunk=(8, None),
+                                      rounding=("rne-f16",))),
+])
+def test_window_parameters_off_the_tables_are_recovered(instruction, grid):
+    """Datapaths no table has (the A100's shapes with other F, e_zero, step and rounding) are read back
+    as what they are: the inference does not lean on the values the tables happen to use."""
+    import itertools
+    base = mmasim.MMA("A100", instruction)
+    cases = probe_cases(base)
+    problems = []
+    for F, zeros, chunk, rounding in itertools.product(*grid.values()):
+        dp = attrs.evolve(base.datapath, params={"F": F, "zeros": zeros}, chunk=chunk, rounding=rounding)
+        prop = infer(base, cases, run(Model(dp, base._reg), cases))
+        truth = {"F": F, "zeros": zeros, "step": dp.step, "rounding": rounding}
+        if not prop.consistent:
+            problems.append(f"{truth}: not reproduced {prop.mismatches[:3]}")
+            continue
+        for name, value in truth.items():
+            f = prop.findings[name]
+            if not f.admits(value) or (name != "zeros" and not f.determined):
+                problems.append(f"{truth}: {f.describe()}")
+    assert not problems, "\n".join(problems[:10])

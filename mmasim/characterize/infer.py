@@ -209,13 +209,13 @@ def _threshold(rungs, measured, outcomes, below_kept: bool):
     (visibility ladders) rather than large args (zeros, where u >= E - F is kept)."""
     kept, dropped, bad, used = [], [], [], []
     for pr in rungs:
-        k_w, d_w = outcomes(pr)
+        k_w, d_w, *other = outcomes(pr)      # other: more words that also mean "dropped"
         w = measured.get(pr.label)
         if w is None or k_w == d_w:
             continue
         if w == k_w:
             kept.append(pr.arg)
-        elif w == d_w:
+        elif w == d_w or w in other:
             dropped.append(pr.arg)
         else:
             bad.append(pr.label)
@@ -275,7 +275,6 @@ def _window_like(model, probes, measured, encodings, family):
     scale-carried zero rungs are read for it."""
     gst = family == "group_scaled_window"
     fps = [pr for pr in _by_ladder(probes, "Fp-s") if pr.label in measured]
-    findings = {}
     rejected = []
     readings = []
     for enc in encodings:
@@ -291,7 +290,8 @@ def _window_like(model, probes, measured, encodings, family):
         # the rounding probe, where the window surely keeps its terms
         rnd_used, rnd_ok = [], True
         for pr in _by_ladder(probes, "round", "round-c"):
-            preds = {pack(enc, _c(pr) + sum((_trunc(v, P2(pr.s - F)) for _, v, _ in pr.terms), Fraction(0)))
+            preds = {pack(enc, _trunc(_c(pr), P2(pr.s - F)) + sum((_trunc(v, P2(pr.s - F)) for _, v, _ in pr.terms),
+                                                                  Fraction(0)))
                      for F in {lo or 0, hi if hi is not None else (lo or 0) + 64}}
             if len(preds) != 1 or pr.label not in measured:
                 continue
@@ -304,12 +304,22 @@ def _window_like(model, probes, measured, encodings, family):
         readings.append((enc, lo, hi, used, rnd_used))
     if not readings:
         return None, rejected
-    encs = [r[0] for r in readings]
-    enc, lo, hi, used, rnd_used = readings[0]
-    findings["rounding"] = Finding("rounding", enc.key, len(encs) == 1,
-                                   also=tuple(e.key for e in encs) if len(encs) > 1 else (),
-                                   probes=tuple(rnd_used) + tuple(l for l in used if "tie" in l)[:2],
-                                   note="" if len(encs) == 1 else "these roundings give the same words on every probe")
+    out = []
+    for reading in readings:
+        f, rej = _window_rest(model, probes, measured, reading, gst, fps)
+        rejected += rej
+        if f is not None:
+            out.append(f)
+    return out or None, rejected
+
+
+def _window_rest(model, probes, measured, reading, gst, fps):
+    """Everything after the visibility ladder, under one candidate rounding."""
+    findings = {}
+    rejected = []
+    enc, lo, hi, used, rnd_used = reading
+    findings["rounding"] = Finding("rounding", enc.key, True,
+                                   probes=tuple(rnd_used) + tuple(l for l in used if "tie" in l)[:2])
     findings["F"] = _int_finding("F", lo, hi, used, "window fraction bits: the deepest product that survives")
     F = lo if lo is not None else 0
     f_eff = findings["F"]          # the threshold where a product's raw equals its scale raw
@@ -325,13 +335,16 @@ def _window_like(model, probes, measured, encodings, family):
     zf = []
     if not gst:
         zrungs = _by_ladder(probes, "zeros-neg" if enc.mode == "rz" else "zeros-tie", p=enc.frac_bits)
+        # a large e_zero truncates the anchor too: +0 also means the small product was dropped
         zf.append(_zeros_reading(zrungs, measured, enc, findings["F"], F,
-                                 lambda pr: (pack(enc, _sum_terms(pr)), pack(enc, _sum_terms(pr, 1)))))
+                                 lambda pr: (pack(enc, _sum_terms(pr)), pack(enc, _sum_terms(pr, 1)), 0)))
+        if not model.datapath.scale:
+            zf.append(_zeros_lone(probes, measured, enc, findings["F"]))
     if enc.mode == "rz":
         zrungs = _by_ladder(probes, "zeros-s")
         if zrungs:
             zf.append(_zeros_reading(zrungs, measured, enc, f_eff, f_eff.lo if f_eff.lo is not None else F,
-                                     lambda pr: (pack(enc, _sum_terms(pr)), pack(enc, pr.terms[0][1]))))
+                                     lambda pr: (pack(enc, _sum_terms(pr)), pack(enc, pr.terms[0][1]), 0)))
     findings["zeros"] = _merge_zeros(zf, gst)
     zs = findings["zeros"]
     if (fps and not gst and zs.determined and isinstance(zs.value, int) and "scale_floor" in findings
@@ -379,9 +392,35 @@ def _zeros_reading(zrungs, measured, enc, fF, F, outcomes):
         return Finding("zeros", e_lo if det else None, det, None if det else e_lo, None if det else e_hi,
                        probes=tuple(zused), note=f"a zero product sets the window exponent above the lone term 2^{t}")
     bound = "any e_zero" if e_hi is None else f"an e_zero at most {e_hi}"
-    return Finding("zeros", also=("excluded",), lo=None, hi=e_hi, probes=tuple(zused),
+    return Finding("zeros", also=("excluded",), lo=None, hi=e_hi, probes=tuple(zused), anything=e_hi is None,
                    note=f"the window exponent stays at the lone term 2^{t}: zero products are excluded, or count with "
                         f"{bound} (a zero at or below that changes no probe word)")
+
+
+def _zeros_lone(probes, measured, enc, fF):
+    """``zeros-1``: a lone product 2^t survives iff t >= max(t, e_zero) - F: the lowest surviving t
+    is e_zero - F when zeros count with an e_zero above it."""
+    # a lone subnormal D carried into a later step as C counts with the raw exponent emin there, so
+    # it is truncated at 2^(emin - F): read only the rungs above that
+    emin = 2 - (1 << (enc.exp_bits - 1))
+    f_lo = fF.value if fF.determined else fF.lo
+    rungs = [pr for pr in _by_ladder(probes, "zeros-1") if f_lo is not None and pr.arg >= emin - f_lo]
+    kept, dropped, bad, used = _threshold(rungs, measured, lambda pr: (pack(enc, pr.terms[0][1]), 0), False)
+    lo, hi, ok = _bounds(kept, dropped, False)
+    if bad or not ok:
+        return Finding("zeros", probes=tuple(used), also=("?",), note="the lone-product ladder gave unexpected words")
+    f_lo, f_hi = (fF.value, fF.value) if fF.determined else (fF.lo, fF.hi)
+    if not used or f_lo is None:
+        return None
+    if lo is None:             # every lone product survived: e_zero - F is at most the lowest t
+        bound = None if hi is None or f_hi is None else hi + f_hi
+        return Finding("zeros", also=("excluded",), hi=bound, probes=tuple(used), anything=bound is None,
+                       note="every lone product survives: zeros are excluded, or count with "
+                            + ("any e_zero (F is not bounded above)" if bound is None else f"an e_zero at most {bound}"))
+    det = fF.determined and hi is not None and lo == hi
+    return Finding("zeros", lo + f_lo if det else None, det, None if det else lo + f_lo,
+                   None if det or hi is None or f_hi is None else hi + f_hi, probes=tuple(used),
+                   note="a lone product below e_zero - F is truncated away: zeros count with that e_zero")
 
 
 def _merge_zeros(readings, gst):
@@ -390,7 +429,8 @@ def _merge_zeros(readings, gst):
         return next(r for r in readings if "?" in r.also)
     det = [r for r in readings if r.determined]
     if det:
-        return det[0]
+        return attrs.evolve(det[0], probes=det[0].probes + tuple(p for r in readings if r is not det[0]
+                                                                  for p in r.probes[:2]))
     if not readings:
         return Finding("zeros", also=() if gst else ("excluded",), anything=True,
                        note="no zero-handling rung is realizable in these formats")
@@ -399,7 +439,9 @@ def _merge_zeros(readings, gst):
     also = tuple(x for x in readings[0].also if all(x in r.also for r in readings))
     if gst:
         also = ()
-    return attrs.evolve(readings[0], lo=max(los) if los else None, hi=min(his) if his else None, also=also,
+    base = next((r for r in readings if not r.anything), readings[0])
+    return attrs.evolve(base, lo=max(los) if los else None, hi=min(his) if his else None, also=also,
+                        anything=all(r.anything for r in readings),
                         probes=tuple(p for r in readings for p in r.probes))
 
 
@@ -551,7 +593,7 @@ def _int_finding(name, lo, hi, used, note):
 def _step(model, probes, measured, enc, F, z):
     ks = model.datapath.stored_k
     same, split, used, bad = [], [], [], []
-    for pr in _by_ladder(probes, "step-c", "step-carry", "step-carry2", p=enc.frac_bits):
+    for pr in _by_ladder(probes, "step-c", "step-carry", "step-carry2"):     # every variant, read under enc
         if pr.label not in measured:
             continue
         head = [(v, r) for _, v, r in pr.terms[:-1]]
@@ -693,7 +735,7 @@ def _two_stage(model, probes, measured, encodings):
         f["nonfinite_c_r"] = Finding("nonfinite_c_r", None, True, note="only meaningful with drop_c")
     f["rounding"] = Finding("rounding", enc.key, True, note="round to nearest even after the final floor")
     f["step"] = _step_two_stage(model, probes, measured, enc, f)
-    return f, []
+    return [f], []
 
 
 def _product_top(model):
@@ -823,32 +865,20 @@ def infer(model, cases: dict, d_words, probes=None) -> Proposal:
     reg = model._reg
     encodings = [e for e in reg.encodings.values() if e.format == model.d_format.key and e.mode in ("rz", "rne")]
     tried = []
-    best = None
-    good = []
+    good, fails = [], []
     kept_probes = [pr for pr in probes if pr.label in measured]
     sub = _arrays(model, kept_probes) if kept_probes else None
     want = np.array([measured[pr.label] for pr in kept_probes], dtype=np.uint64)
     for family in _families(model):
         reader = {"window": _window, "two_stage_window": _two_stage, "group_scaled_window": _group_scaled}[family]
-        findings, rej = reader(model, probes, measured, encodings)
-        if findings is None:
+        results, rej = reader(model, probes, measured, encodings)
+        if results is None:
             tried.append((family, "; ".join(f"{a}: {b}" for a, b in rej)))
             continue
-        entry = _entry_for(family, findings, model)
-        try:
-            got = run(candidate_model(model, entry), sub) if sub is not None else want
-        except Exception as exc:       # a proposal the accumulator refuses
-            tried.append((family, f"proposal not computable: {exc}"))
-            continue
-        bad = tuple(pr.label for pr, g, w in zip(kept_probes, got, want) if int(g) != int(w))
-        prop = Proposal(model.arch, model.instruction, family, findings, entry, len(want) - len(bad), len(want),
-                        bad, tuple(tried))
-        if not bad:
-            good.append(prop)
-            continue
-        tried.append((family, f"proposal reproduces {len(want) - len(bad)} of {len(want)} probe words"))
-        if best is None or len(bad) < len(best.mismatches):
-            best = prop
+        for findings in results:
+            _propose(model, family, findings, sub, want, kept_probes, tried, good, fails)
+    good = _merge_open(good, model.datapath.stored_k)
+    best = min(fails, key=lambda p: len(p.mismatches), default=None)
     if good:
         # several families reproduce every word: the one with the fewest parameters first
         good.sort(key=lambda p: len(p.entry["params"]))
@@ -856,6 +886,54 @@ def infer(model, cases: dict, d_words, probes=None) -> Proposal:
     if best is not None:
         return attrs.evolve(best, rejected=tuple(tried))
     return Proposal(model.arch, model.instruction, None, {}, {}, 0, len(want), (), tuple(tried))
+
+
+def _merge_open(good, stored_k):
+    """Where several proposals of one family reproduce every probe word, a parameter on which
+    they differ is open in the first one (its values listed); the others stay as alternatives."""
+    def values(p):
+        return {**p.entry["params"], "rounding": p.entry["rounding"], "step": p.entry.get("chunk", stored_k)}
+    out = []
+    for i, p in enumerate(good):
+        same = [q for q in good if q.family == p.family]
+        if same[0] is not p or len(same) == 1:
+            out.append(p)
+            continue
+        findings = dict(p.findings)
+        mine = values(p)
+        for name in mine:
+            seen = []
+            for q in same:
+                v = values(q).get(name)
+                if v not in seen:
+                    seen.append(v)
+            if len(seen) > 1:
+                old = findings.get(name) or Finding(name)
+                findings[name] = Finding(name, also=tuple(seen), probes=old.probes,
+                                         note="the probes leave these open: each reproduces every probe word with "
+                                              "the other parameters of its proposal (see the alternatives)")
+        out.append(attrs.evolve(p, findings=findings))
+    return out
+
+
+def _propose(model, family, findings, sub, want, kept_probes, tried, good, fails):
+    """Build the proposal of ``findings`` and check it by simulating every probe."""
+    from .probes import run
+    entry = _entry_for(family, findings, model)
+    try:
+        got = run(candidate_model(model, entry), sub) if sub is not None else want
+    except Exception as exc:       # a proposal the accumulator refuses
+        tried.append((family, f"proposal not computable: {exc}"))
+        return
+    bad = tuple(pr.label for pr, g, w in zip(kept_probes, got, want) if int(g) != int(w))
+    prop = Proposal(model.arch, model.instruction, family, findings, entry, len(want) - len(bad), len(want),
+                    bad, tuple(tried))
+    if not bad:
+        good.append(prop)
+        return
+    tried.append((family, f"proposal ({entry['rounding']}) reproduces {len(want) - len(bad)} of "
+                          f"{len(want)} probe words"))
+    fails.append(prop)
 
 
 def _families(model):

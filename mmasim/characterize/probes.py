@@ -50,6 +50,8 @@ Ladders (``Probe.ladder``):
 ``crel``       the same anchor with C = 2^(S+s0-1) (not dominant) and -2^u in block 1: a group whose
                raw is at most C's is truncated at 2^(r_c - c_relative) (docs/datapaths.md §6).
 ``zeros-s``    the zero-handling ladder with the exponents carried by the scales.
+``zeros-1``    C = 0 and one product 2^t (unscaled shapes): it survives iff t >= e_zero - F, which
+               reads a large e_zero (one that truncates the anchor of the other zero ladders).
 ``group-p``    the group ladder with C = 0 and the anchor in block 0.
 """
 
@@ -267,9 +269,14 @@ def _ladders(bld: _Builder):
 
 
 def _zeros(bld: _Builder):
-    """C = 0; anchor 2^t (normal product) at the lowest t whose rungs D can show."""
+    """C = 0; anchor 2^t (normal product) at the lowest t whose rungs D can show; and a lone
+    product 2^t for every t D can show (``zeros-1``: it survives iff t >= e_zero - F)."""
     lo, hi = bld.R.normal_range
     dmin = bld.dmin
+    if not bld.blocks:
+        for t in range(min(hi, 0), max(lo, dmin) - 1, -1):
+            if bld.product_ok(P2(t), normal=True):
+                bld.add(f"zeros-1 t={t}", "zeros-1", t, None, [(0, P2(t), True)], Fraction(0), t)
     if bld.rz:
         # RZ: D = 2^t - 2^u must differ from 2^t: 2^t above the smallest D subnormal
         for t in range(max(lo, dmin + 1), hi + 1):
