@@ -674,7 +674,9 @@ def _two_stage(model, probes, measured, encodings):
     f["even_odd"] = (Finding("even_odd", bool(yes), True, probes=tuple(used),
                              note="a lone odd-k product below the window is floored (separate even/odd windows)"
                              if yes else "a lone product below the window is truncated to zero (one window)")
-                     if used and (yes == 0 or no == 0) else Finding("even_odd", also=(True, False), note="not observed"))
+                     if used and (yes == 0 or no == 0) and yes + no == len(used)
+                     else Finding("even_odd", also=(True, False) if not used else ("?",), probes=tuple(used),
+                                  note="not observed" if not used else "the even/odd rungs disagree"))
     # drop_c
     yes, no, used = 0, 0, []
     for pr in _by_ladder(probes, "dropc"):
@@ -691,7 +693,9 @@ def _two_stage(model, probes, measured, encodings):
     f["drop_c"] = (Finding("drop_c", bool(yes), True, probes=tuple(used),
                            note="a C more than F + 1 bits below the products is dropped" if yes
                            else "a small C is floored, not dropped")
-                   if used and (yes == 0 or no == 0) else Finding("drop_c", also=(True, False), note="not observed"))
+                   if used and (yes == 0 or no == 0) and yes + no == len(used)
+                   else Finding("drop_c", also=(True, False) if not used else ("?",), probes=tuple(used),
+                                note="not observed" if not used else "the drop-C rungs disagree"))
     # overflow
     nan, fin, used = [], [], []
     for pr in _by_ladder(probes, "overflow"):
