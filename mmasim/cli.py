@@ -268,6 +268,31 @@ def cmd_compare(args, parser) -> int:
     return 0
 
 
+def cmd_characterize(args) -> int:
+    from . import characterize as char
+    model = MMA(args.arch, args.instruction, **_qualifiers(args))
+    if args.from_vectors:
+        from . import vectors
+        vf = vectors.load(args.from_vectors)
+        theirs = vectors.model_for(vf)
+        if theirs.datapath != model.datapath:
+            raise char.CharacterizeError(f"{args.from_vectors}: its cases are for {theirs.arch}: {theirs.instruction}, "
+                           f"not {model.arch}: {model.instruction}")
+        prop = char.from_vectors(model, vf)
+        source = f"device words from {args.from_vectors}"
+    else:
+        prop = char.characterize(model)
+        source = "simulated words (the table's datapath, as a check of the method)"
+    if args.json:
+        _dump({"schema": "mmasim.characterize/1", "source": source, **prop.to_json()})
+    else:
+        print(f"# probes: {source}")
+        print(safe(prop.toml(), newlines=True), end="")
+        for family, why in prop.rejected:
+            print(f"# tried {family}: {safe(why)}")
+    return 0 if prop.consistent else 1
+
+
 def cmd_plugins(args) -> int:
     from . import plugins
 
@@ -436,6 +461,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", metavar="FIG.png", type=_plot_path,
                    help="draw the map into an image (needs matplotlib); the type comes from the extension")
     s.set_defaults(func=cmd_layout)
+
+    s = sub.add_parser(
+        "characterize", help="infer a datapath's window parameters from probe ladders (docs/characterize.md)",
+        description="Run the fixed probe ladders of docs/characterize.md through the simulator (or read a "
+                    "device's words from a vector file written by mmasim harness run --probes) and infer the "
+                    "window parameters from the D words alone: a proposed [[datapath]] entry, with the probes "
+                    "that decided each parameter. Exit status 0 when the proposal reproduces every probe word, "
+                    "1 otherwise.")
+    add_instruction(s)
+    s.add_argument("--from-vectors", metavar="FILE", help="an mmasim-vectors file holding the probe cases and "
+                   "the device's D words (mmasim harness run --probes)")
+    s.set_defaults(func=cmd_characterize)
 
     s = sub.add_parser("plugins", help="every plugin with its status (exit 1 when one failed to load)")
     add_json(s)

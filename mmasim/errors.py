@@ -78,3 +78,8 @@ class HarnessError(MMAError):
 
 class ToolchainError(HarnessError):
     """No compiler (nvcc) for a target, or the compiler rejected a generated source."""
+
+
+class CharacterizeError(MMAError, ValueError):
+    """An instruction the probe ladders cannot characterize (integer operands), or a vector file
+    without the probe cases (mmasim.characterize)."""

@@ -1,0 +1,42 @@
+"""Characterize a datapath: run fixed probe ladders and infer its table parameters.
+
+``probe_cases(model)`` is one fixed batch of dot-product cases built from the instruction's shape
+(:mod:`mmasim.characterize.probes`); ``infer(model, cases, d_words)`` reads the window parameters
+back from the D words (:mod:`mmasim.characterize.infer`) and proposes a ``[[datapath]]`` entry
+(:mod:`mmasim.characterize.toml`).  ``characterize(model)`` runs the probes through the simulator
+itself; a device's words come from ``mmasim harness run --probes`` as an mmasim-vectors file
+(``from_vectors``).  See docs/characterize.md.
+"""
+
+from __future__ import annotations
+
+from ..errors import CharacterizeError
+from .infer import FAMILIES, Finding, Proposal, candidate_model, infer
+from .probes import _arrays, build, probe_cases, run
+
+
+def characterize(model) -> Proposal:
+    """Probe ``model`` through the simulator and infer its parameters from the words alone."""
+    probes = build(model)
+    cases = _arrays(model, probes)
+    return infer(model, cases, run(model, cases), probes=probes)
+
+
+def from_vectors(model, vf) -> Proposal:
+    """Infer ``model``'s parameters from a vector file ``vf`` (:func:`mmasim.vectors.load`) whose
+    cases include the probes of :func:`probe_cases` (matched by label and words)."""
+    if vf.labels is None:
+        raise CharacterizeError(f"{vf.path}: no labels: the probe cases are matched by their labels")
+    cases = {"a": vf.a, "b": vf.b, "c": vf.c, "labels": vf.labels}
+    for key in ("scale_a", "scale_b", "sparse_metadata"):
+        if getattr(vf, key) is not None:
+            cases[key] = getattr(vf, key)
+    prop = infer(model, cases, vf.d)
+    if prop.total == 0:
+        raise CharacterizeError(f"{vf.path}: none of its cases is a probe of {model.instruction} "
+                       "(write them with mmasim harness run --probes)")
+    return prop
+
+
+__all__ = ["CharacterizeError", "probe_cases", "infer", "characterize", "from_vectors", "build", "run", "Proposal", "Finding",
+           "candidate_model", "FAMILIES"]
