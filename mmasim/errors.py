@@ -69,3 +69,12 @@ class PluginConflict(PluginError):
 
 class PluginWarning(UserWarning):
     """A third-party plugin was skipped (``mmasim.plugins.status()`` says why)."""
+
+
+class HarnessError(MMAError):
+    """The hardware harness cannot run: no GPU, a device that is not the architecture, a failed
+    build or run of a generated kernel (``mmasim harness``)."""
+
+
+class ToolchainError(HarnessError):
+    """No compiler (nvcc) for a target, or the compiler rejected a generated source."""
