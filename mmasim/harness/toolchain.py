@@ -14,6 +14,7 @@ import functools
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -114,6 +115,57 @@ def find_nvcc(target: str | None = None) -> Nvcc:
     raise ToolchainError(f"no nvcc found that knows {target}{hint}; found {have}")
 
 
+#: targets no CUDA 13 nvcc knows, assembled instead by retargeting PTX: nvcc (any) writes the
+#: PTX for ``compute_75``, its ``.version`` / ``.target`` lines are rewritten and a CUDA 12
+#: ``ptxas`` (pip ``nvidia-cuda-nvcc-cu12`` ships ptxas without nvcc) assembles it for the target.
+RETARGET = {"sm_70": ("compute_75", "sm_75", "7.0")}
+
+
+@functools.lru_cache(maxsize=None)
+def find_ptxas(target: str):
+    """A ``ptxas`` that assembles for ``target`` (``MMASIM_PTXAS``, a CUDA 12 wheel, beside an nvcc)."""
+    cands = [os.environ.get("MMASIM_PTXAS", "")]
+    for root in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+        cands += [str(p) for p in sorted((pathlib.Path(root) / "nvidia").glob("*/bin/ptxas"))]
+    cands += [str(pathlib.Path(n.path).parent / "ptxas") for n in compilers()]
+    for path in cands:
+        if not path or not os.path.isfile(path):
+            continue
+        try:
+            r = subprocess.run([path, f"-arch={target}", "--version"], capture_output=True, text=True, timeout=60)
+            help_ = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if r.returncode == 0 and target in help_:
+            return path
+    return None
+
+
+def _retarget_compile(source: str, target: str, product: pathlib.Path, d: pathlib.Path, key: str):
+    compute, old, version = RETARGET[target]
+    nvcc = find_nvcc(old)
+    ptxas = find_ptxas(target)
+    if ptxas is None:
+        raise ToolchainError(f"no nvcc and no ptxas found that know {target} (CUDA 13 dropped it): "
+                             "pip install nvidia-cuda-nvcc-cu12 (its ptxas) or set MMASIM_PTXAS")
+    src, ptx = d / (key + ".cu"), d / (key + ".ptx")
+    src.write_text(source)
+    r = subprocess.run([nvcc.path, f"-arch={compute}", "-std=c++17", "-ptx", "-o", str(ptx), str(src)],
+                       capture_output=True, text=True, env=_env_for(nvcc.path))
+    if r.returncode != 0:
+        raise ToolchainError(f"nvcc -ptx ({compute}, for {target}) failed (exit {r.returncode}):\n{r.stderr.strip()}")
+    text = ptx.read_text()
+    text = re.sub(r"^\.version .*$", f".version {version}", text, count=1, flags=re.M)
+    text = re.sub(rf"^\.target {old}\b", f".target {target}", text, count=1, flags=re.M)
+    ptx.write_text(text)
+    r = subprocess.run([ptxas, f"-arch={target}", "-o", str(product) + ".tmp", str(ptx)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ToolchainError(f"ptxas {target} failed (exit {r.returncode}):\n{r.stderr.strip()}")
+    os.replace(str(product) + ".tmp", product)
+    src.unlink(missing_ok=True)
+    ptx.unlink(missing_ok=True)
+
+
 def cache_dir() -> pathlib.Path:
     root = os.environ.get("MMASIM_HARNESS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "mmasim-harness")
     return pathlib.Path(root)
@@ -138,9 +190,22 @@ def compile_source(source: str, target: str, *, link: bool = False, flags=(), ou
     """Compile CUDA ``source`` for ``target``: an object (``-c``) or, with ``link``, an executable.
 
     Returns the path of the product (in the cache, or ``out`` when given: copied there).
-    Raises :class:`ToolchainError` with the compiler's messages when it fails.
+    Raises :class:`ToolchainError` with the compiler's messages when it fails.  A target of
+    :data:`RETARGET` that no nvcc knows is assembled by retargeting PTX (device code only: an
+    object, no executable).
     """
-    nvcc = find_nvcc(target)
+    try:
+        nvcc = find_nvcc(target)
+    except ToolchainError:
+        if target not in RETARGET or link:
+            raise
+        key = _key(source, target, list(flags) + ["retarget"], find_nvcc(RETARGET[target][1]))
+        d = cache_dir() / key[:2]
+        product = d / (key + ".cubin")
+        if not (cache and product.exists()):
+            d.mkdir(parents=True, exist_ok=True)
+            _retarget_compile(source, target, product, d, key)
+        return product
     flags = list(flags)
     mode = "exe" if link else "obj"
     key = _key(source, target, flags + [mode], nvcc)
