@@ -7,6 +7,7 @@ cached by content hash (``$MMASIM_HARNESS_CACHE``), so an unchanged table compil
 Skipped, with the reason, only where no ``nvcc`` that knows the target is installed
 (``.ci/run`` installs the PyPI wheel ``nvidia-cuda-nvcc``).
 """
+import functools
 import re
 
 import pytest
@@ -27,6 +28,7 @@ def _version(nvcc):
     return tuple(int(x) for x in nvcc.version.split(".")[:2]) if nvcc.version else (0, 0)
 
 
+@functools.lru_cache(maxsize=None)
 def _specs(arch):
     pairs, _ = gen.specs_for(arch)
     return [s for _, s in pairs if s.target.startswith("sm_")]
