@@ -228,3 +228,24 @@ def test_generate_reports_refused_datapaths_instead_of_dropping_them(tmp_path):
     assert "mma.sync.m8n8k4.f16.f16.f16" in skipped
     assert len(res.kernels) + len(res.skipped) == len(mmasim.instructions("Ampere"))
     assert json.loads((tmp_path / (res.kernels[0][0].name + ".json")).read_text())["arch"] == "Ampere"
+
+
+def test_nvcc_named_by_MMASIM_NVCC_is_preferred_and_sm_70_needs_a_cuda_12_toolchain(tmp_path, monkeypatch):
+    from mmasim.errors import ToolchainError
+    from mmasim.harness import toolchain
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\ncase \"$1\" in\n--version) echo 'Cuda compilation tools, release 13.0, V13.0.88';;\n"
+                    "--list-gpu-arch) echo compute_75; echo compute_90;;\nesac\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("MMASIM_NVCC", str(fake))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    toolchain.compilers.cache_clear()
+    try:
+        first = toolchain.compilers()[0]
+        assert (first.path, first.origin, first.version) == (str(fake), "MMASIM_NVCC", "13.0")
+        assert toolchain.find_nvcc("sm_90a") == first
+        if not any(n.knows("sm_70") for n in toolchain.compilers()):
+            with pytest.raises(ToolchainError, match="sm_70.*nvidia-cuda-nvcc-cu12"):
+                toolchain.find_nvcc("sm_70")
+    finally:
+        toolchain.compilers.cache_clear()

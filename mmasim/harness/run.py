@@ -287,6 +287,9 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
     pairs, skipped = gen.specs_for(arch, instructions)
     if not pairs:
         raise HarnessError(f"{arch}: nothing to run" + (f" ({skipped[0][1]})" if skipped else ""))
+    if device is None and not pairs[0][1].target.startswith("sm_"):
+        raise HarnessError(f"{arch}: harness run drives NVIDIA GPUs only so far; build the generated HIP "
+                           f"sources with mmasim harness generate {arch} --out DIR and DIR/build.sh")
     device = device or CudaDevice()
     info = check_device(device, arch, pairs[0][1].target)
     if probes and probe_source is None:
