@@ -185,9 +185,11 @@ def arch_flag(target: str) -> list:
     return ["-gencode", f"arch=compute_{target[3:]},code={target}"]
 
 
-def compile_source(source: str, target: str, *, link: bool = False, flags=(), out: str | os.PathLike | None = None,
-                   cache: bool = True) -> pathlib.Path:
-    """Compile CUDA ``source`` for ``target``: an object (``-c``) or, with ``link``, an executable.
+def compile_source(source: str, target: str, *, link: bool = False, device_only: bool = False, flags=(),
+                   out: str | os.PathLike | None = None, cache: bool = True) -> pathlib.Path:
+    """Compile CUDA ``source`` for ``target``: an object (``-c``), with ``device_only`` a cubin
+    (``-cubin``: the device code alone, faster; what the compile checks use), or with ``link``
+    an executable.
 
     Returns the path of the product (in the cache, or ``out`` when given: copied there).
     Raises :class:`ToolchainError` with the compiler's messages when it fails.  A target of
@@ -207,16 +209,16 @@ def compile_source(source: str, target: str, *, link: bool = False, flags=(), ou
             _retarget_compile(source, target, product, d, key)
         return product
     flags = list(flags)
-    mode = "exe" if link else "obj"
+    mode = "exe" if link else "cubin" if device_only else "obj"
     key = _key(source, target, flags + [mode], nvcc)
     d = cache_dir() / key[:2]
-    product = d / (key + (".bin" if link else ".o"))
+    product = d / (key + {"exe": ".bin", "cubin": ".cubin", "obj": ".o"}[mode])
     if not (cache and product.exists()):
         d.mkdir(parents=True, exist_ok=True)
         src = d / (key + ".cu")
         src.write_text(source)
         cmd = [nvcc.path, *arch_flag(target), "-std=c++17", *flags]
-        cmd += (["-o", str(product) + ".tmp", str(src)] if link else ["-c", "-o", str(product) + ".tmp", str(src)])
+        cmd += {"exe": [], "cubin": ["-cubin"], "obj": ["-c"]}[mode] + ["-o", str(product) + ".tmp", str(src)]
         r = subprocess.run(cmd, capture_output=True, text=True, env=_env_for(nvcc.path))
         if r.returncode != 0:
             raise ToolchainError(f"nvcc {target} failed (exit {r.returncode}):\n{r.stderr.strip()}")
