@@ -249,3 +249,22 @@ def test_nvcc_named_by_MMASIM_NVCC_is_preferred_and_sm_70_needs_a_cuda_12_toolch
                 toolchain.find_nvcc("sm_70")
     finally:
         toolchain.compilers.cache_clear()
+
+
+@pytest.mark.parametrize("arch, instruction", [
+    ("RTX Blackwell", "mma.sync.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.m16n8k64.f32.e2m1.e2m1.ue4m3"),
+    ("Ampere", "mma.sync.sp.m16n8k32.f32.f16.f16"),
+    ("Hopper", "mma.sync.m16n8k8.f64.f64.f64"),
+])
+def test_vector_file_cases_of_a_tile_are_its_rows_columns_scales_and_metadata(arch, instruction):
+    # case (t, i, j) of the vector file is row i of A, column j of B, C[i][j] with row i of scale_a,
+    # column j of scale_b and row i's metadata: the dot form on them equals the matrix form's D[i][j]
+    m = mmasim.MMA(arch, instruction)
+    M, N = m.shape
+    ops, labels = hrun.random_tiles(m, 7, np.random.default_rng(5), M, N)
+    kw = lambda t: {k: ops[k][t] for k in ("scale_a", "scale_b", "sparse_metadata") if k in ops}
+    D = np.stack([m(ops["a"][t], ops["b"][t], ops["c"][t], **kw(t)) for t in range(7)]).astype(np.uint64)
+    cases = hrun.dot_cases(m, ops, D)
+    extra = {k: cases[k] for k in ("scale_a", "scale_b", "sparse_metadata") if k in cases}
+    assert np.array_equal(m.dot(cases["a"], cases["b"], cases["c"], **extra).astype(np.uint64), cases["d"])
+    assert len(labels) == len(cases["d"]) == 7 * M * N and labels[0] == "uniform" and labels[-1] == "mixed"

@@ -173,8 +173,16 @@ def random_tiles(model, tiles: int, rng, M: int, N: int) -> tuple:
             C[idx] = wordgen.words(model.c_format, (n, M, N), rng, kind)
     ops = {"a": A, "b": B, "c": C}
     if dp.scale:
-        ops["scale_a"] = wordgen.words(model.scale_format, (tiles, M, dp.blocks), rng, "near_one")
-        ops["scale_b"] = wordgen.words(model.scale_format, (tiles, dp.blocks, N), rng, "near_one")
+        # scale factors of the tile's kind (extreme scales with "huge" / "subnormal" / "edge"),
+        # near 1 for near-one and cancellation tiles
+        SA = np.zeros((tiles, M, dp.blocks), dtype=np.uint64)
+        SB = np.zeros((tiles, dp.blocks, N), dtype=np.uint64)
+        for kind in dict.fromkeys(kinds):
+            idx = np.array([i for i, k in enumerate(kinds) if k == kind])
+            sk = "near_one" if kind in ("near_one", "cancellation") else kind
+            SA[idx] = wordgen.words(model.scale_format, (len(idx), M, dp.blocks), rng, sk)
+            SB[idx] = wordgen.words(model.scale_format, (len(idx), dp.blocks, N), rng, sk)
+        ops["scale_a"], ops["scale_b"] = SA, SB
     if dp.sparse:
         ops["sparse_metadata"] = wordgen.sparse_metadata(model.sparse_rule, K, tiles * M, rng).reshape(tiles, M, -1)
     labels = np.repeat(np.array(kinds, dtype=object), M * N)
