@@ -268,3 +268,33 @@ def test_vector_file_cases_of_a_tile_are_its_rows_columns_scales_and_metadata(ar
     extra = {k: cases[k] for k in ("scale_a", "scale_b", "sparse_metadata") if k in cases}
     assert np.array_equal(m.dot(cases["a"], cases["b"], cases["c"], **extra).astype(np.uint64), cases["d"])
     assert len(labels) == len(cases["d"]) == 7 * M * N and labels[0] == "uniform" and labels[-1] == "mixed"
+
+
+_SCALE_SPARSE_LAYOUTS = hasattr(__import__("mmasim.placement").placement, "compress")
+
+SCALED_SPARSE = [
+    ("Ampere", "8.0", ["mma.sync.sp.m16n8k16.f32.f16.f16", "mma.sync.sp::ordered_metadata.m16n8k16.f32.tf32.tf32",
+                       "mma.sync.sp.m16n8k64.s32.s8.u8.satfinite", "mma.sync.sp::ordered_metadata.m16n8k128.s32.u4.u4"]),
+    ("RTX Blackwell", "12.0", [
+        "mma.sync.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.m16n8k32.f32.e4m3.e2m1.ue8m0",
+        "mma.sync.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.m16n8k64.f32.e2m1.e2m1.ue4m3",
+        "mma.sync.sp::ordered_metadata.kind::mxf4.block_scale.scale_vec::2X.block32.m16n8k128.f32.e2m1.e2m1.ue8m0",
+        "mma.sync.sp::ordered_metadata.kind::f8f6f4.m16n8k64.f16.e3m2.e2m3"]),
+]
+
+
+@pytest.mark.skipif(not _SCALE_SPARSE_LAYOUTS,
+                    reason="needs the scale-factor / sparse-metadata register layouts (mmasim.placement.compress)")
+@pytest.mark.parametrize("arch, cc, names", SCALED_SPARSE, ids=[r[0] for r in SCALED_SPARSE])
+def test_sparse_and_block_scaled_kernels_run_on_a_simulated_device_and_validate(tmp_path, capsys, arch, cc, names):
+    res = hrun.run(arch, tmp_path, cases=6, seed=9, instructions=names, device=_Sim(cc), progress=False)
+    assert not res["skipped"] and len(res["written"]) == len(names)
+    assert cli.main(["validate", "-q", "--json", str(tmp_path)]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["files"] == len(names) and summary["mismatches"] == 0 and summary["errors"] == 0
+    for name in names:                                  # the kernel's register counts are the layouts'
+        m = mmasim.MMA(arch, name)
+        (spec,) = nv_sync.specs(m)
+        for b in spec.inputs:
+            sel = {"selector": 0} if b.operand == "sparse_metadata" else {}
+            assert m.layout(b.operand, **sel).registers == b.words, (name, b.operand)

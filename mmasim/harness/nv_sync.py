@@ -142,7 +142,7 @@ def device_code(name: str, opcode: str, regs: dict, f64: bool, sparse: bool, sca
         pos += 1
     if scaled:
         ins += ['"r"(pscale_a[0])', '"r"(pscale_b[0])']
-        bid, tid = SCALE_SELECTOR
+        bid, tid = SCALE_SELECTOR           # {byte-id, thread-id} of A and of B (immediates)
         operands += f", %{pos}, {{{bid}, {tid}}}, %{pos + 1}, {{{bid}, {tid}}}"
         pos += 2
     lines.append(f'    asm volatile("{opcode} {operands};"')
@@ -182,7 +182,8 @@ def specs(model) -> list:
     if sparse:
         options["sparsity_selector"] = SPARSITY_SELECTOR
     if scaled:
-        options["byte_id"], options["thread_id"] = SCALE_SELECTOR
+        options["byte_id_a"], options["thread_id_a"] = SCALE_SELECTOR
+        options["byte_id_b"], options["thread_id_b"] = SCALE_SELECTOR
     device = device_code(name, opcode, regs, dp.a == "f64", sparse, scaled)
     return [KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={}, target=TARGETS[model.arch],
                        threads=32, name=name, assembly=opcode, inputs=tuple(inputs),
@@ -225,13 +226,24 @@ def _compress(model, A, md):
     return stored.reshape(cases, M, K // 2)
 
 
-def _extra(model, name, mats):
-    """Registers of an operand whose register layout lives outside A/B/C/D (scales, metadata)."""
+def selectors(spec) -> dict:
+    """The selectors the kernel of ``spec`` was generated with, as :meth:`mmasim.Model.warp`
+    takes them (``byte_id_a`` ... ``sparsity_selector``)."""
+    keys = ("byte_id_a", "thread_id_a", "byte_id_b", "thread_id_b", "sparsity_selector")
+    return {k: spec.options[k] for k in keys if k in spec.options}
+
+
+def _extra(model, name, mats, **selector):
+    """Registers of the scale / metadata operand ``name`` (one 32-bit register per lane), placed with
+    the register layout mmasim.placement registers for it, read through ``selector``."""
+    out = np.empty((mats.shape[0], 32, 1), dtype=np.uint32)
     try:
-        return _per_case(model, name, mats, 1)
-    except OperandError as e:
+        for k in range(mats.shape[0]):
+            out[k] = model.fragments(name, mats[k], **selector)
+    except (OperandError, TypeError) as e:
         raise UnsupportedDatapath(f"{model.instruction}: no register layout of {name} is registered "
                                   f"(mmasim.placement), so the harness cannot place it: {e}") from None
+    return out.reshape(-1)
 
 
 def place(spec, model, ops: dict) -> list:
@@ -247,14 +259,17 @@ def place(spec, model, ops: dict) -> list:
         except ShapeError as e:
             raise UnsupportedDatapath(f"{model.instruction}: the register layout of the compressed sparse A "
                                       f"(M x K/2) is not registered (mmasim.placement): {e}") from None
-        out["sparse_metadata"] = _extra(model, "sparse_metadata", md)
+        out["sparse_metadata"] = _extra(model, "sparse_metadata", md, selector=spec.options["sparsity_selector"])
     else:
         out["a"] = _per_case(model, "a", A, spec.inputs[0].words)
     out["b"] = _per_case(model, "b", B, spec.inputs[1].words)
     out["c"] = _per_case(model, "c", C, spec.inputs[2].words)
     if dp.scale:
-        out["scale_a"] = _extra(model, "scale_a", np.asarray(ops["scale_a"], dtype=np.uint64))
-        out["scale_b"] = _extra(model, "scale_b", np.asarray(ops["scale_b"], dtype=np.uint64))
+        o = spec.options
+        out["scale_a"] = _extra(model, "scale_a", np.asarray(ops["scale_a"], dtype=np.uint64),
+                                byte_id=o["byte_id_a"], thread_id=o["thread_id_a"])
+        out["scale_b"] = _extra(model, "scale_b", np.asarray(ops["scale_b"], dtype=np.uint64),
+                                byte_id=o["byte_id_b"], thread_id=o["thread_id_b"])
     return [out[b.operand] for b in spec.inputs]
 
 

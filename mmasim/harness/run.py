@@ -112,11 +112,21 @@ class SimulatedDevice(Device):
         return self._info
 
     def run(self, spec, model, inputs, cases) -> np.ndarray:
+        from .nv_sync import selectors
+        if spec.threads != 32 or any(b.space != "registers" for b in spec.inputs):
+            raise UnsupportedDatapath(f"SimulatedDevice: {spec.name} is not a 32-lane register kernel")
         bufs = {b.operand: np.asarray(x, dtype=np.uint32).reshape(cases, spec.threads, b.words)
                 for b, x in zip(spec.inputs, inputs)}
-        if model.datapath.sparse or model.datapath.scale:
-            raise UnsupportedDatapath("SimulatedDevice: sparse and block-scaled kernels are not simulated")
-        out = [model.warp(bufs["a"][k], bufs["b"][k], bufs["c"][k]) for k in range(cases)]
+        extra = [o for o in ("scale_a", "scale_b", "sparse_metadata") if o in bufs]
+        sel = selectors(spec) if extra else {}
+        out = []
+        try:
+            for k in range(cases):
+                out.append(model.warp(bufs["a"][k], bufs["b"][k], bufs["c"][k],
+                                      **{o: bufs[o][k] for o in extra}, **sel))
+        except TypeError as e:          # a placement package without scale / metadata registers
+            raise UnsupportedDatapath(f"SimulatedDevice: Model.warp cannot take {', '.join(extra)} "
+                                      f"registers ({e})") from None
         return np.stack(out).astype(np.uint32).reshape(-1)
 
 
