@@ -6,8 +6,8 @@ baked in as constants, everything else is the same.  Usage of a built harness::
     NAME CASES OUT.bin IN0.bin IN1.bin ...
 
 ``INi.bin`` holds the words of ``spec.inputs[i]`` (little-endian uint32, ``CASES * threads *
-words`` for a ``registers`` buffer, ``CASES * words`` for ``smem``); ``OUT.bin`` receives D the
-same way.  The program prints one line ``mmasim-harness: device=... cc=MAJOR.MINOR runtime=...
+words`` for a ``registers`` buffer, ``CASES * words`` for ``smem``; times ``spec.cluster``, the
+blocks of one case, where a case takes a cluster); ``OUT.bin`` receives D the same way.  The program prints one line ``mmasim-harness: device=... cc=MAJOR.MINOR runtime=...
 driver=...`` and exits 0, or prints ``mmasim-harness: error: ...`` (a CUDA error names the call
 that failed) and exits non-zero.
 """
@@ -22,6 +22,7 @@ static const int kInputs = @INPUTS@;
 static const size_t kInWords[kInputs > 0 ? kInputs : 1] = {@INWORDS@};   // words per case
 static const size_t kOutWords = @OUTWORDS@;                               // words per case
 static const int kThreads = @THREADS@;
+static const unsigned kCluster = @CLUSTER@;                               // blocks per case
 static const size_t kSmemBytes = @SMEM@;
 
 static void die(const char* what, const char* detail) {
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     }
     char* end = nullptr;
     long long cases = strtoll(argv[1], &end, 10);
-    if (!end || *end || cases <= 0 || cases > 0x7fffffffLL) die("CASES must be a positive integer", argv[1]);
+    if (!end || *end || cases <= 0 || cases * kCluster > 0x7fffffffLL) die("CASES must be a positive integer", argv[1]);
     int dev = 0, runtime = 0, driver = 0;
     CK(cudaGetDevice(&dev));
     cudaDeviceProp prop;
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
     CK(cudaMemset(dout, 0xff, out_words * 4));
     if (kSmemBytes > 48 * 1024)
         CK(cudaFuncSetAttribute(@NAME@, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes));
-    @NAME@<<<(unsigned)cases, kThreads, kSmemBytes>>>(din, dout);
+    @NAME@<<<(unsigned)cases * kCluster, kThreads, kSmemBytes>>>(din, dout);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     std::vector<uint32_t> h(out_words);
@@ -89,9 +90,16 @@ int main(int argc, char** argv) {
 """
 
 
+def cluster(spec: KernelSpec) -> int:
+    """Thread blocks per case (``KernelSpec.cluster``: 2 for tcgen05 ``cta_group::2``; 1 where the
+    spec has no such field)."""
+    return int(getattr(spec, "cluster", 1) or 1)
+
+
 def words_per_case(spec: KernelSpec, buf) -> int:
-    """32-bit words one case of ``buf`` takes in its file."""
-    return buf.words * spec.threads if buf.space == "registers" else buf.words
+    """32-bit words one case of ``buf`` takes in its file (every block of the case's cluster)."""
+    per_block = buf.words * spec.threads if buf.space == "registers" else buf.words
+    return per_block * cluster(spec)
 
 
 def smem_bytes(spec: KernelSpec) -> int:
@@ -110,7 +118,8 @@ def cuda_main(spec: KernelSpec) -> str:
     for key, value in (("INPUTS", str(len(spec.inputs))),
                        ("INWORDS", ", ".join(str(words_per_case(spec, b)) for b in spec.inputs) or "0"),
                        ("OUTWORDS", str(words_per_case(spec, spec.output))),
-                       ("THREADS", str(spec.threads)), ("SMEM", str(smem_bytes(spec))), ("NAME", spec.name)):
+                       ("THREADS", str(spec.threads)), ("CLUSTER", str(cluster(spec))),
+                       ("SMEM", str(smem_bytes(spec))), ("NAME", spec.name)):
         text = text.replace(f"@{key}@", value)
     return text
 
