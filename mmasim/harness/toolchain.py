@@ -238,9 +238,10 @@ def compile_source(source: str, target: str, *, link: bool = False, device_only:
         src = d / (key + ".cu")
         src.write_text(source)
         cmd = [nvcc.path, *arch_flag(target), "-std=c++17", *flags]
-        # a device-only check does not need optimised code: ptxas -O0 still parses and checks every
-        # instruction for the target, in a fraction of the time
-        cmd += {"exe": [], "cubin": ["-cubin", "-Xptxas", "-O0"], "obj": ["-c"]}[mode]
+        # a device-only check does not need optimised code: cicc -O0 passes the inline PTX through
+        # unchanged and ptxas -O0 still parses and checks every instruction for the target
+        # (cuts the compile time by about a third)
+        cmd += {"exe": [], "cubin": ["-cubin", "-Xcicc", "-O0", "-Xptxas", "-O0"], "obj": ["-c"]}[mode]
         cmd += ["-o", str(product) + ".tmp", str(src)]
         r = subprocess.run(cmd, capture_output=True, text=True, env=_env_for(nvcc.path))
         if r.returncode != 0:
