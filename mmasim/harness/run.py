@@ -81,24 +81,85 @@ class CudaDevice(Device):
 
     def run(self, spec, model, inputs, cases) -> np.ndarray:
         exe = toolchain.compile_source(host.cuda_source(spec), spec.target, link=True)
-        with tempfile.TemporaryDirectory(prefix="mmasim-harness-") as tmp:
-            tmp = pathlib.Path(tmp)
-            files = []
-            for i, words in enumerate(inputs):
-                p = tmp / f"in{i}.bin"
-                np.ascontiguousarray(words, dtype="<u4").tofile(p)
-                files.append(str(p))
-            out = tmp / "out.bin"
-            env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(self.index))
-            r = subprocess.run([str(exe), str(cases), str(out), *files], capture_output=True, text=True, env=env)
-            if r.returncode != 0:
-                raise HarnessError(f"{spec.name} failed on the device (exit {r.returncode}): "
-                                   f"{(r.stderr or r.stdout).strip()[:300]}")
-            m = re.search(r"runtime=(\d+)", r.stdout)
-            if m:
-                v = int(m.group(1))
-                self.info()["cuda_runtime"] = f"{v // 1000}.{v % 1000 // 10}"
-            return np.fromfile(out, dtype="<u4")
+        words, stdout = _run_binary(exe, spec, inputs, cases, env={"CUDA_VISIBLE_DEVICES": str(self.index)})
+        m = re.search(r"runtime=(\d+)", stdout)
+        if m:
+            v = int(m.group(1))
+            self.info()["cuda_runtime"] = f"{v // 1000}.{v % 1000 // 10}"
+        return words
+
+
+def _build_with_hipcc(spec, model) -> pathlib.Path:
+    """The HIP program of ``spec`` (the AMD emitter's ``host_source`` / ``build_command``), built
+    with ``hipcc`` (``$MMASIM_HIPCC``, else on PATH) and cached by content hash."""
+    import hashlib
+    import shutil
+    mod = gen.emitter(model)
+    hipcc = os.environ.get("MMASIM_HIPCC") or shutil.which("hipcc")
+    if not hipcc:
+        raise HarnessError("no hipcc found: set MMASIM_HIPCC or put ROCm's hipcc on PATH")
+    source = mod.host_source(spec)
+    key = hashlib.sha256("\0".join([source, spec.target, hipcc]).encode()).hexdigest()
+    d = toolchain.cache_dir() / key[:2]
+    exe = d / (key + ".hipbin")
+    if not exe.exists():
+        d.mkdir(parents=True, exist_ok=True)
+        src = d / (key + ".hip")
+        src.write_text(source)
+        r = subprocess.run(mod.build_command(spec, str(src), str(exe) + ".tmp", hipcc=hipcc),
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise toolchain.ToolchainError(f"hipcc {spec.target} failed (exit {r.returncode}):\n{r.stderr.strip()}")
+        os.replace(str(exe) + ".tmp", exe)
+    return exe
+
+
+def _run_binary(exe, spec, inputs, cases, env=None) -> tuple:
+    """Run a built harness binary; ``(output words, stdout)``."""
+    with tempfile.TemporaryDirectory(prefix="mmasim-harness-") as tmp:
+        tmp = pathlib.Path(tmp)
+        files = []
+        for i, words in enumerate(inputs):
+            p = tmp / f"in{i}.bin"
+            np.ascontiguousarray(words, dtype="<u4").tofile(p)
+            files.append(str(p))
+        out = tmp / "out.bin"
+        r = subprocess.run([str(exe), str(cases), str(out), *files], capture_output=True, text=True,
+                           env=dict(os.environ, **(env or {})))
+        if r.returncode != 0:
+            raise HarnessError(f"{spec.name} failed on the device (exit {r.returncode}): "
+                               f"{(r.stderr or r.stdout).strip()[:300]}")
+        return np.fromfile(out, dtype="<u4"), r.stdout
+
+
+class HipDevice(Device):
+    """An AMD GPU through ``rocminfo`` and binaries built with ``hipcc``."""
+
+    def __init__(self):
+        self._info = None
+
+    def info(self) -> dict:
+        if self._info is None:
+            try:
+                r = subprocess.run(["rocminfo"], capture_output=True, text=True, timeout=60)
+            except FileNotFoundError:
+                raise HarnessError("no AMD GPU: rocminfo is not installed (harness run needs a GPU; "
+                                   "harness generate works without one)") from None
+            gfx = re.findall(r"^\s*Name:\s*(gfx\w+)", r.stdout, re.M)
+            names = re.findall(r"^\s*Marketing Name:\s*(.+?)\s*$", r.stdout, re.M)
+            if r.returncode != 0 or not gfx:
+                raise HarnessError("no usable AMD GPU found by rocminfo")
+            gpu_names = [n for n in names if "CPU" not in n and "Processor" not in n]
+            self._info = {"name": gpu_names[0] if gpu_names else gfx[0], "compute_capability": gfx[0],
+                          "driver": "", "cuda": ""}
+        return self._info
+
+    def run(self, spec, model, inputs, cases) -> np.ndarray:
+        words, stdout = _run_binary(_build_with_hipcc(spec, model), spec, inputs, cases)
+        m = re.search(r"runtime=(\d+) driver=(\d+)", stdout)
+        if m:
+            self.info().update(cuda=f"HIP runtime {m.group(1)}", driver=m.group(2))
+        return words
 
 
 class SimulatedDevice(Device):
@@ -131,6 +192,10 @@ class SimulatedDevice(Device):
 
 
 def _cc_of(target: str) -> str:
+    """What the device reports for ``target``: ``sm_90a`` -> ``9.0`` (compute capability),
+    ``gfx942`` -> ``gfx942``."""
+    if not target.startswith("sm_"):
+        return target
     cc = re.sub(r"[a-z]+$", "", target.split("_", 1)[1])
     return f"{cc[:-1]}.{cc[-1]}"
 
@@ -141,7 +206,8 @@ def check_device(device: Device, arch: str, target: str) -> dict:
     want = _cc_of(target)
     have = info.get("compute_capability", "")
     if have != want:
-        raise HarnessError(f"the device {info.get('name', '?')} has compute capability {have or '?'}, "
+        what = "compute capability" if target.startswith("sm_") else "architecture"
+        raise HarnessError(f"the device {info.get('name', '?')} has {what} {have or '?'}, "
                            f"but {arch} kernels ({target}) need {want}")
     return info
 
@@ -305,10 +371,8 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
     pairs, skipped = gen.specs_for(arch, instructions)
     if not pairs:
         raise HarnessError(f"{arch}: nothing to run" + (f" ({skipped[0][1]})" if skipped else ""))
-    if device is None and not pairs[0][1].target.startswith("sm_"):
-        raise HarnessError(f"{arch}: harness run drives NVIDIA GPUs only so far; build the generated HIP "
-                           f"sources with mmasim harness generate {arch} --out DIR and DIR/build.sh")
-    device = device or CudaDevice()
+    if device is None:
+        device = CudaDevice() if pairs[0][1].target.startswith("sm_") else HipDevice()
     info = check_device(device, arch, pairs[0][1].target)
     if probes and probe_source is None:
         try:
