@@ -293,6 +293,30 @@ def cmd_characterize(args) -> int:
     return 0 if prop.consistent else 1
 
 
+def cmd_harness_generate(args) -> int:
+    from .harness.generate import generate
+    arch = resolve_arch(get_registry(), args.arch)
+    res = generate(arch, args.instructions or None, args.out)
+    print(f"{len(res.kernels)} kernel(s) of {arch} written to {safe(str(args.out))} (build: {safe(str(args.out))}/build.sh)")
+    for ins, why in res.skipped:
+        print(f"  {safe(ins)}: {safe(one_line(why))}")
+    return 0
+
+
+def cmd_harness_run(args) -> int:
+    from .harness.run import run
+    arch = resolve_arch(get_registry(), args.arch)
+    res = run(arch, args.out, cases=args.cases, probes=args.probes, seed=args.seed,
+              instructions=args.instructions or None, progress=False if args.quiet else None)
+    dev = res["device"]
+    print(f"{len(res['written'])} vector file(s) from {safe(dev.get('name', '?'))} "
+          f"(compute capability {safe(dev.get('compute_capability', '?'))}) written to {safe(str(args.out))}; "
+          f"check them with: mmasim validate {safe(str(args.out))}")
+    for ins, why in res["skipped"]:
+        print(f"  {safe(ins)}: {safe(one_line(why))}")
+    return 0
+
+
 def cmd_plugins(args) -> int:
     from . import plugins
 
@@ -473,6 +497,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--from-vectors", metavar="FILE", help="an mmasim-vectors file holding the probe cases and "
                    "the device's D words (mmasim harness run --probes)")
     s.set_defaults(func=cmd_characterize)
+    s = sub.add_parser("harness", help="generate, build and run hardware harness kernels (docs/harness.md)",
+                       description="CUDA sources that run one instruction on a GPU, and a runner that writes "
+                                   "the measured words as vector files for mmasim validate (docs/harness.md).")
+    hsub = s.add_subparsers(dest="harness_command", required=True, parser_class=_Parser)
+    h = hsub.add_parser("generate", help="one self-contained source per instruction, its spec and build.sh")
+    h.add_argument("arch")
+    h.add_argument("instructions", nargs="*", metavar="INSTRUCTION",
+                   help="instructions (default: every instruction of the architecture)")
+    h.add_argument("--out", required=True, type=pathlib.Path, help="output folder")
+    h.set_defaults(func=cmd_harness_generate)
+    h = hsub.add_parser("run", help="build with nvcc, run on the GPU, write one vector file per instruction")
+    h.add_argument("arch")
+    h.add_argument("instructions", nargs="*", metavar="INSTRUCTION",
+                   help="instructions (default: every instruction of the architecture)")
+    h.add_argument("--out", required=True, type=pathlib.Path, help="output folder for the vector files")
+    h.add_argument("--cases", type=_count(1, "--cases"), default=100,
+                   help="random tiles (instruction executions) per instruction, each M x N dot-product cases "
+                        "(default 100)")
+    h.add_argument("--probes", action="store_true", help="also run the probe ladders (docs/characterize.md)")
+    h.add_argument("--seed", type=_count(0, "--seed"), default=0, help="random seed (default 0)")
+    h.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    h.set_defaults(func=cmd_harness_run)
 
     s = sub.add_parser("plugins", help="every plugin with its status (exit 1 when one failed to load)")
     add_json(s)

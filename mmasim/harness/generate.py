@@ -1,0 +1,125 @@
+"""``mmasim harness generate``: one self-contained source per instruction, its spec and a build script.
+
+Each instruction goes to the emitter of its family: ``mma.sync`` / ``mma.sp`` to
+:mod:`mmasim.harness.nv_sync`, ``wgmma.mma_async`` and ``tcgen05.mma`` to
+:mod:`mmasim.harness.nv_async`, AMD ``v_mfma`` / ``v_smfmac`` to :mod:`mmasim.harness.amd`.
+An instruction no emitter can take (the module is missing, mmasim refuses the datapath, a
+layout is not registered) is listed with the reason, never dropped silently.
+"""
+from __future__ import annotations
+
+import importlib
+import pathlib
+import shlex
+
+import attrs
+
+from .. import MMA, instructions as _instructions
+from ..errors import MMAError
+from . import host
+from .spec import KernelSpec
+
+#: datapath op -> the emitter module (relative to mmasim.harness)
+FAMILIES = {
+    "mma.sync": "nv_sync",
+    "wgmma.mma_async": "nv_async",
+    "tcgen05.mma": "nv_async",
+    "v_mfma": "amd",
+    "v_smfmac": "amd",
+}
+
+
+class NotGenerated(MMAError):
+    """An instruction the harness cannot generate a kernel for (the message says why)."""
+
+
+@attrs.frozen
+class Generated:
+    """What :func:`generate` wrote (``kernels``) and what it could not (``skipped``)."""
+
+    arch: str
+    out: str
+    kernels: tuple            # ((KernelSpec, source path), ...)
+    skipped: tuple            # ((instruction, reason), ...)
+
+
+def emitter(model):
+    """The emitter module of ``model``'s family; :class:`NotGenerated` when there is none."""
+    op = model.datapath.op
+    name = FAMILIES.get(op)
+    if name is None:
+        raise NotGenerated(f"no harness emitter for {op} instructions")
+    try:
+        return importlib.import_module(f"mmasim.harness.{name}")
+    except ImportError as e:
+        raise NotGenerated(f"the {op} emitter mmasim.harness.{name} is not available ({e})") from None
+
+
+def model_specs(model) -> list:
+    """The kernel specs of ``model``; :class:`NotGenerated` naming the reason when none can be made."""
+    mod = emitter(model)
+    try:
+        return list(mod.specs(model))
+    except MMAError as e:
+        raise NotGenerated(str(e)) from None
+
+
+def specs_for(arch: str, instructions=None):
+    """``(specs, skipped)`` for ``instructions`` of ``arch`` (default: every one)."""
+    names = list(instructions) if instructions else _instructions(arch)
+    out, skipped = [], []
+    for ins in names:
+        try:
+            model = MMA(arch, ins)
+        except MMAError as e:
+            if instructions:          # the user named it: an unknown name is an error, a refused one a skip
+                from ..errors import UnsupportedDatapath
+                if not isinstance(e, UnsupportedDatapath):
+                    raise
+            skipped.append((ins, f"not generated: {e}"))
+            continue
+        try:
+            out += [(model, s) for s in model_specs(model)]
+        except NotGenerated as e:
+            skipped.append((model.instruction, f"not generated: {e}"))
+    return out, skipped
+
+
+def source(model, spec: KernelSpec) -> tuple:
+    """``(text, suffix)`` of the self-contained source of ``spec``."""
+    mod = emitter(model)
+    if hasattr(mod, "host_source"):              # AMD: HIP, the emitter's own host program
+        return mod.host_source(spec), ".hip"
+    return host.cuda_source(spec), ".cu"
+
+
+def build_line(model, spec: KernelSpec, src: str) -> str:
+    mod = emitter(model)
+    exe = spec.name
+    if hasattr(mod, "build_command"):
+        return shlex.join(mod.build_command(spec, src, exe))
+    return (f'"${{NVCC:-nvcc}}" -gencode arch=compute_{spec.target[3:]},code={spec.target} -std=c++17 '
+            f"-o {shlex.quote(exe)} {shlex.quote(src)}")
+
+
+def generate(arch: str, instructions=None, out=".") -> Generated:
+    """Write ``<name>.cu`` (or ``.hip``), ``<name>.json`` per kernel and ``build.sh`` into ``out``."""
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    pairs, skipped = specs_for(arch, instructions)
+    kernels, lines = [], ["#!/usr/bin/env sh", f"# mmasim harness: build every kernel of {arch}",
+                          "# (NVCC / HIPCC: the compilers; default nvcc / hipcc on PATH)", "set -e",
+                          'cd "$(dirname "$0")"']
+    for model, spec in pairs:
+        text, suffix = source(model, spec)
+        path = out / (spec.name + suffix)
+        path.write_text(text)
+        (out / (spec.name + ".json")).write_text(spec.to_json())
+        kernels.append((spec, str(path)))
+        lines.append(build_line(model, spec, path.name))
+    for ins, why in skipped:
+        lines.append(f"# {ins}: {why}")
+    script = out / "build.sh"
+    script.write_text("\n".join(lines) + "\n")
+    script.chmod(0o755)
+    return Generated(arch=arch, out=str(out), kernels=tuple(kernels), skipped=tuple(skipped))

@@ -1,0 +1,429 @@
+"""``mmasim harness run``: measure instructions on a GPU and write one vector file per instruction.
+
+For every kernel of the architecture: draw cases (:mod:`mmasim.wordgen`: uniform bit patterns,
+near-one values, cancellation, subnormals, specials, extreme scales) and optionally the probe
+ladders, place them into register images (the emitter's ``place``), run the kernel on a
+:class:`Device`, read D back (``read``) and save every D entry as one dot-product case of an
+``mmasim-vectors`` file (docs/vectors.md) with the device's provenance.  ``mmasim validate`` on
+the output folder then compares the simulator with the device.
+
+A :class:`Device` is anything with ``info()`` and ``run(spec, model, inputs, cases)``;
+:class:`CudaDevice` builds the generated source with nvcc and runs it, and a test can pass its
+own (e.g. :class:`SimulatedDevice`, which computes D with :meth:`mmasim.Model.warp`).
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from .. import vectors
+from ..errors import HarnessError, MMAError, UnsupportedDatapath
+from .. import wordgen
+from . import generate as gen
+from . import host, toolchain
+
+#: the word kinds of the random cases, in order; ``cancellation`` is built here (see _cancel)
+KINDS = ("uniform", "near_one", "cancellation", "subnormal", "edge", "huge", "mixed")
+
+
+# ------------------------------------------------------------------ devices
+class Device:
+    """The interface: ``info()`` -> dict (``name``, ``compute_capability`` "9.0", ``driver``,
+    ``cuda``), and ``run(spec, model, inputs, cases)`` -> the output words (uint32, flat)."""
+
+    def info(self) -> dict:                                  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def run(self, spec, model, inputs, cases) -> np.ndarray:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def _smi(args):
+    try:
+        r = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise HarnessError("no NVIDIA GPU: nvidia-smi is not installed (harness run needs a GPU; "
+                           "harness generate works without one)") from None
+    except subprocess.SubprocessError as e:
+        raise HarnessError(f"nvidia-smi failed: {e}") from None
+    if r.returncode != 0:
+        raise HarnessError(f"no usable NVIDIA GPU: nvidia-smi says: {(r.stderr or r.stdout).strip()[:200]}")
+    return r.stdout
+
+
+class CudaDevice(Device):
+    """GPU ``index`` (default 0) through nvidia-smi and binaries built with nvcc."""
+
+    def __init__(self, index: int = 0):
+        self.index = index
+        self._info = None
+
+    def info(self) -> dict:
+        if self._info is None:
+            out = _smi([f"--id={self.index}", "--query-gpu=name,compute_cap,driver_version",
+                        "--format=csv,noheader"]).strip().splitlines()
+            if not out:
+                raise HarnessError("no NVIDIA GPU found by nvidia-smi")
+            name, cc, driver = (x.strip() for x in out[0].split(","))
+            cuda = ""
+            m = re.search(r"CUDA Version:\s*([\d.]+)", _smi([]))
+            if m:
+                cuda = m.group(1)
+            self._info = {"name": name, "compute_capability": cc, "driver": driver, "cuda": cuda}
+        return self._info
+
+    def run(self, spec, model, inputs, cases) -> np.ndarray:
+        exe = toolchain.compile_source(host.cuda_source(spec), spec.target, link=True)
+        words, stdout = _run_binary(exe, spec, inputs, cases, env={"CUDA_VISIBLE_DEVICES": str(self.index)})
+        m = re.search(r"runtime=(\d+)", stdout)
+        if m:
+            v = int(m.group(1))
+            self.info()["cuda_runtime"] = f"{v // 1000}.{v % 1000 // 10}"
+        return words
+
+
+def _build_with_hipcc(spec, model) -> pathlib.Path:
+    """The HIP program of ``spec`` (the AMD emitter's ``host_source`` / ``build_command``), built
+    with ``hipcc`` (``$MMASIM_HIPCC``, else on PATH) and cached by content hash."""
+    import hashlib
+    import shutil
+    mod = gen.emitter(model)
+    hipcc = os.environ.get("MMASIM_HIPCC") or shutil.which("hipcc")
+    if not hipcc:
+        raise HarnessError("no hipcc found: set MMASIM_HIPCC or put ROCm's hipcc on PATH")
+    source = mod.host_source(spec)
+    key = hashlib.sha256("\0".join([source, spec.target, hipcc]).encode()).hexdigest()
+    d = toolchain.cache_dir() / key[:2]
+    exe = d / (key + ".hipbin")
+    if not exe.exists():
+        d.mkdir(parents=True, exist_ok=True)
+        src = d / (key + ".hip")
+        src.write_text(source)
+        r = subprocess.run(mod.build_command(spec, str(src), str(exe) + ".tmp", hipcc=hipcc),
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise toolchain.ToolchainError(f"hipcc {spec.target} failed (exit {r.returncode}):\n{r.stderr.strip()}")
+        os.replace(str(exe) + ".tmp", exe)
+    return exe
+
+
+def _run_binary(exe, spec, inputs, cases, env=None) -> tuple:
+    """Run a built harness binary; ``(output words, stdout)``."""
+    with tempfile.TemporaryDirectory(prefix="mmasim-harness-") as tmp:
+        tmp = pathlib.Path(tmp)
+        files = []
+        for i, words in enumerate(inputs):
+            p = tmp / f"in{i}.bin"
+            np.ascontiguousarray(words, dtype="<u4").tofile(p)
+            files.append(str(p))
+        out = tmp / "out.bin"
+        r = subprocess.run([str(exe), str(cases), str(out), *files], capture_output=True, text=True,
+                           env=dict(os.environ, **(env or {})))
+        if r.returncode != 0:
+            raise HarnessError(f"{spec.name} failed on the device (exit {r.returncode}): "
+                               f"{(r.stderr or r.stdout).strip()[:300]}")
+        return np.fromfile(out, dtype="<u4"), r.stdout
+
+
+class HipDevice(Device):
+    """An AMD GPU through ``rocminfo`` and binaries built with ``hipcc``."""
+
+    def __init__(self):
+        self._info = None
+
+    def info(self) -> dict:
+        if self._info is None:
+            try:
+                r = subprocess.run(["rocminfo"], capture_output=True, text=True, timeout=60)
+            except FileNotFoundError:
+                raise HarnessError("no AMD GPU: rocminfo is not installed (harness run needs a GPU; "
+                                   "harness generate works without one)") from None
+            gfx = re.findall(r"^\s*Name:\s*(gfx\w+)", r.stdout, re.M)
+            names = re.findall(r"^\s*Marketing Name:\s*(.+?)\s*$", r.stdout, re.M)
+            if r.returncode != 0 or not gfx:
+                raise HarnessError("no usable AMD GPU found by rocminfo")
+            gpu_names = [n for n in names if "CPU" not in n and "Processor" not in n]
+            self._info = {"name": gpu_names[0] if gpu_names else gfx[0], "compute_capability": gfx[0],
+                          "driver": "", "cuda": ""}
+        return self._info
+
+    def run(self, spec, model, inputs, cases) -> np.ndarray:
+        words, stdout = _run_binary(_build_with_hipcc(spec, model), spec, inputs, cases)
+        m = re.search(r"runtime=(\d+) driver=(\d+)", stdout)
+        if m:
+            self.info().update(cuda=f"HIP runtime {m.group(1)}", driver=m.group(2))
+        return words
+
+
+class SimulatedDevice(Device):
+    """A device that computes D with the simulator from the placed register images (for tests and
+    dry runs).  Only ``registers`` buffers of the 32-lane mma.sync family are understood."""
+
+    def __init__(self, name: str = "simulated", compute_capability: str = ""):
+        self._info = {"name": name, "compute_capability": compute_capability, "driver": "", "cuda": ""}
+
+    def info(self) -> dict:
+        return self._info
+
+    def run(self, spec, model, inputs, cases) -> np.ndarray:
+        from .nv_sync import selectors
+        if spec.threads != 32 or any(b.space != "registers" for b in spec.inputs):
+            raise UnsupportedDatapath(f"SimulatedDevice: {spec.name} is not a 32-lane register kernel")
+        bufs = {b.operand: np.asarray(x, dtype=np.uint32).reshape(cases, spec.threads, b.words)
+                for b, x in zip(spec.inputs, inputs)}
+        extra = [o for o in ("scale_a", "scale_b", "sparse_metadata") if o in bufs]
+        sel = selectors(spec) if extra else {}
+        out = []
+        try:
+            for k in range(cases):
+                out.append(model.warp(bufs["a"][k], bufs["b"][k], bufs["c"][k],
+                                      **{o: bufs[o][k] for o in extra}, **sel))
+        except TypeError as e:          # a placement package without scale / metadata registers
+            raise UnsupportedDatapath(f"SimulatedDevice: Model.warp cannot take {', '.join(extra)} "
+                                      f"registers ({e})") from None
+        return np.stack(out).astype(np.uint32).reshape(-1)
+
+
+def _cc_of(target: str) -> str:
+    """What the device reports for ``target``: ``sm_90a`` -> ``9.0`` (compute capability),
+    ``gfx942`` -> ``gfx942``."""
+    if not target.startswith("sm_"):
+        return target
+    cc = re.sub(r"[a-z]+$", "", target.split("_", 1)[1])
+    return f"{cc[:-1]}.{cc[-1]}"
+
+
+def check_device(device: Device, arch: str, target: str) -> dict:
+    """The device's info, or :class:`HarnessError` when it is not ``arch`` (compute capability)."""
+    info = device.info()
+    want = _cc_of(target)
+    have = info.get("compute_capability", "")
+    if have != want:
+        what = "compute capability" if target.startswith("sm_") else "architecture"
+        raise HarnessError(f"the device {info.get('name', '?')} has {what} {have or '?'}, "
+                           f"but {arch} kernels ({target}) need {want}")
+    return info
+
+
+# ------------------------------------------------------------------ cases
+def _cancel(model, rng, tiles, M, K, N):
+    """A and B whose products cancel in pairs: the second half of each row of A is the negated
+    first half, the second half of each column of B equals the first half (float formats)."""
+    a = wordgen.words(model.a_format, (tiles, M, K), rng, "near_one")
+    b = wordgen.words(model.b_format, (tiles, K, N), rng, "near_one")
+    h = K // 2
+    gen_a = wordgen.WordGen(model.a_format)
+    a[:, :, h:2 * h] = gen_a.negate(a[:, :, :h])
+    b[:, h:2 * h, :] = b[:, :h, :]
+    return a, b
+
+
+def random_tiles(model, tiles: int, rng, M: int, N: int) -> tuple:
+    """``(ops, labels)``: ``tiles`` random tiles, the kinds of :data:`KINDS` in turn."""
+    dp, K = model.datapath, model.datapath.k
+    kinds = [KINDS[i % len(KINDS)] for i in range(tiles)]
+    A = np.zeros((tiles, M, K), dtype=np.uint64)
+    B = np.zeros((tiles, K, N), dtype=np.uint64)
+    C = np.zeros((tiles, M, N), dtype=np.uint64)
+    integer = model.a_format.integer
+    for kind in dict.fromkeys(kinds):
+        idx = np.array([i for i, k in enumerate(kinds) if k == kind])
+        n = len(idx)
+        if kind == "cancellation":
+            if integer:
+                A[idx] = wordgen.words(model.a_format, (n, M, K), rng, "uniform")
+                B[idx] = wordgen.words(model.b_format, (n, K, N), rng, "uniform")
+            else:
+                A[idx], B[idx] = _cancel(model, rng, n, M, K, N)
+            C[idx] = wordgen.words(model.c_format, (n, M, N), rng, "near_one")
+        else:
+            A[idx] = wordgen.words(model.a_format, (n, M, K), rng, kind)
+            B[idx] = wordgen.words(model.b_format, (n, K, N), rng, kind)
+            C[idx] = wordgen.words(model.c_format, (n, M, N), rng, kind)
+    ops = {"a": A, "b": B, "c": C}
+    if dp.scale:
+        # scale factors of the tile's kind (extreme scales with "huge" / "subnormal" / "edge"),
+        # near 1 for near-one and cancellation tiles
+        SA = np.zeros((tiles, M, dp.blocks), dtype=np.uint64)
+        SB = np.zeros((tiles, dp.blocks, N), dtype=np.uint64)
+        for kind in dict.fromkeys(kinds):
+            idx = np.array([i for i, k in enumerate(kinds) if k == kind])
+            sk = "near_one" if kind in ("near_one", "cancellation") else kind
+            SA[idx] = wordgen.words(model.scale_format, (len(idx), M, dp.blocks), rng, sk)
+            SB[idx] = wordgen.words(model.scale_format, (len(idx), dp.blocks, N), rng, sk)
+        ops["scale_a"], ops["scale_b"] = SA, SB
+    if dp.sparse:
+        ops["sparse_metadata"] = wordgen.sparse_metadata(model.sparse_rule, K, tiles * M, rng).reshape(tiles, M, -1)
+    labels = np.repeat(np.array(kinds, dtype=object), M * N)
+    return ops, labels
+
+
+def probe_tiles(model, probes: dict, M: int, N: int) -> tuple:
+    """``(ops, labels)``: the dot-form probe cases placed on tile diagonals (row i of A, column i of
+    B, C[i][i]); the other entries of A, B, C are the word 0, and every D entry is recorded
+    (off-diagonal ones labelled ``cross``)."""
+    dp, K = model.datapath, model.datapath.k
+    a, b, c = (np.asarray(probes[x], dtype=np.uint64) for x in "abc")
+    P = a.shape[0]
+    per = min(M, N)
+    tiles = max(1, -(-P // per))
+    A = np.zeros((tiles, M, K), dtype=np.uint64)
+    B = np.zeros((tiles, K, N), dtype=np.uint64)
+    C = np.zeros((tiles, M, N), dtype=np.uint64)
+    lab = np.full((tiles, M, N), "cross", dtype=object)
+    given = np.asarray(probes.get("labels", [f"probe {i}" for i in range(P)]), dtype=object)
+    ops = {"a": A, "b": B, "c": C}
+    if dp.scale:
+        one = _unit_scale(model)
+        ops["scale_a"] = np.full((tiles, M, dp.blocks), one, dtype=np.uint64)
+        ops["scale_b"] = np.full((tiles, dp.blocks, N), one, dtype=np.uint64)
+    if dp.sparse:
+        ops["sparse_metadata"] = _first_legal_metadata(model, tiles, M)
+    for p in range(P):
+        t, i = divmod(p, per)
+        A[t, i, :] = a[p]
+        B[t, :, i] = b[p]
+        C[t, i, i] = c[p]
+        lab[t, i, i] = given[p]
+        if dp.scale:
+            ops["scale_a"][t, i, :] = np.asarray(probes["scale_a"], dtype=np.uint64)[p]
+            ops["scale_b"][t, :, i] = np.asarray(probes["scale_b"], dtype=np.uint64)[p]
+        if dp.sparse and "sparse_metadata" in probes:
+            ops["sparse_metadata"][t, i, :] = np.asarray(probes["sparse_metadata"], dtype=np.uint64)[p]
+    return ops, lab.reshape(-1)
+
+
+def _unit_scale(model) -> int:
+    """The scale word of 1.0 (bias exponent) of the model's scale format."""
+    f = model.scale_format
+    return int(f.bias) << int(getattr(f, "man_bits", 0))
+
+
+def _first_legal_metadata(model, tiles, M):
+    rule, K = model.sparse_rule, model.datapath.k
+    sel = min(rule.selectors)
+    words = rule.words(K)
+    nib = np.zeros(words * 8, dtype=np.uint64)
+    nib[:rule.chunks(K)] = sel
+    w = (nib.reshape(words, 8) << (np.arange(8, dtype=np.uint64) * np.uint64(4))).sum(axis=-1)
+    return np.broadcast_to(w, (tiles, M, words)).astype(np.uint64).copy()
+
+
+def dot_cases(model, ops: dict, D: np.ndarray) -> dict:
+    """The tiles as dot-product cases of a vector file: case (t, i, j) is row i of A, column j
+    of B, C[i][j] and D[i][j] (scales: row i of scale_a, column j of scale_b)."""
+    A, B, C = ops["a"], ops["b"], ops["c"]
+    T, M, K = A.shape
+    N = B.shape[2]
+    out = {
+        "a": np.broadcast_to(A[:, :, None, :], (T, M, N, K)).reshape(-1, K),
+        "b": np.broadcast_to(np.transpose(B, (0, 2, 1))[:, None, :, :], (T, M, N, K)).reshape(-1, K),
+        "c": C.reshape(-1), "d": np.asarray(D, dtype=np.uint64).reshape(-1),
+    }
+    if "scale_a" in ops:
+        nb = ops["scale_a"].shape[2]
+        out["scale_a"] = np.broadcast_to(ops["scale_a"][:, :, None, :], (T, M, N, nb)).reshape(-1, nb)
+        out["scale_b"] = np.broadcast_to(np.transpose(ops["scale_b"], (0, 2, 1))[:, None, :, :],
+                                         (T, M, N, nb)).reshape(-1, nb)
+    if "sparse_metadata" in ops:
+        nw = ops["sparse_metadata"].shape[2]
+        out["sparse_metadata"] = np.broadcast_to(ops["sparse_metadata"][:, :, None, :], (T, M, N, nw)).reshape(-1, nw)
+    return out
+
+
+def _concat(parts):
+    keys = parts[0].keys()
+    return {k: np.concatenate([p[k] for p in parts]) for k in keys}
+
+
+def _bar(total, desc, progress):
+    if progress is False or (progress is None and not sys.stderr.isatty()):
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit=" kernel", file=sys.stderr)
+
+
+def file_name(instruction: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", instruction.replace("::", "__")) + ".npz"
+
+
+def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0, instructions=None,
+        device: Device | None = None, probe_source=None, progress=None) -> dict:
+    """Measure ``instructions`` of ``arch`` (default: every one the harness can generate).
+
+    ``cases``: random tiles (instruction executions) per instruction, each giving M x N
+    dot-product cases; ``probes``: also the probe ladders, from ``probe_source(model) -> dict``
+    (default :func:`mmasim.characterize.probe_cases`).  Returns ``{"written": [paths],
+    "skipped": [(instruction, reason)], "device": info}``.
+    """
+    if cases < 1:
+        raise HarnessError(f"cases must be at least 1, got {cases}")
+    pairs, skipped = gen.specs_for(arch, instructions)
+    if not pairs:
+        raise HarnessError(f"{arch}: nothing to run" + (f" ({skipped[0][1]})" if skipped else ""))
+    if device is None:
+        device = CudaDevice() if pairs[0][1].target.startswith("sm_") else HipDevice()
+    info = check_device(device, arch, pairs[0][1].target)
+    if probes and probe_source is None:
+        try:
+            from ..characterize import probe_cases as probe_source
+        except ImportError as e:
+            raise HarnessError(f"--probes needs mmasim.characterize.probe_cases ({e})") from None
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    written = []
+    bar = _bar(len(pairs), f"harness {arch}", progress)
+    for model, spec in pairs:
+        try:
+            mod = gen.emitter(model)
+            M, N = model.shape if model.shape is not None else (model.legal_m[0], model.legal_n[0])
+            if spec.options.get("n"):
+                N = spec.options["n"]
+            batches = [random_tiles(model, cases, rng, M, N)]
+            n_probe = 0
+            if probes:
+                pc = probe_source(model)
+                batches.append(probe_tiles(model, pc, M, N))
+                n_probe = int(np.asarray(pc["a"]).shape[0])
+            parts, labels = [], []
+            for ops, lab in batches:
+                tiles = ops["a"].shape[0]
+                inputs = mod.place(spec, model, ops)
+                words = device.run(spec, model, inputs, tiles)
+                D = mod.read(spec, model, words)
+                parts.append(dot_cases(model, ops, D))
+                labels.append(lab)
+            arrays = _concat(parts)
+            prov = {
+                "source": "hardware", "device": info.get("name", ""),
+                "compute_capability": info.get("compute_capability", ""),
+                "driver": info.get("driver", ""), "cuda": info.get("cuda_runtime", info.get("cuda", "")),
+                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "tool": "mmasim harness", "kernel": spec.name, "target": spec.target, "seed": seed,
+                "random_tiles": cases, "random_cases": int(parts[0]["d"].shape[0]), "probe_cases": n_probe,
+                "cases": int(arrays["d"].shape[0]),
+            }
+            path = vectors.save(out / file_name(spec.instruction), arch=arch, instruction=spec.instruction,
+                                qualifiers=dict(spec.qualifiers), provenance=prov,
+                                labels=np.concatenate(labels).astype(str),
+                                notes=f"measured with mmasim harness ({spec.name}, {spec.target})", **arrays)
+            written.append(str(path))
+        except MMAError as e:              # a layout not registered, a build or run that failed
+            skipped.append((model.instruction, f"not run: {e}"))
+        finally:
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return {"written": written, "skipped": skipped, "device": info}
