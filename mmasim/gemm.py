@@ -15,7 +15,8 @@ import sys
 import numpy as np
 
 from .errors import OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
-from .model import Model, matrices
+from .model import Model, matrices, matrix_shapes
+from .threads import resolve as resolve_threads
 from .words import as_array
 
 #: with ``progress=None`` a bar appears on a terminal only once the work has run this long (seconds)
@@ -69,7 +70,8 @@ def _bar(progress, tiles: int, desc: str):
 
 
 def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=None, scale_b=None,
-         sparse_metadata=None, backend=None, progress=None, model: Model | None = None, **qualifiers):
+         sparse_metadata=None, backend=None, progress=None, model: Model | None = None, threads=None,
+         **qualifiers):
     """``A @ B + C`` as ``instruction`` on ``arch`` computes it, K tile after K tile.
 
     ``A``: ``(M, K)``, ``B``: ``(K, N)``, ``C``: ``(M, N)``, all container words
@@ -86,52 +88,33 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
     (A is the sparse operand, ``K`` its logical K) take ``sparse_metadata``
     ``(M, (K / k) * words)``: for each K tile ``t`` in turn, the ``words``
     metadata words of each row that one instruction takes (``Model.dot``).
+    ``threads``: threads of each instruction step (default: ``MMASIM_THREADS``,
+    else every core; :mod:`mmasim.threads`); the words do not depend on it.
+
+    Dask arrays in (any operand): a dask array out, a graph of one task per
+    ``(M, N)`` block, each chaining its K tiles as above (:mod:`mmasim.dask_gemm`;
+    ``threads`` then defaults to 1 per task).
     """
-    if model is None:
-        if arch is None or instruction is None:
-            raise OperandError("gemm needs arch= and instruction= (or model=)")
-        model = Model.lookup(arch, instruction, **qualifiers)
-    elif qualifiers or arch is not None or instruction is not None:
-        raise OperandError("gemm: pass either model= or arch=/instruction= (with qualifiers), not both")
-    dp = model.datapath
-    name = model.instruction
-    if model.c_format.key != model.d_format.key:
-        raise UnsupportedDatapath(
-            f"gemm chains D into C, but {name} reads C as {model.c_format.name} and writes D as "
-            f"{model.d_format.name}; use the variant whose C and D formats agree"
-        )
-    A, B, C, (M, K, N) = matrices(A, B, C, "gemm")
-    model.check_tiles(A.shape, B.shape, "gemm", grid=True)
-    k = dp.k
-    if K == 0 or K % k:
-        raise ShapeError(f"gemm: A is {A.shape}: K = {K} is not a positive multiple of the instruction's "
-                         f"K = {k} ({name})")
-    tiles = K // k
-    order = _order(k_order, tiles)
-    if dp.scale:
-        if scale_a is None or scale_b is None:
-            raise ScaleError(f"gemm with {name} needs scale_a (M, K/{dp.block}) and scale_b (K/{dp.block}, N)")
+    model = _model(model, arch, instruction, qualifiers)
+    from .dask_gemm import any_dask
+    if any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
+        from .dask_gemm import gemm as dask_gemm
+        return dask_gemm(model, A, B, C, k_order=k_order, scale_a=scale_a, scale_b=scale_b,
+                         sparse_metadata=sparse_metadata, backend=backend, progress=progress, threads=threads)
+    threads = resolve_threads(threads)
+    A, B, C, _ = matrices(A, B, C, "gemm")
+    if scale_a is not None and scale_b is not None and model.datapath.scale:
         scale_a, scale_b = as_array(scale_a, "scale_a")[0], as_array(scale_b, "scale_b")[0]
-        nb = K // dp.block
-        if scale_a.shape != (M, nb) or scale_b.shape != (nb, N):
-            raise ScaleError(f"gemm: scale_a must be ({M}, {nb}) and scale_b ({nb}, {N}); "
-                             f"got {scale_a.shape} and {scale_b.shape}")
-    elif scale_a is not None or scale_b is not None:
-        raise ScaleError(f"{name} is not block-scaled: scale_a/scale_b must be None")
-    nwords = model.sparse_rule.words(k) if dp.sparse else 0
-    if dp.sparse:
-        if sparse_metadata is None:
-            raise SparseMetadataError(
-                f"gemm with the sparse {name} needs sparse_metadata (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}): "
-                f"{nwords} metadata word(s) per row for each K tile")
+    if sparse_metadata is not None and model.datapath.sparse:
         sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
-        if sparse_metadata.shape != (M, tiles * nwords):
-            raise SparseMetadataError(
-                f"gemm: sparse_metadata must be (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}); "
-                f"got {sparse_metadata.shape}")
-    elif sparse_metadata is not None:
-        raise SparseMetadataError(f"{name} is dense: sparse_metadata must be None")
-    bar = _bar(progress, tiles, f"mmasim.gemm {M}x{N}x{K}")
+    M, K, N, order = check(model, A.shape, B.shape, C.shape, k_order,
+                           None if scale_a is None else scale_a.shape,
+                           None if scale_b is None else scale_b.shape,
+                           None if sparse_metadata is None else sparse_metadata.shape)
+    dp = model.datapath
+    k = dp.k
+    nwords = model.sparse_rule.words(k) if dp.sparse else 0
+    bar = _bar(progress, len(order), f"mmasim.gemm {M}x{N}x{K}")
     per_tile = k // dp.block if dp.scale else 0
     D = C
     try:
@@ -143,10 +126,63 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
                 kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
             if dp.sparse:
                 kw["sparse_metadata"] = sparse_metadata[:, t * nwords:(t + 1) * nwords]
-            D = model._matrix(A[:, cut], B[cut, :], D, backend=backend, **kw)
+            D = model._matrix(A[:, cut], B[cut, :], D, backend=backend, threads=threads, **kw)
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
     return D
+
+
+def _model(model, arch, instruction, qualifiers) -> Model:
+    if model is None:
+        if arch is None or instruction is None:
+            raise OperandError("gemm needs arch= and instruction= (or model=)")
+        return Model.lookup(arch, instruction, **qualifiers)
+    if qualifiers or arch is not None or instruction is not None:
+        raise OperandError("gemm: pass either model= or arch=/instruction= (with qualifiers), not both")
+    return model
+
+
+def check(model: Model, a_shape, b_shape, c_shape, k_order="forward", scale_a=None, scale_b=None,
+          sparse_metadata=None):
+    """Check a GEMM's shapes (``scale_a``, ``scale_b``, ``sparse_metadata``: their
+    shapes, or ``None`` where not given) against ``model``; ``(M, K, N, K-tile order)``."""
+    dp = model.datapath
+    name = model.instruction
+    if model.c_format.key != model.d_format.key:
+        raise UnsupportedDatapath(
+            f"gemm chains D into C, but {name} reads C as {model.c_format.name} and writes D as "
+            f"{model.d_format.name}; use the variant whose C and D formats agree"
+        )
+    M, K, N = matrix_shapes(a_shape, b_shape, c_shape, "gemm")
+    model.check_tiles(a_shape, b_shape, "gemm", grid=True)
+    k = dp.k
+    if K == 0 or K % k:
+        raise ShapeError(f"gemm: A is {tuple(a_shape)}: K = {K} is not a positive multiple of the instruction's "
+                         f"K = {k} ({name})")
+    tiles = K // k
+    order = _order(k_order, tiles)
+    if dp.scale:
+        if scale_a is None or scale_b is None:
+            raise ScaleError(f"gemm with {name} needs scale_a (M, K/{dp.block}) and scale_b (K/{dp.block}, N)")
+        nb = K // dp.block
+        if tuple(scale_a) != (M, nb) or tuple(scale_b) != (nb, N):
+            raise ScaleError(f"gemm: scale_a must be ({M}, {nb}) and scale_b ({nb}, {N}); "
+                             f"got {tuple(scale_a)} and {tuple(scale_b)}")
+    elif scale_a is not None or scale_b is not None:
+        raise ScaleError(f"{name} is not block-scaled: scale_a/scale_b must be None")
+    nwords = model.sparse_rule.words(k) if dp.sparse else 0
+    if dp.sparse:
+        if sparse_metadata is None:
+            raise SparseMetadataError(
+                f"gemm with the sparse {name} needs sparse_metadata (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}): "
+                f"{nwords} metadata word(s) per row for each K tile")
+        if tuple(sparse_metadata) != (M, tiles * nwords):
+            raise SparseMetadataError(
+                f"gemm: sparse_metadata must be (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}); "
+                f"got {tuple(sparse_metadata)}")
+    elif sparse_metadata is not None:
+        raise SparseMetadataError(f"{name} is dense: sparse_metadata must be None")
+    return M, K, N, order

@@ -1,0 +1,150 @@
+"""Every core: how many threads a computation uses, and the pool that runs its row chunks.
+
+``Model.dot``, the matrix form and :func:`mmasim.gemm` cut their rows into chunks
+and compute the chunks on several threads at once (the compiled kernels release
+the GIL; numpy releases it inside its array operations).  Every row is computed
+on its own, each chunk writes its own slice of the result, so the words do not
+depend on the number of threads.
+
+The thread count, first match wins:
+
+1. the ``threads=`` argument;
+2. the environment variable ``MMASIM_THREADS``;
+3. every core this process may run on (:func:`default_threads`).
+
+A batch too small to repay the hand-off (fewer than :data:`MIN_ELEMENTS_PER_THREAD`
+products per thread) runs on the calling thread alone.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .errors import ThreadCountError
+
+__all__ = ["ENV", "MIN_ELEMENTS_PER_THREAD", "default_threads", "resolve", "workers", "run"]
+
+ENV = "MMASIM_THREADS"
+
+#: products (rows times K) each thread must have before a batch is shared out
+MIN_ELEMENTS_PER_THREAD = 1 << 16
+
+#: products computed on the calling thread before the others start: the first call
+#: compiles the numba kernel and fills the plan's caches once, not in a race
+WARM_ELEMENTS = 1 << 10
+
+#: chunks per thread (later chunks even out threads that ran slower)
+CHUNKS_PER_THREAD = 4
+
+
+def default_threads() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells it)."""
+    count = getattr(os, "process_cpu_count", None)
+    if count is not None:
+        n = count()
+    elif hasattr(os, "sched_getaffinity"):
+        n = len(os.sched_getaffinity(0))
+    else:
+        n = os.cpu_count()
+    return max(1, int(n or 1))
+
+
+def resolve(threads=None) -> int:
+    """The thread count for ``threads`` (``None``: ``MMASIM_THREADS``, else every core)."""
+    if threads is None:
+        raw = os.environ.get(ENV)
+        if raw is None or not raw.strip():
+            return default_threads()
+        try:
+            value = int(raw.strip(), 10)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ThreadCountError(
+                f"environment variable {ENV} must be a positive integer (the threads to compute on), "
+                f"not {raw!r}; unset it to use every core ({default_threads()})"
+            )
+        return value
+    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ThreadCountError(
+            f"threads must be a positive integer or None ({ENV}, else every core), not {threads!r}"
+        )
+    return int(threads)
+
+
+def workers(threads, rows: int, elements_per_row: int) -> int:
+    """Threads worth using for ``rows`` rows of ``elements_per_row`` products each
+    (``threads``: as :func:`resolve` takes it; 1: compute on the calling thread)."""
+    want = resolve(threads)
+    if want <= 1 or rows <= 1:
+        return 1
+    enough = (rows * max(1, elements_per_row)) // MIN_ELEMENTS_PER_THREAD
+    return max(1, min(want, enough, rows))
+
+
+_pool = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def _executor(size: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < size:
+            # a larger pool replaces the smaller one; the old one is left to finish (and
+            # idle) rather than shut down under a call still submitting to it
+            _pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="mmasim")
+            _pool_size = size
+        return _pool
+
+
+def run(n: int, chunk: int, work, nworkers: int, elements_per_row: int = 1) -> None:
+    """Call ``work(start, stop)`` on consecutive chunks of at most ``chunk`` rows that
+    cover ``0 .. n``, on ``nworkers`` threads (the calling thread one of them).
+
+    With more than one worker, the first rows (:data:`WARM_ELEMENTS` products) run
+    on the calling thread first, then the threads take the remaining chunks in
+    order.  When chunks raise, no further chunk starts and the error of the
+    first failing chunk is raised: the one a single thread would have raised.
+    """
+    chunk = max(1, int(chunk))
+    if nworkers <= 1 or n <= 1:
+        for s in range(0, n, chunk):
+            work(s, min(n, s + chunk))
+        return
+    warm = min(n, chunk, max(1, WARM_ELEMENTS // max(1, elements_per_row)))
+    work(0, warm)
+    rest = n - warm
+    if rest <= 0:
+        return
+    size = min(chunk, max(1, -(-rest // (nworkers * CHUNKS_PER_THREAD))))
+    lock = threading.Lock()
+    state = {"next": warm, "stop": False}
+    errors = []
+
+    def loop():
+        while True:
+            with lock:
+                s = state["next"]
+                if state["stop"] or s >= n:
+                    return
+                state["next"] = e = min(n, s + size)
+            try:
+                work(s, e)
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, on the calling thread
+                with lock:
+                    state["stop"] = True
+                    errors.append((s, exc))
+                return
+
+    pool = _executor(nworkers - 1)
+    futures = [pool.submit(loop) for _ in range(nworkers - 1)]
+    loop()
+    for f in futures:
+        f.result()
+    if errors:
+        raise min(errors, key=lambda x: x[0])[1]
