@@ -85,10 +85,8 @@ class _ModelRef:
         return ("mmasim.Model", self.key)
 
 
-def _block(a, b, c, *rest, ref, order, scaled, sparse, backend, threads):
-    """One ``(M, N)`` block of D: the in-process gemm on the block's operands."""
-    from .gemm import gemm as in_process
-
+def _block(a, b, c, *rest, in_process, ref, order, scaled, sparse, backend, threads):
+    """One ``(M, N)`` block of D: the in-process gemm (``in_process``) on the block's operands."""
     sa, sb = (rest[0], rest[1]) if scaled else (None, None)
     md = rest[-1] if sparse else None
     return in_process(a, b, c, model=ref.model, k_order=order, scale_a=sa, scale_b=sb, sparse_metadata=md,
@@ -121,12 +119,13 @@ def _aligned(model: Model, chunks, axis: str, operand: str, legal) -> None:
 
 
 def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None, sparse_metadata=None,
-         backend=None, progress=None, threads=None):
-    """:func:`mmasim.gemm` of ``model`` with dask operands: a dask array of D (see the module)."""
+         backend=None, progress=None, threads=None, check, in_process):
+    """:func:`mmasim.gemm` of ``model`` with dask operands: a dask array of D (see the module).
+    ``check``: :func:`mmasim.gemm.check`, ``in_process``: :func:`mmasim.gemm.gemm` (what
+    each task runs; passed in, so that this module does not import the one that imports it)."""
     import dask.array as da
 
     from . import backends
-    from .gemm import check
     from .threads import resolve as resolve_threads
 
     if progress is True or (progress is not None and progress is not False):
@@ -163,6 +162,6 @@ def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None
     dtype = np.dtype(typed_dtype(model.d_format) if values and not model.d_format.integer else model.encoding.dtype)
     return da.blockwise(
         _block, "ij", *args, token="mmasim-gemm", dtype=dtype, meta=np.empty((0, 0), dtype=dtype),
-        concatenate=True, ref=_ModelRef.of(model), order=order, scaled=bool(dp.scale), sparse=bool(dp.sparse),
+        concatenate=True, in_process=in_process, ref=_ModelRef.of(model), order=order, scaled=bool(dp.scale), sparse=bool(dp.sparse),
         backend=backend, threads=threads,
     )

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from . import dask_gemm
 from .errors import OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
 from .model import Model, matrices, matrix_shapes
 from .threads import resolve as resolve_threads
@@ -96,11 +97,10 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
     ``threads`` then defaults to 1 per task).
     """
     model = _model(model, arch, instruction, qualifiers)
-    from .dask_gemm import any_dask
-    if any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
-        from .dask_gemm import gemm as dask_gemm
-        return dask_gemm(model, A, B, C, k_order=k_order, scale_a=scale_a, scale_b=scale_b,
-                         sparse_metadata=sparse_metadata, backend=backend, progress=progress, threads=threads)
+    if dask_gemm.any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
+        return dask_gemm.gemm(model, A, B, C, k_order=k_order, scale_a=scale_a, scale_b=scale_b,
+                              sparse_metadata=sparse_metadata, backend=backend, progress=progress, threads=threads,
+                              check=check, in_process=gemm)
     threads = resolve_threads(threads)
     A, B, C, _ = matrices(A, B, C, "gemm")
     if scale_a is not None and scale_b is not None and model.datapath.scale:
