@@ -91,6 +91,16 @@ _pool_size = 0
 _pool_lock = threading.Lock()
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist there; start afresh."""
+    global _pool, _pool_size, _pool_lock
+    _pool, _pool_size, _pool_lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _executor(size: int) -> ThreadPoolExecutor:
     global _pool, _pool_size
     with _pool_lock:
@@ -145,6 +155,7 @@ def run(n: int, chunk: int, work, nworkers: int, elements_per_row: int = 1) -> N
     futures = [pool.submit(loop) for _ in range(nworkers - 1)]
     loop()
     for f in futures:
-        f.result()
+        if not f.cancel():      # a loop not yet started (the pool busy elsewhere) has nothing left to do
+            f.result()
     if errors:
         raise min(errors, key=lambda x: x[0])[1]

@@ -230,3 +230,27 @@ def test_every_core_by_default(monkeypatch):
         assert mt.default_threads() == cores
     monkeypatch.setenv("MMASIM_THREADS", "")
     assert mt.resolve() == mt.default_threads()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_computes_on_several_threads_without_hanging(spread):
+    # the parent's pool threads do not exist in a forked child: it must not wait on them
+    m = mmasim.MMA(*FAMILIES["window"])
+    a, b, c, _ = _batch(m, "fork", rows=400)
+    want = m.dot(a, b, c, threads=2, backend="numpy")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:    # the child: report, then leave at once
+        ok = False
+        try:
+            ok = bool(np.array_equal(m.dot(a, b, c, threads=2, backend="numpy"), want))
+        finally:
+            os.write(w, b"1" if ok else b"0")
+            os._exit(0)
+    os.close(w)
+    import select
+    ready, _, _ = select.select([r], [], [], 120)
+    if not ready:
+        os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    assert ready and os.read(r, 1) == b"1"
