@@ -126,14 +126,14 @@ def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None
     import dask.array as da
 
     from . import backends
-    from .threads import resolve as resolve_threads
+    from .threads import check as check_threads
 
     if progress is True or (progress is not None and progress is not False):
         raise OperandError(
             f"gemm on dask arrays shows no tqdm bar (progress={progress!r}); use dask's own "
             "(dask.diagnostics.ProgressBar, or the dask.distributed dashboard)"
         )
-    threads = 1 if threads is None else resolve_threads(threads)
+    threads = 1 if threads is None else check_threads(threads)
     if backend is not None:
         backends.resolve(backend)      # an unknown backend fails here, not in a worker
     dp = model.datapath

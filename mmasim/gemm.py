@@ -17,7 +17,7 @@ import numpy as np
 from . import dask_gemm
 from .errors import OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
 from .model import Model, matrices, matrix_shapes
-from .threads import resolve as resolve_threads
+from .threads import check as check_threads
 from .words import as_array
 
 #: with ``progress=None`` a bar appears on a terminal only once the work has run this long (seconds)
@@ -101,7 +101,7 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
         return dask_gemm.gemm(model, A, B, C, k_order=k_order, scale_a=scale_a, scale_b=scale_b,
                               sparse_metadata=sparse_metadata, backend=backend, progress=progress, threads=threads,
                               check=check, in_process=gemm)
-    threads = resolve_threads(threads)
+    threads = check_threads(threads)
     A, B, C, _ = matrices(A, B, C, "gemm")
     if scale_a is not None and scale_b is not None and model.datapath.scale:
         scale_a, scale_b = as_array(scale_a, "scale_a")[0], as_array(scale_b, "scale_b")[0]

@@ -116,7 +116,7 @@ class Model:
         ``MMASIM_THREADS``, else every core; see :mod:`mmasim.threads`): the
         words do not depend on the thread count.
         """
-        threads = _threads.resolve(threads)
+        threads = _threads.check(threads)
         dp = self.datapath
         given = {"a": a, "b": b, "c": c}
         if dp.scale and scale_a is not None and scale_b is not None:
@@ -203,7 +203,7 @@ class Model:
         ``(M, blocks)``, ``scale_b`` ``(blocks, N)``; ``sparse_metadata`` is
         ``(M, words)`` (A is the sparse operand).  ``threads``: as for :meth:`dot`.
         """
-        threads = _threads.resolve(threads)
+        threads = _threads.check(threads)
         A, B, C, (M, _, N) = matrices(A, B, C, "matrix form")
         ms, ns = self._legal
         if (ms and M not in ms) or (ns and N not in ns):

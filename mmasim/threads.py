@@ -26,7 +26,7 @@ import numpy as np
 
 from .errors import ThreadCountError
 
-__all__ = ["ENV", "MIN_ELEMENTS_PER_THREAD", "default_threads", "resolve", "workers", "run"]
+__all__ = ["ENV", "MIN_ELEMENTS_PER_THREAD", "default_threads", "check", "resolve", "workers", "run"]
 
 ENV = "MMASIM_THREADS"
 
@@ -53,12 +53,13 @@ def default_threads() -> int:
     return max(1, int(n or 1))
 
 
-def resolve(threads=None) -> int:
-    """The thread count for ``threads`` (``None``: ``MMASIM_THREADS``, else every core)."""
+def check(threads=None):
+    """``threads`` checked: a positive ``int``, or ``None`` for every core (``threads=None``
+    reads ``MMASIM_THREADS``).  Cheap: the core count is asked only when a batch is shared out."""
     if threads is None:
         raw = os.environ.get(ENV)
         if raw is None or not raw.strip():
-            return default_threads()
+            return None
         try:
             value = int(raw.strip(), 10)
         except ValueError:
@@ -76,13 +77,22 @@ def resolve(threads=None) -> int:
     return int(threads)
 
 
+def resolve(threads=None) -> int:
+    """The thread count for ``threads`` (``None``: ``MMASIM_THREADS``, else every core)."""
+    checked = check(threads)
+    return default_threads() if checked is None else checked
+
+
 def workers(threads, rows: int, elements_per_row: int) -> int:
     """Threads worth using for ``rows`` rows of ``elements_per_row`` products each
-    (``threads``: as :func:`resolve` takes it; 1: compute on the calling thread)."""
-    want = resolve(threads)
-    if want <= 1 or rows <= 1:
+    (``threads``: as :func:`check` returns it, ``None`` for every core; 1: compute on
+    the calling thread)."""
+    if threads == 1 or rows <= 1:
         return 1
     enough = (rows * max(1, elements_per_row)) // MIN_ELEMENTS_PER_THREAD
+    if enough < 2:
+        return 1
+    want = default_threads() if threads is None else threads
     return max(1, min(want, enough, rows))
 
 
