@@ -11,12 +11,14 @@ kernel's loop order, or an explicit permutation to study its effect.
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
 from . import dask_gemm
-from .errors import OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
+from .errors import MMAError, OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
 from .model import Model, matrices, matrix_shapes
+from . import threads as _threads
 from .threads import check as check_threads
 from .words import as_array
 
@@ -108,31 +110,62 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
     if sparse_metadata is not None and model.datapath.sparse:
         sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
     M, K, N, order = check(model, A.shape, B.shape, C.shape, k_order,
-                           None if scale_a is None else scale_a.shape,
-                           None if scale_b is None else scale_b.shape,
-                           None if sparse_metadata is None else sparse_metadata.shape)
-    dp = model.datapath
-    k = dp.k
-    nwords = model.sparse_rule.words(k) if dp.sparse else 0
+                           *(None if x is None else np.shape(x) for x in (scale_a, scale_b, sparse_metadata)))
     bar = _bar(progress, len(order), f"mmasim.gemm {M}x{N}x{K}")
-    per_tile = k // dp.block if dp.scale else 0
-    D = C
     try:
-        for t in order:
-            cut = slice(t * k, (t + 1) * k)
-            kw = {}
-            if dp.scale:
-                blocks = slice(t * per_tile, (t + 1) * per_tile)
-                kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
-            if dp.sparse:
-                kw["sparse_metadata"] = sparse_metadata[:, t * nwords:(t + 1) * nwords]
-            D = model._matrix(A[:, cut], B[cut, :], D, backend=backend, threads=threads, **kw)
-            if bar is not None:
-                bar.update(1)
+        nworkers = _threads.workers(threads, M, K * N)
+        if nworkers <= 1:
+            return _chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar)
+        try:
+            return _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M)
+        except MMAError:
+            # the error one thread raises (chunks of rows meet a bad word in another order)
+            return _chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, 1, None)
     finally:
         if bar is not None:
             bar.close()
+
+
+def _chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar):
+    """D of rows of A and C against B: the instruction chained over the K tiles in ``order``
+    (each tile's matrix form on ``threads``); ``bar`` advanced by one per tile."""
+    dp = model.datapath
+    k = dp.k
+    nwords = model.sparse_rule.words(k) if dp.sparse else 0
+    per_tile = k // dp.block if dp.scale else 0
+    D = C
+    for t in order:
+        cut = slice(t * k, (t + 1) * k)
+        kw = {}
+        if dp.scale:
+            blocks = slice(t * per_tile, (t + 1) * per_tile)
+            kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
+        if dp.sparse:
+            kw["sparse_metadata"] = sparse_metadata[:, t * nwords:(t + 1) * nwords]
+        D = model._matrix(A[:, cut], B[cut, :], D, backend=backend, threads=threads, **kw)
+        if bar is not None:
+            bar.update(1)
     return D
+
+
+def _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M):
+    """:func:`_chain` on blocks of rows, on ``nworkers`` threads: each block chains every K
+    tile (one hand-off per block, not one per tile); the blocks stacked in row order."""
+    done, lock, rows_done = {}, threading.Lock(), [0]
+
+    def work(s, e):
+        rows = slice(s, e)
+        d = _chain(model, A[rows], B, C[rows], order, None if scale_a is None else scale_a[rows], scale_b,
+                   None if sparse_metadata is None else sparse_metadata[rows], backend, 1, None)
+        with lock:
+            done[s] = d
+            if bar is not None:     # whole K tiles' worth of rows done, in whole steps
+                before = len(order) * rows_done[0] // M
+                rows_done[0] += e - s
+                bar.update(len(order) * rows_done[0] // M - before)
+
+    _threads.run(M, M, work, nworkers, A.shape[1] * B.shape[1])
+    return np.concatenate([done[s] for s in sorted(done)], axis=0)
 
 
 def _model(model, arch, instruction, qualifiers) -> Model:

@@ -254,3 +254,19 @@ def test_a_forked_child_computes_on_several_threads_without_hanging(spread):
         os.kill(pid, 9)
     os.waitpid(pid, 0)
     assert ready and os.read(r, 1) == b"1"
+
+
+def test_gemm_on_threads_raises_the_error_one_thread_raises(spread):
+    # one thread chains K tile 0 over every row first, so row 30's bad selector in tile 0 is met
+    # before row 2's in tile 2; blocks of rows on threads meet row 2's first, yet must say the same
+    m = mmasim.MMA(*FAMILIES["sparse window"])
+    A, B, C, kw = _matrices(m, "gemm error", 32, 8, tiles=3)
+    md = kw["sparse_metadata"]
+    assert md.shape == (32, 3)      # one metadata word per row and K tile
+    illegal = sorted(set(range(16)) - set(m.sparse_rule.selectors))
+    md[2, 2] = (md[2, 2] & ~np.uint64(0xF)) | np.uint64(illegal[0])
+    md[30, 0] = (md[30, 0] & ~np.uint64(0xF)) | np.uint64(illegal[-1])
+    for n in (1, 2, 4):
+        with pytest.raises(mmasim.SparseMetadataError, match=f"selector 0x{illegal[-1]:X} "):
+            mmasim.gemm(A, B, C, model=m, threads=n, **kw)
+    assert max(spread) == 4
