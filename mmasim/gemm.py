@@ -25,6 +25,9 @@ from .words import as_array
 #: with ``progress=None`` a bar appears on a terminal only once the work has run this long (seconds)
 PROGRESS_DELAY = 2.0
 
+#: blocks of rows per thread of a gemm on several threads (each block chains every K tile)
+GEMM_CHUNKS_PER_THREAD = 2
+
 
 def _order(k_order, tiles: int):
     if isinstance(k_order, str):
@@ -164,7 +167,11 @@ def _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, n
                 rows_done[0] += e - s
                 bar.update(len(order) * rows_done[0] // M - before)
 
-    _threads.run(M, M, work, nworkers, A.shape[1] * B.shape[1])
+    def warm():     # the first K tile of one row: compiles the kernel and fills the caches once
+        _chain(model, A[:1], B, C[:1], order[:1], None if scale_a is None else scale_a[:1], scale_b,
+               None if sparse_metadata is None else sparse_metadata[:1], backend, 1, None)
+
+    _threads.run(M, M, work, nworkers, A.shape[1] * B.shape[1], warm=warm, per_thread=GEMM_CHUNKS_PER_THREAD)
     return np.concatenate([done[s] for s in sorted(done)], axis=0)
 
 

@@ -122,28 +122,35 @@ def _executor(size: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def run(n: int, chunk: int, work, nworkers: int, elements_per_row: int = 1) -> None:
+def run(n: int, chunk: int, work, nworkers: int, elements_per_row: int = 1, warm=None,
+        per_thread: int = CHUNKS_PER_THREAD) -> None:
     """Call ``work(start, stop)`` on consecutive chunks of at most ``chunk`` rows that
-    cover ``0 .. n``, on ``nworkers`` threads (the calling thread one of them).
+    cover ``0 .. n``, on ``nworkers`` threads (the calling thread one of them), about
+    ``per_thread`` chunks per thread.
 
-    With more than one worker, the first rows (:data:`WARM_ELEMENTS` products) run
-    on the calling thread first, then the threads take the remaining chunks in
-    order.  When chunks raise, no further chunk starts and the error of the
-    first failing chunk is raised: the one a single thread would have raised.
+    With more than one worker, ``warm()`` (default: the first rows, about
+    :data:`WARM_ELEMENTS` products) runs on the calling thread first, then the
+    threads take the (remaining) chunks in order.  When chunks raise, no further
+    chunk starts and the error of the first failing chunk is raised: the one a
+    single thread would have raised.
     """
     chunk = max(1, int(chunk))
     if nworkers <= 1 or n <= 1:
         for s in range(0, n, chunk):
             work(s, min(n, s + chunk))
         return
-    warm = min(n, chunk, max(1, WARM_ELEMENTS // max(1, elements_per_row)))
-    work(0, warm)
-    rest = n - warm
+    if warm is None:
+        first = min(n, chunk, max(1, WARM_ELEMENTS // max(1, elements_per_row)))
+        work(0, first)
+    else:
+        first = 0
+        warm()
+    rest = n - first
     if rest <= 0:
         return
-    size = min(chunk, max(1, -(-rest // (nworkers * CHUNKS_PER_THREAD))))
+    size = min(chunk, max(1, -(-rest // (nworkers * max(1, per_thread)))))
     lock = threading.Lock()
-    state = {"next": warm, "stop": False}
+    state = {"next": first, "stop": False}
     errors = []
 
     def loop():

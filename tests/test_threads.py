@@ -38,9 +38,9 @@ def spread(monkeypatch):
     runs = []
     real = mt.run
 
-    def run(n, chunk, work, nworkers, elements_per_row=1):
+    def run(n, chunk, work, nworkers, *args, **kwargs):
         runs.append(nworkers)
-        return real(n, chunk, work, nworkers, elements_per_row)
+        return real(n, chunk, work, nworkers, *args, **kwargs)
 
     monkeypatch.setattr(mt, "run", run)
     return runs
