@@ -114,8 +114,14 @@ def _aligned(model: Model, chunks, axis: str, operand: str, legal) -> None:
         raise ShapeError(
             f"gemm on dask arrays: the {axis} chunks of {operand} {tuple(chunks)} must each be a multiple of "
             f"{model.instruction}'s {axis} = {tile} (chunks {bad} are not); rechunk {operand}, e.g. "
-            f"{operand}.rechunk({{{0 if axis == 'M' else 1}: {max(legal) * max(1, max(chunks) // max(legal))}}})"
+            f"{operand}.rechunk({{{0 if axis == 'M' else 1}: {_suggest(legal, chunks)}}})"
         )
+
+
+def _suggest(legal, chunks) -> int:
+    """A chunk size near the largest given that is a multiple of the smallest legal tile."""
+    step = min(legal)
+    return max(step, (max(chunks) // step) * step)
 
 
 def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None, sparse_metadata=None,
@@ -128,7 +134,7 @@ def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None
     from . import backends
     from .threads import check as check_threads
 
-    if progress is True or (progress is not None and progress is not False):
+    if progress is not None and not (isinstance(progress, (bool, np.bool_)) and not progress):
         raise OperandError(
             f"gemm on dask arrays shows no tqdm bar (progress={progress!r}); use dask's own "
             "(dask.diagnostics.ProgressBar, or the dask.distributed dashboard)"
@@ -162,6 +168,6 @@ def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None
     dtype = np.dtype(typed_dtype(model.d_format) if values and not model.d_format.integer else model.encoding.dtype)
     return da.blockwise(
         _block, "ij", *args, token="mmasim-gemm", dtype=dtype, meta=np.empty((0, 0), dtype=dtype),
-        concatenate=True, in_process=in_process, ref=_ModelRef.of(model), order=order, scaled=bool(dp.scale), sparse=bool(dp.sparse),
-        backend=backend, threads=threads,
+        concatenate=True, in_process=in_process, ref=_ModelRef.of(model), order=order, scaled=bool(dp.scale),
+        sparse=bool(dp.sparse), backend=backend, threads=threads,
     )

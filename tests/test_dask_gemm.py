@@ -117,22 +117,26 @@ def test_chunks_not_aligned_to_the_instruction_tiles_are_refused(axis):
 
 def test_shape_and_dtype_errors_are_raised_before_anything_is_computed():
     m = mmasim.MMA(*AMPERE)
-    A = da.zeros((32, 40), dtype=np.uint16, chunks=16)
+
+    def z(shape, dtype, chunks="auto"):
+        return da.zeros(shape, dtype=dtype, chunks=chunks)
+
+    B16, C32 = z((32, 16), np.uint16), z((32, 16), np.uint32)
     with pytest.raises(mmasim.ShapeError, match="K = 40 is not a positive multiple"):
-        mmasim.gemm(A, da.zeros((40, 16), dtype=np.uint16), da.zeros((32, 16), dtype=np.uint32), model=m)
+        mmasim.gemm(z((32, 40), np.uint16, 16), z((40, 16), np.uint16), C32, model=m)
     with pytest.raises(mmasim.DtypeError, match="mix container words"):
-        mmasim.gemm(da.zeros((32, 32), dtype=np.float16), da.zeros((32, 16), dtype=np.uint16), da.zeros((32, 16), dtype=np.uint32),
-                    model=m)
+        mmasim.gemm(z((32, 32), np.float16), B16, C32, model=m)
     with pytest.raises(mmasim.OperandError, match="no tqdm bar"):
-        mmasim.gemm(da.zeros((32, 32), dtype=np.uint16), da.zeros((32, 16), dtype=np.uint16), da.zeros((32, 16), dtype=np.uint32),
-                    model=m, progress=True)
-    x = da.zeros((32, 32), dtype=np.uint16)
-    unknown = x[x[:, 0] == 0]
+        mmasim.gemm(z((32, 32), np.uint16), B16, C32, model=m, progress=True)
+    x = z((32, 32), np.uint16)
     with pytest.raises(mmasim.ShapeError, match="unknown chunk sizes"):
-        mmasim.gemm(unknown, da.zeros((32, 16), dtype=np.uint16), np.zeros((32, 16), np.uint32), model=m)
-    with pytest.raises(mmasim.ScaleError):
-        mmasim.gemm(da.zeros((128, 64), dtype=np.uint8), da.zeros((64, 8), dtype=np.uint8), da.zeros((128, 8), dtype=np.uint32),
-                    *NVFP4)
+        mmasim.gemm(x[x[:, 0] == 0], B16, np.zeros((32, 16), np.uint32), model=m)
+    with pytest.raises(mmasim.ScaleError):     # NVFP4 without its scales
+        mmasim.gemm(z((128, 64), np.uint8), z((64, 8), np.uint8), z((128, 8), np.uint32), *NVFP4)
+    with pytest.raises(mmasim.backends.BackendError, match="unknown backend"):
+        mmasim.gemm(z((32, 32), np.uint16), B16, C32, model=m, backend="cuda")
+    with pytest.raises(mmasim.ThreadCountError):
+        mmasim.gemm(z((32, 32), np.uint16), B16, C32, model=m, threads=0)
 
 
 def test_dask_gemm_on_a_local_cluster_of_two_worker_processes():
