@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from . import dask_gemm
-from .errors import MMAError, OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
+from .errors import OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
 from .model import Model, matrices, matrix_shapes
 from . import threads as _threads
 from .threads import check as check_threads
@@ -119,11 +119,8 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
         nworkers = _threads.workers(threads, M, K * N)
         if nworkers <= 1:
             return _chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar)
-        try:
-            return _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M)
-        except MMAError:
-            # the error one thread raises (chunks of rows meet a bad word in another order)
-            return _chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, 1, None)
+        # an error is raised as one thread raises it (threads.run computes again on one thread)
+        return _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M)
     finally:
         if bar is not None:
             bar.close()

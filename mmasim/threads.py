@@ -130,15 +130,30 @@ def run(n: int, chunk: int, work, nworkers: int, elements_per_row: int = 1, warm
 
     With more than one worker, ``warm()`` (default: the first rows, about
     :data:`WARM_ELEMENTS` products) runs on the calling thread first, then the
-    threads take the (remaining) chunks in order.  When chunks raise, no further
-    chunk starts and the error of the first failing chunk is raised: the one a
-    single thread would have raised.
+    threads take the (remaining) chunks in order.  When a chunk raises, no further
+    chunk starts, and the chunks are computed again on the calling thread, one
+    after the other, so that the error raised is the one a single thread raises
+    (its message, too: it may name a row of its chunk).  ``work`` must write only
+    its own rows, so that running a chunk twice does no harm.
     """
     chunk = max(1, int(chunk))
     if nworkers <= 1 or n <= 1:
-        for s in range(0, n, chunk):
-            work(s, min(n, s + chunk))
+        _one_thread(n, chunk, work)
         return
+    try:
+        _shared(n, chunk, work, nworkers, elements_per_row, warm, per_thread)
+        return
+    except Exception:       # noqa: BLE001 - one thread's error, below
+        pass
+    _one_thread(n, chunk, work)     # raises as one thread raises (or, if the error does not recur, computes)
+
+
+def _one_thread(n: int, chunk: int, work) -> None:
+    for s in range(0, n, chunk):
+        work(s, min(n, s + chunk))
+
+
+def _shared(n, chunk, work, nworkers, elements_per_row, warm, per_thread) -> None:
     if warm is None:
         first = min(n, chunk, max(1, WARM_ELEMENTS // max(1, elements_per_row)))
         work(0, first)

@@ -167,9 +167,13 @@ def test_a_failing_chunk_raises_the_error_one_thread_raises(spread):
     md[300, 0] = (md[300, 0] & ~np.uint64(0xF)) | np.uint64(illegal[0])
     md[900, 0] = (md[900, 0] & ~np.uint64(0xF)) | np.uint64(illegal[-1])
     kw["sparse_metadata"] = md
+    said = []
     for n in (1, 4):
-        with pytest.raises(mmasim.SparseMetadataError, match=f"selector 0x{illegal[0]:X} "):
+        with pytest.raises(mmasim.SparseMetadataError, match=f"selector 0x{illegal[0]:X} ") as err:
             m.dot(a, b, c, threads=n, **kw)
+        said.append(str(err.value))
+    assert said[0] == said[1]       # the same words, naming the same case
+    assert spread[-1] == 4
 
 
 def test_small_batches_stay_on_the_calling_thread():
