@@ -156,3 +156,26 @@ def test_dask_gemm_on_a_local_cluster_of_two_worker_processes():
         assert len(blocks) == 4
         assert {t["worker"] for t in blocks} <= set(client.scheduler_info()["workers"])
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_tasks_use_one_thread_unless_threads_says_more(monkeypatch):
+    # dask runs the tasks side by side; each task's own threads default to one
+    from mmasim import threads as mt
+    monkeypatch.setattr(mt, "MIN_ELEMENTS_PER_THREAD", 1)
+    monkeypatch.setenv("MMASIM_THREADS", "4")
+    runs, real = [], mt.run
+
+    def run(n, chunk, work, nworkers, *args, **kwargs):
+        runs.append(nworkers)
+        return real(n, chunk, work, nworkers, *args, **kwargs)
+
+    monkeypatch.setattr(mt, "run", run)
+    m = mmasim.MMA(*AMPERE)
+    A, B, C, kw = _operands(m, 64, 16, 2, "task threads")
+    dA, dB, dC, _ = _chunked(A, B, C, kw, 32, 16, 32)
+    want = mmasim.gemm(A, B, C, model=m, threads=1)
+    assert np.array_equal(mmasim.gemm(dA, dB, dC, model=m).compute(scheduler="sync"), want)
+    assert runs and set(runs) == {1}
+    runs.clear()
+    assert np.array_equal(mmasim.gemm(dA, dB, dC, model=m, threads=2).compute(scheduler="sync"), want)
+    assert 2 in runs
