@@ -163,13 +163,13 @@ def test_tasks_use_one_thread_unless_threads_says_more(monkeypatch):
     from mmasim import threads as mt
     monkeypatch.setattr(mt, "MIN_ELEMENTS_PER_THREAD", 1)
     monkeypatch.setenv("MMASIM_THREADS", "4")
-    runs, real = [], mt.run
+    runs, real = [], mt.workers
 
-    def run(n, chunk, work, nworkers, *args, **kwargs):
-        runs.append(nworkers)
-        return real(n, chunk, work, nworkers, *args, **kwargs)
+    def workers(*args):     # the thread count each call decides on
+        runs.append(real(*args))
+        return runs[-1]
 
-    monkeypatch.setattr(mt, "run", run)
+    monkeypatch.setattr(mt, "workers", workers)
     m = mmasim.MMA(*AMPERE)
     A, B, C, kw = _operands(m, 64, 16, 2, "task threads")
     dA, dB, dC, _ = _chunked(A, B, C, kw, 32, 16, 32)
