@@ -17,6 +17,7 @@ from .errors import (
     ShapeError,
     SparseMetadataError,
     TableError,
+    ThreadCountError,
     UnknownArchitecture,
     UnknownInstruction,
     UnknownQualifier,
@@ -93,5 +94,5 @@ __all__ = [
     "register", "unregister", "hookimpl",
     "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier",
     "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",
-    "ScaleError", "SparseMetadataError", "TableError", "PluginError", "PluginConflict",
+    "ScaleError", "SparseMetadataError", "TableError", "ThreadCountError", "PluginError", "PluginConflict",
 ]

@@ -45,6 +45,10 @@ class SparseMetadataError(OperandError):
     """Sparse metadata is missing, has the wrong shape, or holds an illegal selector."""
 
 
+class ThreadCountError(MMAError, ValueError):
+    """A thread count (the ``threads=`` argument or ``MMASIM_THREADS``) that is not a positive integer."""
+
+
 class UnsupportedDatapath(MMAError):
     """The instruction exists but its arithmetic was never measured and is refused."""
 

@@ -11,16 +11,23 @@ kernel's loop order, or an explicit permutation to study its effect.
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
+from . import dask_gemm
 from .errors import OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
-from .model import Model, matrices
+from .model import Model, matrices, matrix_shapes
 from .tensors import accepts_tensors
+from . import threads as _threads
+from .threads import check as check_threads
 from .words import as_array
 
 #: with ``progress=None`` a bar appears on a terminal only once the work has run this long (seconds)
 PROGRESS_DELAY = 2.0
+
+#: blocks of rows per thread of a gemm on several threads (each block chains every K tile)
+GEMM_CHUNKS_PER_THREAD = 2
 
 
 def _order(k_order, tiles: int):
@@ -71,7 +78,8 @@ def _bar(progress, tiles: int, desc: str):
 
 @accepts_tensors
 def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=None, scale_b=None,
-         sparse_metadata=None, backend=None, progress=None, model: Model | None = None, **qualifiers):
+         sparse_metadata=None, backend=None, progress=None, model: Model | None = None, threads=None,
+         **qualifiers):
     """``A @ B + C`` as ``instruction`` on ``arch`` computes it, K tile after K tile.
 
     ``A``: ``(M, K)``, ``B``: ``(K, N)``, ``C``: ``(M, N)``, all container words
@@ -88,13 +96,98 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
     (A is the sparse operand, ``K`` its logical K) take ``sparse_metadata``
     ``(M, (K / k) * words)``: for each K tile ``t`` in turn, the ``words``
     metadata words of each row that one instruction takes (``Model.dot``).
+    ``threads``: threads of each instruction step (default: ``MMASIM_THREADS``,
+    else every core; :mod:`mmasim.threads`); the words do not depend on it.
+
+    Dask arrays in (any operand): a dask array out, a graph of one task per
+    ``(M, N)`` block, each chaining its K tiles as above (:mod:`mmasim.dask_gemm`;
+    ``threads`` then defaults to 1 per task).
     """
+    model = _model(model, arch, instruction, qualifiers)
+    if dask_gemm.any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
+        return dask_gemm.gemm(model, A, B, C, k_order=k_order, scale_a=scale_a, scale_b=scale_b,
+                              sparse_metadata=sparse_metadata, backend=backend, progress=progress, threads=threads,
+                              check=check, in_process=gemm)
+    threads = check_threads(threads)
+    A, B, C, _ = matrices(A, B, C, "gemm")
+    if scale_a is not None and scale_b is not None and model.datapath.scale:
+        scale_a, scale_b = as_array(scale_a, "scale_a")[0], as_array(scale_b, "scale_b")[0]
+    if sparse_metadata is not None and model.datapath.sparse:
+        sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
+    M, K, N, order = check(model, A.shape, B.shape, C.shape, k_order,
+                           *(None if x is None else np.shape(x) for x in (scale_a, scale_b, sparse_metadata)))
+    bar = _bar(progress, len(order), f"mmasim.gemm {M}x{N}x{K}")
+    try:
+        nworkers = _threads.workers(threads, M, K * N)
+        if nworkers <= 1:
+            return _chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar)
+        # an error is raised as one thread raises it (threads.run computes again on one thread)
+        return _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar):
+    """D of rows of A and C against B: the instruction chained over the K tiles in ``order``
+    (each tile's matrix form on ``threads``); ``bar`` advanced by one per tile."""
+    dp = model.datapath
+    k = dp.k
+    nwords = model.sparse_rule.words(k) if dp.sparse else 0
+    per_tile = k // dp.block if dp.scale else 0
+    D = C
+    for t in order:
+        cut = slice(t * k, (t + 1) * k)
+        kw = {}
+        if dp.scale:
+            blocks = slice(t * per_tile, (t + 1) * per_tile)
+            kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
+        if dp.sparse:
+            kw["sparse_metadata"] = sparse_metadata[:, t * nwords:(t + 1) * nwords]
+        D = model._matrix(A[:, cut], B[cut, :], D, backend=backend, threads=threads, **kw)
+        if bar is not None:
+            bar.update(1)
+    return D
+
+
+def _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M):
+    """:func:`_chain` on blocks of rows, on ``nworkers`` threads: each block chains every K
+    tile (one hand-off per block, not one per tile); the blocks stacked in row order."""
+    done, lock, rows_done = {}, threading.Lock(), [0]
+
+    def work(s, e):
+        rows = slice(s, e)
+        d = _chain(model, A[rows], B, C[rows], order, None if scale_a is None else scale_a[rows], scale_b,
+                   None if sparse_metadata is None else sparse_metadata[rows], backend, 1, None)
+        with lock:
+            done[s] = d
+            if bar is not None:     # whole K tiles' worth of rows done, in whole steps
+                before = len(order) * rows_done[0] // M
+                rows_done[0] += e - s
+                bar.update(len(order) * rows_done[0] // M - before)
+
+    def warm():     # the first K tile of one row: compiles the kernel and fills the caches once
+        _chain(model, A[:1], B, C[:1], order[:1], None if scale_a is None else scale_a[:1], scale_b,
+               None if sparse_metadata is None else sparse_metadata[:1], backend, 1, None)
+
+    _threads.run(M, M, work, nworkers, A.shape[1] * B.shape[1], warm=warm, per_thread=GEMM_CHUNKS_PER_THREAD)
+    return np.concatenate([done[s] for s in sorted(done)], axis=0)
+
+
+def _model(model, arch, instruction, qualifiers) -> Model:
     if model is None:
         if arch is None or instruction is None:
             raise OperandError("gemm needs arch= and instruction= (or model=)")
-        model = Model.lookup(arch, instruction, **qualifiers)
-    elif qualifiers or arch is not None or instruction is not None:
+        return Model.lookup(arch, instruction, **qualifiers)
+    if qualifiers or arch is not None or instruction is not None:
         raise OperandError("gemm: pass either model= or arch=/instruction= (with qualifiers), not both")
+    return model
+
+
+def check(model: Model, a_shape, b_shape, c_shape, k_order="forward", scale_a=None, scale_b=None,
+          sparse_metadata=None):
+    """Check a GEMM's shapes (``scale_a``, ``scale_b``, ``sparse_metadata``: their
+    shapes, or ``None`` where not given) against ``model``; ``(M, K, N, K-tile order)``."""
     dp = model.datapath
     name = model.instruction
     if model.c_format.key != model.d_format.key:
@@ -102,22 +195,21 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
             f"gemm chains D into C, but {name} reads C as {model.c_format.name} and writes D as "
             f"{model.d_format.name}; use the variant whose C and D formats agree"
         )
-    A, B, C, (M, K, N) = matrices(A, B, C, "gemm")
-    model.check_tiles(A.shape, B.shape, "gemm", grid=True)
+    M, K, N = matrix_shapes(a_shape, b_shape, c_shape, "gemm")
+    model.check_tiles(a_shape, b_shape, "gemm", grid=True)
     k = dp.k
     if K == 0 or K % k:
-        raise ShapeError(f"gemm: A is {A.shape}: K = {K} is not a positive multiple of the instruction's "
+        raise ShapeError(f"gemm: A is {tuple(a_shape)}: K = {K} is not a positive multiple of the instruction's "
                          f"K = {k} ({name})")
     tiles = K // k
     order = _order(k_order, tiles)
     if dp.scale:
         if scale_a is None or scale_b is None:
             raise ScaleError(f"gemm with {name} needs scale_a (M, K/{dp.block}) and scale_b (K/{dp.block}, N)")
-        scale_a, scale_b = as_array(scale_a, "scale_a")[0], as_array(scale_b, "scale_b")[0]
         nb = K // dp.block
-        if scale_a.shape != (M, nb) or scale_b.shape != (nb, N):
+        if tuple(scale_a) != (M, nb) or tuple(scale_b) != (nb, N):
             raise ScaleError(f"gemm: scale_a must be ({M}, {nb}) and scale_b ({nb}, {N}); "
-                             f"got {scale_a.shape} and {scale_b.shape}")
+                             f"got {tuple(scale_a)} and {tuple(scale_b)}")
     elif scale_a is not None or scale_b is not None:
         raise ScaleError(f"{name} is not block-scaled: scale_a/scale_b must be None")
     nwords = model.sparse_rule.words(k) if dp.sparse else 0
@@ -126,29 +218,10 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
             raise SparseMetadataError(
                 f"gemm with the sparse {name} needs sparse_metadata (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}): "
                 f"{nwords} metadata word(s) per row for each K tile")
-        sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
-        if sparse_metadata.shape != (M, tiles * nwords):
+        if tuple(sparse_metadata) != (M, tiles * nwords):
             raise SparseMetadataError(
                 f"gemm: sparse_metadata must be (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}); "
-                f"got {sparse_metadata.shape}")
+                f"got {tuple(sparse_metadata)}")
     elif sparse_metadata is not None:
         raise SparseMetadataError(f"{name} is dense: sparse_metadata must be None")
-    bar = _bar(progress, tiles, f"mmasim.gemm {M}x{N}x{K}")
-    per_tile = k // dp.block if dp.scale else 0
-    D = C
-    try:
-        for t in order:
-            cut = slice(t * k, (t + 1) * k)
-            kw = {}
-            if dp.scale:
-                blocks = slice(t * per_tile, (t + 1) * per_tile)
-                kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
-            if dp.sparse:
-                kw["sparse_metadata"] = sparse_metadata[:, t * nwords:(t + 1) * nwords]
-            D = model._matrix(A[:, cut], B[cut, :], D, backend=backend, **kw)
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-    return D
+    return M, K, N, order

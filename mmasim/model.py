@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import backends
+from . import threads as _threads
 from .datapath import Datapath
 from .errors import DtypeError, ScaleError, ShapeError, SparseMetadataError
 from .lookup import Resolution, lookup_instruction
@@ -100,7 +101,7 @@ class Model:
 
     # ------------------------------------------------------------ computation
     @accepts_tensors
-    def dot(self, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backend=None):
+    def dot(self, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backend=None, threads=None):
         """D words of ``c + sum(a*b)`` as the hardware computes them.
 
         ``a``, ``b``: shape ``(..., K)`` (the logical K, also for sparse
@@ -114,10 +115,13 @@ class Model:
         of D's format (integer D stays words).  ``backend``: ``"numpy"``,
         ``"numba"`` or ``"auto"`` (default: the model's, else ``MMASIM_BACKEND``,
         else auto); every backend gives the same words.  Large batches are
-        computed in chunks, in bounded memory.  torch tensors are taken by the
-        same rule (integer tensors words, float tensors values) and give a tensor
-        on the first tensor's device (:mod:`mmasim.tensors`).
+        computed in chunks, in bounded memory, on ``threads`` threads (default:
+        ``MMASIM_THREADS``, else every core; see :mod:`mmasim.threads`): the
+        words do not depend on the thread count.  torch tensors are taken by the same rule
+        (integer tensors words, float tensors values) and give a tensor on the
+        first tensor's device (:mod:`mmasim.tensors`).
         """
+        threads = _threads.check(threads)
         dp = self.datapath
         given = {"a": a, "b": b, "c": c}
         if dp.scale and scale_a is not None and scale_b is not None:
@@ -168,7 +172,7 @@ class Model:
             shapes = ", ".join(str(x.shape) for x in (wa, wb, wc, *extra))
             raise ShapeError(f"operand batch shapes do not broadcast: {shapes}") from exc
         n = int(np.prod(batch, dtype=np.int64))
-        d = self._compute([wa, wb, wc, *extra], batch, n, backend).reshape(batch)
+        d = self._compute([wa, wb, wc, *extra], batch, n, backend, threads).reshape(batch)
         # the result dtype depends only on the datapath: D words in the encoding's unsigned
         # dtype, or (for values in) the D format's float dtype; integer D is always words
         return from_words(d, self.d_format) if values and not self.d_format.integer else d
@@ -181,31 +185,36 @@ class Model:
             backend = self.backend
         return backends.get(backend)
 
-    def _compute(self, arrays, batch, n, backend):
+    def _compute(self, arrays, batch, n, backend, threads=1):
         be = self._backend(backend)
         out = np.empty(n, dtype=self.encoding.dtype)
-        chunk = max(1, self.CHUNK_ELEMENTS // max(self.datapath.k, 1))
+        k = max(self.datapath.k, 1)
+        chunk = max(1, self.CHUNK_ELEMENTS // k)
         rows = Rows.batch(arrays, batch, 0, n)
-        for s in range(0, n, chunk):
-            e = min(n, s + chunk)
-            out[s:e] = be.compute(self.plan, rows.chunk(s, e))
+        plan = self.plan
+
+        def work(s, e):
+            out[s:e] = be.compute(plan, rows.chunk(s, e))
+
+        _threads.run(n, chunk, work, _threads.workers(threads, n, k), k)
         return out
 
     @accepts_tensors
-    def __call__(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None):
+    def __call__(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None, threads=None):
         """Matrix form: ``(M, K) x (K, N) + (M, N) -> (M, N)``.
 
         One instruction: M and N are those the instruction string names
         (``m128n8k16...``), else a legal M and N of the datapath, and K is its K
         (:func:`mmasim.gemm` takes larger matrices).  ``scale_a`` is
         ``(M, blocks)``, ``scale_b`` ``(blocks, N)``; ``sparse_metadata`` is
-        ``(M, words)`` (A is the sparse operand).
+        ``(M, words)`` (A is the sparse operand).  ``threads``: as for :meth:`dot`.
         """
+        threads = _threads.check(threads)
         A, B, C, (M, _, N) = matrices(A, B, C, "matrix form")
         ms, ns = self._legal
         if (ms and M not in ms) or (ns and N not in ns):
             self.check_tiles(A.shape, B.shape, "matrix form")    # raises, naming the shapes
-        return self._matrix(A, B, C, scale_a, scale_b, sparse_metadata, backend)
+        return self._matrix(A, B, C, scale_a, scale_b, sparse_metadata, backend, threads)
 
     def check_tiles(self, a_shape, b_shape, what: str, grid: bool = False):
         """Check M and N of ``A`` ``(M, K)`` and ``B`` ``(K, N)``: one instruction's
@@ -219,7 +228,7 @@ class Model:
         return (_extent(self.legal_m, M, "M", a_shape, "A", what, self, grid),
                 _extent(self.legal_n, N, "N", b_shape, "B", what, self, grid))
 
-    def _matrix(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None):
+    def _matrix(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None, threads=1):
         """The matrix form on 2-D arrays whose M and N were checked."""
         dp = self.datapath
         (M, K), N = A.shape, B.shape[1]
@@ -246,7 +255,7 @@ class Model:
                     f"(A is the sparse operand); got {md.shape}"
                 )
             sparse_metadata = md
-        fast = self._matrix_fast(A, B, C, scale_a, scale_b, sparse_metadata, backend)
+        fast = self._matrix_fast(A, B, C, scale_a, scale_b, sparse_metadata, backend, threads)
         if fast is not None:
             return fast
         a = A[:, None, :]
@@ -254,9 +263,9 @@ class Model:
         sa = None if scale_a is None else np.asarray(scale_a)[:, None, :]
         sb = None if scale_b is None else np.asarray(scale_b).T[None, :, :]
         md = None if sparse_metadata is None else np.asarray(sparse_metadata)[:, None, :]
-        return self.dot(a, b, C, scale_a=sa, scale_b=sb, sparse_metadata=md, backend=backend)
+        return self.dot(a, b, C, scale_a=sa, scale_b=sb, sparse_metadata=md, backend=backend, threads=threads)
 
-    def _matrix_fast(self, A, B, C, scale_a, scale_b, sparse_metadata, backend):
+    def _matrix_fast(self, A, B, C, scale_a, scale_b, sparse_metadata, backend, threads=1):
         """The matrix form given to a backend that reads the matrices themselves (no
         broadcast copies), when the operands are plain, valid container words; else ``None``."""
         dp = self.datapath
@@ -278,8 +287,24 @@ class Model:
                 return None
         if M * N == 0:
             return np.empty((M, N), dtype=self.encoding.dtype)
-        rows = Rows.outer(A, B.T, C.reshape(-1), *((scale_a, scale_b.T) if dp.scale else ()))
-        return be.compute(self.plan, rows).reshape(M, N)
+        plan, k = self.plan, max(dp.k, 1)
+        nworkers = _threads.workers(threads, M, k * N)
+        if nworkers <= 1:
+            rows = Rows.outer(A, B.T, C.reshape(-1), *((scale_a, scale_b.T) if dp.scale else ()))
+            return be.compute(plan, rows).reshape(M, N)
+        # on several threads: blocks of A's rows (and C's), each against the whole of B,
+        # whose words are made contiguous once, not once per block
+        dts = plan.word_dtypes
+        bt = np.ascontiguousarray(B.T, dtype=dts[1])
+        sbt = np.ascontiguousarray(scale_b.T, dtype=dts[4]) if dp.scale else None
+        out = np.empty((M, N), dtype=self.encoding.dtype)
+
+        def work(s, e):
+            extra = (scale_a[s:e], sbt) if dp.scale else ()
+            out[s:e] = be.compute(plan, Rows.outer(A[s:e], bt, C[s:e].reshape(-1), *extra)).reshape(e - s, N)
+
+        _threads.run(M, M, work, nworkers, k * N)
+        return out
 
     def decode(self, operand: str, words):
         """Decode words of ``operand`` ("a", "b", "c", "d" or "scale") with this datapath's formats."""
@@ -441,9 +466,15 @@ def matrices(A, B, C, what: str):
     """``A, B, C`` as arrays checked to be ``(M, K)``, ``(K, N)``, ``(M, N)``; also ``(M, K, N)``."""
     if not (type(A) is np.ndarray and type(B) is np.ndarray and type(C) is np.ndarray):
         A, B, C = as_array(A, "A")[0], as_array(B, "B")[0], as_array(C, "C")[0]
-    if A.ndim != 2 or B.ndim != 2 or C.ndim != 2:
-        raise ShapeError(f"{what} needs 2-D A, B, C; got {A.shape}, {B.shape}, {C.shape}")
-    (M, K), (K2, N) = A.shape, B.shape
-    if K != K2 or C.shape != (M, N):
-        raise ShapeError(f"{what}: shapes do not fit (M,K) x (K,N) + (M,N): {A.shape}, {B.shape}, {C.shape}")
-    return A, B, C, (M, K, N)
+    return A, B, C, matrix_shapes(A.shape, B.shape, C.shape, what)
+
+
+def matrix_shapes(a_shape, b_shape, c_shape, what: str):
+    """``(M, K, N)`` of shapes checked to be ``(M, K)``, ``(K, N)``, ``(M, N)``."""
+    a_shape, b_shape, c_shape = tuple(a_shape), tuple(b_shape), tuple(c_shape)
+    if len(a_shape) != 2 or len(b_shape) != 2 or len(c_shape) != 2:
+        raise ShapeError(f"{what} needs 2-D A, B, C; got {a_shape}, {b_shape}, {c_shape}")
+    (M, K), (K2, N) = a_shape, b_shape
+    if K != K2 or c_shape != (M, N):
+        raise ShapeError(f"{what}: shapes do not fit (M,K) x (K,N) + (M,N): {a_shape}, {b_shape}, {c_shape}")
+    return M, K, N
