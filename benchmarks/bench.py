@@ -6,9 +6,13 @@ side by side with MMA-Sim 2.1.1 when its interpreter is given.
     python benchmarks/bench.py --peer-python /work/peer/venv/bin/python
     python benchmarks/bench.py --memory                 # + 10 M dot products, peak RSS
     python benchmarks/bench.py --quick                  # smaller batches
+    python benchmarks/bench.py --scale --peer-python ...  # + default threading, GEMM, Dask
 
-Everything runs pinned to one CPU core (``--cpu``), single-threaded (torch
-too).  "ns/product" is wall time divided by the number of products a*b, i.e.
+The first tables run pinned to one CPU core (``--cpu``), single-threaded (torch
+too).  ``--scale`` adds what each tool does with its default threading (mmasim:
+every core; MMA-Sim: torch's default threads, no pinning), mmasim's multi-core
+speed-up, whole GEMMs (mmasim.gemm against MMA-Sim chaining its K tiles over the
+whole M x N) and mmasim.gemm on dask arrays on a two-process local cluster.  "ns/product" is wall time divided by the number of products a*b, i.e.
 batch x K.  Both simulators get the same words: random finite values near one
 (signs mixed), scales near 1.  MMA-Sim 2.1.1 is timed in a subprocess of the
 given interpreter started in a temporary directory, so that this repository's
@@ -19,6 +23,7 @@ asserted.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -113,14 +118,17 @@ def best_time(fn, repeat, min_time=0.2):
 
 # --------------------------------------------------------------------- peer
 PEER_SCRIPT = textwrap.dedent(r'''
-    import json, os, sys, time
+    import hashlib, json, os, sys, time
     import numpy as np
-    try:
-        os.sched_setaffinity(0, {int(sys.argv[3])})
-    except Exception:
-        pass
+    CPU = int(sys.argv[3])
+    if CPU >= 0:     # one core, one thread; else torch's default threading, every core
+        try:
+            os.sched_setaffinity(0, {CPU})
+        except Exception:
+            pass
     import torch
-    torch.set_num_threads(1)
+    if CPU >= 0:
+        torch.set_num_threads(1)
     import mmasim
     from mmasim.nv_ptx import MMA, WGMMA, TCGen05MMA, TCGen05MMABlockScale
     CLS = dict(MMA=MMA, WGMMA=WGMMA, TCGen05MMA=TCGen05MMA, TCGen05MMABlockScale=TCGen05MMABlockScale)
@@ -161,6 +169,28 @@ PEER_SCRIPT = textwrap.dedent(r'''
             op = CLS[cls](arch, name)
             f = job["formats"]
             a, b, c = (tensor(data[key + x], f[i]) for i, x in enumerate(("_a", "_b", "_c")))
+            if job["mode"] == "gemm":     # chain the K tiles over the whole M x N
+                k, blk = job["k"], job.get("block") or 1
+                A, B, C = (data[key + x] for x in ("_a", "_b", "_c"))
+                ta = tensor(A, f[0])
+                tb = tensor(np.ascontiguousarray(B.T), f[1]).T     # packed along K, as MMA-Sim reads B
+                tc = tensor(C, f[2])
+                sa = tensor(data[key + "_sa"], f[3]) if (key + "_sa") in data.files else None
+                sb = tensor(data[key + "_sb"], f[3]) if (key + "_sb") in data.files else None
+                per = 2 if f[0] == "e2m1x" else 1          # elements per stored entry along K
+
+                def fn():
+                    d = tc
+                    for k0 in range(0, A.shape[1], k):
+                        args = (ta[:, k0 // per:(k0 + k) // per], tb[k0 // per:(k0 + k) // per, :], d)
+                        if sa is not None:
+                            args += (sa[:, k0 // blk:(k0 + k) // blk], sb[k0 // blk:(k0 + k) // blk, :])
+                        d = op(*args)
+                    return d
+                t = time.perf_counter(); d = fn(); out[key] = time.perf_counter() - t
+                dw = d.contiguous().view(torch.int32).numpy().astype(np.uint32)
+                out[key + "_words"] = hashlib.sha256(dw.tobytes()).hexdigest()
+                continue
             if job["mode"] == "tile":
                 args = (a, b, c)
                 if "_sa" in "".join(data.files) and (key + "_sa") in data.files:
@@ -235,6 +265,151 @@ def memory_run(backend, n):
     return t, rss, base
 
 
+# ---------------------------------------------------------------- scale
+GEMMS = [
+    ("GEMM 1024^3 Ampere m16n8k16 f32.f16.f16.f32", "Ampere", "m16n8k16.f32.f16.f16.f32", {}, 1024, 1024, 1024,
+     ("MMA", "Ampere", "m16n8k16.f32.f16.f16.f32")),
+    ("GEMM 512^3 B200 NVFP4 (mxf4nvf4, ue4m3, 4X)", "B200", "tcgen05.kind::mxf4nvf4.4X", {}, 512, 512, 512,
+     ("TCGen05MMABlockScale", "Blackwell", "m128n8k64.kind::mxf4nvf4.block16.f32.e2m1.e2m1.ue4m3")),
+]
+
+
+def _digest(words):
+    return hashlib.sha256(np.ascontiguousarray(np.asarray(words).astype(np.uint32)).tobytes()).hexdigest()
+
+
+def dask_run(model, A, B, C, chunk, skw):
+    """Seconds of mmasim.gemm on dask arrays on a local cluster of two worker processes, and
+    whether its words equal ``expect``; ``None`` without dask.distributed."""
+    try:
+        import dask.array as da
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        return None
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        dA, dB, dC = da.from_array(A, chunks=(chunk, -1)), da.from_array(B, chunks=(-1, chunk)), \
+            da.from_array(C, chunks=(chunk, chunk))
+        dsk = {}
+        if skw:
+            dsk = dict(scale_a=da.from_array(skw["scale_a"], chunks=(chunk, -1)),
+                       scale_b=da.from_array(skw["scale_b"], chunks=(-1, chunk)))
+        warm = mmasim.gemm(dA[:chunk], dB[:, :chunk], dC[:chunk, :chunk], model=model,
+                           **{k: (v[:chunk] if k == "scale_a" else v[:, :chunk]) for k, v in dsk.items()})
+        client.compute(warm).result()         # workers import mmasim and compile once
+        t = time.perf_counter()
+        d = client.compute(mmasim.gemm(dA, dB, dC, model=model, **dsk)).result()
+        return time.perf_counter() - t, d
+
+
+def scale_run(args):
+    """Default threading of both tools on batched dot products, mmasim's speed-up over
+    one thread, whole GEMMs against MMA-Sim chaining its K tiles, and dask."""
+    from mmasim import threads as mthreads
+    cores = mthreads.default_threads()
+    rng = np.random.default_rng(777)
+    n = 20_000 if args.quick else 200_000
+    n_peer = 4_000 if args.quick else 20_000
+    out, jobs, arrays = {}, [], {}
+    print(f"default threading: mmasim on every core ({cores}), MMA-Sim 2.1.1 with torch's default threads; "
+          f"unpinned; ns per product\n")
+    for idx, (label, arch, ins, q, peer, kind) in enumerate(CASES):
+        if peer is None:
+            continue
+        model = mmasim.MMA(arch, ins, **q)
+        a, b, c, s = make_inputs(model, n, rng)
+        model.dot(a[:64], b[:64], c[:64], **{k: v[:64] for k, v in s.items()})
+        row = {"label": label, "k": model.k, "cores": cores}
+        for name, th in (("one", 1), ("all", None)):
+            row[name] = best_time(lambda: model.dot(a, b, c, threads=th, **s), 5) / (n * model.k) * 1e9
+        key = f"mdot{idx}"
+        fm = [model.a_format.key, model.b_format.key, model.c_format.key,
+              model.scale_format.key if model.scale_format else ""]
+        arrays.update({key + "_a": a[:n_peer], key + "_b": b[:n_peer], key + "_c": c[:n_peer]})
+        if s:
+            arrays.update({key + "_sa": s["scale_a"][:n_peer], key + "_sb": s["scale_b"][:n_peer]})
+        jobs.append(dict(key=key, peer=peer, formats=fm, mode="dot", repeat=3))
+        row["peer_n"] = n_peer
+        out[key] = row
+    for idx, (label, arch, ins, q, M, N, K, peer) in enumerate(GEMMS):
+        if args.quick:
+            M, N, K = M // 2, N // 2, K // 2
+        model = mmasim.MMA(arch, ins, **q)
+        dp = model.datapath
+        A, B = near_one(model.a_format, (M, K), rng), near_one(model.b_format, (K, N), rng)
+        C = near_one(model.c_format, (M, N), rng)
+        skw = {}
+        if dp.scale:
+            skw = dict(scale_a=near_one(model.scale_format, (M, K // dp.block), rng),
+                       scale_b=near_one(model.scale_format, (K // dp.block, N), rng))
+        mmasim.gemm(A[:min(M, 128)], B[:, :min(N, 128)], C[:min(M, 128), :min(N, 128)], model=model,
+                    **{k: (v[:128] if k == "scale_a" else v[:, :128]) for k, v in skw.items()})
+        row = {"label": label, "M": M, "N": N, "K": K}
+        t = time.perf_counter()
+        d = mmasim.gemm(A, B, C, model=model, threads=1, progress=False, **skw)
+        row["one"] = time.perf_counter() - t
+        t = time.perf_counter()
+        d = mmasim.gemm(A, B, C, model=model, progress=False, **skw)
+        row["all"] = time.perf_counter() - t
+        row["digest"] = _digest(d)
+        key = f"gemm{idx}"
+        fm = [model.a_format.key, model.b_format.key, model.c_format.key,
+              model.scale_format.key if model.scale_format else ""]
+        arrays.update({key + "_a": A, key + "_b": B, key + "_c": C})
+        if skw:
+            arrays.update({key + "_sa": skw["scale_a"], key + "_sb": skw["scale_b"]})
+        jobs.append(dict(key=key, peer=peer, formats=fm, mode="gemm", repeat=1, k=model.k, block=dp.block or 1))
+        if idx == 0:
+            r = dask_run(model, A, B, C, M // 2, skw)
+            if r is not None:
+                row["dask"], dd = r
+                row["dask_same"] = _digest(dd) == row["digest"]
+        out[key] = row
+    peer = run_peer(args.peer_python, jobs, arrays, -1) if args.peer_python else {}
+    head = f"{'batched dot':44s} {'1 thread':>9s} {'all cores':>9s} {'speed-up':>9s}"
+    if args.peer_python:
+        head += f" {'MMA-Sim':>9s} {'x mmasim':>9s}"
+    print(head)
+    print("-" * len(head))
+    for key, row in out.items():
+        if not key.startswith("mdot"):
+            continue
+        line = f"{row['label']:44s} {row['one']:9.2f} {row['all']:9.2f} {row['one'] / row['all']:8.2f}x"
+        if args.peer_python:
+            p = peer.get(key)
+            if isinstance(p, float):
+                row["peer"] = p / (row["peer_n"] * row["k"]) * 1e9
+                line += f" {row['peer']:9.2f} {row['peer'] / row['all']:8.1f}x"
+            else:
+                line += f" {'n/a':>9s}  ({p})"
+        print(line)
+    print()
+    head = f"{'whole GEMM (seconds)':44s} {'1 thread':>9s} {'all cores':>9s} {'speed-up':>9s}"
+    if args.peer_python:
+        head += f" {'MMA-Sim':>9s} {'x mmasim':>9s} {'same D':>7s}"
+    print(head)
+    print("-" * len(head))
+    for key, row in out.items():
+        if not key.startswith("gemm"):
+            continue
+        line = f"{row['label']:44s} {row['one']:9.2f} {row['all']:9.2f} {row['one'] / row['all']:8.2f}x"
+        if args.peer_python:
+            p = peer.get(key)
+            if isinstance(p, float):
+                row["peer"] = p
+                row["peer_same"] = peer.get(key + "_words") == row["digest"]
+                line += f" {p:9.2f} {p / row['all']:8.1f}x {'yes' if row['peer_same'] else 'NO':>7s}"
+            else:
+                line += f" {'n/a':>9s}  ({p})"
+        print(line)
+        if "dask" in row:
+            print(f"{'  the same on dask: 2-process LocalCluster':44s} {'':9s} {row['dask']:9.2f} "
+                  f"{row['one'] / row['dask']:8.2f}x  (same D as in-process: {'yes' if row['dask_same'] else 'NO'}; "
+                  f"{row['M'] // (row['M'] // 2)}x{row['N'] // (row['N'] // 2)} blocks)")
+    print()
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--peer-python", help="interpreter of a venv with mmasim==2.1.1 and torch")
@@ -242,7 +417,12 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="smaller batches")
     ap.add_argument("--memory", action="store_true", help="also stream 10 million dot products and report peak RSS")
     ap.add_argument("--json", help="write the figures to this file")
+    ap.add_argument("--scale", action="store_true",
+                    help="also: default threading of both tools, mmasim's multi-core speed-up, whole GEMMs, dask")
     args = ap.parse_args(argv)
+    results = {}
+    if args.scale:      # before pinning: every core, each tool with its default threading
+        results.update(scale_run(args))
     try:
         os.sched_setaffinity(0, {args.cpu})
     except (AttributeError, OSError):
@@ -254,7 +434,7 @@ def main(argv=None):
     n_peer = 4_000 if args.quick else 20_000
     print(f"mmasim {mmasim.__version__}, numpy {np.__version__}, backends: {', '.join(have)}; "
           f"one core (cpu {args.cpu}); ns per product a*b (batch x K)\n")
-    results, peer_jobs, peer_arrays = {}, [], {}
+    peer_jobs, peer_arrays = [], {}
     for idx, (label, arch, ins, q, peer, kind) in enumerate(CASES):
         model = mmasim.MMA(arch, ins, **q)
         row = {"label": label, "instruction": model.instruction, "kind": kind, "k": model.k}
