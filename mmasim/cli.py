@@ -312,7 +312,7 @@ def cmd_harness_run(args) -> int:
     print(f"{len(res['written'])} vector file(s) from {safe(dev.get('name', '?'))} "
           f"(compute capability {safe(dev.get('compute_capability', '?'))}) written to {safe(str(args.out))}; "
           f"check them with: mmasim validate {safe(str(args.out))}")
-    for ins, why in res["skipped"]:
+    for ins, why in res["skipped"] + res.get("unprobed", []):
         print(f"  {safe(ins)}: {safe(one_line(why))}")
     return 0
 

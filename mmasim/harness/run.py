@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 from .. import vectors
-from ..errors import HarnessError, MMAError, UnsupportedDatapath
+from ..errors import CharacterizeError, HarnessError, MMAError, UnsupportedDatapath
 from .. import wordgen
 from . import generate as gen
 from . import host, toolchain
@@ -290,8 +290,10 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
 
     ``cases``: random tiles (instruction executions) per instruction, each giving M x N
     dot-product cases; ``probes``: also the probe ladders, from ``probe_source(model) -> dict``
-    (default :func:`mmasim.characterize.probe_cases`).  Returns ``{"written": [paths],
-    "skipped": [(instruction, reason)], "device": info}``.
+    (default :func:`mmasim.characterize.probe_cases`; an instruction it refuses with
+    :class:`~mmasim.errors.CharacterizeError`, an integer one, runs without probes: listed in
+    ``unprobed`` and said in its file's provenance ``probes``).  Returns ``{"written": [paths],
+    "skipped": [(instruction, reason)], "unprobed": [(instruction, reason)], "device": info}``.
     """
     if cases < 1:
         raise HarnessError(f"cases must be at least 1, got {cases}")
@@ -302,10 +304,11 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
         device = CudaDevice() if pairs[0][1].target.startswith("sm_") else HipDevice()
     info = check_device(device, arch, pairs[0][1].target)
     if probes and probe_source is None:
-        try:
-            from ..characterize import probe_cases as probe_source
-        except ImportError as e:
-            raise HarnessError(f"--probes needs mmasim.characterize.probe_cases ({e})") from None
+        from ..characterize import probe_cases as probe_source
+    per_ins = {}
+    for _, spec in pairs:
+        per_ins[spec.instruction] = per_ins.get(spec.instruction, 0) + 1
+    unprobed = []
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -318,11 +321,17 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
             if spec.options.get("n"):
                 N = spec.options["n"]
             batches = [random_tiles(model, cases, rng, M, N)]
-            n_probe = 0
+            n_probe, no_probes = 0, ""
             if probes:
-                pc = probe_source(model)
-                batches.append(probe_tiles(model, pc, M, N))
-                n_probe = int(np.asarray(pc["a"]).shape[0])
+                try:
+                    pc = probe_source(model)
+                except CharacterizeError as e:      # integer instructions: no probe ladders
+                    no_probes = str(e)
+                    if all(ins != model.instruction for ins, _ in unprobed):
+                        unprobed.append((model.instruction, f"run without probes: {e}"))
+                else:
+                    batches.append(probe_tiles(model, pc, M, N))
+                    n_probe = int(np.asarray(pc["a"]).shape[0])
             parts, labels = [], []
             for ops, lab in batches:
                 tiles = ops["a"].shape[0]
@@ -341,10 +350,15 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
                 "random_tiles": cases, "random_cases": int(parts[0]["d"].shape[0]), "probe_cases": n_probe,
                 "cases": int(arrays["d"].shape[0]),
             }
+            if no_probes:
+                prov["probes"] = f"none: {no_probes}"
             if "gcn_arch" in info:             # AMD (amd.HipDevice): the HIP runtime instead of CUDA's
                 del prov["cuda"]
                 prov.update(gcn_arch=info["gcn_arch"], hip_runtime=str(info.get("runtime", "")))
-            path = vectors.save(out / file_name(spec.instruction), arch=arch, instruction=spec.instruction,
+            # one file per instruction; an instruction with several kernels (wgmma: one per N and
+            # A source) gets one file per kernel, named by the kernel
+            name = file_name(spec.instruction if per_ins[spec.instruction] == 1 else spec.name)
+            path = vectors.save(out / name, arch=arch, instruction=spec.instruction,
                                 qualifiers=dict(spec.qualifiers), provenance=prov,
                                 labels=np.concatenate(labels).astype(str),
                                 notes=f"measured with mmasim harness ({spec.name}, {spec.target})", **arrays)
@@ -356,4 +370,4 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
                 bar.update(1)
     if bar is not None:
         bar.close()
-    return {"written": written, "skipped": skipped, "device": info}
+    return {"written": written, "skipped": skipped, "unprobed": unprobed, "device": info}
