@@ -44,9 +44,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import HarnessError, MMAError, OperandError, ShapeError, TableError, ToolchainError, UnsupportedDatapath
+from ..errors import HarnessError, OperandError, ShapeError, TableError, ToolchainError, UnsupportedDatapath
 from .host import execute
-from .spec import Buffer, KernelSpec
+from .spec import Buffer, KernelSpec, layout_name
 from .toolchain import cache_key, cache_path
 
 #: the mmasim architecture -> the gfx target its kernels are compiled for
@@ -192,13 +192,6 @@ def device_code(name: str, target: str, opcode: str, regs: dict, sparse: bool) -
     return "\n".join(lines) + "\n"
 
 
-def _layout_name(model, operand) -> str:
-    try:
-        return model.layout(operand).name
-    except MMAError:
-        return ""
-
-
 def specs(model) -> list:
     """One :class:`KernelSpec` for a ``v_mfma`` / ``v_smfmac`` model."""
     if not handles(model):
@@ -210,15 +203,15 @@ def specs(model) -> list:
     regs = registers(model)
     name = kernel_name(model)
     opcode = mnemonic(model)
-    inputs = [Buffer(op, "registers", regs[op], layout=_layout_name(model, op)) for op in "abc"]
+    inputs = [Buffer(op, "registers", regs[op], layout=layout_name(model, op)) for op in "abc"]
     options = {"blocks": blocks(model), "mnemonic": opcode}
     if sparse:
         inputs.append(Buffer("sparse_metadata", "registers", 1,
-                             layout=_layout_name(model, "sparse_metadata") or "v_smfmac index register"))
+                             layout=layout_name(model, "sparse_metadata") or "v_smfmac index register"))
         options.update(cbsz=0, abid=0)
     return [KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={}, target=target,
                        threads=THREADS, name=name, assembly=assembly(model), inputs=tuple(inputs),
-                       output=Buffer("d", "registers", regs["d"], layout=_layout_name(model, "d")),
+                       output=Buffer("d", "registers", regs["d"], layout=layout_name(model, "d")),
                        device=device_code(name, target, opcode, regs, sparse), options=options)]
 
 
@@ -318,14 +311,20 @@ static void mmasim_die(const char* what, const char* detail) {
 #define MMASIM_CHECK(call) do { hipError_t e_ = (call); \
     if (e_ != hipSuccess) mmasim_die(#call, hipGetErrorString(e_)); } while (0)
 
-// --info: the device as JSON (name, gcnArchName, runtime and driver versions)
-static int mmasim_info(const char* target) {
-    hipDeviceProp_t prop;
-    int dev = 0, runtime = 0, driver = 0;
+// the device's properties and the HIP runtime and driver versions
+static void mmasim_query(hipDeviceProp_t& prop, int& runtime, int& driver) {
+    int dev = 0;
     MMASIM_CHECK(hipGetDevice(&dev));
     MMASIM_CHECK(hipGetDeviceProperties(&prop, dev));
     MMASIM_CHECK(hipRuntimeGetVersion(&runtime));
     MMASIM_CHECK(hipDriverGetVersion(&driver));
+}
+
+// --info: the device as JSON (name, gcnArchName, runtime and driver versions)
+static int mmasim_info(const char* target) {
+    hipDeviceProp_t prop;
+    int runtime = 0, driver = 0;
+    mmasim_query(prop, runtime, driver);
     std::printf("{\"name\": \"%s\", \"gcn_arch\": \"%s\", \"runtime\": %d, \"driver\": %d, \"target\": \"%s\"}\n",
                 prop.name, prop.gcnArchName, runtime, driver, target);
     return 0;
@@ -362,11 +361,8 @@ int main(int argc, char** argv) {
     long long cases = std::strtoll(argv[1], &end, 10);
     if (!end || *end || cases <= 0 || cases > 0x7fffffffLL) mmasim_die("CASES must be a positive integer", argv[1]);
     hipDeviceProp_t prop;
-    int dev = 0, runtime = 0, driver = 0;
-    MMASIM_CHECK(hipGetDevice(&dev));
-    MMASIM_CHECK(hipGetDeviceProperties(&prop, dev));
-    MMASIM_CHECK(hipRuntimeGetVersion(&runtime));
-    MMASIM_CHECK(hipDriverGetVersion(&driver));
+    int runtime = 0, driver = 0;
+    mmasim_query(prop, runtime, driver);
     // gcnArchName is the target with its features: "gfx942:sramecc+:xnack-"
     size_t tl = std::strlen(kTarget);
     if (std::strncmp(prop.gcnArchName, kTarget, tl) != 0
