@@ -507,7 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instructions (default: every instruction of the architecture)")
     h.add_argument("--out", required=True, type=pathlib.Path, help="output folder")
     h.set_defaults(func=cmd_harness_generate)
-    h = hsub.add_parser("run", help="build with nvcc, run on the GPU, write one vector file per instruction")
+    h = hsub.add_parser("run", help="build with nvcc (hipcc for AMD), run on the GPU, write one vector file per instruction")
     h.add_argument("arch")
     h.add_argument("instructions", nargs="*", metavar="INSTRUCTION",
                    help="instructions (default: every instruction of the architecture)")
