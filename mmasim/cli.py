@@ -312,7 +312,7 @@ def cmd_harness_run(args) -> int:
     print(f"{len(res['written'])} vector file(s) from {safe(dev.get('name', '?'))} "
           f"(compute capability {safe(dev.get('compute_capability', '?'))}) written to {safe(str(args.out))}; "
           f"check them with: mmasim validate {safe(str(args.out))}")
-    for ins, why in res["skipped"]:
+    for ins, why in res["skipped"] + res.get("unprobed", []):
         print(f"  {safe(ins)}: {safe(one_line(why))}")
     return 0
 
@@ -507,7 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instructions (default: every instruction of the architecture)")
     h.add_argument("--out", required=True, type=pathlib.Path, help="output folder")
     h.set_defaults(func=cmd_harness_generate)
-    h = hsub.add_parser("run", help="build with nvcc, run on the GPU, write one vector file per instruction")
+    h = hsub.add_parser("run", help="build with nvcc (hipcc for AMD), run on the GPU, write one vector file per instruction")
     h.add_argument("arch")
     h.add_argument("instructions", nargs="*", metavar="INSTRUCTION",
                    help="instructions (default: every instruction of the architecture)")

@@ -14,7 +14,8 @@ import pytest
 
 import mmasim
 from mmasim.errors import HarnessError, ShapeError, TableError, ToolchainError, UnsupportedDatapath
-from mmasim.harness import amd
+from mmasim.harness import amd, host
+from mmasim.harness import run as hrun
 from mmasim.harness.spec import KernelSpec
 
 ARCHS = ("CDNA1", "CDNA2", "CDNA3")
@@ -207,7 +208,7 @@ def test_host_program_runs_the_cases_it_is_given(fake_hipcc, tmp_path, monkeypat
     ops = _random_ops(m, 5, np.random.default_rng(5))
     bufs = amd.place(spec, m, ops)
     exe = amd.build(amd.host_source(spec), spec.target, hipcc)
-    out = amd.execute(spec, exe, bufs, tmp_path / "run")
+    out, _ = host.execute(spec, exe, bufs, tmp_path / "run")
     assert np.array_equal(amd.read(spec, m, out), ops["c"])
     assert amd.build(amd.host_source(spec), spec.target, hipcc) == exe      # cached: built once
     assert len(log.read_text().splitlines()) == 1 and "--offload-arch=gfx942" in log.read_text()
@@ -222,10 +223,10 @@ def test_host_program_refuses_another_gpu_and_a_short_file(fake_hipcc, tmp_path,
     exe = amd.build(amd.host_source(spec), spec.target, hipcc)
     monkeypatch.setenv("STUB_ARCH", "gfx90a:sramecc+:xnack-")
     with pytest.raises(HarnessError, match=r"exit 3.*the kernel is built for gfx942"):
-        amd.execute(spec, exe, bufs, tmp_path / "run")
+        host.execute(spec, exe, bufs, tmp_path / "run")
     monkeypatch.setenv("STUB_ARCH", "gfx9420")                     # a prefix is not the target
     with pytest.raises(HarnessError, match="exit 3"):
-        amd.execute(spec, exe, bufs, tmp_path / "run")
+        host.execute(spec, exe, bufs, tmp_path / "run")
     monkeypatch.delenv("STUB_ARCH")
     import subprocess
     bufs[1][:-1].tofile(tmp_path / "short.bin")
@@ -250,6 +251,21 @@ def test_hip_device_reports_the_gpu_and_runs_a_kernel(fake_hipcc, tmp_path, monk
     assert np.array_equal(amd.read(spec, m, out), ops["c"])
     with pytest.raises(HarnessError, match="need gfx90a"):
         dev.check(amd.specs(mmasim.MMA("CDNA2", "v_mfma_f64_16x16x4f64"))[0])
+
+
+def test_harness_run_uses_the_hip_device_and_checks_its_gfx_target(fake_hipcc, tmp_path, monkeypatch):
+    # one HipDevice (amd.py) serves harness run: the gfx name of the device's --info is what
+    # check_device compares with the architecture's target
+    monkeypatch.setenv("MMASIM_HARNESS_CACHE", str(tmp_path / "cache"))
+    assert hrun.HipDevice is amd.HipDevice
+    hipcc, _ = fake_hipcc
+    dev = amd.HipDevice(hipcc=hipcc)
+    assert hrun.check_device(dev, "CDNA3", "gfx942")["name"] == "stub GPU"
+    with pytest.raises(HarnessError, match=r"architecture gfx942, but CDNA2 kernels \(gfx90a\) need gfx90a"):
+        hrun.check_device(dev, "CDNA2", "gfx90a")
+    with pytest.raises(HarnessError, match=r"architecture gfx942, but CDNA2 kernels \(gfx90a\) need gfx90a"):
+        hrun.run("CDNA2", tmp_path / "out", cases=1, device=dev)
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 
 def test_without_hipcc_the_build_names_the_missing_tool(monkeypatch, tmp_path):
@@ -298,7 +314,7 @@ def test_assembler_results_are_cached_by_content(tmp_path, monkeypatch):
     monkeypatch.setenv("MMASIM_HARNESS_CACHE", str(tmp_path))
     line = ["v_mfma_f32_4x4x1f32 a[0:3], v0, v1, a[0:3]"]
     first = amd.check_assembly("gfx908", line)
-    files = list(tmp_path.glob("amd-mc-gfx908-*.json"))
+    files = list(tmp_path.glob("*/*.amd-mc-gfx908.json"))
     assert len(files) == 1 and first["errors"] == {}
     # a cached answer is read back, not recomputed: tampering with it shows through
     files[0].write_text('{"errors": {"x": "cached"}, "encoded": 0, "printed": []}')

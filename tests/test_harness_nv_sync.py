@@ -298,17 +298,3 @@ def test_sparse_and_block_scaled_kernels_run_on_a_simulated_device_and_validate(
         for b in spec.inputs:
             sel = {"selector": 0} if b.operand == "sparse_metadata" else {}
             assert m.layout(b.operand, **sel).registers == b.words, (name, b.operand)
-
-
-def test_amd_device_is_identified_by_rocminfo_and_checked_against_the_gfx_target(tmp_path, monkeypatch):
-    fake = tmp_path / "rocminfo"
-    fake.write_text("#!/bin/sh\ncat <<'X'\nAgent 1\n  Name:                    AMD EPYC 9654\n"
-                    "  Marketing Name:          AMD EPYC 9654 96-Core Processor\nAgent 2\n"
-                    "  Name:                    gfx942\n  Marketing Name:          AMD Instinct MI300X\nX\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}:/bin:/usr/bin")      # the fake first (it needs cat)
-    dev = hrun.HipDevice()
-    assert dev.info()["name"] == "AMD Instinct MI300X" and dev.info()["compute_capability"] == "gfx942"
-    assert hrun.check_device(dev, "CDNA3", "gfx942")["name"] == "AMD Instinct MI300X"
-    with pytest.raises(HarnessError, match="architecture gfx942, but CDNA2 kernels \\(gfx90a\\) need gfx90a"):
-        hrun.check_device(dev, "CDNA2", "gfx90a")

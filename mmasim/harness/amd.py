@@ -26,7 +26,7 @@ returns block 0.
 
 :func:`host_source` is the complete HIP program of a kernel (device code and a host ``main()``
 with the ``NAME CASES OUT.bin IN0.bin ...`` file protocol of every harness program), built with
-hipcc by :func:`build` and run by :func:`execute` / :class:`HipDevice`.
+hipcc by :func:`build` and run by :class:`HipDevice` (through :func:`mmasim.harness.host.execute`).
 
 The module also finds LLVM's AMDGPU assembler (``llvm-mc``, LLVM 19 or later) and clang, and
 checks every instruction (:func:`check_assembly`) and every kernel (:func:`check_device_code`)
@@ -34,7 +34,6 @@ of one target in one batch, cached by content hash.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -45,8 +44,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import HarnessError, MMAError, OperandError, ShapeError, TableError, ToolchainError, UnsupportedDatapath
-from .spec import Buffer, KernelSpec
+from ..errors import HarnessError, OperandError, ShapeError, TableError, ToolchainError, UnsupportedDatapath
+from .host import execute
+from .spec import Buffer, KernelSpec, layout_name
+from .toolchain import cache_key, cache_path
 
 #: the mmasim architecture -> the gfx target its kernels are compiled for
 TARGETS = {"CDNA1": "gfx908", "CDNA2": "gfx90a", "CDNA3": "gfx942"}
@@ -191,13 +192,6 @@ def device_code(name: str, target: str, opcode: str, regs: dict, sparse: bool) -
     return "\n".join(lines) + "\n"
 
 
-def _layout_name(model, operand) -> str:
-    try:
-        return model.layout(operand).name
-    except MMAError:
-        return ""
-
-
 def specs(model) -> list:
     """One :class:`KernelSpec` for a ``v_mfma`` / ``v_smfmac`` model."""
     if not handles(model):
@@ -209,15 +203,15 @@ def specs(model) -> list:
     regs = registers(model)
     name = kernel_name(model)
     opcode = mnemonic(model)
-    inputs = [Buffer(op, "registers", regs[op], layout=_layout_name(model, op)) for op in "abc"]
+    inputs = [Buffer(op, "registers", regs[op], layout=layout_name(model, op)) for op in "abc"]
     options = {"blocks": blocks(model), "mnemonic": opcode}
     if sparse:
         inputs.append(Buffer("sparse_metadata", "registers", 1,
-                             layout=_layout_name(model, "sparse_metadata") or "v_smfmac index register"))
+                             layout=layout_name(model, "sparse_metadata") or "v_smfmac index register"))
         options.update(cbsz=0, abid=0)
     return [KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={}, target=target,
                        threads=THREADS, name=name, assembly=assembly(model), inputs=tuple(inputs),
-                       output=Buffer("d", "registers", regs["d"], layout=_layout_name(model, "d")),
+                       output=Buffer("d", "registers", regs["d"], layout=layout_name(model, "d")),
                        device=device_code(name, target, opcode, regs, sparse), options=options)]
 
 
@@ -317,14 +311,20 @@ static void mmasim_die(const char* what, const char* detail) {
 #define MMASIM_CHECK(call) do { hipError_t e_ = (call); \
     if (e_ != hipSuccess) mmasim_die(#call, hipGetErrorString(e_)); } while (0)
 
-// --info: the device as JSON (name, gcnArchName, runtime and driver versions)
-static int mmasim_info(const char* target) {
-    hipDeviceProp_t prop;
-    int dev = 0, runtime = 0, driver = 0;
+// the device's properties and the HIP runtime and driver versions
+static void mmasim_query(hipDeviceProp_t& prop, int& runtime, int& driver) {
+    int dev = 0;
     MMASIM_CHECK(hipGetDevice(&dev));
     MMASIM_CHECK(hipGetDeviceProperties(&prop, dev));
     MMASIM_CHECK(hipRuntimeGetVersion(&runtime));
     MMASIM_CHECK(hipDriverGetVersion(&driver));
+}
+
+// --info: the device as JSON (name, gcnArchName, runtime and driver versions)
+static int mmasim_info(const char* target) {
+    hipDeviceProp_t prop;
+    int runtime = 0, driver = 0;
+    mmasim_query(prop, runtime, driver);
     std::printf("{\"name\": \"%s\", \"gcn_arch\": \"%s\", \"runtime\": %d, \"driver\": %d, \"target\": \"%s\"}\n",
                 prop.name, prop.gcnArchName, runtime, driver, target);
     return 0;
@@ -361,11 +361,8 @@ int main(int argc, char** argv) {
     long long cases = std::strtoll(argv[1], &end, 10);
     if (!end || *end || cases <= 0 || cases > 0x7fffffffLL) mmasim_die("CASES must be a positive integer", argv[1]);
     hipDeviceProp_t prop;
-    int dev = 0, runtime = 0, driver = 0;
-    MMASIM_CHECK(hipGetDevice(&dev));
-    MMASIM_CHECK(hipGetDeviceProperties(&prop, dev));
-    MMASIM_CHECK(hipRuntimeGetVersion(&runtime));
-    MMASIM_CHECK(hipDriverGetVersion(&driver));
+    int runtime = 0, driver = 0;
+    mmasim_query(prop, runtime, driver);
     // gcnArchName is the target with its features: "gfx942:sramecc+:xnack-"
     size_t tl = std::strlen(kTarget);
     if (std::strncmp(prop.gcnArchName, kTarget, tl) != 0
@@ -437,18 +434,18 @@ def build_command(spec, source: str, exe: str, hipcc: str = "hipcc") -> list:
 
 
 def _hipcc(hipcc: str | None) -> str:
-    tool = hipcc or os.environ.get("HIPCC") or shutil.which("hipcc")
+    tool = hipcc or os.environ.get("MMASIM_HIPCC") or os.environ.get("HIPCC") or shutil.which("hipcc")
     if not tool:
-        raise ToolchainError("no hipcc: install ROCm (hipcc on PATH, or $HIPCC) to run the AMD harness")
+        raise ToolchainError("no hipcc: install ROCm (hipcc on PATH, or $MMASIM_HIPCC / $HIPCC) to run the AMD harness")
     return tool
 
 
 def build(source: str, target: str | None, hipcc: str | None = None) -> Path:
     """The program built from ``source`` with hipcc for ``target`` (None: a host-only program),
-    cached under :func:`cache_dir` by content hash (another source or hipcc builds anew)."""
+    cached under :func:`mmasim.harness.toolchain.cache_dir` by content hash (another source or
+    hipcc builds anew)."""
     tool = _hipcc(hipcc)
-    key = hashlib.sha256("\0".join([tool, str(target), source]).encode()).hexdigest()[:24]
-    exe = cache_dir() / f"amd-{target or 'host'}-{key}"
+    exe = cache_path(cache_key("hipcc", tool, str(target), source), f".{target or 'host'}.hipbin")
     if exe.exists():
         return exe
     exe.parent.mkdir(parents=True, exist_ok=True)
@@ -464,56 +461,31 @@ def build(source: str, target: str | None, hipcc: str | None = None) -> Path:
     return exe
 
 
-def execute(spec, exe, inputs, workdir, env=None) -> np.ndarray:
-    """Run the program of ``spec`` on the input buffers ``inputs`` (from :func:`place`): writes
-    ``IN0.bin`` ... into ``workdir``, runs ``exe CASES OUT.bin IN0.bin ...`` and returns the output
-    words (``uint32``, flat) for :func:`read`."""
-    work = Path(workdir)
-    work.mkdir(parents=True, exist_ok=True)
-    if len(inputs) != len(spec.inputs):
-        raise HarnessError(f"{spec.name}: {len(spec.inputs)} input buffers expected, got {len(inputs)}")
-    per_case = [spec.threads * b.words for b in spec.inputs]
-    cases = np.asarray(inputs[0]).size // per_case[0]
-    paths = []
-    for i, (b, x, n) in enumerate(zip(spec.inputs, inputs, per_case)):
-        x = np.ascontiguousarray(x, dtype="<u4").reshape(-1)
-        if x.size != cases * n or cases == 0:
-            raise HarnessError(f"{spec.name}: buffer {b.operand} holds {x.size} words, not {cases} x {n}")
-        path = work / f"IN{i}.bin"
-        x.tofile(path)
-        paths.append(str(path))
-    out = work / "OUT.bin"
-    p = subprocess.run([str(exe), str(cases), str(out), *paths], capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        raise HarnessError(f"{spec.name} failed on the device (exit {p.returncode}): "
-                           f"{(p.stderr or p.stdout).strip()[-500:]}")
-    words = np.fromfile(out, dtype="<u4").astype(np.uint32)
-    if words.size != cases * spec.threads * spec.output.words:
-        raise HarnessError(f"{spec.name}: the program wrote {words.size} words, not {cases} cases of D")
-    return words
-
-
 class HipDevice:
-    """An AMD GPU through HIP: ``info()`` and ``run(spec, model, inputs, cases)`` (the interface of
-    :mod:`mmasim.harness.run`'s devices).  ``index``: the GPU (``HIP_VISIBLE_DEVICES``)."""
+    """An AMD GPU through HIP: ``info()`` and ``run(spec, model, inputs, cases)`` (the device
+    interface of :mod:`mmasim.harness.run`).  ``index``: the GPU (``HIP_VISIBLE_DEVICES``).
+    The device is identified by a small HIP program's ``--info`` (its ``gcnArchName``); every
+    kernel's program checks again that the device is its gfx target (exit 3 otherwise)."""
 
     def __init__(self, index: int = 0, hipcc: str | None = None):
         self.index, self.hipcc = index, hipcc
         self._info = None
 
     def _env(self):
-        return dict(os.environ, HIP_VISIBLE_DEVICES=str(self.index))
+        return {"HIP_VISIBLE_DEVICES": str(self.index)}
 
     def info(self) -> dict:
-        """``name``, ``gcn_arch`` (e.g. ``gfx942:sramecc+:xnack-``), ``target`` (``gfx942``),
-        ``runtime`` and ``driver`` (HIP version numbers)."""
+        """``name``, ``gcn_arch`` (e.g. ``gfx942:sramecc+:xnack-``), ``target`` and
+        ``compute_capability`` (both ``gfx942``: what :func:`mmasim.harness.run.check_device`
+        compares), ``runtime`` and ``driver`` (HIP version numbers)."""
         if self._info is None:
             exe = build(INFO_SOURCE, None, self.hipcc)
-            p = subprocess.run([str(exe)], capture_output=True, text=True, env=self._env(), timeout=120)
+            p = subprocess.run([str(exe)], capture_output=True, text=True, env=dict(os.environ, **self._env()),
+                               timeout=120)
             if p.returncode != 0:
                 raise HarnessError(f"no usable AMD GPU: {(p.stderr or p.stdout).strip()[-300:]}")
             info = json.loads(p.stdout)
-            info["target"] = info["gcn_arch"].split(":")[0]
+            info["target"] = info["compute_capability"] = info["gcn_arch"].split(":")[0]
             self._info = info
         return self._info
 
@@ -526,20 +498,11 @@ class HipDevice:
         return info
 
     def run(self, spec, model, inputs, cases) -> np.ndarray:
-        exe = build(host_source(spec), spec.target, self.hipcc)
-        with tempfile.TemporaryDirectory(prefix="mmasim-harness-") as d:
-            out = execute(spec, exe, inputs, d, env=self._env())
-        if out.size != cases * spec.threads * spec.output.words:
-            raise HarnessError(f"{spec.name}: {out.size} output words for {cases} cases")
-        return out
+        words, _ = execute(spec, build(host_source(spec), spec.target, self.hipcc), inputs, env=self._env())
+        return words
 
 
 # ------------------------------------------------------------------ toolchain checks (no GPU)
-def cache_dir() -> Path:
-    """``$MMASIM_HARNESS_CACHE`` or ``~/.cache/mmasim-harness``."""
-    return Path(os.environ.get("MMASIM_HARNESS_CACHE") or Path.home() / ".cache" / "mmasim-harness")
-
-
 def _version(tool: str) -> tuple | None:
     try:
         text = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30).stdout
@@ -577,11 +540,9 @@ def find_clang() -> tuple:
 
 
 def _cached(kind: str, tools: tuple, payload: str, run) -> dict:
-    """``run()``'s result, cached under :func:`cache_dir` by the hash of the tools (paths and
-    versions) and the input text; a cache that cannot be written is skipped."""
-    ident = [f"{t} {_version(t)}" for t in tools]
-    key = hashlib.sha256("\0".join([kind, *ident, payload]).encode()).hexdigest()
-    path = cache_dir() / f"amd-{kind}-{key}.json"
+    """``run()``'s result, cached under :func:`mmasim.harness.toolchain.cache_dir` by the hash of
+    the tools (paths and versions) and the input text; a cache that cannot be written is skipped."""
+    path = cache_path(cache_key(kind, *(f"{t} {_version(t)}" for t in tools), payload), f".amd-{kind}.json")
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):

@@ -13,6 +13,14 @@ that failed) and exits non-zero.
 """
 from __future__ import annotations
 
+import os
+import pathlib
+import subprocess
+import tempfile
+
+import numpy as np
+
+from ..errors import HarnessError
 from .spec import KernelSpec
 
 PRELUDE = "#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n#include <vector>\n#include <cuda_runtime.h>\n"
@@ -132,3 +140,37 @@ def cuda_source(spec: KernelSpec) -> str:
 def device_batch(specs) -> str:
     """One translation unit holding the device code of several kernels (the compile checks)."""
     return PRELUDE + "\n" + "\n".join(s.device for s in specs)
+
+
+def execute(spec: KernelSpec, exe, inputs, workdir=None, env=None) -> tuple:
+    """Run the built program ``exe`` of ``spec`` (CUDA or HIP: both follow the file protocol
+    above) on the input buffers ``inputs`` (from the emitter's ``place``): writes ``IN0.bin``
+    ... into ``workdir`` (default: a temporary folder), runs ``exe CASES OUT.bin IN0.bin ...``
+    with ``env`` added to the environment, and returns ``(output words (uint32, flat), stdout)``.
+    :class:`HarnessError` when a buffer does not hold whole cases, the program fails, or it
+    writes the wrong number of words."""
+    if len(inputs) != len(spec.inputs):
+        raise HarnessError(f"{spec.name}: {len(spec.inputs)} input buffers expected, got {len(inputs)}")
+    per_case = [words_per_case(spec, b) for b in spec.inputs]
+    cases = np.asarray(inputs[0]).size // per_case[0] if per_case else 0
+    with tempfile.TemporaryDirectory(prefix="mmasim-harness-") as tmp:
+        work = pathlib.Path(workdir or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for i, (b, x, n) in enumerate(zip(spec.inputs, inputs, per_case)):
+            x = np.ascontiguousarray(x, dtype="<u4").reshape(-1)
+            if x.size != cases * n or cases == 0:
+                raise HarnessError(f"{spec.name}: buffer {b.operand} holds {x.size} words, not {cases} x {n}")
+            path = work / f"IN{i}.bin"
+            x.tofile(path)
+            paths.append(str(path))
+        out = work / "OUT.bin"
+        p = subprocess.run([str(exe), str(cases), str(out), *paths], capture_output=True, text=True,
+                           env=dict(os.environ, **(env or {})))
+        if p.returncode != 0:
+            raise HarnessError(f"{spec.name} failed on the device (exit {p.returncode}): "
+                               f"{(p.stderr or p.stdout).strip()[-500:]}")
+        words = np.fromfile(out, dtype="<u4").astype(np.uint32)
+    if words.size != cases * words_per_case(spec, spec.output):
+        raise HarnessError(f"{spec.name}: the program wrote {words.size} words, not {cases} cases of D")
+    return words, p.stdout

@@ -24,7 +24,7 @@ import re
 import numpy as np
 
 from ..errors import MMAError, OperandError, ShapeError, UnsupportedDatapath
-from .spec import Buffer, KernelSpec
+from .spec import Buffer, KernelSpec, layout_name
 
 #: the mmasim architecture -> the nvcc target its kernels are compiled for
 TARGETS = {
@@ -172,7 +172,7 @@ def specs(model) -> list:
         regs["scale_a"] = regs["scale_b"] = 1
     name = _kernel_name(model)
     opcode = assembly(model)
-    inputs = [Buffer(op, "registers", regs[op], layout=_layout_name(model, op)) for op in "abc"]
+    inputs = [Buffer(op, "registers", regs[op], layout=layout_name(model, op)) for op in "abc"]
     if sparse:
         inputs.append(Buffer("sparse_metadata", "registers", 1, layout="mma.sp metadata register"))
     if scaled:
@@ -187,15 +187,8 @@ def specs(model) -> list:
     device = device_code(name, opcode, regs, dp.a == "f64", sparse, scaled)
     return [KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={}, target=TARGETS[model.arch],
                        threads=32, name=name, assembly=opcode, inputs=tuple(inputs),
-                       output=Buffer("d", "registers", regs["d"], layout=_layout_name(model, "d")),
+                       output=Buffer("d", "registers", regs["d"], layout=layout_name(model, "d")),
                        device=device, options=options)]
-
-
-def _layout_name(model, operand) -> str:
-    try:
-        return model.layout(operand).name
-    except MMAError:
-        return ""
 
 
 # ------------------------------------------------------------------ placement

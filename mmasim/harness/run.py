@@ -8,26 +8,26 @@ ladders, place them into register images (the emitter's ``place``), run the kern
 the output folder then compares the simulator with the device.
 
 A :class:`Device` is anything with ``info()`` and ``run(spec, model, inputs, cases)``;
-:class:`CudaDevice` builds the generated source with nvcc and runs it, and a test can pass its
+:class:`CudaDevice` builds the generated source with nvcc and runs it,
+:class:`mmasim.harness.amd.HipDevice` does the same with hipcc, and a test can pass its
 own (e.g. :class:`SimulatedDevice`, which computes D with :meth:`mmasim.Model.warp`).
 """
 from __future__ import annotations
 
 import datetime
-import os
 import pathlib
 import re
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 from .. import vectors
-from ..errors import HarnessError, MMAError, UnsupportedDatapath
+from ..errors import CharacterizeError, HarnessError, MMAError, UnsupportedDatapath
 from .. import wordgen
 from . import generate as gen
 from . import host, toolchain
+from .amd import HipDevice
 
 #: the word kinds of the random cases, in order; ``cancellation`` is built here (see _cancel)
 KINDS = ("uniform", "near_one", "cancellation", "subnormal", "edge", "huge", "mixed")
@@ -81,84 +81,11 @@ class CudaDevice(Device):
 
     def run(self, spec, model, inputs, cases) -> np.ndarray:
         exe = toolchain.compile_source(host.cuda_source(spec), spec.target, link=True)
-        words, stdout = _run_binary(exe, spec, inputs, cases, env={"CUDA_VISIBLE_DEVICES": str(self.index)})
+        words, stdout = host.execute(spec, exe, inputs, env={"CUDA_VISIBLE_DEVICES": str(self.index)})
         m = re.search(r"runtime=(\d+)", stdout)
         if m:
             v = int(m.group(1))
             self.info()["cuda_runtime"] = f"{v // 1000}.{v % 1000 // 10}"
-        return words
-
-
-def _build_with_hipcc(spec, model) -> pathlib.Path:
-    """The HIP program of ``spec`` (the AMD emitter's ``host_source`` / ``build_command``), built
-    with ``hipcc`` (``$MMASIM_HIPCC``, else on PATH) and cached by content hash."""
-    import hashlib
-    import shutil
-    mod = gen.emitter(model)
-    hipcc = os.environ.get("MMASIM_HIPCC") or shutil.which("hipcc")
-    if not hipcc:
-        raise HarnessError("no hipcc found: set MMASIM_HIPCC or put ROCm's hipcc on PATH")
-    source = mod.host_source(spec)
-    key = hashlib.sha256("\0".join([source, spec.target, hipcc]).encode()).hexdigest()
-    d = toolchain.cache_dir() / key[:2]
-    exe = d / (key + ".hipbin")
-    if not exe.exists():
-        d.mkdir(parents=True, exist_ok=True)
-        src = d / (key + ".hip")
-        src.write_text(source)
-        r = subprocess.run(mod.build_command(spec, str(src), str(exe) + ".tmp", hipcc=hipcc),
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            raise toolchain.ToolchainError(f"hipcc {spec.target} failed (exit {r.returncode}):\n{r.stderr.strip()}")
-        os.replace(str(exe) + ".tmp", exe)
-    return exe
-
-
-def _run_binary(exe, spec, inputs, cases, env=None) -> tuple:
-    """Run a built harness binary; ``(output words, stdout)``."""
-    with tempfile.TemporaryDirectory(prefix="mmasim-harness-") as tmp:
-        tmp = pathlib.Path(tmp)
-        files = []
-        for i, words in enumerate(inputs):
-            p = tmp / f"in{i}.bin"
-            np.ascontiguousarray(words, dtype="<u4").tofile(p)
-            files.append(str(p))
-        out = tmp / "out.bin"
-        r = subprocess.run([str(exe), str(cases), str(out), *files], capture_output=True, text=True,
-                           env=dict(os.environ, **(env or {})))
-        if r.returncode != 0:
-            raise HarnessError(f"{spec.name} failed on the device (exit {r.returncode}): "
-                               f"{(r.stderr or r.stdout).strip()[:300]}")
-        return np.fromfile(out, dtype="<u4"), r.stdout
-
-
-class HipDevice(Device):
-    """An AMD GPU through ``rocminfo`` and binaries built with ``hipcc``."""
-
-    def __init__(self):
-        self._info = None
-
-    def info(self) -> dict:
-        if self._info is None:
-            try:
-                r = subprocess.run(["rocminfo"], capture_output=True, text=True, timeout=60)
-            except FileNotFoundError:
-                raise HarnessError("no AMD GPU: rocminfo is not installed (harness run needs a GPU; "
-                                   "harness generate works without one)") from None
-            gfx = re.findall(r"^\s*Name:\s*(gfx\w+)", r.stdout, re.M)
-            names = re.findall(r"^\s*Marketing Name:\s*(.+?)\s*$", r.stdout, re.M)
-            if r.returncode != 0 or not gfx:
-                raise HarnessError("no usable AMD GPU found by rocminfo")
-            gpu_names = [n for n in names if "CPU" not in n and "Processor" not in n]
-            self._info = {"name": gpu_names[0] if gpu_names else gfx[0], "compute_capability": gfx[0],
-                          "driver": "", "cuda": ""}
-        return self._info
-
-    def run(self, spec, model, inputs, cases) -> np.ndarray:
-        words, stdout = _run_binary(_build_with_hipcc(spec, model), spec, inputs, cases)
-        m = re.search(r"runtime=(\d+) driver=(\d+)", stdout)
-        if m:
-            self.info().update(cuda=f"HIP runtime {m.group(1)}", driver=m.group(2))
         return words
 
 
@@ -363,8 +290,10 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
 
     ``cases``: random tiles (instruction executions) per instruction, each giving M x N
     dot-product cases; ``probes``: also the probe ladders, from ``probe_source(model) -> dict``
-    (default :func:`mmasim.characterize.probe_cases`).  Returns ``{"written": [paths],
-    "skipped": [(instruction, reason)], "device": info}``.
+    (default :func:`mmasim.characterize.probe_cases`; an instruction it refuses with
+    :class:`~mmasim.errors.CharacterizeError`, an integer one, runs without probes: listed in
+    ``unprobed`` and said in its file's provenance ``probes``).  Returns ``{"written": [paths],
+    "skipped": [(instruction, reason)], "unprobed": [(instruction, reason)], "device": info}``.
     """
     if cases < 1:
         raise HarnessError(f"cases must be at least 1, got {cases}")
@@ -375,10 +304,11 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
         device = CudaDevice() if pairs[0][1].target.startswith("sm_") else HipDevice()
     info = check_device(device, arch, pairs[0][1].target)
     if probes and probe_source is None:
-        try:
-            from ..characterize import probe_cases as probe_source
-        except ImportError as e:
-            raise HarnessError(f"--probes needs mmasim.characterize.probe_cases ({e})") from None
+        from ..characterize import probe_cases as probe_source
+    per_ins = {}
+    for _, spec in pairs:
+        per_ins[spec.instruction] = per_ins.get(spec.instruction, 0) + 1
+    unprobed = []
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -391,11 +321,17 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
             if spec.options.get("n"):
                 N = spec.options["n"]
             batches = [random_tiles(model, cases, rng, M, N)]
-            n_probe = 0
+            n_probe, no_probes = 0, ""
             if probes:
-                pc = probe_source(model)
-                batches.append(probe_tiles(model, pc, M, N))
-                n_probe = int(np.asarray(pc["a"]).shape[0])
+                try:
+                    pc = probe_source(model)
+                except CharacterizeError as e:      # integer instructions: no probe ladders
+                    no_probes = str(e)
+                    if all(ins != model.instruction for ins, _ in unprobed):
+                        unprobed.append((model.instruction, f"run without probes: {e}"))
+                else:
+                    batches.append(probe_tiles(model, pc, M, N))
+                    n_probe = int(np.asarray(pc["a"]).shape[0])
             parts, labels = [], []
             for ops, lab in batches:
                 tiles = ops["a"].shape[0]
@@ -408,13 +344,21 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
             prov = {
                 "source": "hardware", "device": info.get("name", ""),
                 "compute_capability": info.get("compute_capability", ""),
-                "driver": info.get("driver", ""), "cuda": info.get("cuda_runtime", info.get("cuda", "")),
+                "driver": str(info.get("driver", "")), "cuda": info.get("cuda_runtime", info.get("cuda", "")),
                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "tool": "mmasim harness", "kernel": spec.name, "target": spec.target, "seed": seed,
                 "random_tiles": cases, "random_cases": int(parts[0]["d"].shape[0]), "probe_cases": n_probe,
                 "cases": int(arrays["d"].shape[0]),
             }
-            path = vectors.save(out / file_name(spec.instruction), arch=arch, instruction=spec.instruction,
+            if no_probes:
+                prov["probes"] = f"none: {no_probes}"
+            if "gcn_arch" in info:             # AMD (amd.HipDevice): the HIP runtime instead of CUDA's
+                del prov["cuda"]
+                prov.update(gcn_arch=info["gcn_arch"], hip_runtime=str(info.get("runtime", "")))
+            # one file per instruction; an instruction with several kernels (wgmma: one per N and
+            # A source) gets one file per kernel, named by the kernel
+            name = file_name(spec.instruction if per_ins[spec.instruction] == 1 else spec.name)
+            path = vectors.save(out / name, arch=arch, instruction=spec.instruction,
                                 qualifiers=dict(spec.qualifiers), provenance=prov,
                                 labels=np.concatenate(labels).astype(str),
                                 notes=f"measured with mmasim harness ({spec.name}, {spec.target})", **arrays)
@@ -426,4 +370,4 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
                 bar.update(1)
     if bar is not None:
         bar.close()
-    return {"written": written, "skipped": skipped, "device": info}
+    return {"written": written, "skipped": skipped, "unprobed": unprobed, "device": info}

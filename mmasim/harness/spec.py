@@ -74,3 +74,13 @@ class KernelSpec:
         raw["inputs"] = tuple(Buffer(**b) for b in raw["inputs"])
         raw["output"] = Buffer(**raw["output"])
         return cls(**raw)
+
+
+def layout_name(model, operand: str) -> str:
+    """The name of ``operand``'s register layout (:meth:`mmasim.Model.layout`) that a
+    :class:`Buffer` records, or ``""`` where mmasim has none registered."""
+    from ..errors import MMAError
+    try:
+        return model.layout(operand).name
+    except MMAError:
+        return ""

@@ -168,16 +168,29 @@ def _retarget_compile(source: str, target: str, product: pathlib.Path, d: pathli
 
 
 def cache_dir() -> pathlib.Path:
+    """The harness cache: ``$MMASIM_HARNESS_CACHE``, default ``~/.cache/mmasim-harness``."""
     root = os.environ.get("MMASIM_HARNESS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "mmasim-harness")
     return pathlib.Path(root)
 
 
-def _key(source: str, target: str, flags, nvcc: Nvcc) -> str:
+def cache_key(*parts) -> str:
+    """The SHA-256 (hex) of ``parts`` (strings), each followed by a NUL: the content hash every
+    cached product of the harness (nvcc, hipcc, llvm-mc, clang) is stored under."""
     h = hashlib.sha256()
-    for part in (source, target, " ".join(flags), nvcc.version, nvcc.path):
-        h.update(part.encode())
+    for part in parts:
+        h.update(str(part).encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def cache_path(key: str, suffix: str) -> pathlib.Path:
+    """Where the product of ``key`` (:func:`cache_key`) lives: ``cache_dir()/key[:2]/key+suffix``
+    (the folder is not created here)."""
+    return cache_dir() / key[:2] / (key + suffix)
+
+
+def _key(source: str, target: str, flags, nvcc: Nvcc) -> str:
+    return cache_key(source, target, " ".join(flags), nvcc.version, nvcc.path)
 
 
 def arch_flag(target: str) -> list:
@@ -222,20 +235,18 @@ def compile_source(source: str, target: str, *, link: bool = False, device_only:
         if target not in RETARGET or link:
             raise
         key = _key(source, target, list(flags) + ["retarget"], find_nvcc(RETARGET[target][1]))
-        d = cache_dir() / key[:2]
-        product = d / (key + ".cubin")
+        product = cache_path(key, ".cubin")
         if not (cache and product.exists()):
-            d.mkdir(parents=True, exist_ok=True)
-            _retarget_compile(source, target, product, d, key)
+            product.parent.mkdir(parents=True, exist_ok=True)
+            _retarget_compile(source, target, product, product.parent, key)
         return product
     flags = list(flags)
     mode = "exe" if link else "cubin" if device_only else "obj"
     key = _key(source, target, flags + [mode], nvcc)
-    d = cache_dir() / key[:2]
-    product = d / (key + {"exe": ".bin", "cubin": ".cubin", "obj": ".o"}[mode])
+    product = cache_path(key, {"exe": ".bin", "cubin": ".cubin", "obj": ".o"}[mode])
     if not (cache and product.exists()):
-        d.mkdir(parents=True, exist_ok=True)
-        src = d / (key + ".cu")
+        product.parent.mkdir(parents=True, exist_ok=True)
+        src = product.with_suffix(".cu")
         src.write_text(source)
         cmd = [nvcc.path, *arch_flag(target), "-std=c++17", *flags]
         # a device-only check does not need optimised code: cicc -O0 passes the inline PTX through
@@ -257,5 +268,6 @@ def compile_source(source: str, target: str, *, link: bool = False, device_only:
     return product
 
 
-__all__ = ["Nvcc", "ToolchainError", "compilers", "find_nvcc", "find_ptxas", "cache_dir", "compile_source",
+__all__ = ["Nvcc", "ToolchainError", "compilers", "find_nvcc", "find_ptxas", "cache_dir", "cache_key", "cache_path",
+           "compile_source",
            "compile_many", "arch_flag"]
