@@ -35,7 +35,7 @@ class FileResult:
     display: str            # path as shown (relative to the bundled root when inside it)
     arch: str               # architecture as resolved, or as the file names it
     datapath: str           # canonical datapath name, or the file's instruction string
-    source: str             # provenance source ("hardware", "peer", "hand-derived") or ""
+    source: str             # provenance source ("hardware", "peer", "hand-derived", "simulated") or ""
     cases: int = 0
     mismatches: int = 0
     error: str = ""
@@ -153,10 +153,11 @@ SOURCE_ORDER = ("hardware", "hand-derived", "peer")
 
 def by_source(results) -> dict:
     """Files, cases and mismatches per evidence source (``provenance.source`` of each
-    file); files that could not be read count under ``"unknown"`` when present."""
+    file); ``"simulated"`` files (no evidence: a dry run of the harness) and files that
+    could not be read count under their own rows, shown only when present."""
     out = {s: {"files": 0, "cases": 0, "mismatches": 0} for s in SOURCE_ORDER}
     for r in results:
-        row = out.setdefault(r.source if r.source in SOURCE_ORDER else "unknown",
+        row = out.setdefault(r.source if r.source in SOURCE_ORDER + ("simulated",) else "unknown",
                              {"files": 0, "cases": 0, "mismatches": 0})
         row["files"] += 1
         if not r.error:

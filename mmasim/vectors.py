@@ -24,7 +24,7 @@ from .errors import MMAError
 
 FORMAT = "mmasim-vectors"
 VERSION = 1
-SOURCES = ("hardware", "peer", "hand-derived")
+SOURCES = ("hardware", "peer", "hand-derived", "simulated")
 NAN_POLICIES = ("canonical", "any")
 _REQUIRED = ("a", "b", "c", "d", "meta")
 _OPTIONAL = ("scale_a", "scale_b", "sparse_metadata", "labels")

@@ -153,12 +153,16 @@ def test_harness_run_on_a_simulated_device_writes_vectors_validate_accepts(tmp_p
     M, N = mmasim.MMA(arch, names[0]).shape
     assert len(v) == 8 * M * N
     prov = v.provenance
-    assert prov["source"] == "hardware" and prov["tool"] == "mmasim harness"
+    # a simulated device's words are the simulator's own: labelled "simulated", never "hardware"
+    assert prov["source"] == "simulated" and prov["tool"] == "mmasim harness"
     assert prov["device"] == "simulated test GPU" and prov["compute_capability"] == cc
     assert prov["random_tiles"] == 8 and prov["cases"] == len(v) and "date" in prov
     assert cli.main(["validate", "-q", "--json", str(tmp_path)]) == 0
-    summary = json.loads(capsys.readouterr().out)["summary"]
+    out = json.loads(capsys.readouterr().out)
+    summary = out["summary"]
     assert summary["files"] == len(names) and summary["mismatches"] == 0 and summary["errors"] == 0
+    assert summary["by_source"]["simulated"]["files"] == len(names)
+    assert summary["by_source"]["hardware"]["files"] == 0
 
 
 def test_harness_run_with_a_flipped_output_bit_gives_a_mismatch_naming_the_file(tmp_path, capsys):

@@ -36,7 +36,10 @@ KINDS = ("uniform", "near_one", "cancellation", "subnormal", "edge", "huge", "mi
 # ------------------------------------------------------------------ devices
 class Device:
     """The interface: ``info()`` -> dict (``name``, ``compute_capability`` "9.0", ``driver``,
-    ``cuda``), and ``run(spec, model, inputs, cases)`` -> the output words (uint32, flat)."""
+    ``cuda``), and ``run(spec, model, inputs, cases)`` -> the output words (uint32, flat).
+    ``source``: the provenance of its vector files (docs/vectors.md)."""
+
+    source = "hardware"
 
     def info(self) -> dict:                                  # pragma: no cover - interface
         raise NotImplementedError
@@ -92,6 +95,9 @@ class CudaDevice(Device):
 class SimulatedDevice(Device):
     """A device that computes D with the simulator from the placed register images (for tests and
     dry runs).  Only ``registers`` buffers of the 32-lane mma.sync family are understood."""
+
+    #: what its vector files are: the simulator's own words, never evidence
+    source = "simulated"
 
     def __init__(self, name: str = "simulated", compute_capability: str = ""):
         self._info = {"name": name, "compute_capability": compute_capability, "driver": "", "cuda": ""}
@@ -342,7 +348,7 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
                 labels.append(lab)
             arrays = _concat(parts)
             prov = {
-                "source": "hardware", "device": info.get("name", ""),
+                "source": getattr(device, "source", "hardware"), "device": info.get("name", ""),
                 "compute_capability": info.get("compute_capability", ""),
                 "driver": str(info.get("driver", "")), "cuda": info.get("cuda_runtime", info.get("cuda", "")),
                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
