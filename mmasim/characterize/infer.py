@@ -6,9 +6,10 @@ returns a :class:`Proposal`: the accumulator family, each parameter with the pro
 it (or the set of values the words leave open and why), and a proposed ``[[datapath]]`` entry.
 
 Each ladder is read as a threshold: for every rung the two outcomes (the small term survived /
-was dropped; the two terms shared a step / did not) are worked out by exact arithmetic written
-here (fractions and the output roundings of docs/datapaths.md §2), never by running the table's
-datapath.  A rung whose two outcomes give the same word under a rounding is not informative and is
+was dropped; the two terms shared a step / did not) are worked out by exact arithmetic
+(:mod:`~mmasim.characterize.outcomes`: fractions and the output roundings of docs/datapaths.md §2),
+never by running the table's datapath; :mod:`~mmasim.characterize.ladders` reads one ladder,
+:mod:`~mmasim.characterize.window_readers` and :mod:`~mmasim.characterize.two_stage` each family.  A rung whose two outcomes give the same word under a rounding is not informative and is
 skipped; a word that is neither outcome rejects that reading.  Finally the proposal is checked
 by simulating every probe through a datapath built from the proposal alone (the instruction's
 formats plus the inferred accumulator, parameters, step and rounding): a proposal is only
@@ -21,11 +22,11 @@ import attrs
 import numpy as np
 
 from ..datapath import Datapath
-from .exact import pack, word_value
 from .findings import Finding, Proposal
+from .outcomes import pack, word_value
 from .probes import build
 from .two_stage import read_two_stage
-from .window import read_group_scaled, read_window
+from .window_readers import read_group_scaled, read_window
 
 #: accumulator families this module can characterize, in the order they are tried
 FAMILIES = ("window", "two_stage_window", "group_scaled_window")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .exact import is_nan, pack, word_value
 from .findings import Finding
 from .ladders import bounds, by_ladder, c_value, int_finding, small_pos, sum_terms, threshold
+from .outcomes import is_nan, pack, word_value
 from .probes import P2
-from .window import read_step
+from .window_readers import read_step
 
 
 def read_two_stage(model, probes, measured, encodings):

@@ -8,9 +8,9 @@ from fractions import Fraction
 
 import attrs
 
-from .exact import pack, step_value, truncate, word_value
 from .findings import Finding
 from .ladders import bounds, by_ladder, c_value, decisive_first, int_finding, small_pos, sum_terms, threshold
+from .outcomes import pack, step_value, truncate, word_value
 from .probes import P2
 from .values import lead
 
