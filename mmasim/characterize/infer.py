@@ -9,8 +9,9 @@ Each ladder is read as a threshold: for every rung the two outcomes (the small t
 was dropped; the two terms shared a step / did not) are worked out by exact arithmetic
 (:mod:`~mmasim.characterize.outcomes`: fractions and the output roundings of docs/datapaths.md §2),
 never by running the table's datapath; :mod:`~mmasim.characterize.ladders` reads one ladder,
-:mod:`~mmasim.characterize.window_readers` and :mod:`~mmasim.characterize.two_stage` each family.  A rung whose two outcomes give the same word under a rounding is not informative and is
-skipped; a word that is neither outcome rejects that reading.  Finally the proposal is checked
+:mod:`~mmasim.characterize.window_readers` and :mod:`~mmasim.characterize.two_stage` each family.
+A rung whose two outcomes give the same word under a rounding is not informative and is skipped;
+a word that is neither outcome rejects that reading.  Finally the proposal is checked
 by simulating every probe through a datapath built from the proposal alone (the instruction's
 formats plus the inferred accumulator, parameters, step and rounding): a proposal is only
 reported as reproducing the device when every probe word agrees.

@@ -9,14 +9,18 @@ from .findings import Finding
 
 
 def threshold(rungs, measured, outcomes, below_kept: bool):
-    """Read a ladder: ``outcomes(probe) -> (kept_word, dropped_word)``.  Returns
-    ``(kept_args, dropped_args, anomalies, labels)``; ``below_kept``: small args are the kept side
-    (visibility ladders) rather than large args (zeros, where u >= E - F is kept)."""
+    """Read a ladder: ``outcomes(probe) -> (kept_word, dropped_word)`` (``None``: the rung cannot
+    be read).  Returns ``(kept_args, dropped_args, anomalies, labels)``; ``below_kept``: small args
+    are the kept side (visibility, step and group ladders) rather than large args (zeros, where
+    u >= E - F is kept).  A rung not measured, or whose two outcomes are one word, is skipped."""
     kept, dropped, bad, used = [], [], [], []
     for pr in rungs:
-        k_w, d_w, *other = outcomes(pr)      # other: more words that also mean "dropped"
         w = measured.get(pr.label)
-        if w is None or k_w == d_w:
+        words = None if w is None else outcomes(pr)
+        if words is None:
+            continue
+        k_w, d_w, *other = words             # other: more words that also mean "dropped"
+        if k_w == d_w:
             continue
         if w == k_w:
             kept.append(pr.arg)

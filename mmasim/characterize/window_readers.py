@@ -9,7 +9,7 @@ from fractions import Fraction
 import attrs
 
 from .findings import Finding
-from .ladders import bounds, by_ladder, c_value, decisive_first, int_finding, small_pos, sum_terms, threshold
+from .ladders import bounds, by_ladder, c_value, int_finding, small_pos, sum_terms, threshold
 from .outcomes import pack, step_value, truncate, word_value
 from .probes import P2
 from .values import lead
@@ -303,23 +303,15 @@ def _group_one(model, probes, measured, enc, fF, ladder):
     note = "products summed exactly before truncation: two half-quantum products at 0 and j make one quantum iff j < group"
     if not fF.determined:
         return Finding("group", anything=True, note="needs F determined")
-    same, split, used = [], [], []
-    for pr in by_ladder(probes, ladder):
-        if pr.extra[0] != fF.value or pr.label not in measured:
-            continue
+
+    def outcomes(pr):            # (the two shared a group, they did not)
         c = Fraction(pr.c)
-        kept, dropped = pack(enc, c + sum_terms(pr)), pack(enc, c + pr.terms[0][1] * (ladder == "group-p"))
-        if kept == dropped:
-            continue
-        w = measured[pr.label]
-        if w == kept:
-            same.append(pr.arg)
-        elif w == dropped:
-            split.append(pr.arg)
-        else:
-            return Finding("group", probes=(pr.label,), also=("?",), note="group ladder gave an unexpected word")
-        used.append((pr.label, pr.arg))
-    used = decisive_first(used, same, split, True)
+        return pack(enc, c + sum_terms(pr)), pack(enc, c + pr.terms[0][1] * (ladder == "group-p"))
+
+    rungs = [pr for pr in by_ladder(probes, ladder) if pr.extra[0] == fF.value]
+    same, split, bad, used = threshold(rungs, measured, outcomes, True)
+    if bad:
+        return Finding("group", probes=(bad[0],), also=("?",), note="group ladder gave an unexpected word")
     if not used:
         return Finding("group", anything=True, note="no group rung is realizable")
     lo = max(same) + 1 if same else 1
@@ -335,32 +327,20 @@ def _group_one(model, probes, measured, enc, fF, ladder):
 
 def read_step(model, probes, measured, enc, F, z):
     ks = model.datapath.stored_k
-    same, split, used, bad = [], [], [], []
-    for pr in by_ladder(probes, "step-c", "step-carry", "step-carry2"):     # every variant, read under enc
-        if pr.label not in measured:
-            continue
+
+    def outcomes(pr):            # (one window over both, the last product in a step of its own)
         head = [(v, r) for _, v, r in pr.terms[:-1]]
         _, y, ry = pr.terms[-1]
         c = Fraction(pr.c)
         one = pack(enc, step_value(head + [(y, ry)], c, lead(c), F, z, dead=True))
-        first = step_value(head, c, lead(c), F, z, dead=True)
-        first_w = pack(enc, first)
-        fv = word_value(enc, first_w)
+        fv = word_value(enc, pack(enc, step_value(head, c, lead(c), F, z, dead=True)))
         if fv is None:
-            continue
-        two = pack(enc, step_value([(y, ry)], fv[0], fv[1], F, z, dead=True))
-        if one == two:
-            continue
-        w = measured[pr.label]
-        if w == one:
-            same.append(pr.arg)
-        elif w == two:
-            split.append(pr.arg)
-        else:
-            bad.append(pr.label)
-            continue
-        used.append((pr.label, pr.arg))
-    used = decisive_first(used, same, split, True)
+            return None
+        return one, pack(enc, step_value([(y, ry)], fv[0], fv[1], F, z, dead=True))
+
+    # every variant, read under enc
+    same, split, bad, used = threshold(by_ladder(probes, "step-c", "step-carry", "step-carry2"), measured,
+                                       outcomes, True)
     note = "elements of K per hardware step: products at positions 0 and j share a window iff j < L"
     if bad:
         return Finding("step", probes=tuple(used), note="step ladder gave unexpected words: " + ", ".join(bad[:3]), also=("?",))
