@@ -37,44 +37,18 @@ def read_two_stage(model, probes, measured, encodings):
         return None, [("two_stage_window", "product-window ladder not monotone")]
     f["F"] = int_finding("F", lo, hi, used, "product window fraction bits")
     F = f["F"].value if f["F"].determined else (lo or 24)
-    # even / odd
-    yes, no, used = 0, 0, []
-    for pr in by_ladder(probes, "eo"):
-        if pr.label not in measured or pr.arg <= F:
-            continue
-        s = pr.s
-        w_eo = pack(enc, P2(s) - P2(s - F))
-        w_one = pack(enc, P2(s))
-        if w_eo == w_one:
-            continue
-        used.append(pr.label)
-        yes += measured[pr.label] == w_eo
-        no += measured[pr.label] == w_one
-    f["even_odd"] = (Finding("even_odd", bool(yes), True, probes=tuple(used),
-                             note="a lone odd-k product below the window is floored (separate even/odd windows)"
-                             if yes else "a lone product below the window is truncated to zero (one window)")
-                     if used and (yes == 0 or no == 0) and yes + no == len(used)
-                     else Finding("even_odd", also=(True, False) if not used else ("?",), probes=tuple(used),
-                                  note="not observed" if not used else "the even/odd rungs disagree"))
-    # drop_c
-    yes, no, used = 0, 0, []
-    for pr in by_ladder(probes, "dropc"):
-        if pr.label not in measured or pr.arg <= F + 1:
-            continue
-        s = pr.s
-        w_keep = pack(enc, P2(s) + (Fraction(pr.c) // P2(s - F)) * P2(s - F))
-        w_drop = pack(enc, P2(s))
-        if w_keep == w_drop:
-            continue
-        used.append(pr.label)
-        yes += measured[pr.label] == w_drop
-        no += measured[pr.label] == w_keep
-    f["drop_c"] = (Finding("drop_c", bool(yes), True, probes=tuple(used),
-                           note="a C more than F + 1 bits below the products is dropped" if yes
-                           else "a small C is floored, not dropped")
-                   if used and (yes == 0 or no == 0) and yes + no == len(used)
-                   else Finding("drop_c", also=(True, False) if not used else ("?",), probes=tuple(used),
-                                note="not observed" if not used else "the drop-C rungs disagree"))
+    # even / odd: a lone odd-k product below the window floored (yes) or truncated to zero
+    f["even_odd"] = _flag(
+        "even_odd", [pr for pr in by_ladder(probes, "eo") if pr.arg > F], measured,
+        lambda pr: (pack(enc, P2(pr.s) - P2(pr.s - F)), pack(enc, P2(pr.s))),
+        "a lone odd-k product below the window is floored (separate even/odd windows)",
+        "a lone product below the window is truncated to zero (one window)", "the even/odd rungs disagree")
+    # drop_c: a small C dropped (yes) or floored to the products' quantum
+    f["drop_c"] = _flag(
+        "drop_c", [pr for pr in by_ladder(probes, "dropc") if pr.arg > F + 1], measured,
+        lambda pr: (pack(enc, P2(pr.s)), pack(enc, P2(pr.s) + (Fraction(pr.c) // P2(pr.s - F)) * P2(pr.s - F))),
+        "a C more than F + 1 bits below the products is dropped", "a small C is floored, not dropped",
+        "the drop-C rungs disagree")
     # overflow
     nan, fin, used = [], [], []
     for pr in by_ladder(probes, "overflow"):
@@ -119,6 +93,25 @@ def read_two_stage(model, probes, measured, encodings):
     f["rounding"] = Finding("rounding", enc.key, True, note="round to nearest even after the final floor")
     f["step"] = _step_two_stage(model, probes, measured, enc, f)
     return [f], []
+
+
+def _flag(name, rungs, measured, words, says_yes, says_no, disagree):
+    """A yes / no parameter from rungs whose ``words(probe) -> (yes_word, no_word)``: decided when
+    every informative rung (its two words differ) gives the same side's word."""
+    yes, no, used = 0, 0, []
+    for pr in rungs:
+        if pr.label not in measured:
+            continue
+        w_yes, w_no = words(pr)
+        if w_yes == w_no:
+            continue
+        used.append(pr.label)
+        yes += measured[pr.label] == w_yes
+        no += measured[pr.label] == w_no
+    if used and (yes == 0 or no == 0) and yes + no == len(used):
+        return Finding(name, bool(yes), True, probes=tuple(used), note=says_yes if yes else says_no)
+    return Finding(name, also=(True, False) if not used else ("?",), probes=tuple(used),
+                   note="not observed" if not used else disagree)
 
 
 def _product_top(model):
