@@ -23,6 +23,9 @@ from mmasim.errors import ToolchainError
 from mmasim.harness import generate as gen
 from mmasim.harness import host, nv_sync, toolchain
 
+# one pytest-xdist worker runs this module: its fixture compiles every kernel once
+pytestmark = pytest.mark.xdist_group("nvcc")
+
 NVIDIA = [a for a in nv_sync.TARGETS if a in mmasim.architectures()]
 
 #: opcodes a recent ptxas accepts that older ones do not (mma.sync kind::mxf4nvf4 with

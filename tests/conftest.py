@@ -1,0 +1,75 @@
+"""Test-session set-up.
+
+Under pytest-xdist (the project's default, ``addopts`` in pyproject.toml) every worker is
+its own process and would compile each numba kernel it meets itself, the same kernels in
+every worker at the same time.  The controlling process compiles them once instead, before
+the workers start: one small batch of every datapath through the numba backend fills numba's
+on-disk cache, which the workers then load.  This changes no test: it only moves compilation.
+"""
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+
+def _datapaths():
+    from mmasim.registry import get_registry
+
+    reg = get_registry()
+    for arch in reg.architectures.values():
+        if arch.inherits:          # the same datapaths as the architecture it inherits
+            continue
+        for dp in arch.datapaths:
+            if not dp.sparse:      # sparse datapaths run the dense kernels
+                yield dp
+
+
+def _warm(part):
+    """Run one small batch of every datapath of part ``(families, scaled)`` through numba."""
+    families, scaled = part
+    from mmasim import backends, wordgen
+    from mmasim.model import Model
+    from mmasim.registry import get_registry
+
+    reg = get_registry()
+    rng = np.random.default_rng(0)
+    for dp in _datapaths():
+        if dp.accumulator in families and (scaled is None or (dp.scale is not None) == scaled):
+            try:
+                m = Model(dp, reg, backend="numba")
+                if backends.kernel_for(m) is None:
+                    continue
+                rows = 64
+                a = wordgen.words(m.a_format, (rows, m.k), rng, "mixed")
+                b = wordgen.words(m.b_format, (rows, m.k), rng, "mixed")
+                c = wordgen.words(m.c_format, (rows,), rng, "mixed")
+                kw = {}
+                if dp.scale:
+                    kw = {s: wordgen.words(m.scale_format, (rows, dp.blocks), rng, "near_one")
+                          for s in ("scale_a", "scale_b")}
+                m.dot(a, b, c, **kw)
+            except Exception:      # the tests themselves report any real failure
+                continue
+
+
+def _warm_numba_cache(workers):
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return
+    # the unscaled window datapaths' kernels (the most variants) in one process, the scaled
+    # ones and the other families' in the others: different kernels compile side by side
+    families = sorted({dp.accumulator for dp in _datapaths()} - {"window"})
+    rest = max(1, workers - 2)
+    parts = [(["window"], False), (["window"], True)] + [(families[i::rest], None) for i in range(rest)]
+    with ProcessPoolExecutor(len(parts)) as pool:
+        list(pool.map(_warm, parts))
+
+
+def pytest_configure(config):
+    if getattr(config, "workerinput", None) is not None:
+        return                     # an xdist worker: the controller has warmed the cache
+    if not getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") == "no":
+        return                     # not distributed: each kernel compiles once anyway
+    _warm_numba_cache(max(2, min(os.cpu_count() or 1, 8)))
