@@ -366,48 +366,37 @@ def scale_run(args):
                 row["dask_same"] = _digest(dd) == row["digest"]
         out[key] = row
     peer = run_peer(args.peer_python, jobs, arrays, -1) if args.peer_python else {}
-    head = f"{'batched dot':44s} {'1 thread':>9s} {'all cores':>9s} {'speed-up':>9s}"
-    if args.peer_python:
-        head += f" {'MMA-Sim':>9s} {'x mmasim':>9s}"
-    print(head)
-    print("-" * len(head))
-    for key, row in out.items():
-        if not key.startswith("mdot"):
-            continue
-        line = f"{row['label']:44s} {row['one']:9.2f} {row['all']:9.2f} {row['one'] / row['all']:8.2f}x"
+    for title, prefix, extra in (("batched dot", "mdot", ""), ("whole GEMM (seconds)", "gemm", f" {'same D':>7s}")):
+        head = f"{title:44s} {'1 thread':>9s} {'all cores':>9s} {'speed-up':>9s}"
         if args.peer_python:
-            p = peer.get(key)
-            if isinstance(p, float):
-                row["peer"] = p / (row["peer_n"] * row["k"]) * 1e9
-                line += f" {row['peer']:9.2f} {row['peer'] / row['all']:8.1f}x"
-            else:
-                line += f" {'n/a':>9s}  ({p})"
-        print(line)
-    print()
-    head = f"{'whole GEMM (seconds)':44s} {'1 thread':>9s} {'all cores':>9s} {'speed-up':>9s}"
-    if args.peer_python:
-        head += f" {'MMA-Sim':>9s} {'x mmasim':>9s} {'same D':>7s}"
-    print(head)
-    print("-" * len(head))
-    for key, row in out.items():
-        if not key.startswith("gemm"):
-            continue
-        line = f"{row['label']:44s} {row['one']:9.2f} {row['all']:9.2f} {row['one'] / row['all']:8.2f}x"
-        if args.peer_python:
-            p = peer.get(key)
-            if isinstance(p, float):
-                row["peer"] = p
-                row["peer_same"] = peer.get(key + "_words") == row["digest"]
-                line += f" {p:9.2f} {p / row['all']:8.1f}x {'yes' if row['peer_same'] else 'NO':>7s}"
-            else:
-                line += f" {'n/a':>9s}  ({p})"
-        print(line)
-        if "dask" in row:
-            print(f"{'  the same on dask: 2-process LocalCluster':44s} {'':9s} {row['dask']:9.2f} "
-                  f"{row['one'] / row['dask']:8.2f}x  (same D as in-process: {'yes' if row['dask_same'] else 'NO'}; "
-                  f"{row['M'] // (row['M'] // 2)}x{row['N'] // (row['N'] // 2)} blocks)")
-    print()
+            head += f" {'MMA-Sim':>9s} {'x mmasim':>9s}" + extra
+        print(head)
+        print("-" * len(head))
+        for key, row in out.items():
+            if key.startswith(prefix):
+                print(scale_line(key, row, peer if args.peer_python else None))
+                if "dask" in row:
+                    print(f"{'  the same on dask: 2-process LocalCluster':44s} {'':9s} {row['dask']:9.2f} "
+                          f"{row['one'] / row['dask']:8.2f}x  (same D as in-process: "
+                          f"{'yes' if row['dask_same'] else 'NO'}; 2x2 blocks)")
+        print()
     return out
+
+
+def scale_line(key, row, peer):
+    """One row of the --scale tables; ``peer``: MMA-Sim's figures, or None."""
+    line = f"{row['label']:44s} {row['one']:9.2f} {row['all']:9.2f} {row['one'] / row['all']:8.2f}x"
+    if peer is None:
+        return line
+    p = peer.get(key)
+    if not isinstance(p, float):
+        return line + f" {'n/a':>9s}  ({p})"
+    if key.startswith("mdot"):        # ns per product
+        row["peer"] = p / (row["peer_n"] * row["k"]) * 1e9
+        return line + f" {row['peer']:9.2f} {row['peer'] / row['all']:8.1f}x"
+    row["peer"] = p                   # seconds; the D words compared by digest
+    row["peer_same"] = peer.get(key + "_words") == row["digest"]
+    return line + f" {p:9.2f} {p / row['all']:8.1f}x {'yes' if row['peer_same'] else 'NO':>7s}"
 
 
 def main(argv=None):

@@ -7,7 +7,7 @@ import pytest
 
 import mmasim
 from helpers import f16, f32
-from wordgen import seed, words
+from wordgen import gemm_operands, seed
 
 da = pytest.importorskip("dask.array", reason="dask is not installed (pip install 'mmasim[dask]')")
 
@@ -18,18 +18,7 @@ SPARSE = ("Ampere", "mma.sync.sp.m16n8k32.f32.f16.f16")
 
 def _operands(model, M, N, tiles, name, kind="mixed"):
     rng = np.random.default_rng(seed(name))
-    dp, K = model.datapath, model.k * tiles
-    A = words(model.a_format, (M, K), rng, kind)
-    B = words(model.b_format, (K, N), rng, kind)
-    C = words(model.c_format, (M, N), rng, kind)
-    kw = {}
-    if dp.scale:
-        kw["scale_a"] = words(model.scale_format, (M, K // dp.block), rng, "near_one")
-        kw["scale_b"] = words(model.scale_format, (K // dp.block, N), rng, "near_one")
-    if dp.sparse:
-        from mmasim.wordgen import sparse_metadata
-        kw["sparse_metadata"] = sparse_metadata(model.sparse_rule, model.k, M * tiles, rng).reshape(M, -1)
-    return A, B, C, kw
+    return gemm_operands(model, M, N, tiles, rng, kind)
 
 
 def _chunked(A, B, C, kw, mc, nc, kc):

@@ -15,7 +15,7 @@ import pytest
 
 import mmasim
 from mmasim import threads as mt
-from wordgen import operands, seed, words
+from wordgen import gemm_operands, operands, seed
 
 # one datapath of each family of kernels (and lean numpy paths)
 FAMILIES = {
@@ -69,18 +69,7 @@ def test_dot_words_do_not_depend_on_the_thread_count(family, backend, spread):
 
 def _matrices(model, name, M, N, tiles=1):
     rng = np.random.default_rng(seed("matrix " + name))
-    dp, K = model.datapath, model.k * tiles
-    A = words(model.a_format, (M, K), rng, "mixed")
-    B = words(model.b_format, (K, N), rng, "mixed")
-    C = words(model.c_format, (M, N), rng, "mixed")
-    kw = {}
-    if dp.scale:
-        kw["scale_a"] = words(model.scale_format, (M, K // dp.block), rng, "near_one")
-        kw["scale_b"] = words(model.scale_format, (K // dp.block, N), rng, "near_one")
-    if dp.sparse:
-        from mmasim.wordgen import sparse_metadata
-        kw["sparse_metadata"] = sparse_metadata(model.sparse_rule, model.k, M * tiles, rng).reshape(M, -1)
-    return A, B, C, kw
+    return gemm_operands(model, M, N, tiles, rng)
 
 
 def _mn(model):
