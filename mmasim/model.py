@@ -375,7 +375,10 @@ class Model:
     def warp(self, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, **options):
         """D registers of the instruction on register operands: unfragment, the matrix form, fragment.
         ``scale_a`` / ``scale_b`` / ``sparse_metadata`` are registers too; the selectors are
-        ``byte_id_a``, ``thread_id_a``, ``byte_id_b``, ``thread_id_b``, ``sparsity_selector``."""
+        ``byte_id_a``, ``thread_id_a``, ``byte_id_b``, ``thread_id_b``, ``sparsity_selector``.
+        ``wgmma.mma_async``: ``b_regs`` is B's shared-memory image with ``b_descriptor=`` its
+        64-bit matrix descriptor; A is registers, or an image with ``a_descriptor=``
+        (``a_major`` / ``b_major``: "K" or "MN"); see :func:`mmasim.placement.warp`."""
         from . import placement
         return placement.warp(self, a_regs, b_regs, c_regs, scale_a, scale_b, sparse_metadata, **options)
 

@@ -8,7 +8,8 @@
   :func:`tmem_datapath`: the TMEM data path layouts A .. G (cta_group::2 and .ws included).
 * :class:`SmemLayout`: canonical K-major / MN-major shared-memory layouts, no
   swizzle or 32 / 64 / 128-byte swizzles; :func:`encode_descriptor` /
-  :func:`decode_descriptor` for the 64-bit matrix descriptors.
+  :func:`decode_descriptor` for the 64-bit matrix descriptors; :func:`read_operand` reads
+  an operand out of a shared-memory image through its descriptor.
 * :class:`ResultSlice`: the T1 TMEM result slices.
 * :func:`compress` / :func:`expand`: the compressed A of a sparse instruction and back;
   :func:`metadata_words`: 4-bit chunk selectors as the matrix form's metadata words.
@@ -20,13 +21,14 @@
 from .base import Layout
 from .fragment import Fragment, FragmentRule
 from .slices import ResultSlice
-from .smem import CoreMatrixLayout, Descriptor, SmemLayout, decode_descriptor, encode_descriptor, swizzle
+from .smem import (CoreMatrixLayout, Descriptor, SmemLayout, decode_descriptor, encode_descriptor, read_operand,
+                   swizzle)
 from .tmem import TCGEN05_LD_SHAPES, TMEM_DATAPATHS, tcgen05_ld, tmem_datapath
 from .warp import compress, expand, fragments, layout, metadata_words, unfragment, warp
 
 __all__ = [
     "Layout", "Fragment", "FragmentRule", "ResultSlice", "SmemLayout", "CoreMatrixLayout", "Descriptor",
-    "encode_descriptor", "decode_descriptor", "swizzle", "tcgen05_ld", "TCGEN05_LD_SHAPES", "tmem_datapath",
-    "TMEM_DATAPATHS",
+    "encode_descriptor", "decode_descriptor", "read_operand", "swizzle", "tcgen05_ld", "TCGEN05_LD_SHAPES",
+    "tmem_datapath", "TMEM_DATAPATHS",
     "layout", "fragments", "unfragment", "warp", "compress", "expand", "metadata_words",
 ]

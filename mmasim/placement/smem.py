@@ -264,3 +264,61 @@ def decode_descriptor(word: int, target: str = "wgmma") -> Descriptor:
             raise ShapeError(f"tcgen05 descriptor {word:#018x}: swizzle code {code} is reserved")
         return Descriptor(start, lbo, sbo, inv[code], base, word >> 52 & 1, target)
     raise ShapeError(f"descriptor target must be 'wgmma' or 'tcgen05', got {target!r}")
+
+
+# ------------------------------------------------------------------ reading an operand through a descriptor
+def _image_bytes(image) -> np.ndarray:
+    img = np.asarray(image)
+    if img.ndim != 1 or img.dtype not in (np.uint8, np.uint32):
+        raise ShapeError(f"a shared-memory image is a flat uint8 (bytes) or uint32 (little-endian words) array; "
+                         f"got {img.dtype} {img.shape}")
+    return np.ascontiguousarray(img, dtype="<u4" if img.dtype == np.uint32 else np.uint8).view(np.uint8)
+
+
+def read_operand(image, descriptor, rows: int, depth: int, element_bits: int, *, major: str = "K",
+                 target: str = "wgmma") -> np.ndarray:
+    """The ``(rows, depth)`` operand words (uint64) a matrix descriptor addresses in a
+    shared-memory image: what ``wgmma`` / ``tcgen05`` read for A (rows = M) or B (rows = N).
+
+    ``image``: the operand's shared memory, flat uint8 bytes or uint32 little-endian words,
+    byte 0 at a 1024-byte-aligned address; ``descriptor``: the 64-bit descriptor word
+    (:func:`decode_descriptor`) or a :class:`Descriptor`, its start address relative to the
+    image; ``element_bits``: the element's container (8, 16, 32 or 64 bits, stored
+    little-endian); ``major``: ``"K"`` or ``"MN"`` (the instruction's transpose, not a
+    descriptor field).  Element ``(r, k)`` is at byte ``start + SmemLayout.offset(r, k)``
+    with the descriptor's LBO, SBO and swizzle.  Not modelled (:class:`ShapeError`): a
+    non-zero base offset, a swizzled start address off the pattern's repeat (8 x swizzle
+    bytes), tcgen05's absolute LBO mode and 128-byte-with-32-byte-atom swizzle, sub-byte
+    elements.
+    """
+    d = descriptor if isinstance(descriptor, Descriptor) else decode_descriptor(descriptor, target)
+    if element_bits not in (8, 16, 32, 64):
+        raise ShapeError(f"reading {element_bits}-bit elements through a descriptor is not modelled "
+                         "(8, 16, 32 or 64-bit containers)")
+    if d.base_offset:
+        raise ShapeError(f"descriptor base offset {d.base_offset}: not modelled (the image starts at a "
+                         "pattern-aligned address; base offset 0)")
+    if d.lbo_mode:
+        raise ShapeError("tcgen05 absolute leading-dimension mode (bit 52): not modelled")
+    if d.swizzle not in SWIZZLES:
+        raise ShapeError(f"swizzle {d.swizzle!r}: not modelled")
+    if d.swizzle and d.start_address % (8 * d.swizzle):
+        raise ShapeError(f"a {d.swizzle}-byte swizzled operand must start at a multiple of {8 * d.swizzle} "
+                         f"bytes of the image (the pattern's repeat); got start address {d.start_address}")
+    by = _image_bytes(image)
+    lay = SmemLayout("descriptor", major=major, swizzle=d.swizzle, lbo=d.lbo, sbo=d.sbo,
+                     element_bits=element_bits, description="read through a matrix descriptor")
+    r, k = np.meshgrid(np.arange(rows), np.arange(depth), indexing="ij")
+    off = d.start_address + lay.offset(r, k)
+    nb = element_bits // 8
+    if np.unique(off // nb).size != off.size:     # offsets are multiples of nb (16-byte start)
+        raise ShapeError(f"descriptor LBO={d.lbo}, SBO={d.sbo}, swizzle={d.swizzle}: distinct elements of the "
+                         f"({rows}, {depth}) operand share bytes")
+    need = int(off.max()) + nb
+    if by.size < need:
+        raise ShapeError(f"the shared-memory image holds {by.size} bytes; the ({rows}, {depth}) operand at this "
+                         f"descriptor needs {need}")
+    out = np.zeros((rows, depth), dtype=np.uint64)
+    for j in range(nb):
+        out |= by[off + j].astype(np.uint64) << np.uint64(8 * j)
+    return out

@@ -4,7 +4,10 @@
 model's instruction (the most specific one: an architecture's own beats a generic
 one) and binds it to the instruction's shape and element size.  ``warp`` unpacks
 A, B and C from registers, computes with the model's matrix form (so it equals the
-matrix form by construction) and packs D.
+matrix form by construction) and packs D.  For ``wgmma.mma_async`` B (and A when
+its descriptor is given) is read from a shared-memory image through its matrix descriptor
+(:func:`mmasim.placement.smem.read_operand`, the canonical layouts of
+:class:`mmasim.placement.SmemLayout`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from .. import sparse as _sparse
 from ..errors import OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
 from .expr import SELECTORS
 from .fragment import MATRICES, OPERANDS, FragmentRule
+from .smem import read_operand
 
 _MAJOR = ("row", "col")
 
@@ -212,8 +216,32 @@ def expand(model, compressed, sparse_metadata) -> np.ndarray:
     return full
 
 
+def _smem_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, N):
+    """A and B of ``wgmma.mma_async``: B (and A when ``a_descriptor`` is given) read from
+    shared-memory images through their descriptors (:func:`mmasim.placement.smem.read_operand`),
+    A otherwise unpacked from the warpgroup's registers with ``la``."""
+    dp = model.datapath
+    for name, major, fmt in (("a_major", a_major, model.a_format), ("b_major", b_major, model.b_format)):
+        if major not in ("K", "MN"):
+            raise OperandError(f"{name} must be 'K' or 'MN'; got {major!r}")
+        if major == "MN" and fmt.name not in ("f16", "bf16"):
+            raise OperandError(f"{model.instruction}: {name}='MN' (the transpose) exists only for .f16 / .bf16 "
+                               f"operands, not .{fmt.name}")
+    if b_descriptor is None:
+        raise OperandError(f"{model.instruction}: B is a shared-memory image; pass b_descriptor (its 64-bit "
+                           "matrix descriptor, start address relative to the image)")
+    B = read_operand(b, b_descriptor, N, dp.k, model.b_format.container_bits, major=b_major).T
+    if a_descriptor is None:
+        if a_major != "K":
+            raise OperandError(f"{model.instruction}: a_major applies to A in shared memory (pass a_descriptor)")
+        return la.unpack(a), B
+    ka = dp.stored_k if dp.sparse else dp.k
+    return read_operand(a, a_descriptor, la.rows, ka, model.a_format.container_bits, major=a_major), B
+
+
 def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, backend=None,
-         byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0, sparsity_selector=0, **options) -> np.ndarray:
+         byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0, sparsity_selector=0,
+         a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", **options) -> np.ndarray:
     """D registers ``uint32 (lanes, registers)`` of the instruction on register operands.
 
     A, B and C are unpacked, computed with the model's matrix form (``model(A, B, C)``,
@@ -223,18 +251,37 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     / ``{byte_id_b, thread_id_b}`` selectors; ``sparse_metadata`` the metadata registers
     ``(lanes, 1)`` of a sparse one, read with ``sparsity_selector``; A of a sparse
     instruction holds the compressed A.
+
+    ``wgmma.mma_async``: ``b_regs`` is B's shared-memory image (flat uint8 bytes or uint32
+    words) and ``b_descriptor`` its 64-bit matrix descriptor (start address relative to the
+    image, LBO, SBO, swizzle: :func:`mmasim.placement.decode_descriptor`); ``a_regs`` is A's
+    registers over the 128-thread warpgroup, or, with ``a_descriptor``, A's shared-memory
+    image.  ``a_major`` / ``b_major``: ``"K"`` (default) or ``"MN"`` (the instruction's
+    transpose, .f16 / .bf16 only).  C and D are the accumulator registers.
     """
     options = _options(options)
     if any(k in SELECTORS for k in options):
         raise OperandError("warp takes the selectors as byte_id_a, thread_id_a, byte_id_b, thread_id_b and "
                            "sparsity_selector")
-    la, lb, lc, ld = (layout(model, o, **options) for o in MATRICES)
-    A, B, C = la.unpack(a_regs), lb.unpack(b_regs), lc.unpack(c_regs)
+    dp = model.datapath
+    if dp.op == "tcgen05.mma":
+        raise UnsupportedDatapath(f"{model.instruction}: warp() of tcgen05.mma (shared-memory A / B, D in Tensor "
+                                  "Memory) is not modelled; use the matrix form")
+    if dp.op == "wgmma.mma_async":
+        la, lc, ld = (layout(model, o, **options) for o in ("a", "c", "d"))
+        A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, la, ld.cols)
+        lb = la
+    else:
+        if a_descriptor is not None or b_descriptor is not None or (a_major, b_major) != ("K", "K"):
+            raise OperandError(f"{model.instruction}: its operands are registers; a_descriptor, b_descriptor, "
+                               "a_major and b_major are for wgmma.mma_async's shared-memory operands")
+        la, lb, lc, ld = (layout(model, o, **options) for o in MATRICES)
+        A, B = la.unpack(a_regs), lb.unpack(b_regs)
+    C = lc.unpack(c_regs)
     blocks = ld.blocks
     if not la.blocks == lb.blocks == lc.blocks == blocks:
         raise TableError(f"{model.instruction}: the layouts of A, B, C, D disagree on the number of blocks "
                          f"({la.blocks}, {lb.blocks}, {lc.blocks}, {blocks})")
-    dp = model.datapath
     kw = {}
     if dp.scale:
         if scale_a is None or scale_b is None:
