@@ -265,8 +265,8 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
                            "sparsity_selector")
     dp = model.datapath
     if dp.op == "tcgen05.mma":
-        raise UnsupportedDatapath(f"{model.instruction}: warp() of tcgen05.mma (shared-memory A / B, D in Tensor "
-                                  "Memory) is not modelled; use the matrix form")
+        raise UnsupportedDatapath(f"{model.instruction}: warp() of tcgen05.mma (A / B in shared memory, D in "
+                                  "Tensor Memory) is not modelled; use the matrix form")
     if dp.op == "wgmma.mma_async":
         la, lc, ld = (layout(model, o, **options) for o in ("a", "c", "d"))
         A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, la, ld.cols)
