@@ -170,12 +170,9 @@ def test_wgmma_and_tcgen05_layouts_round_trip():
             assert sorted(zip(rows[valid], cols[valid])) == [(r, c) for r in range(L.rows) for c in range(L.cols)]
         with pytest.raises(mmasim.UnsupportedDatapath, match="shared memory"):
             m.layout("b")
-        if m.datapath.op == "tcgen05.mma":
-            with pytest.raises(mmasim.UnsupportedDatapath, match="shared memory"):
-                m.warp(np.zeros(1), np.zeros(1), np.zeros(1))
-        else:       # wgmma: B is a shared-memory image (tests/test_wgmma_warp.py)
-            with pytest.raises(mmasim.OperandError, match="b_descriptor"):
-                m.warp(np.zeros(1), np.zeros(1), np.zeros(1))
+        # B is a shared-memory image read through its descriptor (tests/test_wgmma_warp.py)
+        with pytest.raises(mmasim.OperandError, match="b_descriptor"):
+            m.warp(np.zeros(1), np.zeros(1), np.zeros(1))
 
 
 def test_bad_calls_raise_specific_errors():

@@ -1,6 +1,7 @@
 """Model.warp on wgmma.mma_async: B (and optionally A) as shared-memory images read through
 their 64-bit matrix descriptors, A otherwise in the warpgroup's registers, C / D the
-accumulator registers.
+accumulator registers; and on tcgen05.mma (cta_group::1): A and B images, C / D the Tensor
+Memory image in the data path layout of ``m.layout("d")``.
 
 Expectations: the matrix form ``m(A, B, C)`` (an independent path: no registers, no images),
 and, for the descriptor reader, images written here by hand from the PTX ISA 9.0 canonical
@@ -172,8 +173,50 @@ def test_descriptors_on_mma_sync_are_an_operand_error():
         m.warp(z, z[:, :2], z, b_descriptor=encode_descriptor(0, 128, 256))
 
 
-def test_tcgen05_warp_is_refused_as_not_modelled():
-    m = mmasim.MMA("B200", "tcgen05.mma.cta_group::1.kind::f16.m128n64k16.f32.f16.f16", backend="numpy")
+TCGEN05 = [
+    "tcgen05.mma.cta_group::1.kind::f16.m128n64k16.f32.f16.f16",
+    "tcgen05.mma.cta_group::1.kind::f16.m64n16k16.f32.bf16.bf16",
+    "tcgen05.mma.cta_group::1.kind::tf32.m64n24k8.f32.tf32.tf32",
+    "tcgen05.mma.cta_group::1.kind::tf32.m128n8k8.f32.tf32.tf32",
+    "tcgen05.mma.cta_group::1.kind::i8.m128n16k32.s32.s8.u8",
+    "tcgen05.mma.cta_group::1.kind::f8f6f4.m128n16k32.f32.e4m3.e5m2",
+]
+
+
+@pytest.mark.parametrize("ins", TCGEN05)
+def test_tcgen05_warp_on_smem_a_and_b_and_tmem_c_equals_matrix_form(ins):
+    m = mmasim.MMA("B200", ins, backend="numpy")
+    L = m.layout("d")                       # the TMEM data path layout: (TMEM lanes, columns)
+    rng = np.random.default_rng(7)
+    K = m.datapath.k
+    A = _words(rng, (L.rows, K), m.a_format.container_bits)
+    B = _words(rng, (K, L.cols), m.b_format.container_bits)
+    C = _words(rng, (L.rows, L.cols), m.d_format.container_bits)
+    kind = m.datapath.kind
+    a_img, la = nv.operand_image(A, nv.packing(kind, m.a_format))
+    b_img, lb = nv.operand_image(B.T, nv.packing(kind, m.b_format))
+    d = m.warp(a_img, b_img, m.fragments("c", C), a_descriptor=la.descriptor(0, "tcgen05"),
+               b_descriptor=lb.descriptor(0, "tcgen05"))
+    assert d.shape == (L.lanes, L.registers)
+    np.testing.assert_array_equal(m.unfragment("d", d), m(A, B, C))
+
+
+def test_tcgen05_warp_without_a_descriptor_is_an_operand_error():
+    m = mmasim.MMA("B200", TCGEN05[0], backend="numpy")
+    with pytest.raises(OperandError, match="a_descriptor"):
+        m.warp(np.zeros(8, np.uint32), np.zeros(8, np.uint32), np.zeros(8, np.uint32),
+               b_descriptor=encode_descriptor(0, 128, 256, target="tcgen05"))
+
+
+def test_tcgen05_warp_of_cta_pair_is_refused_as_not_modelled():
+    m = mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::f16.m256n64k16.f32.f16.f16", backend="numpy")
     with pytest.raises(UnsupportedDatapath, match="not modelled"):
         m.warp(np.zeros(8, np.uint32), np.zeros(8, np.uint32), np.zeros(8, np.uint32))
     assert issubclass(UnsupportedDatapath, MMAError)
+
+
+def test_tcgen05_warp_of_sub_byte_e2m1_operands_is_refused_as_not_modelled():
+    m = mmasim.MMA("B200", "tcgen05.mma.cta_group::1.kind::f8f6f4.m128n16k32.f32.e2m1.e4m3", backend="numpy")
+    with pytest.raises(UnsupportedDatapath, match="sub-byte"):
+        m.warp(np.zeros(8, np.uint32), np.zeros(8, np.uint32), np.zeros(8, np.uint32),
+               a_descriptor=0, b_descriptor=0)

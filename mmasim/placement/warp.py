@@ -216,27 +216,33 @@ def expand(model, compressed, sparse_metadata) -> np.ndarray:
     return full
 
 
-def _smem_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, N):
-    """A and B of ``wgmma.mma_async``: B (and A when ``a_descriptor`` is given) read from
-    shared-memory images through their descriptors (:func:`mmasim.placement.smem.read_operand`),
-    A otherwise unpacked from the warpgroup's registers with ``la``."""
+def _smem_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, M, N):
+    """A and B of ``wgmma.mma_async`` / ``tcgen05.mma``: B (and A when ``a_descriptor`` is
+    given; always for tcgen05) read from shared-memory images through their descriptors
+    (:func:`mmasim.placement.smem.read_operand`), A otherwise unpacked from the
+    warpgroup's registers with ``la``."""
     dp = model.datapath
+    target = "tcgen05" if dp.op == "tcgen05.mma" else "wgmma"
     for name, major, fmt in (("a_major", a_major, model.a_format), ("b_major", b_major, model.b_format)):
         if major not in ("K", "MN"):
             raise OperandError(f"{name} must be 'K' or 'MN'; got {major!r}")
-        if major == "MN" and fmt.name not in ("f16", "bf16"):
+        if target == "wgmma" and major == "MN" and fmt.name not in ("f16", "bf16"):
             raise OperandError(f"{model.instruction}: {name}='MN' (the transpose) exists only for .f16 / .bf16 "
                                f"operands, not .{fmt.name}")
-    if b_descriptor is None:
-        raise OperandError(f"{model.instruction}: B is a shared-memory image; pass b_descriptor (its 64-bit "
-                           "matrix descriptor, start address relative to the image)")
-    B = read_operand(b, b_descriptor, N, dp.k, model.b_format.container_bits, major=b_major).T
+        if target == "tcgen05" and (fmt.field_bits < 8 or fmt.container_bits < 8):
+            raise UnsupportedDatapath(f"{model.instruction}: warp() of sub-byte .{fmt.name} operands in shared "
+                                      "memory (packed or padded codes) is not modelled")
+    for name, desc in (("b", b_descriptor),) + ((("a", a_descriptor),) if target == "tcgen05" else ()):
+        if desc is None:
+            raise OperandError(f"{model.instruction}: {name.upper()} is a shared-memory image; pass "
+                               f"{name}_descriptor (its 64-bit matrix descriptor, start address relative to the image)")
+    B = read_operand(b, b_descriptor, N, dp.k, model.b_format.container_bits, major=b_major, target=target).T
     if a_descriptor is None:
         if a_major != "K":
             raise OperandError(f"{model.instruction}: a_major applies to A in shared memory (pass a_descriptor)")
         return la.unpack(a), B
     ka = dp.stored_k if dp.sparse else dp.k
-    return read_operand(a, a_descriptor, la.rows, ka, model.a_format.container_bits, major=a_major), B
+    return read_operand(a, a_descriptor, M, ka, model.a_format.container_bits, major=a_major, target=target), B
 
 
 def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, backend=None,
@@ -258,6 +264,10 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     registers over the 128-thread warpgroup, or, with ``a_descriptor``, A's shared-memory
     image.  ``a_major`` / ``b_major``: ``"K"`` (default) or ``"MN"`` (the instruction's
     transpose, .f16 / .bf16 only).  C and D are the accumulator registers.
+    ``tcgen05.mma`` (``cta_group::1``, dense, not block-scaled): A and B are shared-memory
+    images with ``a_descriptor`` / ``b_descriptor`` (tcgen05 descriptor words), C and D the
+    Tensor Memory image ``(TMEM lanes, columns)`` in the data path layout of
+    ``model.layout("d")`` (what ``tcgen05.ld`` reads back per lane).
     """
     options = _options(options)
     if any(k in SELECTORS for k in options):
@@ -265,16 +275,22 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
                            "sparsity_selector")
     dp = model.datapath
     if dp.op == "tcgen05.mma":
-        raise UnsupportedDatapath(f"{model.instruction}: warp() of tcgen05.mma (A / B in shared memory, D in "
-                                  "Tensor Memory) is not modelled; use the matrix form")
-    if dp.op == "wgmma.mma_async":
+        if "cta_group::2" in dp.qualifiers or dp.scale or dp.sparse:
+            raise UnsupportedDatapath(f"{model.instruction}: warp() of tcgen05.mma with cta_group::2 (two CTAs' "
+                                      "images), block scales or sparse metadata (in Tensor Memory) is not modelled")
+        lc, ld = (layout(model, o, **options) for o in ("c", "d"))
+        A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, None,
+                              ld.rows, ld.cols)
+        la = lb = ld
+    elif dp.op == "wgmma.mma_async":
         la, lc, ld = (layout(model, o, **options) for o in ("a", "c", "d"))
-        A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, la, ld.cols)
+        A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, la,
+                              la.rows, ld.cols)
         lb = la
     else:
         if a_descriptor is not None or b_descriptor is not None or (a_major, b_major) != ("K", "K"):
             raise OperandError(f"{model.instruction}: its operands are registers; a_descriptor, b_descriptor, "
-                               "a_major and b_major are for wgmma.mma_async's shared-memory operands")
+                               "a_major and b_major are for wgmma / tcgen05 shared-memory operands")
         la, lb, lc, ld = (layout(model, o, **options) for o in MATRICES)
         A, B = la.unpack(a_regs), lb.unpack(b_regs)
     C = lc.unpack(c_regs)
