@@ -15,7 +15,7 @@ import mmasim
 from mmasim import MMAError
 from mmasim.errors import OperandError, ShapeError, UnsupportedDatapath
 from mmasim.harness import nv_async as nv
-from mmasim.placement import SmemLayout, encode_descriptor, read_operand
+from mmasim.placement import SmemLayout, compress, encode_descriptor, metadata_words, read_operand
 
 # every wgmma.mma_async dense kind (f16, bf16, tf32, e4m3 / e5m2, s8 / u8), each at two N
 INSTRUCTIONS = [
@@ -220,3 +220,22 @@ def test_tcgen05_warp_of_sub_byte_e2m1_operands_is_refused_as_not_modelled():
     with pytest.raises(UnsupportedDatapath, match="sub-byte"):
         m.warp(np.zeros(8, np.uint32), np.zeros(8, np.uint32), np.zeros(8, np.uint32),
                a_descriptor=0, b_descriptor=0)
+
+
+@pytest.mark.parametrize("a_source", ["registers", "smem"])
+@pytest.mark.parametrize("ins", ["wgmma.mma_async.sp.m64n16k32.f32.f16.f16",
+                                 "wgmma.mma_async.sp.m64n8k64.f32.e4m3.e4m3"])
+def test_wgmma_sp_warp_on_compressed_a_and_smem_b_equals_matrix_form(ins, a_source):
+    m = mmasim.MMA("H100", ins, backend="numpy")
+    A, B, C = _operands(m, seed=5)
+    rng = np.random.default_rng(6)
+    md = metadata_words(rng.choice(sorted(m.sparse_rule.selectors), size=(64, m.sparse_rule.chunks(m.datapath.k))))
+    Ac = compress(m, A, md)                           # (64, K/2): what the instruction holds
+    b_img, b_desc = _image(m, B.T, "b")
+    kw = {"b_descriptor": b_desc, "sparse_metadata": m.fragments("sparse_metadata", md)}
+    if a_source == "smem":
+        a, kw["a_descriptor"] = _image(m, Ac, "a")
+    else:
+        a = m.fragments("a", Ac)
+    d = m.warp(a, b_img, m.fragments("c", C), **kw)
+    np.testing.assert_array_equal(m.unfragment("d", d), m(A, B, C, sparse_metadata=md))
