@@ -209,6 +209,18 @@ PEER_SCRIPT = textwrap.dedent(r'''
 ''')
 
 
+def add_peer_job(jobs, arrays, key, model, peer, a, b, c, scales=None, n=None, **job):
+    """Queue one MMA-Sim job: its operand words (the first ``n`` rows, or all) under ``key`` in
+    ``arrays``, and the job (``mode``, ``repeat``, ...) with the operands' formats in ``jobs``."""
+    rows = slice(None) if n is None else slice(n)
+    arrays.update({key + "_a": a[rows], key + "_b": b[rows], key + "_c": c[rows]})
+    if scales:
+        arrays.update({key + "_sa": scales["scale_a"][rows], key + "_sb": scales["scale_b"][rows]})
+    formats = [model.a_format.key, model.b_format.key, model.c_format.key,
+               model.scale_format.key if model.scale_format else ""]
+    jobs.append(dict(key=key, peer=peer, formats=formats, **job))
+
+
 def run_peer(python, jobs, arrays, cpu):
     with tempfile.TemporaryDirectory() as tmp:
         jpath, dpath = Path(tmp, "jobs.json"), Path(tmp, "data.npz")
@@ -323,12 +335,7 @@ def scale_run(args):
         for name, th in (("one", 1), ("all", None)):
             row[name] = best_time(lambda: model.dot(a, b, c, threads=th, **s), 5) / (n * model.k) * 1e9
         key = f"mdot{idx}"
-        fm = [model.a_format.key, model.b_format.key, model.c_format.key,
-              model.scale_format.key if model.scale_format else ""]
-        arrays.update({key + "_a": a[:n_peer], key + "_b": b[:n_peer], key + "_c": c[:n_peer]})
-        if s:
-            arrays.update({key + "_sa": s["scale_a"][:n_peer], key + "_sb": s["scale_b"][:n_peer]})
-        jobs.append(dict(key=key, peer=peer, formats=fm, mode="dot", repeat=3))
+        add_peer_job(jobs, arrays, key, model, peer, a, b, c, s, n_peer, mode="dot", repeat=3)
         row["peer_n"] = n_peer
         out[key] = row
     for idx, (label, arch, ins, q, M, N, K, peer) in enumerate(GEMMS):
@@ -353,12 +360,8 @@ def scale_run(args):
         row["all"] = time.perf_counter() - t
         row["digest"] = _digest(d)
         key = f"gemm{idx}"
-        fm = [model.a_format.key, model.b_format.key, model.c_format.key,
-              model.scale_format.key if model.scale_format else ""]
-        arrays.update({key + "_a": A, key + "_b": B, key + "_c": C})
-        if skw:
-            arrays.update({key + "_sa": skw["scale_a"], key + "_sb": skw["scale_b"]})
-        jobs.append(dict(key=key, peer=peer, formats=fm, mode="gemm", repeat=1, k=model.k, block=dp.block or 1))
+        add_peer_job(jobs, arrays, key, model, peer, A, B, C, skw, mode="gemm", repeat=1, k=model.k,
+                     block=dp.block or 1)
         if idx == 0:
             r = dask_run(model, A, B, C, M // 2, skw)
             if r is not None:
@@ -437,12 +440,7 @@ def main(argv=None):
             row[be] = t / (n * model.k) * 1e9
         if args.peer_python and peer is not None:
             key = f"dot{idx}"
-            fm = [model.a_format.key, model.b_format.key, model.c_format.key,
-                  model.scale_format.key if model.scale_format else ""]
-            peer_arrays.update({key + "_a": a[:n_peer], key + "_b": b[:n_peer], key + "_c": c[:n_peer]})
-            if s:
-                peer_arrays.update({key + "_sa": s["scale_a"][:n_peer], key + "_sb": s["scale_b"][:n_peer]})
-            peer_jobs.append(dict(key=key, peer=peer, formats=fm, mode="dot", repeat=3))
+            add_peer_job(peer_jobs, peer_arrays, key, model, peer, a, b, c, s, n_peer, mode="dot", repeat=3)
             row["peer_n"] = n_peer
         results[f"dot{idx}"] = row
     for idx, (label, arch, ins, q, M, N, peer, target) in enumerate(TILES):
@@ -454,9 +452,7 @@ def main(argv=None):
             row[be] = best_time(lambda: model(A, B, C, backend=be), 200 if M * N < 1000 else 20, min_time=0.01)
         if args.peer_python:
             key = f"tile{idx}"
-            fm = [model.a_format.key, model.b_format.key, model.c_format.key, ""]
-            peer_arrays.update({key + "_a": A, key + "_b": B, key + "_c": C})
-            peer_jobs.append(dict(key=key, peer=peer, formats=fm, mode="tile", repeat=10))
+            add_peer_job(peer_jobs, peer_arrays, key, model, peer, A, B, C, mode="tile", repeat=10)
         results[f"tile{idx}"] = row
     peer = run_peer(args.peer_python, peer_jobs, peer_arrays, args.cpu) if args.peer_python else {}
 
