@@ -3,7 +3,7 @@
 Under pytest-xdist (the project's default, ``addopts`` in pyproject.toml) every worker is
 its own process and would compile each numba kernel it meets itself, the same kernels in
 every worker at the same time.  The controlling process compiles them once instead, before
-the workers start: one small batch of every datapath through the numba backend fills numba's
+the workers start: one small batch per distinct compiled signature through the numba backend fills numba's
 on-disk cache, which the workers then load.  This changes no test: it only moves compilation.
 """
 
@@ -25,32 +25,39 @@ def _datapaths():
                 yield dp
 
 
-def _warm(part):
-    """Run one small batch of every datapath of part ``(families, scaled)`` through numba."""
-    families, scaled = part
+def _warm(families):
+    """Run one small batch through numba for each distinct compiled signature among the
+    datapaths of these accumulator families: the kernel, and the word and result dtypes
+    it is called with (the datapaths sharing them share the compiled code)."""
     from mmasim import backends, wordgen
     from mmasim.model import Model
     from mmasim.registry import get_registry
 
     reg = get_registry()
     rng = np.random.default_rng(0)
+    seen = set()
     for dp in _datapaths():
-        if dp.accumulator in families and (scaled is None or (dp.scale is not None) == scaled):
-            try:
-                m = Model(dp, reg, backend="numba")
-                if backends.kernel_for(m) is None:
-                    continue
-                rows = 64
-                a = wordgen.words(m.a_format, (rows, m.k), rng, "mixed")
-                b = wordgen.words(m.b_format, (rows, m.k), rng, "mixed")
-                c = wordgen.words(m.c_format, (rows,), rng, "mixed")
-                kw = {}
-                if dp.scale:
-                    kw = {s: wordgen.words(m.scale_format, (rows, dp.blocks), rng, "near_one")
-                          for s in ("scale_a", "scale_b")}
-                m.dot(a, b, c, **kw)
-            except Exception:      # the tests themselves report any real failure
+        if dp.accumulator not in families:
+            continue
+        try:
+            m = Model(dp, reg, backend="numba")
+            kern = backends.kernel_for(m)
+            key = None if kern is None else (kern.fn, type(kern), m.plan.word_dtypes, kern.encoding.dtype,
+                                             kern.out_kind)
+            if key is None or key in seen:
                 continue
+            seen.add(key)
+            rows = 64
+            a = wordgen.words(m.a_format, (rows, m.k), rng, "mixed")
+            b = wordgen.words(m.b_format, (rows, m.k), rng, "mixed")
+            c = wordgen.words(m.c_format, (rows,), rng, "mixed")
+            kw = {}
+            if dp.scale:
+                kw = {s: wordgen.words(m.scale_format, (rows, dp.blocks), rng, "near_one")
+                      for s in ("scale_a", "scale_b")}
+            m.dot(a, b, c, **kw)
+        except Exception:          # the tests themselves report any real failure
+            continue
 
 
 def _warm_numba_cache(workers):
@@ -58,11 +65,11 @@ def _warm_numba_cache(workers):
         import numba  # noqa: F401
     except ImportError:
         return
-    # the unscaled window datapaths' kernels (the most variants) in one process, the scaled
-    # ones and the other families' in the others: different kernels compile side by side
+    # the window family's kernels (the most variants) in one process, the other families'
+    # in the others: different kernels compile side by side, none twice
     families = sorted({dp.accumulator for dp in _datapaths()} - {"window"})
-    rest = max(1, workers - 2)
-    parts = [(["window"], False), (["window"], True)] + [(families[i::rest], None) for i in range(rest)]
+    rest = max(1, workers - 1)
+    parts = [["window"]] + [families[i::rest] for i in range(rest)]
     with ProcessPoolExecutor(len(parts)) as pool:
         list(pool.map(_warm, parts))
 
