@@ -1,10 +1,14 @@
-"""The core's own parts, registered through the plugin hooks like any plugin's."""
+"""The core's own parts, registered through the plugin hooks like any plugin's.
+
+The core registers no layout: the register / TMEM layout rules are tables
+(``archs/layouts/*.toml``) that the table plugin ``mmasim_plugins.archs`` registers
+through the ``mmasim_layouts`` hook, as a third-party plugin would.
+"""
 
 from .accumulators import BUILTIN_ACCUMULATORS
 from .decode import BUILTIN_DECODERS
 from .encode import BUILTIN_ENCODINGS
 from .formats import BUILTIN_FORMATS
-from .placement.catalog import BUILTIN_FRAGMENTS
 from .plugins import hookimpl
 
 
@@ -26,8 +30,3 @@ def mmasim_accumulators():
 @hookimpl
 def mmasim_encodings():
     return BUILTIN_ENCODINGS
-
-
-@hookimpl
-def mmasim_layouts():
-    return BUILTIN_FRAGMENTS

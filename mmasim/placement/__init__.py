@@ -2,8 +2,10 @@
 
 * :class:`FragmentRule` / :class:`Fragment`: which lane holds which element of A, B,
   C, D, packed into 32-bit registers (mma.sync, wgmma, AMD v_mfma), or which TMEM
-  lane / column (tcgen05); formulas from the PTX ISA and AMD's documentation
-  (:mod:`mmasim.placement.catalog`), registered through the ``mmasim_layouts`` hook.
+  lane / column (tcgen05), as formulas; :func:`load_layouts` reads them from a layout
+  table (TOML).  The core ships none: the built-in ones (formulas from the PTX ISA and
+  AMD's documentation) are the tables ``archs/layouts/*.toml``, registered through the
+  ``mmasim_layouts`` hook by the table plugin ``mmasim_plugins.archs``, as a plugin's are.
 * :func:`tcgen05_ld`: the ``tcgen05.ld`` shapes (32x32b, 16x64b, 16x128b, 16x256b);
   :func:`tmem_datapath`: the TMEM data path layouts A .. G (cta_group::2 and .ws included).
 * :class:`SmemLayout`: canonical K-major / MN-major shared-memory layouts, no
@@ -20,6 +22,7 @@
 
 from .base import Layout
 from .fragment import Fragment, FragmentRule
+from .loader import load_layouts
 from .slices import ResultSlice
 from .smem import (CoreMatrixLayout, Descriptor, SmemLayout, decode_descriptor, encode_descriptor, read_operand,
                    swizzle)
@@ -27,7 +30,7 @@ from .tmem import TCGEN05_LD_SHAPES, TMEM_DATAPATHS, tcgen05_ld, tmem_datapath
 from .warp import compress, expand, fragments, layout, metadata_words, unfragment, warp
 
 __all__ = [
-    "Layout", "Fragment", "FragmentRule", "ResultSlice", "SmemLayout", "CoreMatrixLayout", "Descriptor",
+    "Layout", "Fragment", "FragmentRule", "load_layouts", "ResultSlice", "SmemLayout", "CoreMatrixLayout", "Descriptor",
     "encode_descriptor", "decode_descriptor", "read_operand", "swizzle", "tcgen05_ld", "TCGEN05_LD_SHAPES",
     "tmem_datapath", "TMEM_DATAPATHS",
     "layout", "fragments", "unfragment", "warp", "compress", "expand", "metadata_words",

@@ -75,7 +75,7 @@ def tcgen05_ld(shape: str, num: int = 1):
 # The data path layouts of PTX's "Data path layout organization" (tcgen05), per CTA: which
 # TMEM lane / column holds accumulator element (row, col) of the rows this CTA owns.
 # Layout D and F are also the built-in layouts of the modelled cta_group::1 datapaths
-# (mmasim.placement.catalog); A, B, C, E, G (cta_group::2, .ws) are here for kernels that use
+# (archs/layouts/ptx_tcgen05.toml); A, B, C, E, G (cta_group::2, .ws) are here for kernels that use
 # them, as mmasim does not model those instructions yet.
 TMEM_DATAPATHS = {
     # letter: (rows per CTA, columns per lane as a formula of N, row, col, valid, what)
