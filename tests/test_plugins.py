@@ -117,7 +117,8 @@ def test_builtin_python_plugins_are_only_those_whose_code_differs():
         plugin = pm.get_plugin(name)
         hooks[name] = {h for h in dir(plugin) if h.startswith("mmasim_")
                        and callable(getattr(plugin, h)) and getattr(pm.hook, h, None) is not None}
-    assert hooks.pop("mmasim_plugins.archs") == {"mmasim_architectures"}
+    # the table plugin: architecture tables and layout tables (archs/layouts/*.toml), no other part
+    assert hooks.pop("mmasim_plugins.archs") == {"mmasim_architectures", "mmasim_layouts"}
     assert hooks == {"mmasim_plugins.blackwell": {"mmasim_layouts"},        # B200 TMEM / smem layouts
                      "mmasim_plugins.rtx_blackwell": {"mmasim_formats"}}    # the sm_120 e2m1 container
 
