@@ -69,7 +69,7 @@ def mmasim_encodings():
 
 @hookspec
 def mmasim_layouts():
-    """Return an iterable of layouts: :class:`mmasim.placement.FragmentRule` (register / TMEM fragments), :class:`mmasim.placement.SmemLayout` (or ``CoreMatrixLayout``) and :class:`mmasim.placement.ResultSlice` (docs/layouts.md)."""
+    """Return an iterable of layouts: :class:`mmasim.placement.FragmentRule` (register / TMEM fragments; a layout table (TOML) gives them through :func:`mmasim.placement.load_layouts`), :class:`mmasim.placement.SmemLayout` (or ``CoreMatrixLayout``) and :class:`mmasim.placement.ResultSlice` (docs/layouts.md)."""
 
 
 @hookspec
