@@ -297,3 +297,39 @@ def test_layouts_to_toml_renders_every_field_and_loads_back():
 def test_layouts_to_toml_round_trips_the_builtin_rules():
     rules = [r for p in sorted(LAYOUTS.glob("*.toml")) for r in load_layouts(p)]
     assert load_layouts(_tool().render(rules)) == rules
+
+
+def test_layouts_to_toml_converts_a_rule_module_of_the_former_catalogue(tmp_path):
+    """A rule module written against the removed mmasim.placement.catalog_base (rule_maker and
+    an evidence table) converts from its file as it is, every list of rules in order."""
+    module = tmp_path / "catalog_toy_former.py"
+    module.write_text(
+        "from .catalog_base import _ISA, rule_maker\n"
+        "_EVIDENCE = {'former.b': 'checked: ' + _ISA + ' §9.7.14.5.7 (.f16 / .bf16 B)'}\n"
+        "R = rule_maker(_EVIDENCE)\n"
+        "FIRST = [R('former.b', 'mma.sync', 'b', m=16, n=8, k=8, bits=16, elements=2, row='2 * t + i', col='g')]\n"
+        "SECOND = [R('former.cd', 'mma.sync', ('c', 'd'), m=16, n=8, elements=4, row='g + 8 * (i >> 1)',\n"
+        "          col='2 * t + (i & 1)', evidence='unverified: a test')]\n", encoding="utf-8")
+    tool = _tool()
+    try:
+        rules = tool.load_rules(str(module))
+        assert [r.name for r in rules] == ["former.b", "former.cd"]
+        assert rules[0].evidence == "checked: PTX ISA 9.0 §9.7.14.5.7 (.f16 / .bf16 B)"
+        assert load_layouts(tool.render(rules)) == rules
+        assert [r.name for r in tool.load_rules(f"{module}:SECOND")] == ["former.cd"]
+    finally:
+        for name in ("mmasim.placement.catalog_base", "mmasim.placement.catalog_toy_former"):
+            sys.modules.pop(name, None)
+
+
+def test_load_layouts_takes_a_path_a_file_name_text_or_a_dict(tmp_path):
+    path = _write(tmp_path, GOOD, "good_layouts.toml")
+    expected = load_layouts(GOOD)
+    assert load_layouts(path) == load_layouts(str(path)) == expected
+    try:
+        import tomllib
+    except ModuleNotFoundError:     # Python 3.10
+        import tomli as tomllib
+    assert load_layouts(tomllib.loads(GOOD)) == expected
+    with pytest.raises(mmasim.TableError, match=r"cannot read layout table .*missing_layouts\.toml"):
+        load_layouts(str(tmp_path / "missing_layouts.toml"))

@@ -7,6 +7,15 @@ defaults are written, in a fixed order; strings are carried verbatim (long ones 
 TOML's line-ending backslash, which the parser removes)::
 
     python tools/layouts_to_toml.py some.module:RULES > archs/layouts/some.toml
+    python tools/layouts_to_toml.py path/to/rules.py:A_RULES,B_RULES > archs/layouts/some.toml
+    python tools/layouts_to_toml.py path/to/rules.py > archs/layouts/some.toml
+
+The source is a module (dotted name, or a ``.py`` file, loaded as a module of
+``mmasim.placement`` so that its relative imports work) and the names of its lists of rules,
+comma-separated; without names, every module-level list of FragmentRule objects, in the order
+the module defines them.  A rule module written against the former Python catalogue
+(``from .catalog_base import _ISA, rule_maker``) converts as it is: the tool stands in for that
+module when the package no longer has it.
 
 ``render`` checks its own output: the text parsed back through ``load_layouts`` must give rules
 equal to the ones it was given, or it raises.
@@ -16,7 +25,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
+import pathlib
 import sys
+import types
 
 import attrs
 
@@ -97,14 +109,65 @@ def render(rules, header: str = "") -> str:
     return text
 
 
+def _former_catalogue_base() -> None:
+    """Stand in for ``mmasim.placement.catalog_base`` (removed when the built-in rules became
+    tables) so that a rule module written against it imports: ``_ISA`` and ``rule_maker``,
+    whose ``R(name, ...)`` takes the evidence from ``evidence=`` or the module's table."""
+    name = "mmasim.placement.catalog_base"
+    try:
+        importlib.import_module(name)
+        return
+    except ModuleNotFoundError:
+        pass
+    from mmasim.placement import FragmentRule
+
+    def rule_maker(evidence_table: dict):
+        def R(rule_name, *args, evidence=None, **kw):
+            return FragmentRule(rule_name, *args, evidence=evidence or evidence_table[rule_name], **kw)
+        return R
+
+    module = types.ModuleType(name)
+    module._ISA, module.rule_maker = "PTX ISA 9.0", rule_maker
+    sys.modules[name] = module
+
+
+def load_rules(source: str) -> list:
+    """The rules ``source`` (``module[:NAME,NAME...]`` or ``file.py[:NAME,...]``) names."""
+    from mmasim.placement import FragmentRule
+
+    target, _, names = source.partition(":")
+    _former_catalogue_base()
+    if target.endswith(".py"):
+        path = pathlib.Path(target)
+        name = f"mmasim.placement.{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    if names:
+        lists = [getattr(module, n) for n in names.split(",")]
+    else:
+        lists = [v for k, v in vars(module).items() if not k.startswith("__") and isinstance(v, (list, tuple))
+                 and v and all(isinstance(x, FragmentRule) for x in v)]
+    rules, seen = [], set()
+    for lst in lists:
+        for r in lst:
+            if id(r) not in seen:
+                seen.add(id(r))
+                rules.append(r)
+    if not rules:
+        raise SystemExit(f"layouts_to_toml: {source} names no FragmentRule")
+    return rules
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("source", help="module:ATTRIBUTE naming a list of FragmentRule objects")
+    p.add_argument("source", help="module[:NAME,...] or file.py[:NAME,...]: lists of FragmentRule objects")
     p.add_argument("--header", default="", help="comment lines to put at the top")
     args = p.parse_args(argv)
-    module, _, attr = args.source.partition(":")
-    rules = getattr(importlib.import_module(module), attr)
-    sys.stdout.write(render(list(rules), args.header))
+    sys.stdout.write(render(load_rules(args.source), args.header))
     return 0
 
 

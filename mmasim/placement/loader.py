@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import os
+import pathlib
 
 from ..errors import TableError
 from .expr import compile_expr
@@ -79,11 +80,11 @@ def _read(source) -> tuple:
     """``(parsed TOML, where)`` of TOML text, a path, a traversable or an already parsed dict."""
     if isinstance(source, dict):
         return source, "<dict>"
-    if isinstance(source, str):
+    if isinstance(source, str) and ("\n" in source or not source.rstrip().endswith(".toml")):
         text, where = source, "<string>"
     else:
-        if isinstance(source, os.PathLike) and not hasattr(source, "read_text"):
-            source = __import__("pathlib").Path(source)
+        if isinstance(source, (str, os.PathLike)) and not hasattr(source, "read_text"):
+            source = pathlib.Path(source)       # a file name: one line ending in .toml
         try:
             text, where = source.read_text(encoding="utf-8"), str(source)
         except (AttributeError, OSError) as exc:
@@ -97,8 +98,9 @@ def _read(source) -> tuple:
 def load_layouts(source) -> list:
     """The :class:`FragmentRule` objects of one layout table, in the file's order.
 
-    ``source``: TOML text (a ``str``), a path (``pathlib.Path``, ``os.PathLike`` or an
-    ``importlib.resources`` traversable) or a dict already parsed.  A plugin returns the
+    ``source``: a path (``pathlib.Path``, ``os.PathLike``, an ``importlib.resources``
+    traversable, or a one-line ``str`` ending in ``.toml``), TOML text (any other ``str``) or a
+    dict already parsed.  A plugin returns the
     result from its ``mmasim_layouts`` hook.  Raises :class:`~mmasim.errors.TableError`
     naming the file and the rule on anything malformed (see the module's docstring)."""
     data, where = _read(source)
