@@ -114,6 +114,9 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
     ka = dp.stored_k if dp.sparse else K
     for name, major, fmt in (("a_major", a_major, model.a_format), ("b_major", b_major, model.b_format)):
         _check_major(model, name, major, fmt)
+    if a_descriptor is None and a_major != "K":
+        raise OperandError(f"{model.instruction}: A in Tensor Memory is row-major (PTX Table 53); a_major "
+                           "applies to A in shared memory (pass a_descriptor)")
     if b_descriptor is None:
         raise OperandError(f"{model.instruction}: B is a shared-memory image; pass b_descriptor (its 64-bit "
                            "matrix descriptor, start address relative to the image)")
@@ -122,9 +125,6 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
                                      major=b_major, target="tcgen05")
                         for img in _images(model, b_regs, "B", pair)], axis=0).T
     if a_descriptor is None:
-        if a_major != "K":
-            raise OperandError(f"{model.instruction}: A in Tensor Memory is row-major (PTX Table 53); a_major "
-                               "applies to A in shared memory (pass a_descriptor)")
         A = a_tmem_layout(model).unpack(a_regs)
     else:
         A = np.concatenate([read_operand(img, a_descriptor, M // ncta, ka, model.a_format.container_bits,
