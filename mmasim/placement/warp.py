@@ -270,7 +270,9 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     ``tcgen05.mma`` (``cta_group::1``, dense, not block-scaled): A and B are shared-memory
     images with ``a_descriptor`` / ``b_descriptor`` (tcgen05 descriptor words), C and D the
     Tensor Memory image ``(TMEM lanes, columns)`` in the data path layout of
-    ``model.layout("d")`` (what ``tcgen05.ld`` reads back per lane).
+    ``model.layout("d")`` (what ``tcgen05.ld`` reads back per lane).  ``.sp``, ``cta_group::2``
+    (pairs of images), A in Tensor Memory (no ``a_descriptor``) and 16-bit accumulators:
+    :mod:`mmasim.placement.tcgen05_warp`.
     """
     options = _options(options)
     if any(k in SELECTORS for k in options):
