@@ -201,17 +201,22 @@ def test_tcgen05_warp_on_smem_a_and_b_and_tmem_c_equals_matrix_form(ins):
     np.testing.assert_array_equal(m.unfragment("d", d), m(A, B, C))
 
 
-def test_tcgen05_warp_without_a_descriptor_is_an_operand_error():
+def test_tcgen05_warp_without_a_descriptor_reads_a_as_its_tensor_memory_image():
+    # PTX tcgen05.mma [a-tmem]: no a_descriptor means A in TMEM (mmasim.placement.a_tmem_layout:
+    # 16 .f16 of K packed two per 32-bit column, 128 lanes); a wrong-shaped image is a ShapeError
     m = mmasim.MMA("B200", TCGEN05[0], backend="numpy")
-    with pytest.raises(OperandError, match="a_descriptor"):
+    b_img, lb = nv.operand_image(np.zeros((64, 16), np.uint16), nv.packing("f16", m.b_format))
+    with pytest.raises(ShapeError, match=r"\(128, 8\)"):
+        m.warp(np.zeros(8, np.uint32), b_img, m.fragments("c", np.zeros((128, 64), np.uint32)),
+               b_descriptor=lb.descriptor(0, "tcgen05"))
+
+
+def test_tcgen05_warp_of_cta_pair_takes_a_pair_of_images():
+    # cta_group::2: each CTA's shared memory holds its half of A and of B (tests/test_tcgen05_sparse_pair_warp.py)
+    m = mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::f16.m256n64k16.f32.f16.f16", backend="numpy")
+    with pytest.raises(OperandError, match="pair of shared-memory images"):
         m.warp(np.zeros(8, np.uint32), np.zeros(8, np.uint32), np.zeros(8, np.uint32),
                b_descriptor=encode_descriptor(0, 128, 256, target="tcgen05"))
-
-
-def test_tcgen05_warp_of_cta_pair_is_refused_as_not_modelled():
-    m = mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::f16.m256n64k16.f32.f16.f16", backend="numpy")
-    with pytest.raises(UnsupportedDatapath, match="not modelled"):
-        m.warp(np.zeros(8, np.uint32), np.zeros(8, np.uint32), np.zeros(8, np.uint32))
     assert issubclass(UnsupportedDatapath, MMAError)
 
 

@@ -12,6 +12,8 @@
   swizzle or 32 / 64 / 128-byte swizzles; :func:`encode_descriptor` /
   :func:`decode_descriptor` for the 64-bit matrix descriptors; :func:`read_operand` reads
   an operand out of a shared-memory image through its descriptor.
+* :func:`a_tmem_layout`: A of a ``tcgen05.mma`` in Tensor Memory (``[a-tmem]``); the tcgen05
+  ``.sp`` / ``cta_group::2`` / A-in-TMEM forms of :func:`warp` are in :mod:`.tcgen05_warp`.
 * :class:`ResultSlice`: the T1 TMEM result slices.
 * :func:`compress` / :func:`expand`: the compressed A of a sparse instruction and back;
   :func:`metadata_words`: 4-bit chunk selectors as the matrix form's metadata words.
@@ -27,11 +29,12 @@ from .slices import ResultSlice
 from .smem import (CoreMatrixLayout, Descriptor, SmemLayout, decode_descriptor, encode_descriptor, read_operand,
                    swizzle)
 from .tmem import TCGEN05_LD_SHAPES, TMEM_DATAPATHS, tcgen05_ld, tmem_datapath
+from .tcgen05_warp import a_tmem_layout
 from .warp import compress, expand, fragments, layout, metadata_words, unfragment, warp
 
 __all__ = [
     "Layout", "Fragment", "FragmentRule", "load_layouts", "ResultSlice", "SmemLayout", "CoreMatrixLayout", "Descriptor",
     "encode_descriptor", "decode_descriptor", "read_operand", "swizzle", "tcgen05_ld", "TCGEN05_LD_SHAPES",
     "tmem_datapath", "TMEM_DATAPATHS",
-    "layout", "fragments", "unfragment", "warp", "compress", "expand", "metadata_words",
+    "layout", "fragments", "unfragment", "warp", "compress", "expand", "metadata_words", "a_tmem_layout",
 ]

@@ -48,6 +48,9 @@ def _format_bits(model, operand):
     """(format name, container bits) of ``operand``'s elements."""
     if operand == "sparse_metadata":
         return "4-bit selector", 4
+    if operand in ("c", "d") and model.datapath.op == "tcgen05.mma":
+        # one element per 32-bit TMEM word, not packed (PTX §9.7.16.10.4.1; mmasim.placement.tcgen05_warp)
+        return model.format_of(operand).name, 32
     fmt = model.format_of("scale" if operand in ("scale_a", "scale_b") else operand)
     return fmt.name, fmt.container_bits
 
@@ -267,13 +270,24 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     ``tcgen05.mma`` (``cta_group::1``, dense, not block-scaled): A and B are shared-memory
     images with ``a_descriptor`` / ``b_descriptor`` (tcgen05 descriptor words), C and D the
     Tensor Memory image ``(TMEM lanes, columns)`` in the data path layout of
-    ``model.layout("d")`` (what ``tcgen05.ld`` reads back per lane).
+    ``model.layout("d")`` (what ``tcgen05.ld`` reads back per lane).  ``.sp``, ``cta_group::2``
+    (pairs of images), A in Tensor Memory (no ``a_descriptor``) and 16-bit accumulators:
+    :mod:`mmasim.placement.tcgen05_warp`.
     """
     options = _options(options)
     if any(k in SELECTORS for k in options):
         raise OperandError("warp takes the selectors as byte_id_a, thread_id_a, byte_id_b, thread_id_b and "
                            "sparsity_selector")
     dp = model.datapath
+    if dp.op == "tcgen05.mma" and not dp.scale and (
+            "cta_group::2" in dp.qualifiers or dp.sparse or a_descriptor is None
+            or model.format_of("d").container_bits < 32):
+        from .tcgen05_warp import warp as _tcgen05_warp     # .sp, the CTA pair, A in TMEM, 16-bit D
+        if scale_a is not None or scale_b is not None:
+            raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
+        return _tcgen05_warp(model, a_regs, b_regs, c_regs, sparse_metadata=sparse_metadata, backend=backend,
+                             sparsity_selector=sparsity_selector, a_descriptor=a_descriptor,
+                             b_descriptor=b_descriptor, a_major=a_major, b_major=b_major, **options)
     if dp.op == "tcgen05.mma":
         if "cta_group::2" in dp.qualifiers or dp.scale or dp.sparse:
             raise UnsupportedDatapath(f"{model.instruction}: warp() of tcgen05.mma with cta_group::2 (two CTAs' "

@@ -1,0 +1,154 @@
+"""``Model.warp`` for ``tcgen05.mma`` beyond cta_group::1 dense with A in shared memory:
+``.sp`` (sparse metadata in Tensor Memory), ``cta_group::2`` (the CTA pair's images), A in
+Tensor Memory (``[a-tmem]``) and accumulators narrower than 32 bits (``.kind::f16`` with an
+``.f16`` D: one element per 32-bit TMEM word, in its lower 16 bits).
+
+The operands, for an ``M x N x K`` instruction (``M``, ``N``: ``model.layout("d").rows / .cols``):
+
+* A in shared memory (``a_descriptor`` given): the image and its tcgen05 descriptor, as for
+  cta_group::1; a sparse instruction's A is the compressed ``M x K/2``
+  (:func:`mmasim.placement.compress`).  With ``cta_group::2`` ``a_regs`` is a pair
+  ``(cta0_image, cta1_image)``: CTA ``c``'s shared memory holds rows ``c * M/2 .. (c + 1) * M/2 - 1``
+  of A, both read through the one descriptor (its address is CTA-relative).
+* A in Tensor Memory (``a_descriptor=None``): ``a_regs`` is the TMEM image of
+  :func:`a_tmem_layout` (``(TMEM lanes, columns)``; with ``cta_group::2`` the pair's 256 lanes,
+  CTA ``c``'s lane ``l`` as lane ``128 c + l``).
+* B (``b_descriptor``): the image; with ``cta_group::2`` a pair: CTA ``c`` holds columns
+  ``c * N/2 .. (c + 1) * N/2 - 1`` of B (``N/2 x K``, as its descriptor addresses it).
+* C / D: the TMEM image in ``model.layout("d")``'s data path layout (cta_group::2: the pair's
+  256 lanes).  An ``.f16`` accumulator is one element per 32-bit word, in its lower 16 bits
+  (C's upper 16 bits are ignored; D's are written 0).
+* ``sparse_metadata``: the TMEM image in ``model.layout("sparse_metadata", selector=...)``
+  (the column pair at the metadata address), read with ``sparsity_selector``.
+
+Each is unpacked, the matrix form computes (so ``warp`` equals it by construction) and D is
+packed; which CTA holds which half, where A and the metadata sit in TMEM and the 16-bit
+accumulator's placement are stated with their evidence in docs/layouts.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import OperandError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
+from .fragment import FragmentRule
+from .smem import read_operand
+
+_PAIR = "cta_group::2"
+
+
+def _is_pair(model) -> bool:
+    return _PAIR in model.datapath.qualifiers
+
+
+def a_tmem_layout(model):
+    """The :class:`~mmasim.placement.fragment.Fragment` of A in Tensor Memory (``[a-tmem]``)
+    of a ``tcgen05.mma``: row-major, row ``r`` in the TMEM lane of D's row ``r``, K along the
+    32-bit columns, sub-word elements packed lowest first; a sparse instruction's A is the
+    compressed ``M x K/2``.  ``UnsupportedDatapath`` where no layout is modelled (``.ws``;
+    ``cta_group::2`` M = 128 dense, whose A CUTLASS duplicates across sub-partitions)."""
+    from .warp import _shape
+    dp = model.datapath
+    if dp.op != "tcgen05.mma":
+        raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory exists only for tcgen05.mma")
+    M, N = _shape(model, "d")
+    bits = model.a_format.container_bits
+    key = dict(op=dp.op, m=M, n=N, k=dp.k, operand="a", bits=bits, arch=model.arch, kind=dp.kind,
+               a_type=dp.a, a_bits=bits, sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
+    rules = [r for r in model._reg.layouts.values()
+             if isinstance(r, FragmentRule) and r.storage == "tmem" and r.matches(**key)]
+    if not rules:
+        raise UnsupportedDatapath(
+            f"{model.instruction}: no Tensor Memory layout of A is modelled for M = {M}"
+            + (" with cta_group::2 (dense: CUTLASS duplicates A across the sub-partitions)" if _is_pair(model) else "")
+            + (" with .ws" if "ws" in dp.qualifiers else "") + "; pass A as a shared-memory image (a_descriptor)")
+
+    def rank(r):
+        return (bool(r.arch), r.qualifiers is not None, r.m is not None, r.sparse is not None)
+
+    best = max(rank(r) for r in rules)
+    top = [r for r in rules if rank(r) == best]
+    if len(top) > 1:
+        raise TableError(f"{model.instruction}: A in Tensor Memory matches several layouts equally: "
+                         + ", ".join(r.name for r in top))
+    if bits not in (8, 16, 32):
+        raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory with {bits}-bit containers "
+                                  "(packed sub-byte codes) is not modelled")
+    ka = dp.stored_k if dp.sparse else dp.k
+    return top[0].bind("a", M, N, dp.k, bits, shape=(M, ka))
+
+
+def _images(model, x, what, pair):
+    """One shared-memory image, or (cta_group::2) the pair's two."""
+    if not pair:
+        return [x]
+    if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[0] == 2:
+        return [x[0], x[1]]
+    if isinstance(x, (tuple, list)) and len(x) == 2:
+        return list(x)
+    raise OperandError(f"{model.instruction}: cta_group::2 takes {what} as a pair of shared-memory images "
+                       f"(CTA 0's, CTA 1's): a tuple of two flat images or an array with a leading axis of 2")
+
+
+def _check_major(model, name, major, fmt):
+    if major not in ("K", "MN"):
+        raise OperandError(f"{name} must be 'K' or 'MN'; got {major!r}")
+    if fmt.field_bits < 8 or fmt.container_bits < 8:
+        raise UnsupportedDatapath(f"{model.instruction}: warp() of sub-byte .{fmt.name} operands in shared "
+                                  "memory (packed or padded codes) is not modelled")
+
+
+def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, sparsity_selector=0,
+         a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", **options) -> np.ndarray:
+    """D: the Tensor Memory image ``uint32 (TMEM lanes, columns)`` of ``tcgen05.mma`` (module
+    docstring: the operands' forms).  Called by :func:`mmasim.placement.warp` for the sparse,
+    cta_group::2, A-in-TMEM and 16-bit-accumulator forms."""
+    from .warp import expand, layout, metadata_words
+    dp = model.datapath
+    if dp.scale:
+        raise UnsupportedDatapath(f"{model.instruction}: warp() of block-scaled tcgen05.mma with cta_group::2, "
+                                  "sparse metadata or A in Tensor Memory is not modelled")
+    pair = _is_pair(model)
+    lc, ld = (layout(model, o, **options) for o in ("c", "d"))
+    M, N, K = ld.rows, ld.cols, dp.k
+    ka = dp.stored_k if dp.sparse else K
+    for name, major, fmt in (("a_major", a_major, model.a_format), ("b_major", b_major, model.b_format)):
+        _check_major(model, name, major, fmt)
+    if a_descriptor is None and a_major != "K":
+        raise OperandError(f"{model.instruction}: A in Tensor Memory is row-major (PTX Table 53); a_major "
+                           "applies to A in shared memory (pass a_descriptor)")
+    if b_descriptor is None:
+        raise OperandError(f"{model.instruction}: B is a shared-memory image; pass b_descriptor (its 64-bit "
+                           "matrix descriptor, start address relative to the image)")
+    ncta = 2 if pair else 1
+    B = np.concatenate([read_operand(img, b_descriptor, N // ncta, K, model.b_format.container_bits,
+                                     major=b_major, target="tcgen05")
+                        for img in _images(model, b_regs, "B", pair)], axis=0).T
+    if a_descriptor is None:
+        A = a_tmem_layout(model).unpack(a_regs)
+    else:
+        A = np.concatenate([read_operand(img, a_descriptor, M // ncta, ka, model.a_format.container_bits,
+                                         major=a_major, target="tcgen05")
+                            for img in _images(model, a_regs, "A", pair)], axis=0)
+    C = lc.unpack(c_regs)
+    cbits = model.format_of("c").container_bits
+    if cbits < 32:      # one element per 32-bit TMEM word, in its lower bits (PTX §9.7.16.10.4.1)
+        C = (C.astype(np.uint64) & np.uint64((1 << cbits) - 1)).astype(np.uint32)
+    kw = {}
+    if dp.sparse:
+        if sparse_metadata is None:
+            raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse metadata's Tensor Memory "
+                                      "image (fragments('sparse_metadata', words, selector=...))")
+        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector).unpack(sparse_metadata))
+        if A.shape != (M, ka):
+            raise ShapeError(f"{model.instruction}: the compressed A must be ({M}, {ka}); got {A.shape}")
+        A = expand(model, A, md)
+        kw["sparse_metadata"] = md
+    elif sparse_metadata is not None:
+        raise SparseMetadataError(f"{model.instruction} is dense: sparse_metadata must be None")
+    elif sparsity_selector:
+        raise OperandError(f"{model.instruction} is dense: it takes no sparsity_selector")
+    return ld.pack(model(A, B, C, backend=backend, **kw))
+
+
+__all__ = ["a_tmem_layout", "warp"]
