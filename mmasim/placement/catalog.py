@@ -12,7 +12,8 @@ from __future__ import annotations
 from .catalog_amd import MFMA, SMFMAC
 from .catalog_nvidia import BLOCK_SCALE, MMA_SYNC, TCGEN05, WGMMA
 from .catalog_sparse import SPARSE, WGMMA_SP
+from .catalog_tmem_scales import TMEM_SCALES
 
-BUILTIN_FRAGMENTS = MMA_SYNC + BLOCK_SCALE + SPARSE + SMFMAC + WGMMA + WGMMA_SP + TCGEN05 + MFMA
+BUILTIN_FRAGMENTS = MMA_SYNC + BLOCK_SCALE + SPARSE + SMFMAC + WGMMA + WGMMA_SP + TCGEN05 + TMEM_SCALES + MFMA
 
-__all__ = ["BUILTIN_FRAGMENTS", "MMA_SYNC", "BLOCK_SCALE", "SPARSE", "SMFMAC", "WGMMA", "WGMMA_SP", "TCGEN05", "MFMA"]
+__all__ = ["BUILTIN_FRAGMENTS", "MMA_SYNC", "BLOCK_SCALE", "SPARSE", "SMFMAC", "WGMMA", "WGMMA_SP", "TCGEN05", "TMEM_SCALES", "MFMA"]
