@@ -130,6 +130,16 @@ def test_scale_factor_lane_and_column_agree_with_cutlass_tmem_sf_frg(operand, in
     assert L.registers == -(-mn // 32)
 
 
+def test_layout_text_labels_a_scale_factor_with_its_tmem_lane_column_and_byte():
+    """The text map of scale_A (scale_vec::2X, SFA_ID 2): row 33's two scale factors are in lane 1,
+    column 1 (33 // 32), bytes 2 and 3 (the half word at offset 2)."""
+    from mmasim.placement.draw import text
+
+    L = _m(MXF4.format(n=16)).layout("scale_a", byte_id=2)
+    row33 = [line for line in text(L).splitlines() if line.lstrip().startswith("33 |")][0]
+    assert row33.split("|")[1].split() == ["L1:c1b2", "L1:c1b3"]
+
+
 # ------------------------------------------------------------------ round trips
 @pytest.mark.parametrize("ins,ids", [(MXF8.format(n=8, a="e2m1", b="e3m2"), (0, 1, 2, 3)),
                                      (MXF4.format(n=48), (0, 2)), (NVF4_2X.format(n=16), (0, 2)),
