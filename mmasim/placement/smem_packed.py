@@ -26,6 +26,16 @@ import numpy as np
 from ..errors import ShapeError, UnsupportedDatapath
 from .smem import SmemLayout, read_operand
 
+#: what each packing form rests on (docs/layouts.md, "Not yet checked against the documents")
+PACKING_EVIDENCE = {
+    "pair": "partly checked: PTX ISA 9.0 §9.7.16.10.4.6 text ('pack two 4-bit elements in a 8-bit container, "
+            "with no padding', .kind::mxf4 / .kind::mxf4nvf4) checked; the lower K index in the low nibble is "
+            "assumed (lowest first, as every other sub-word packing)",
+    "padded": "partly checked: PTX ISA 9.0 §9.7.16.10.4.4 text ('contiguously packed along with padding', "
+              ".kind::mxf8f6f4) checked; 16 codes to a 16-byte chunk, lowest element in the lowest bits, is drawn "
+              "in Figures 202 / 203 (not read here) and agrees with the .b4x16_p64 / .b6x16_p32 names; the same "
+              "form for .kind::f8f6f4 is assumed",
+}
 #: the ``.kind``s whose 4- / 6-bit floating-point operands are padded to 16-byte chunks
 PADDED_KINDS = ("f8f6f4", "mxf8f6f4")
 CHUNK = 16      # elements per padded 16-byte chunk
@@ -113,4 +123,4 @@ def read_model_operand(model, operand: str, image, descriptor, rows: int, depth:
         raise UnsupportedDatapath(f"{model.instruction}: {operand.upper()} (.{fmt.name}): {exc}") from None
 
 
-__all__ = ["PADDED_KINDS", "smem_packing", "read_packed_operand", "packed_image", "read_model_operand"]
+__all__ = ["PACKING_EVIDENCE", "PADDED_KINDS", "smem_packing", "read_packed_operand", "packed_image", "read_model_operand"]
