@@ -220,11 +220,12 @@ def test_tcgen05_warp_of_cta_pair_takes_a_pair_of_images():
     assert issubclass(UnsupportedDatapath, MMAError)
 
 
-def test_tcgen05_warp_of_sub_byte_e2m1_operands_is_refused_as_not_modelled():
+def test_tcgen05_warp_of_mn_major_sub_byte_e2m1_operand_is_refused_as_not_modelled():
     m = mmasim.MMA("B200", "tcgen05.mma.cta_group::1.kind::f8f6f4.m128n16k32.f32.e2m1.e4m3", backend="numpy")
-    with pytest.raises(UnsupportedDatapath, match="sub-byte"):
-        m.warp(np.zeros(8, np.uint32), np.zeros(8, np.uint32), np.zeros(8, np.uint32),
-               a_descriptor=0, b_descriptor=0)
+    desc = encode_descriptor(0, 128, 256, target="tcgen05")
+    with pytest.raises(UnsupportedDatapath, match="MN-major sub-byte"):
+        m.warp(np.zeros(4096, np.uint32), np.zeros(4096, np.uint32), m.fragments("c", np.zeros((128, 16), np.uint32)),
+               a_descriptor=desc, b_descriptor=desc, a_major="MN")
 
 
 @pytest.mark.parametrize("a_source", ["registers", "smem"])

@@ -1,5 +1,6 @@
 """Fragment maps as the ISA figures draw them: a grid of the operand matrix, each cell
-labelled with the lane (thread) and the element that holds it, coloured by lane."""
+labelled with the lane (thread) and the element that holds it, coloured by lane (TMEM: the lane,
+column and, for byte-sized elements such as block scales, the byte)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import numpy as np
 
 
 def _label(L, lane, i) -> str:
-    return f"L{lane}:c{i}" if L.storage == "tmem" else f"T{lane}:{i}"
+    if L.storage != "tmem":
+        return f"T{lane}:{i}"
+    column, bit = L.register(i)     # sub-word TMEM elements (block scales): byte b of the column
+    return f"L{lane}:c{column}" + (f"b{bit // 8}" if L.bits < 32 else "")
 
 
 def title(L, arch: str = "", instruction: str = "") -> str:
@@ -90,7 +94,8 @@ def figure(L, path, arch: str = "", instruction: str = "") -> None:
         ax.axhline(b * per - 0.5, color="black", linewidth=1.5)
     ax.set_xlabel("column", fontsize=8)
     ax.set_ylabel("row", fontsize=8)
-    cell = "L<TMEM lane>:c<column>" if L.storage == "tmem" else "T<lane>:<element>"
+    cell = ("L<TMEM lane>:c<column>" + ("b<byte>" if L.bits < 32 else "")) if L.storage == "tmem" \
+        else "T<lane>:<element>"
     # wrap the header to the figure's width (a narrow operand, e.g. a 16 x 1 scale column, clipped it)
     width = max(30, int(fig_w * 13))
     head = "\n".join(textwrap.fill(x, width) for x in (title(L, arch, instruction), f"evidence: {_short(L.evidence)}",

@@ -18,7 +18,8 @@ from .. import sparse as _sparse
 from ..errors import OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
 from .expr import SELECTORS
 from .fragment import MATRICES, OPERANDS, FragmentRule
-from .smem import read_operand
+from .smem_packed import read_model_operand
+from .tcgen05_scales import replicate, unpack_scale
 
 _MAJOR = ("row", "col")
 
@@ -173,14 +174,14 @@ def fragments(model, operand: str, X, **options) -> np.ndarray:
     if operand == "sparse_metadata":
         return lay.pack(_metadata_nibbles(model, X, lay.cols))
     words = model.operand_words("scale" if operand in ("scale_a", "scale_b") else operand, X)
-    return lay.pack(words)
+    return replicate(lay, operand, lay.pack(words))
 
 
 def unfragment(model, operand: str, registers, **options) -> np.ndarray:
     """The ``operand`` matrix (container words) held in ``registers`` ``(lanes, registers)``
     (``sparse_metadata``: the matrix form's metadata words ``(M, words)``)."""
     lay = layout(model, operand, **_options(options))
-    out = lay.unpack(registers)
+    out = unpack_scale(model, operand, lay, registers)
     return metadata_words(out) if operand == "sparse_metadata" else out
 
 
@@ -232,20 +233,17 @@ def _smem_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la
         if target == "wgmma" and major == "MN" and fmt.name not in ("f16", "bf16"):
             raise OperandError(f"{model.instruction}: {name}='MN' (the transpose) exists only for .f16 / .bf16 "
                                f"operands, not .{fmt.name}")
-        if target == "tcgen05" and (fmt.field_bits < 8 or fmt.container_bits < 8):
-            raise UnsupportedDatapath(f"{model.instruction}: warp() of sub-byte .{fmt.name} operands in shared "
-                                      "memory (packed or padded codes) is not modelled")
     for name, desc in (("b", b_descriptor),) + ((("a", a_descriptor),) if target == "tcgen05" else ()):
         if desc is None:
             raise OperandError(f"{model.instruction}: {name.upper()} is a shared-memory image; pass "
                                f"{name}_descriptor (its 64-bit matrix descriptor, start address relative to the image)")
-    B = read_operand(b, b_descriptor, N, dp.k, model.b_format.container_bits, major=b_major, target=target).T
+    B = read_model_operand(model, "b", b, b_descriptor, N, dp.k, b_major, target).T
     if a_descriptor is None:
         if a_major != "K":
             raise OperandError(f"{model.instruction}: a_major applies to A in shared memory (pass a_descriptor)")
         return la.unpack(a), B
     ka = dp.stored_k if dp.sparse else dp.k
-    return read_operand(a, a_descriptor, M, ka, model.a_format.container_bits, major=a_major, target=target), B
+    return read_model_operand(model, "a", a, a_descriptor, M, ka, a_major, target), B
 
 
 def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, backend=None,
@@ -267,12 +265,15 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     registers over the 128-thread warpgroup, or, with ``a_descriptor``, A's shared-memory
     image.  ``a_major`` / ``b_major``: ``"K"`` (default) or ``"MN"`` (the instruction's
     transpose, .f16 / .bf16 only).  C and D are the accumulator registers.
-    ``tcgen05.mma`` (``cta_group::1``, dense, not block-scaled): A and B are shared-memory
-    images with ``a_descriptor`` / ``b_descriptor`` (tcgen05 descriptor words), C and D the
-    Tensor Memory image ``(TMEM lanes, columns)`` in the data path layout of
-    ``model.layout("d")`` (what ``tcgen05.ld`` reads back per lane).  ``.sp``, ``cta_group::2``
-    (pairs of images), A in Tensor Memory (no ``a_descriptor``) and 16-bit accumulators:
-    :mod:`mmasim.placement.tcgen05_warp`.
+    ``tcgen05.mma`` (``cta_group::1``, dense): A and B are shared-memory images with
+    ``a_descriptor`` / ``b_descriptor`` (tcgen05 descriptor words; 4- / 6-bit codes packed or
+    padded as :mod:`mmasim.placement.smem_packed` says), C and D the Tensor Memory image
+    ``(TMEM lanes, columns)`` in the data path layout of ``model.layout("d")`` (what
+    ``tcgen05.ld`` reads back per lane); a block-scaled kind's ``scale_a`` / ``scale_b`` are the
+    TMEM images of ``model.layout("scale_a")`` / ``("scale_b")`` (their own columns, duplicated
+    in all four 32-lane partitions), ``byte_id_a`` / ``byte_id_b`` the scale factor A / B IDs.
+    ``.sp``, ``cta_group::2`` (pairs of images), A in Tensor Memory (no ``a_descriptor``) and
+    16-bit accumulators: :mod:`mmasim.placement.tcgen05_warp`.
     """
     options = _options(options)
     if any(k in SELECTORS for k in options):
@@ -289,9 +290,9 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
                              sparsity_selector=sparsity_selector, a_descriptor=a_descriptor,
                              b_descriptor=b_descriptor, a_major=a_major, b_major=b_major, **options)
     if dp.op == "tcgen05.mma":
-        if "cta_group::2" in dp.qualifiers or dp.scale or dp.sparse:
+        if "cta_group::2" in dp.qualifiers or dp.sparse:
             raise UnsupportedDatapath(f"{model.instruction}: warp() of tcgen05.mma with cta_group::2 (two CTAs' "
-                                      "images), block scales or sparse metadata (in Tensor Memory) is not modelled")
+                                      "images) or sparse metadata (in Tensor Memory) is not modelled")
         lc, ld = (layout(model, o, **options) for o in ("c", "d"))
         A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, None,
                               ld.rows, ld.cols)
@@ -317,8 +318,10 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
         if scale_a is None or scale_b is None:
             raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b registers "
                              "(fragments('scale_a', SA), fragments('scale_b', SB))")
-        kw["scale_a"] = layout(model, "scale_a", byte_id=byte_id_a, thread_id=thread_id_a).unpack(scale_a)
-        kw["scale_b"] = layout(model, "scale_b", byte_id=byte_id_b, thread_id=thread_id_b).unpack(scale_b)
+        kw["scale_a"] = unpack_scale(model, "scale_a", layout(model, "scale_a", byte_id=byte_id_a,
+                                                              thread_id=thread_id_a), scale_a)
+        kw["scale_b"] = unpack_scale(model, "scale_b", layout(model, "scale_b", byte_id=byte_id_b,
+                                                              thread_id=thread_id_b), scale_b)
     elif scale_a is not None or scale_b is not None:
         raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
     if dp.sparse:

@@ -1,0 +1,126 @@
+"""Sub-byte tcgen05 operands in shared memory: packed and padded 4- / 6-bit codes.
+
+PTX ISA 9.0 §9.7.16.10.4 "Packing formats of elements in Tensor and Shared memory":
+
+* ``.kind::mxf4`` / ``.kind::mxf4nvf4`` (§9.7.16.10.4.6): "pack two 4-bit elements in a 8-bit
+  container, with no padding" (``"pair"``).  The canonical layouts' byte formulas apply to the
+  bytes (``T = 32`` elements per 16-byte row); which element of a pair takes the low nibble is
+  drawn only in figures: here the lower K index (as every other sub-word packing, lowest first).
+* ``.kind::mxf8f6f4`` (§9.7.16.10.4.4): the 4- and 6-bit elements "must be contiguously packed
+  along with padding" (Figures 202 / 203): 16 consecutive K elements fill the low 64 / 96 bits of
+  a 16-byte chunk, the other 64 / 32 bits padding (PTX's ``.b4x16_p64`` / ``.b6x16_p32``), and the
+  chunks sit where the canonical layout puts 16 byte-sized elements (``"padded"``).  The same
+  form is assumed for ``.kind::f8f6f4`` (the text names only mxf8f6f4 for shared memory).
+
+A container word of mmasim's format is the code shifted by ``Format.field_shift`` (e2m1's code
+sits in bits 5:2 of its byte container).  K-major only: an MN-major sub-byte operand is not
+modelled.  :func:`read_packed_operand` reads through a descriptor (the byte reads of
+:func:`mmasim.placement.smem.read_operand`), :func:`packed_image` writes an image with any
+:class:`~mmasim.placement.SmemLayout` of byte elements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError, UnsupportedDatapath
+from .smem import SmemLayout, read_operand
+
+#: what each packing form rests on (docs/layouts.md, "Not yet checked against the documents")
+PACKING_EVIDENCE = {
+    "pair": "partly checked: PTX ISA 9.0 §9.7.16.10.4.6 text ('pack two 4-bit elements in a 8-bit container, "
+            "with no padding', .kind::mxf4 / .kind::mxf4nvf4) checked; the lower K index in the low nibble is "
+            "assumed (lowest first, as every other sub-word packing)",
+    "padded": "partly checked: PTX ISA 9.0 §9.7.16.10.4.4 text ('contiguously packed along with padding', "
+              ".kind::mxf8f6f4) checked; 16 codes to a 16-byte chunk, lowest element in the lowest bits, is drawn "
+              "in Figures 202 / 203 (not read here) and agrees with the .b4x16_p64 / .b6x16_p32 names; the same "
+              "form for .kind::f8f6f4 is assumed",
+}
+#: the ``.kind``s whose 4- / 6-bit floating-point operands are padded to 16-byte chunks
+PADDED_KINDS = ("f8f6f4", "mxf8f6f4")
+CHUNK = 16      # elements per padded 16-byte chunk
+
+
+def smem_packing(kind, fmt) -> tuple:
+    """How ``fmt``'s elements sit in shared memory for tcgen05 ``.kind``: ``("bytes", bits)``
+    (whole 8 / 16 / 32-bit containers), ``("pair", 4)`` (two 4-bit codes per byte) or
+    ``("padded", field_bits)`` (16 codes packed into a 16-byte chunk)."""
+    if fmt.container_bits == 4:
+        return ("pair", 4)
+    if kind in PADDED_KINDS and fmt.field_bits < 8 and not fmt.integer:
+        return ("padded", fmt.field_bits)
+    return ("bytes", fmt.container_bits)
+
+
+def _check(pack, depth, major):
+    mode, bits = pack
+    if mode not in ("pair", "padded"):
+        raise ShapeError(f"packing must be ('pair', 4) or ('padded', 4 | 6); got {pack!r}")
+    if major != "K":
+        raise UnsupportedDatapath(f"MN-major sub-byte ({bits}-bit, {mode}) operands in shared memory are not "
+                                  "modelled (K-major only)")
+    if mode == "pair" and (bits != 4 or depth % 2):
+        raise ShapeError(f"packed 4-bit pairs need an even K; got K = {depth}")
+    if mode == "padded" and (bits not in (4, 6) or depth % CHUNK):
+        raise ShapeError(f"padded {bits}-bit codes fill 16-element chunks along K; K = {depth} is not a multiple "
+                         f"of {CHUNK}")
+
+
+def read_packed_operand(image, descriptor, rows: int, depth: int, pack: tuple, *, field_shift: int = 0,
+                        major: str = "K", target: str = "tcgen05") -> np.ndarray:
+    """The ``(rows, depth)`` container words (uint64) of a sub-byte operand read through its
+    descriptor: the code of element ``(r, k)`` shifted left by ``field_shift``."""
+    _check(pack, depth, major)
+    mode, bits = pack
+    if mode == "pair":
+        by = read_operand(image, descriptor, rows, depth // 2, 8, major=major, target=target)
+        out = np.empty((rows, depth), dtype=np.uint64)
+        out[:, 0::2], out[:, 1::2] = by & np.uint64(0xF), by >> np.uint64(4)
+        return out << np.uint64(field_shift)
+    # padded: byte j of a chunk is where the layout puts byte-sized element 16c + j
+    by = read_operand(image, descriptor, rows, depth, 8, major=major, target=target).astype(np.uint8)
+    chunk_bits = np.unpackbits(by.reshape(rows, depth // CHUNK, CHUNK), axis=2, bitorder="little")
+    fields = chunk_bits[:, :, : CHUNK * bits].reshape(rows, depth // CHUNK, CHUNK, bits).astype(np.uint64)
+    codes = (fields << np.arange(bits, dtype=np.uint64)).sum(axis=3)
+    return codes.reshape(rows, depth) << np.uint64(field_shift)
+
+
+def packed_image(layout: SmemLayout, words, pack: tuple, *, field_shift: int = 0) -> np.ndarray:
+    """Flat ``uint8`` shared-memory image of the ``(rows, K)`` container ``words`` packed as ``pack``
+    and placed with ``layout`` (a layout of byte elements: ``element_bits=8``); padding bits 0."""
+    w = np.asarray(words)
+    if w.ndim != 2 or w.dtype.kind not in "iu":
+        raise ShapeError(f"expected a (rows, K) integer operand; got {w.dtype} {w.shape}")
+    if layout.element_bits != 8:
+        raise ShapeError(f"{layout.name}: a sub-byte image is placed with a layout of bytes (element_bits=8)")
+    rows, depth = w.shape
+    _check(pack, depth, layout.major)
+    mode, bits = pack
+    codes = (w.astype(np.uint64) >> np.uint64(field_shift)) & np.uint64((1 << bits) - 1)
+    if mode == "pair":
+        by = (codes[:, 0::2] | codes[:, 1::2] << np.uint64(4)).astype(np.uint8)
+        return layout.to_image(by)
+    nchunks = depth // CHUNK
+    fields = ((codes.reshape(rows, nchunks, CHUNK, 1) >> np.arange(bits, dtype=np.uint64)) & np.uint64(1))
+    chunk_bits = np.zeros((rows, nchunks, 8 * CHUNK), dtype=np.uint8)
+    chunk_bits[:, :, : CHUNK * bits] = fields.reshape(rows, nchunks, CHUNK * bits)
+    by = np.packbits(chunk_bits, axis=2, bitorder="little").reshape(rows, depth)
+    return layout.to_image(by)
+
+
+def read_model_operand(model, operand: str, image, descriptor, rows: int, depth: int, major: str,
+                       target: str) -> np.ndarray:
+    """A / B of ``model`` read from its shared-memory image: whole containers through
+    :func:`read_operand`, tcgen05's packed / padded sub-byte codes through :func:`read_packed_operand`."""
+    fmt = model.a_format if operand == "a" else model.b_format
+    pack = smem_packing(model.datapath.kind, fmt) if target == "tcgen05" else ("bytes", fmt.container_bits)
+    if pack[0] == "bytes":
+        return read_operand(image, descriptor, rows, depth, fmt.container_bits, major=major, target=target)
+    try:
+        return read_packed_operand(image, descriptor, rows, depth, pack, field_shift=fmt.field_shift, major=major,
+                                   target=target)
+    except UnsupportedDatapath as exc:
+        raise UnsupportedDatapath(f"{model.instruction}: {operand.upper()} (.{fmt.name}): {exc}") from None
+
+
+__all__ = ["PACKING_EVIDENCE", "PADDED_KINDS", "smem_packing", "read_packed_operand", "packed_image", "read_model_operand"]
