@@ -30,7 +30,8 @@ from .smem import (CoreMatrixLayout, Descriptor, SmemLayout, decode_descriptor, 
                    swizzle)
 from .tmem import TCGEN05_LD_SHAPES, TMEM_DATAPATHS, tcgen05_ld, tmem_datapath
 from .tcgen05_warp import a_tmem_layout
-from .warp import compress, expand, fragments, layout, metadata_words, unfragment, warp
+from .bind import compress, expand, fragments, layout, metadata_words, unfragment
+from .warp import warp
 
 __all__ = [
     "Layout", "Fragment", "FragmentRule", "load_layouts", "ResultSlice", "SmemLayout", "CoreMatrixLayout", "Descriptor",

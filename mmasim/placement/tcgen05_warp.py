@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import OperandError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
 from .fragment import FragmentRule
+from .bind import _shape, expand, layout, metadata_words
 from .smem import read_operand
 
 _PAIR = "cta_group::2"
@@ -47,7 +48,6 @@ def a_tmem_layout(model):
     32-bit columns, sub-word elements packed lowest first; a sparse instruction's A is the
     compressed ``M x K/2``.  ``UnsupportedDatapath`` where no layout is modelled (``.ws``;
     ``cta_group::2`` M = 128 dense, whose A CUTLASS duplicates across sub-partitions)."""
-    from .warp import _shape
     dp = model.datapath
     if dp.op != "tcgen05.mma":
         raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory exists only for tcgen05.mma")
@@ -103,7 +103,6 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
     """D: the Tensor Memory image ``uint32 (TMEM lanes, columns)`` of ``tcgen05.mma`` (module
     docstring: the operands' forms).  Called by :func:`mmasim.placement.warp` for the sparse,
     cta_group::2, A-in-TMEM and 16-bit-accumulator forms."""
-    from .warp import expand, layout, metadata_words
     dp = model.datapath
     if dp.scale:
         raise UnsupportedDatapath(f"{model.instruction}: warp() of block-scaled tcgen05.mma with cta_group::2, "

@@ -1,0 +1,215 @@
+"""Binding a model's operands to their layouts: ``layout(model, operand)`` finds the
+registered :class:`FragmentRule` for the model's instruction (the most specific one: an
+architecture's own beats a generic one) and binds it to the instruction's shape and element
+size; ``fragments`` / ``unfragment`` pack and unpack a whole operand; ``compress`` /
+``expand`` / ``metadata_words`` handle a sparse instruction's compressed A and metadata.
+:mod:`mmasim.placement.warp` and :mod:`mmasim.placement.tcgen05_warp` run instructions on them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import sparse as _sparse
+from ..errors import OperandError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
+from .expr import SELECTORS
+from .fragment import OPERANDS, FragmentRule
+from .tcgen05_scales import replicate, unpack_scale
+
+_MAJOR = ("row", "col")
+
+_NOT_IN_REGISTERS = {
+    ("wgmma.mma_async", "b"): "B of wgmma.mma_async is read from shared memory through a matrix descriptor "
+                              "(see mmasim.placement.SmemLayout)",
+    ("tcgen05.mma", "a"): "A of tcgen05.mma is read from shared memory (or TMEM) through a descriptor "
+                          "(see mmasim.placement.SmemLayout)",
+    ("tcgen05.mma", "b"): "B of tcgen05.mma is read from shared memory through a matrix descriptor "
+                          "(see mmasim.placement.SmemLayout)",
+}
+
+
+def _shape(model, operand):
+    if model.shape is not None:
+        return model.shape
+    ms, ns = model.legal_m, model.legal_n
+    if len(ms) == 1 and len(ns) == 1:
+        return ms[0], ns[0]
+    if operand == "a" and len(ms) == 1:     # A (M x K) does not depend on N
+        return ms[0], ns[0] if ns else 8
+    raise ShapeError(f"{model.instruction}: the layout depends on the shape; name it in the instruction "
+                     f"(e.g. m{ms[0] if ms else 64}n{ns[0] if ns else 8}k{model.k})")
+
+
+def _format_bits(model, operand):
+    """(format name, container bits) of ``operand``'s elements."""
+    if operand == "sparse_metadata":
+        return "4-bit selector", 4
+    if operand in ("c", "d") and model.datapath.op == "tcgen05.mma":
+        # one element per 32-bit TMEM word, not packed (PTX §9.7.16.10.4.1; mmasim.placement.tcgen05_warp)
+        return model.format_of(operand).name, 32
+    fmt = model.format_of("scale" if operand in ("scale_a", "scale_b") else operand)
+    return fmt.name, fmt.container_bits
+
+
+def _matrix_shape(model, operand, M, N):
+    """The operand matrix a layout places (A of a sparse instruction: compressed)."""
+    dp = model.datapath
+    K = dp.k
+    if operand == "a":
+        return (M, dp.stored_k if dp.sparse else K)
+    if operand == "b":
+        return (K, N)
+    if operand == "scale_a":
+        return (M, dp.blocks)
+    if operand == "scale_b":
+        return (dp.blocks, N)
+    if operand == "sparse_metadata":
+        return (M, model.sparse_rule.chunks(K))
+    return (M, N)
+
+
+def layout(model, operand: str, alayout: str = "row", blayout: str = "col", byte_id: int = 0, thread_id: int = 0,
+           selector: int = 0):
+    """The :class:`~mmasim.placement.fragment.Fragment` of ``operand`` of ``model``.
+
+    ``byte_id`` / ``thread_id``: the ``{byte-id, thread-id}`` selector of ``scale_a`` /
+    ``scale_b`` (block-scaled ``mma.sync``); ``selector``: the sparsity selector of
+    ``sparse_metadata`` (``mma.sp``).  Each defaults to 0 and must be a value the ISA allows."""
+    if operand not in OPERANDS:
+        raise OperandError(f"operand must be one of {', '.join(OPERANDS)}; got {operand!r}")
+    for name, v in (("alayout", alayout), ("blayout", blayout)):
+        if v not in _MAJOR:
+            raise OperandError(f"{name} must be 'row' or 'col'; got {v!r}")
+    selectors = {"byte_id": byte_id, "thread_id": thread_id, "selector": selector}
+    for name, v in selectors.items():
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise OperandError(f"{name} must be a non-negative integer; got {v!r}")
+    dp = model.datapath
+    if (dp.op, operand) in _NOT_IN_REGISTERS:
+        raise UnsupportedDatapath(f"{model.instruction}: {_NOT_IN_REGISTERS[dp.op, operand]}")
+    if operand in ("scale_a", "scale_b") and not dp.scale:
+        raise UnsupportedDatapath(f"{model.instruction} is not block-scaled: it has no {operand} operand")
+    if operand == "sparse_metadata" and not dp.sparse:
+        raise UnsupportedDatapath(f"{model.instruction} is dense: it has no sparse_metadata operand")
+    M, N = _shape(model, operand)
+    fname, bits = _format_bits(model, operand)
+    key = dict(op=dp.op, m=M, n=N, k=dp.k, operand=operand, bits=bits, arch=model.arch, kind=dp.kind,
+               a_type=dp.a, a_bits=model.a_format.container_bits, alayout=alayout, blayout=blayout,
+               sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
+    rules = [r for r in model._reg.layouts.values() if isinstance(r, FragmentRule) and r.matches(**key)]
+    if not rules:
+        raise UnsupportedDatapath(
+            f"{model.arch}: {model.instruction}: no register layout of operand {operand.upper()} "
+            f"({fname}, {bits}-bit) is registered for m{M}n{N}k{dp.k}"
+            + (" (sparse)" if dp.sparse else "")
+            + ("" if (alayout, blayout) == ("row", "col") else f" with .{alayout}.{blayout}"))
+
+    def rank(r):
+        return (bool(r.arch), bool(r.types), r.kind is not None, r.qualifiers is not None, r.m is not None,
+                r.n is not None, r.k is not None, r.sparse is not None)
+
+    best = max(rank(r) for r in rules)
+    top = [r for r in rules if rank(r) == best]
+    if len(top) > 1:
+        raise TableError(f"{model.instruction}: operand {operand.upper()} matches several layouts equally: "
+                         + ", ".join(r.name for r in top))
+    rule = top[0]
+    V = dp.blocks if dp.scale else 0
+    why = rule.check_selectors(V, **selectors)
+    if why:
+        raise OperandError(f"{model.instruction}: operand {operand}: {why}")
+    return rule.bind(operand, M, N, dp.k, bits, shape=_matrix_shape(model, operand, M, N), V=V,
+                     **{k: v for k, v in selectors.items() if k in rule.selectors})
+
+
+def _options(options):
+    """Check the keyword options a layout takes (alayout, blayout and the selectors)."""
+    bad = [k for k in options if k not in ("alayout", "blayout") + SELECTORS]
+    if bad:
+        raise OperandError(f"unknown layout option(s) {', '.join(bad)} (known: alayout, blayout, "
+                           + ", ".join(SELECTORS) + ")")
+    return options
+
+
+def metadata_words(nibbles) -> np.ndarray:
+    """``uint32 (M, words)``: a matrix of 4-bit chunk selectors ``(M, chunks)`` as the matrix
+    form's sparse metadata words (nibble ``j`` of row ``r`` at bits ``4 (j % 8)`` of word ``j // 8``)."""
+    nib = np.asarray(nibbles)
+    if nib.ndim != 2 or nib.dtype.kind not in "iu" or (nib.size and (nib.min() < 0 or nib.max() > 15)):
+        raise SparseMetadataError(f"metadata_words takes a 2-D integer matrix of 4-bit chunk selectors (0..15); "
+                                  f"got {nib.dtype} {nib.shape}")
+    nib = nib.astype(np.uint64)
+    M, chunks = nib.shape
+    words = -(-chunks // 8)
+    pad = np.zeros((M, words * 8), dtype=np.uint64)
+    pad[:, :chunks] = nib & np.uint64(0xF)
+    shifts = (np.arange(8, dtype=np.uint64) * np.uint64(4))
+    return (pad.reshape(M, words, 8) << shifts).sum(axis=-1).astype(np.uint32)
+
+
+def _metadata_nibbles(model, X, chunks):
+    md = np.asarray(X)
+    nwords = model.sparse_rule.words(model.datapath.k)
+    if md.ndim != 2 or md.dtype.kind not in "iu" or md.shape[1] != nwords:
+        raise SparseMetadataError(
+            f"{model.instruction}: sparse_metadata must be integer words of shape (M, {nwords}), the matrix "
+            f"form's (nibble j of a row is the selector of chunk j of its logical K); got {md.dtype} {md.shape}")
+    if md.size and (md.min() < 0 or int(md.max()) > 0xFFFFFFFF):
+        raise SparseMetadataError("sparse_metadata words must be 32-bit (0 <= word <= 0xFFFFFFFF)")
+    return _sparse.nibbles(md, chunks)
+
+
+def fragments(model, operand: str, X, **options) -> np.ndarray:
+    """``uint32 (lanes, registers)``: the matrix ``X`` (container words or values in
+    the operand's format) packed as the hardware holds it.  ``scale_a`` / ``scale_b``: the
+    matrix form's scales (``M x V`` / ``V x N``); ``sparse_metadata``: the matrix form's
+    metadata words ``(M, words)``; A of a sparse instruction: the compressed A
+    (:func:`compress`)."""
+    lay = layout(model, operand, **_options(options))
+    if operand == "sparse_metadata":
+        return lay.pack(_metadata_nibbles(model, X, lay.cols))
+    words = model.operand_words("scale" if operand in ("scale_a", "scale_b") else operand, X)
+    return replicate(lay, operand, lay.pack(words))
+
+
+def unfragment(model, operand: str, registers, **options) -> np.ndarray:
+    """The ``operand`` matrix (container words) held in ``registers`` ``(lanes, registers)``
+    (``sparse_metadata``: the matrix form's metadata words ``(M, words)``)."""
+    lay = layout(model, operand, **_options(options))
+    out = unpack_scale(model, operand, lay, registers)
+    return metadata_words(out) if operand == "sparse_metadata" else out
+
+
+def compress(model, A, sparse_metadata) -> np.ndarray:
+    """The compressed A ``(M, K/2)`` of a sparse instruction: the elements of the logical
+    ``A`` ``(M, K)`` that the metadata words ``(M, words)`` select, each row's in K order
+    (what ``fragments("a", ...)`` places)."""
+    dp = model.datapath
+    if not dp.sparse:
+        raise UnsupportedDatapath(f"{model.instruction} is dense: there is no compressed A")
+    words = model.operand_words("a", A)
+    if words.ndim != 2 or words.shape[1] != dp.k:
+        raise ShapeError(f"{model.instruction}: A must be (M, {dp.k}) (the logical K); got {words.shape}")
+    md = np.asarray(sparse_metadata)
+    _metadata_nibbles(model, md, model.sparse_rule.chunks(dp.k))
+    if md.shape[0] != words.shape[0]:
+        raise ShapeError(f"{model.instruction}: sparse_metadata has {md.shape[0]} rows, A {words.shape[0]}")
+    return _sparse.select(model.sparse_rule, dp.k, md, words)[0]
+
+
+def expand(model, compressed, sparse_metadata) -> np.ndarray:
+    """The logical A ``(M, K)`` whose selected elements are ``compressed`` ``(M, K/2)``
+    (the others 0): the inverse of :func:`compress` on the selected positions."""
+    dp = model.datapath
+    Ac = np.asarray(compressed)
+    md = np.asarray(sparse_metadata)
+    rule = model.sparse_rule
+    nib = _metadata_nibbles(model, md, rule.chunks(dp.k))
+    if Ac.ndim != 2 or Ac.shape[1] != dp.stored_k or md.shape[0] != Ac.shape[0]:
+        raise ShapeError(f"{model.instruction}: compressed A must be (M, {dp.stored_k}) with M rows of metadata; "
+                         f"got {Ac.shape} and {md.shape}")
+    _sparse.select(rule, dp.k, md, np.zeros((Ac.shape[0], dp.k), dtype=np.uint8))   # illegal selectors raise
+    pos = rule.positions(nib)
+    full = np.zeros((Ac.shape[0], dp.k), dtype=Ac.dtype)
+    np.put_along_axis(full, pos, Ac, axis=1)
+    return full
