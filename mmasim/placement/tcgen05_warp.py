@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OperandError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
+from ..errors import OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
 from .fragment import FragmentRule
 from .bind import _shape, expand, layout, metadata_words
-from .smem import read_operand
+from .smem_packed import read_model_operand
+from .tcgen05_scales import unpack_scale
 
 _PAIR = "cta_group::2"
 
@@ -93,21 +94,49 @@ def _images(model, x, what, pair):
 def _check_major(model, name, major, fmt):
     if major not in ("K", "MN"):
         raise OperandError(f"{name} must be 'K' or 'MN'; got {major!r}")
-    if fmt.field_bits < 8 or fmt.container_bits < 8:
-        raise UnsupportedDatapath(f"{model.instruction}: warp() of sub-byte .{fmt.name} operands in shared "
-                                  "memory (packed or padded codes) is not modelled")
+    if major == "MN" and (fmt.field_bits < 8 or fmt.container_bits < 8):
+        raise UnsupportedDatapath(f"{model.instruction}: warp() of MN-major sub-byte .{fmt.name} operands in "
+                                  "shared memory is not modelled")
+
+
+def scales(model, scale_a, scale_b, byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0) -> dict:
+    """``{"scale_a": SA, "scale_b": SB}``: a block-scaled instruction's scale matrices read from
+    their Tensor Memory images (``cta_group::2``: the pair's 256 lanes) with the scale factor A /
+    B IDs, each partition checked against the one it repeats
+    (:mod:`mmasim.placement.tcgen05_scales`); ``{}`` for an unscaled instruction."""
+    if not model.datapath.scale:
+        if scale_a is not None or scale_b is not None:
+            raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
+        return {}
+    if _is_pair(model) and _shape(model, "d")[0] == 128:
+        raise UnsupportedDatapath(
+            f"{model.instruction}: the Tensor Memory layout of the block scale factors of M = 128 cta_group::2 (the "
+            "2x2 data path, layout B) is not modelled: PTX ISA 9.0 §9.7.16.10.7 says only that the scale factors are "
+            "duplicated to all 32-lane partitions, while CUTLASS splits scale_B's columns between the lane halves "
+            "(ScaleFactorDuplicated2by2); use M = 256 or cta_group::1")
+    if scale_a is None or scale_b is None:
+        raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b Tensor Memory images "
+                         "(fragments('scale_a', SA), fragments('scale_b', SB))")
+    return {"scale_a": unpack_scale(model, "scale_a", layout(model, "scale_a", byte_id=byte_id_a,
+                                                             thread_id=thread_id_a), scale_a),
+            "scale_b": unpack_scale(model, "scale_b", layout(model, "scale_b", byte_id=byte_id_b,
+                                                             thread_id=thread_id_b), scale_b)}
 
 
 def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, sparsity_selector=0,
-         a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", **options) -> np.ndarray:
+         a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", scale_a=None, scale_b=None,
+         byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0, **options) -> np.ndarray:
     """D: the Tensor Memory image ``uint32 (TMEM lanes, columns)`` of ``tcgen05.mma`` (module
     docstring: the operands' forms).  Called by :func:`mmasim.placement.warp` for the sparse,
-    cta_group::2, A-in-TMEM and 16-bit-accumulator forms."""
+    cta_group::2, A-in-TMEM and 16-bit-accumulator forms, block-scaled ones included
+    (``scale_a`` / ``scale_b``: :func:`scales`)."""
     dp = model.datapath
-    if dp.scale:
-        raise UnsupportedDatapath(f"{model.instruction}: warp() of block-scaled tcgen05.mma with cta_group::2, "
-                                  "sparse metadata or A in Tensor Memory is not modelled")
     pair = _is_pair(model)
+    if dp.scale and a_descriptor is None:
+        raise UnsupportedDatapath(f"{model.instruction}: warp() of block-scaled tcgen05.mma with A in Tensor Memory "
+                                  "is not modelled (the packing of its 4- / 6-bit codes in TMEM is not read); pass "
+                                  "A as a shared-memory image (a_descriptor)")
+    kw = scales(model, scale_a, scale_b, byte_id_a, byte_id_b, thread_id_a, thread_id_b)
     lc, ld = (layout(model, o, **options) for o in ("c", "d"))
     M, N, K = ld.rows, ld.cols, dp.k
     ka = dp.stored_k if dp.sparse else K
@@ -120,20 +149,17 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
         raise OperandError(f"{model.instruction}: B is a shared-memory image; pass b_descriptor (its 64-bit "
                            "matrix descriptor, start address relative to the image)")
     ncta = 2 if pair else 1
-    B = np.concatenate([read_operand(img, b_descriptor, N // ncta, K, model.b_format.container_bits,
-                                     major=b_major, target="tcgen05")
+    B = np.concatenate([read_model_operand(model, "b", img, b_descriptor, N // ncta, K, b_major, "tcgen05")
                         for img in _images(model, b_regs, "B", pair)], axis=0).T
     if a_descriptor is None:
         A = a_tmem_layout(model).unpack(a_regs)
     else:
-        A = np.concatenate([read_operand(img, a_descriptor, M // ncta, ka, model.a_format.container_bits,
-                                         major=a_major, target="tcgen05")
+        A = np.concatenate([read_model_operand(model, "a", img, a_descriptor, M // ncta, ka, a_major, "tcgen05")
                             for img in _images(model, a_regs, "A", pair)], axis=0)
     C = lc.unpack(c_regs)
     cbits = model.format_of("c").container_bits
     if cbits < 32:      # one element per 32-bit TMEM word, in its lower bits (PTX §9.7.16.10.4.1)
         C = (C.astype(np.uint64) & np.uint64((1 << cbits) - 1)).astype(np.uint32)
-    kw = {}
     if dp.sparse:
         if sparse_metadata is None:
             raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse metadata's Tensor Memory "
@@ -150,4 +176,4 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
     return ld.pack(model(A, B, C, backend=backend, **kw))
 
 
-__all__ = ["a_tmem_layout", "warp"]
+__all__ = ["a_tmem_layout", "scales", "warp"]

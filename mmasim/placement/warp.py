@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OperandError, ScaleError, SparseMetadataError, TableError, UnsupportedDatapath
+from ..errors import OperandError, ScaleError, SparseMetadataError, TableError
 from .bind import _options, expand, layout, metadata_words
 from .expr import SELECTORS
 from .fragment import MATRICES
@@ -81,18 +81,15 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
         raise OperandError("warp takes the selectors as byte_id_a, thread_id_a, byte_id_b, thread_id_b and "
                            "sparsity_selector")
     dp = model.datapath
-    if dp.op == "tcgen05.mma" and not dp.scale and (
+    if dp.op == "tcgen05.mma" and (
             "cta_group::2" in dp.qualifiers or dp.sparse or a_descriptor is None
             or model.format_of("d").container_bits < 32):
-        if scale_a is not None or scale_b is not None:
-            raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
         return _tcgen05_warp(model, a_regs, b_regs, c_regs, sparse_metadata=sparse_metadata, backend=backend,
                              sparsity_selector=sparsity_selector, a_descriptor=a_descriptor,
-                             b_descriptor=b_descriptor, a_major=a_major, b_major=b_major, **options)
+                             b_descriptor=b_descriptor, a_major=a_major, b_major=b_major, scale_a=scale_a,
+                             scale_b=scale_b, byte_id_a=byte_id_a, byte_id_b=byte_id_b, thread_id_a=thread_id_a,
+                             thread_id_b=thread_id_b, **options)
     if dp.op == "tcgen05.mma":
-        if "cta_group::2" in dp.qualifiers or dp.sparse:
-            raise UnsupportedDatapath(f"{model.instruction}: warp() of tcgen05.mma with cta_group::2 (two CTAs' "
-                                      "images) or sparse metadata (in Tensor Memory) is not modelled")
         lc, ld = (layout(model, o, **options) for o in ("c", "d"))
         A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, None,
                               ld.rows, ld.cols)
