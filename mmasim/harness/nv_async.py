@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import re
 
+import attrs
 import numpy as np
 
 from ..errors import MMAError, ShapeError, UnsupportedDatapath
@@ -500,16 +501,21 @@ def _tcgen05_spec(model, m: int, n: int) -> KernelSpec:
             idesc |= 1 << 2
     if scaled and sparse:
         idesc |= 1 << 2
-    # TMEM columns: D [0, rd), then scale A, scale B, sparse metadata (one row per lane)
-    col, extra = rd, {}
-    if scaled:
-        extra["scale_a"] = (col, 4)
-        col += 4
-        extra["scale_b"] = (col, max(1, -(-n // 32)))
-        col += extra["scale_b"][1]
-    if sparse:
-        extra["sparse_metadata"] = (col, model.sparse_rule.words(K))
-        col += extra["sparse_metadata"][1]
+    # TMEM columns: D [0, rd), then scale A, scale B, sparse metadata: each its TMEM image's
+    # columns (Model.layout(...).registers; a thread's words are its lane's columns)
+    col, extra, laid = rd, {}, {}
+    shaped = _tcgen05_shaped(model, m, n)
+    for op, fallback in (("scale_a", 4), ("scale_b", max(1, -(-n // 32))),
+                         ("sparse_metadata", model.sparse_rule.words(K) if sparse else 0)):
+        if (op == "sparse_metadata" and not sparse) or (op != "sparse_metadata" and not scaled):
+            continue
+        try:
+            laid[op] = shaped.layout(op)
+            width = laid[op].registers
+        except MMAError:
+            width = fallback          # the kernel compiles; place() refuses (the layout is not modelled)
+        extra[op] = (col, width)
+        col += width
     ncols = _pow2_cols(col)
     head = ("tcgen05.mma" + (".ws" if ws else "") + (".sp" if sparse else "") + f".cta_group::{group}"
             + f".kind::{kind}" + (f".block_scale.scale_vec::{dp.scale_vec}" if scaled else ""))
@@ -518,8 +524,9 @@ def _tcgen05_spec(model, m: int, n: int) -> KernelSpec:
               Buffer("b", "smem", wb, descriptor=desc_b, align=128, layout=lay_b.name + f" ({pb[0]})"),
               Buffer("c", "registers", rd, layout=f"tmem_datapath({letter!r}, {n}) via tcgen05.st.32x32b")]
     for op, (c0, w) in extra.items():
+        how = f"Model.layout({op!r}) ({laid[op].name})" if op in laid else "layout not modelled"
         inputs.append(Buffer(op, "registers", w, layout=f"TMEM columns {c0}..{c0 + w - 1} of the thread's lane "
-                                                          "via tcgen05.st.32x32b (layout not modelled)"))
+                                                          f"via tcgen05.st.32x32b: {how}"))
     g = f"cta_group::{group}"
     code = [f'extern "C" __global__ void {"__cluster_dims__(2, 1, 1) " if cta2 else ""}'
             f'__launch_bounds__({THREADS}) {name}(const uint32_t* const* in, uint32_t* out) {{\n',
@@ -597,6 +604,35 @@ def _tcgen05_spec(model, m: int, n: int) -> KernelSpec:
                                "b_packing": list(pb)})
 
 
+def _tcgen05_shaped(model, m: int, n: int):
+    """``model`` at the shape ``m``, ``n`` (its Tensor Memory layouts depend on the shape)."""
+    if model.shape == (m, n):
+        return model
+    return type(model)(model.datapath, model._reg, backend=model.backend,
+                       resolution=attrs.evolve(model.resolution, m=m, n=n))
+
+
+def _tmem_extra(spec, model, ops, cases):
+    """The per-thread words of the scale factors' and the sparse metadata's TMEM images:
+    ``Model.fragments(op, X)`` of each case (``(128 * CTAs, columns)``), CTA ``r``'s lanes
+    ``128 r ..`` in the buffer of block ``case * CTAs + r``, thread ``t`` holding lane ``t``."""
+    shaped = _tcgen05_shaped(model, spec.options["m"], spec.options["n"])
+    out = {}
+    for b in spec.inputs[3:]:
+        if b.operand not in ops:
+            raise ShapeError(f"{spec.name}: the operands need {b.operand!r}")
+        X = np.asarray(ops[b.operand], dtype=np.uint64)
+        try:
+            imgs = [np.asarray(shaped.fragments(b.operand, X[i]), dtype=np.uint32) for i in range(cases)]
+        except UnsupportedDatapath as exc:
+            _missing(model, f"the Tensor Memory layout of {b.operand} ({exc})")
+        if imgs[0].shape != (THREADS * spec.cluster, b.words):
+            _missing(model, f"a Tensor Memory image of {b.operand} with {b.words} columns per lane "
+                            f"(Model.fragments gives {imgs[0].shape})")
+        out[b.operand] = np.concatenate([im.reshape(-1) for im in imgs])
+    return out
+
+
 def _tcgen05_place(spec, model, ops):
     dp = model.datapath
     m, n, group = spec.options["m"], spec.options["n"], spec.cluster
@@ -606,13 +642,11 @@ def _tcgen05_place(spec, model, ops):
     if A.shape[1:] != (m, dp.k) or B.shape[1:] != (dp.k, n) or C.shape[1:] != (m, n):
         raise ShapeError(f"{spec.name}: a, b, c must be (cases, {m}, {dp.k}), (cases, {dp.k}, {n}), (cases, {m}, {n}); "
                          f"got {A.shape}, {B.shape}, {C.shape}")
-    for op in ("scale_a", "scale_b"):
-        if any(b.operand == op for b in spec.inputs):
-            _missing(model, "the Tensor Memory layout of the block scale factors (PTX 'Scale Factor A ID' / "
-                            "'Scale Factor B ID', drawn only in figures)")
-    if dp.sparse:
-        _missing(model, "the Tensor Memory layout of tcgen05 sparse metadata (PTX 'Sparsity selector', drawn only "
-                        "in figures)")
+    extra = _tmem_extra(spec, model, ops, cases)
+    if dp.sparse:       # shared memory holds the compressed A (M x K/2)
+        md = np.asarray(ops["sparse_metadata"], dtype=np.uint64)
+        A = select(model.sparse_rule, dp.k, md.reshape(cases * m, -1), A.reshape(cases * m, dp.k))[0] \
+            .reshape(cases, m, -1)
     pa, pb = tuple(spec.options["a_packing"]), tuple(spec.options["b_packing"])
     rows, cb = frag.rows, n // group
     sa, sb, sc = [], [], []
@@ -621,7 +655,7 @@ def _tcgen05_place(spec, model, ops):
             sa.append(operand_image(A[i, r * rows:(r + 1) * rows], pa, model.a_format.field_shift)[0])
             sb.append(operand_image(B[i, :, r * cb:(r + 1) * cb].T, pb, model.b_format.field_shift)[0])
             sc.append(frag.pack(C[i, r * rows:(r + 1) * rows].astype(np.uint32)).reshape(-1))
-    return [np.concatenate(x).astype(np.uint32) for x in (sa, sb, sc)]
+    return [np.concatenate(x).astype(np.uint32) for x in (sa, sb, sc)] + [extra[b.operand] for b in spec.inputs[3:]]
 
 
 def _tcgen05_read(spec, model, out):
