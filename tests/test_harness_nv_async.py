@@ -263,16 +263,94 @@ def test_cta_group_2_kernels_run_on_a_two_block_cluster():
         assert spec.options["layout"] == ("A" if spec.options["m"] == 256 else "B")
 
 
-@pytest.mark.parametrize("arch,instruction,what", [
-    ("B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e4m3.e4m3.ue8m0", "scale factors"),
-    ("B200", "tcgen05.mma.sp.kind::f16.f32.f16.f16", "sparse metadata"),
+def _tcgen05_ops(spec, model, cases=2, seed=3):
+    """Random A, B, C and, where the instruction has them, scale factors near 1 and legal sparse
+    metadata (the matrix form's operands, per case)."""
+    from mmasim.placement import metadata_words
+    from wordgen import words
+    ops = _random_ops(spec, model, cases, seed)
+    rng = np.random.default_rng(seed + 1)
+    dp, m, n = model.datapath, spec.options["m"], spec.options["n"]
+    if dp.scale:
+        ops["scale_a"] = words(model.scale_format, (cases, m, dp.blocks), rng, "near_one")
+        ops["scale_b"] = words(model.scale_format, (cases, dp.blocks, n), rng, "near_one")
+    if dp.sparse:
+        sel = sorted(model.sparse_rule.selectors)
+        ops["sparse_metadata"] = np.stack([metadata_words(rng.choice(sel, (m, model.sparse_rule.chunks(dp.k))))
+                                           for _ in range(cases)]).astype(np.uint64)
+    return ops
+
+
+def _tcgen05_buffers_through_warp(spec, model, bufs, cases):
+    """What the kernel computes, in software: each block's shared-memory images and each thread's
+    TMEM words (thread t: lane t of its CTA) handed to Model.warp as the images they are; the
+    output buffer as the kernel writes it (block, thread, D columns)."""
+    shaped = nv._tcgen05_shaped(model, spec.options["m"], spec.options["n"])
+    g = spec.cluster
+    per = {b.operand: np.asarray(x).reshape(cases, g, -1) for b, x in zip(spec.inputs, bufs)}
+    out = []
+    for i in range(cases):
+        smem = [tuple(per[o][i]) if g == 2 else per[o][i, 0] for o in ("a", "b")]
+        tmem = {b.operand: per[b.operand][i].reshape(g * nv.THREADS, b.words) for b in spec.inputs[2:]}
+        d = shaped.warp(*smem, tmem.pop("c"), a_descriptor=spec.inputs[0].descriptor,
+                        b_descriptor=spec.inputs[1].descriptor, **tmem)
+        out.append(d.reshape(g, nv.THREADS, -1))
+    return np.stack(out).reshape(-1)
+
+
+@pytest.mark.parametrize("instruction", [
+    "tcgen05.mma.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e4m3.e2m1.ue8m0",
+    "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue4m3",
+    "tcgen05.mma.sp.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e3m2.e4m3.ue8m0",
+    "tcgen05.mma.sp.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.block32.f32.e2m1.e2m1.ue8m0",
+    "tcgen05.mma.sp.kind::f16.f32.f16.f16",
+    "tcgen05.mma.sp.cta_group::2.kind::f16.f32.bf16.bf16",
 ])
-def test_tcgen05_place_refuses_operands_whose_tmem_layout_is_not_modelled(arch, instruction, what):
-    model = _model(arch, instruction)
+def test_tcgen05_scale_and_metadata_buffers_read_back_through_warp_give_the_matrix_form(instruction):
+    """place() writes the scale factors and the sparse metadata as Model.fragments' Tensor Memory
+    images (thread t of CTA r: lane 128 r + t); read as the kernel's operands by Model.warp, the
+    buffers give the matrix form's D through read()."""
+    model = _model("B200", instruction)
+    for spec in nv.specs(model):
+        if "cta_group::2" in model.datapath.qualifiers and spec.options["m"] == 128 and model.datapath.scale:
+            continue            # the 2x2 data path's scales: refused (test below)
+        ops = _tcgen05_ops(spec, model)
+        bufs = nv.place(spec, model, ops)
+        assert [b.operand for b in spec.inputs][3:] == [o for o in ("scale_a", "scale_b", "sparse_metadata")
+                                                        if o in ops]
+        D = nv.read(spec, model, _tcgen05_buffers_through_warp(spec, model, bufs, 2))
+        extra = [o for o in ("scale_a", "scale_b", "sparse_metadata") if o in ops]
+        expected = np.stack([model(ops["a"][i], ops["b"][i], ops["c"][i], **{o: ops[o][i] for o in extra})
+                             for i in range(2)])
+        np.testing.assert_array_equal(D, expected)
+
+
+def test_tcgen05_scale_a_buffer_repeats_each_row_in_the_four_warps_as_ptx_requires():
+    """PTX ISA 9.0 §9.7.16.10.7: 'Scale factors for A and B matrices need to be duplicated to all
+    32 lane partitions': thread t and threads t + 32, t + 64, t + 96 (the other warps, each
+    storing its own partition with tcgen05.st.32x32b) carry the same scale words; the columns
+    follow D's and the buffer says which layout it is."""
+    model = _model("B200", "tcgen05.mma.kind::mxf4.block_scale.scale_vec::2X.block32.f32.e2m1.e2m1.ue8m0")
     spec = nv.specs(model)[0]
-    ops = _random_ops(spec, model)
-    with pytest.raises(UnsupportedDatapath, match="Tensor Memory layout"):
-        nv.place(spec, model, ops)
+    ops = _tcgen05_ops(spec, model, cases=1)
+    names = [b.operand for b in spec.inputs]
+    sa = nv.place(spec, model, ops)[names.index("scale_a")].reshape(128, -1)
+    for w in (1, 2, 3):
+        np.testing.assert_array_equal(sa[32 * w:32 * w + 32], sa[:32])
+    # row 33's two scale factors (scale_vec::2X, SFA_ID 0): thread 1, column 1, bytes 0 and 1
+    assert sa[1, 1] & 0xFFFF == int(ops["scale_a"][0, 33, 0]) | int(ops["scale_a"][0, 33, 1]) << 8
+    buf = spec.inputs[names.index("scale_a")]
+    assert buf.words == 4 and "tcgen05.tmem.scale_a.m128.cta1" in buf.layout
+
+
+def test_tcgen05_place_refuses_block_scales_of_the_m128_cta_group_2_data_path():
+    """M = 128 with cta_group::2 (the 2x2 data path): the kernel is generated (it compiles) but its
+    scale factors have no modelled Tensor Memory layout, so place() refuses, naming it."""
+    model = _model("B200", "tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e4m3.e4m3.ue8m0")
+    spec = [s for s in nv.specs(model) if s.options["m"] == 128][0]
+    assert "layout not modelled" in spec.inputs[3].layout
+    with pytest.raises(UnsupportedDatapath, match="Tensor Memory layout of scale_a"):
+        nv.place(spec, model, _tcgen05_ops(spec, model))
 
 
 def test_spec_round_trips_through_json_with_its_cluster():

@@ -343,8 +343,8 @@ def test_bad_scale_calls_raise_specific_errors():
         m.warp(*args, thread_id_a=1, **kw)
     with pytest.raises(ShapeError, match="must be 128x4"):
         m.fragments("scale_a", np.zeros((128, 2), np.uint8))
-    pair = mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m256n32k64.f32.e2m1.e2m1.ue8m0")
-    with pytest.raises(UnsupportedDatapath, match="SCALE_A"):
+    pair = mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m128n32k64.f32.e2m1.e2m1.ue8m0")
+    with pytest.raises(UnsupportedDatapath, match="SCALE_A"):     # the 2x2 data path: not modelled
         pair.layout("scale_a")
 
 
@@ -362,3 +362,186 @@ def test_bad_sub_byte_reads_raise_specific_errors():
         packed_image(SmemLayout("x", lbo=128, sbo=256, element_bits=16), np.zeros((8, 32), np.uint8), ("pair", 4))
     with pytest.raises(ShapeError, match="holds 256 bytes"):
         read_packed_operand(img, encode_descriptor(0, 128, 1024, target="tcgen05"), 16, 64, ("padded", 6))
+
+
+# ------------------------------------------------------------------ cta_group::2 (M = 256) and .sp
+PAIR_MXF8 = "tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.m256n{n}k32.f32.{a}.{b}.ue8m0"
+PAIR_MXF4 = "tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m256n{n}k64.f32.e2m1.e2m1.ue8m0"
+PAIR_NVF4 = "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.m256n{n}k64.f32.e2m1.e2m1.ue4m3"
+SP_MXF8 = "tcgen05.mma.sp.kind::mxf8f6f4.block_scale.scale_vec::1X.m128n{n}k64.f32.{a}.{b}.ue8m0"
+SP_MXF4 = "tcgen05.mma.sp.kind::mxf4.block_scale.scale_vec::2X.m128n{n}k128.f32.e2m1.e2m1.ue8m0"
+SP_NVF4 = "tcgen05.mma.sp.kind::mxf4nvf4.block_scale.scale_vec::4X.m128n{n}k128.f32.e2m1.e2m1.ue4m3"
+SP_PAIR_NVF4 = "tcgen05.mma.sp.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.m256n{n}k128.f32.e2m1.e2m1.ue4m3"
+SP_PAIR_MXF8 = "tcgen05.mma.sp.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.m256n{n}k64.f32.{a}.{b}.ue8m0"
+
+
+@pytest.mark.parametrize("ins,V", [(PAIR_MXF8.format(n=32, a="e4m3", b="e4m3"), 1), (PAIR_MXF4.format(n=32), 2),
+                                   (PAIR_NVF4.format(n=32), 4), (SP_MXF8.format(n=16, a="e4m3", b="e4m3"), 1),
+                                   (SP_MXF4.format(n=16), 2), (SP_PAIR_NVF4.format(n=32), 4)])
+def test_ptx_9_7_16_10_7_1_table_54_scale_shapes_hold_for_the_pair_and_sparse_forms(ins, V):
+    """Table 54: M x 1 / 2 / 4 and 1 / 2 / 4 x N 'for all supported values of K' (so also the
+    sparse K = 64 / 128) and every M (256 with cta_group::2)."""
+    m = _m(ins)
+    M, N = m.layout("d").shape
+    assert m.layout("scale_a").shape == (M, V)
+    assert m.layout("scale_b").shape == (V, N)
+
+
+def test_ptx_9_7_16_10_7_m256_pair_scales_are_duplicated_to_the_32_lane_partitions_of_each_cta():
+    """'Scale factors ... need to be duplicated to all 32 lane partitions': in the pair's image
+    (CTA c's lane l as lane 128 c + l) each CTA's partitions repeat its first one; scale_A's two
+    CTAs hold different rows, scale_B's the same columns (all eight partitions equal)."""
+    m = _m(PAIR_MXF4.format(n=64))
+    rng = np.random.default_rng(seed("pair-dup"))
+    sa = m.fragments("scale_a", rng.integers(1, 255, (256, 2)))
+    sb = m.fragments("scale_b", rng.integers(1, 255, (2, 64)))
+    assert sa.shape == (256, 4) and sb.shape == (256, 2)
+    for cta in (0, 1):
+        base = 128 * cta
+        for p in (1, 2, 3):
+            np.testing.assert_array_equal(sa[base + 32 * p:base + 32 * p + 32], sa[base:base + 32])
+    assert (sa[:32] != sa[128:160]).any()
+    for p in range(1, 8):
+        np.testing.assert_array_equal(sb[32 * p:32 * p + 32], sb[:32])
+
+
+@pytest.mark.parametrize("operand", ["scale_a", "scale_b"])
+def test_m256_pair_scale_lane_and_column_agree_with_cutlass_4x1_atom_in_each_cta(operand):
+    """CUTLASS's 2-SM block-scaled traits use the 4x1 tmem_sf_frg atom per CTA for M = 256
+    (ScaleFactorDuplicated4by1): scale_A row 128 c + r at CTA c's lane r % 32, byte 4 (r // 32)
+    + s; scale_B column n at lane n % 32, byte 4 (n // 32) + s (here: in CTA 0's lanes, the
+    owners; CTA 1 repeats them)."""
+    m = _m(PAIR_NVF4.format(n=64))
+    L = m.layout(operand)
+    atom = _cutlass_sf_atom(128 if operand == "scale_a" else 64)
+    for cta in ((0, 1) if operand == "scale_a" else (0,)):
+        for (idx, s), (lane, byte) in atom.items():
+            got = L.owner(128 * cta + idx, s) if operand == "scale_a" else L.owner(s, idx)
+            assert (got[0], L.register(got[1])) == (128 * cta + lane, (byte // 4, 8 * (byte % 4)))
+
+
+@pytest.mark.parametrize("ins,ids", [(PAIR_MXF8.format(n=48, a="e2m1", b="e3m2"), (0, 1, 2, 3)),
+                                     (PAIR_MXF4.format(n=256), (0, 2)), (SP_PAIR_NVF4.format(n=32), (0,))])
+def test_pair_scale_layouts_round_trip_and_coords_are_a_bijection(ins, ids):
+    m = _m(ins)
+    rng = np.random.default_rng(seed(ins))
+    for operand in ("scale_a", "scale_b"):
+        for b in ids:
+            L = m.layout(operand, byte_id=b)
+            rows, cols, valid = L.table()
+            assert sorted(zip(rows[valid], cols[valid])) == [(r, c) for r in range(L.rows) for c in range(L.cols)]
+            for lane, i in zip(*np.nonzero(valid)):
+                assert L.owner(*L.coords(int(lane), int(i))) == (lane, i)
+            X = words(m.scale_format, L.shape, rng, "uniform")
+            regs = m.fragments(operand, X, byte_id=b)
+            assert regs.shape == (256, L.registers)
+            np.testing.assert_array_equal(m.unfragment(operand, regs, byte_id=b).astype(np.uint64), X)
+
+
+def _pair_or_sparse_call(m, rng, id_a=0, id_b=0):
+    """warp()'s arguments for a block-scaled sparse and / or cta_group::2 instruction, built
+    from random words, and the matrix form's D."""
+    from mmasim.placement import compress, metadata_words
+    dp, L = m.datapath, m.layout("d")
+    M, N, K = L.rows, L.cols, dp.k
+    A, B, C = words(m.a_format, (M, K), rng, "mixed"), words(m.b_format, (K, N), rng, "mixed"), \
+        words(m.c_format, (M, N), rng, "mixed")
+    V = dp.blocks
+    SA, SB = words(m.scale_format, (M, V), rng, "near_one"), words(m.scale_format, (V, N), rng, "near_one")
+    kw = dict(scale_a=m.fragments("scale_a", SA, byte_id=id_a), scale_b=m.fragments("scale_b", SB, byte_id=id_b),
+              byte_id_a=id_a, byte_id_b=id_b)
+    mkw = dict(scale_a=SA, scale_b=SB)
+    Au = A
+    if dp.sparse:
+        md = metadata_words(rng.choice(sorted(m.sparse_rule.selectors), (M, m.sparse_rule.chunks(K))))
+        Au = compress(m, A, md)
+        kw["sparse_metadata"] = m.fragments("sparse_metadata", md)
+        mkw["sparse_metadata"] = md
+    ncta = 2 if "cta_group::2" in dp.qualifiers else 1
+    a = [_image(m, Au[c * M // ncta:(c + 1) * M // ncta], "a") for c in range(ncta)]
+    b = [_image(m, B.T[c * N // ncta:(c + 1) * N // ncta], "b") for c in range(ncta)]
+    imgs = (tuple(x[0] for x in a), tuple(x[0] for x in b)) if ncta == 2 else (a[0][0], b[0][0])
+    kw.update(a_descriptor=a[0][1], b_descriptor=b[0][1])
+    return (*imgs, m.fragments("c", C)), kw, m(A, B, C, **mkw)
+
+
+PAIR_SPARSE_CASES = [
+    (SP_MXF8.format(n=16, a="e4m3", b="e2m1"), 0, 0),
+    (SP_MXF8.format(n=32, a="e3m2", b="e2m3"), 3, 1),
+    (SP_MXF4.format(n=16), 2, 0),
+    (SP_NVF4.format(n=48), 0, 0),
+    (PAIR_MXF8.format(n=32, a="e5m2", b="e2m1"), 1, 2),
+    (PAIR_MXF4.format(n=48), 0, 2),
+    (PAIR_NVF4.format(n=16), 0, 0),
+    (SP_PAIR_NVF4.format(n=32), 0, 0),
+    (SP_PAIR_MXF8.format(n=16, a="e2m1", b="e4m3"), 2, 3),
+]
+
+
+@pytest.mark.parametrize("ins,id_a,id_b", PAIR_SPARSE_CASES)
+def test_block_scaled_sparse_and_pair_warp_equals_matrix_form(ins, id_a, id_b):
+    """warp() with the scale images, the sparse metadata image and (cta_group::2) the two CTAs'
+    shared-memory images equals the matrix form on random words."""
+    m = _m(ins)
+    args, kw, expected = _pair_or_sparse_call(m, np.random.default_rng(seed("sp-pair" + ins)), id_a, id_b)
+    d = m.warp(*args, **kw)
+    L = m.layout("d")
+    assert d.shape == (L.lanes, L.registers)
+    np.testing.assert_array_equal(m.unfragment("d", d), expected)
+
+
+@pytest.mark.parametrize("ins", [SP_NVF4.format(n=16), PAIR_MXF8.format(n=32, a="e4m3", b="e3m2")])
+def test_block_scaled_sparse_and_pair_warp_numba_backend_equals_matrix_form(ins):
+    m = _m(ins, backend="numba")
+    args, kw, expected = _pair_or_sparse_call(m, np.random.default_rng(seed("numba-sp" + ins)))
+    d = m.warp(*args, **kw)
+    np.testing.assert_array_equal(m.unfragment("d", d), expected)
+    np.testing.assert_array_equal(d, m.warp(*args, backend="numpy", **kw))
+
+
+def test_pair_scale_image_whose_cta1_partitions_disagree_is_a_scale_error():
+    """CTA 1's partitions must repeat CTA 1's own first partition (lanes 128..159)."""
+    m = _m(PAIR_MXF4.format(n=32))
+    args, kw, _ = _pair_or_sparse_call(m, np.random.default_rng(2))
+    bad = kw["scale_a"].copy()
+    bad[128 + 64 + 7, 1] ^= 0x1            # CTA 1, partition 2's copy of row 128 + 32 + 7
+    with pytest.raises(ScaleError, match="lane 199"):
+        m.warp(*args, **{**kw, "scale_a": bad})
+    bad = kw["scale_b"].copy()
+    bad[128 + 3, 0] ^= 0x100               # CTA 1's copy of scale_B column 3, scale block 1
+    with pytest.raises(ScaleError, match="lane 131"):
+        m.warp(*args, **{**kw, "scale_b": bad})
+
+
+def test_block_scaled_pair_and_sparse_forms_refuse_bad_calls_clearly():
+    m = _m(SP_MXF4.format(n=16))
+    args, kw, _ = _pair_or_sparse_call(m, np.random.default_rng(3))
+    with pytest.raises(ScaleError, match="pass the scale_a and scale_b"):
+        m.warp(*args, **{**kw, "scale_a": None})
+    with pytest.raises(mmasim.SparseMetadataError, match="sparse"):
+        m.warp(*args, **{**kw, "sparse_metadata": None})
+    with pytest.raises(UnsupportedDatapath, match="A in Tensor Memory"):
+        m.warp(np.zeros((128, 8), np.uint32), *args[1:], **{**kw, "a_descriptor": None})
+    unscaled = _m("tcgen05.mma.sp.kind::f16.m128n16k32.f32.f16.f16")
+    with pytest.raises(ScaleError, match="not block-scaled"):
+        unscaled.warp(*args, scale_a=kw["scale_a"], b_descriptor=kw["b_descriptor"])
+
+
+def test_m128_cta_group_2_block_scales_are_refused_with_the_reason():
+    """The 2x2 data path (layout B): PTX's text says only 'duplicated to all 32 lane partitions';
+    CUTLASS splits scale_B between the lane halves. Neither is modelled: a clear refusal."""
+    m = _m("tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m128n32k64.f32.e2m1.e2m1.ue8m0")
+    z = np.zeros(4, np.uint32)
+    with pytest.raises(UnsupportedDatapath, match="2x2 data path"):
+        m.warp((z, z), (z, z), np.zeros((256, 16), np.uint32), a_descriptor=0, b_descriptor=0,
+               scale_a=z, scale_b=z)
+
+
+@pytest.mark.parametrize("arch", ["B200", "Blackwell Ultra"])
+@pytest.mark.parametrize("ins", ["tcgen05.mma.kind::mxf4nvf4.block_scale.block16.m128n16k96.f32.e2m1.e2m1.ue4m3",
+                                 "tcgen05.mma.kind::mxf4.block_scale.block32.m128n16k96.f32.e2m1.e2m1.ue8m0"])
+def test_ptx_table_54_k96_block_scaled_forms_are_not_in_the_tables(arch, ins):
+    """Table 54 lists K = 96 (.block16: M x 6, .block32: M x 3) whose scale placement is only in
+    Figures 234-258; mmasim's tables have no K = 96 datapath, so no layout is offered for them."""
+    with pytest.raises(mmasim.UnknownInstruction):
+        mmasim.MMA(arch, ins)
