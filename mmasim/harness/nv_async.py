@@ -31,16 +31,21 @@ both CTAs' mbarriers (PTX §9.7.16.5 "Issue Granularity": one thread of the pair
 .mma / .commit, one warp of each CTA .alloc / .dealloc; the split of A's rows and B's
 columns between the two CTAs is drawn only in figures: assumed, not run on a device).
 One kernel per legal M at the smallest legal N (``specs(model, m=..., n=...)``).  Block
-scale factors and sparse metadata are stored into TMEM columns after D with ``tcgen05.st``
-as well (a thread's words are its lane's columns; 4 columns of scale A, ceil(N / 32) of
-scale B, ``SparseRule.words(K)`` of metadata: column counts assumed, as their layouts are).
-A from Tensor Memory (``[a-tmem]``) is not emitted.
+scale factors and sparse metadata are stored into TMEM columns after D with
+``tcgen05.st.32x32b`` as well (PTX ISA 9.0 §9.7.16.10.7 asks only that the scale factors
+"reside in Tensor Memory", duplicated to all 32-lane partitions; ``tcgen05.cp`` from shared
+memory, which CUTLASS uses, is another way to put them there): each is
+``Model.fragments(op, X)``'s Tensor Memory image (``scale_a`` / ``scale_b``: scale factor A /
+B ID 0, every partition written by its own warp; ``sparse_metadata``: the column pair at
+sparsity selector 0), thread ``t`` of CTA ``r`` writing lane ``128 r + t`` of the image;
+``place`` puts the compressed A of a sparse instruction in shared memory.  A from Tensor Memory
+(``[a-tmem]``) is not emitted.
 
 Not placed (``place`` raises :class:`mmasim.UnsupportedDatapath`, the kernels still
-compile): the TMEM layouts of the block scale factors and of tcgen05 sparse metadata (PTX
-draws them only in figures: "Scale Factor A ID" / "Scale Factor B ID", "Sparsity
-selector"), and the register layouts of wgmma.sp metadata and sparse A, until
-:mod:`mmasim.placement` has them (``Model.fragments("sparse_metadata")``).
+compile): the block scale factors of M = 128 ``cta_group::2`` (the 2x2 data path: no modelled
+layout, docs/layouts.md), the register layouts of wgmma.sp metadata and sparse A where
+:mod:`mmasim.placement` has none, and any other operand whose layout ``Model.fragments``
+refuses.
 """
 
 from __future__ import annotations
