@@ -281,23 +281,6 @@ def _tcgen05_ops(spec, model, cases=2, seed=3):
     return ops
 
 
-def _tcgen05_buffers_through_warp(spec, model, bufs, cases):
-    """What the kernel computes, in software: each block's shared-memory images and each thread's
-    TMEM words (thread t: lane t of its CTA) handed to Model.warp as the images they are; the
-    output buffer as the kernel writes it (block, thread, D columns)."""
-    shaped = nv._tcgen05_shaped(model, spec.options["m"], spec.options["n"])
-    g = spec.cluster
-    per = {b.operand: np.asarray(x).reshape(cases, g, -1) for b, x in zip(spec.inputs, bufs)}
-    out = []
-    for i in range(cases):
-        smem = [tuple(per[o][i]) if g == 2 else per[o][i, 0] for o in ("a", "b")]
-        tmem = {b.operand: per[b.operand][i].reshape(g * nv.THREADS, b.words) for b in spec.inputs[2:]}
-        d = shaped.warp(*smem, tmem.pop("c"), a_descriptor=spec.inputs[0].descriptor,
-                        b_descriptor=spec.inputs[1].descriptor, **tmem)
-        out.append(d.reshape(g, nv.THREADS, -1))
-    return np.stack(out).reshape(-1)
-
-
 @pytest.mark.parametrize("instruction", [
     "tcgen05.mma.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e4m3.e2m1.ue8m0",
     "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue4m3",
@@ -318,7 +301,7 @@ def test_tcgen05_scale_and_metadata_buffers_read_back_through_warp_give_the_matr
         bufs = nv.place(spec, model, ops)
         assert [b.operand for b in spec.inputs][3:] == [o for o in ("scale_a", "scale_b", "sparse_metadata")
                                                         if o in ops]
-        D = nv.read(spec, model, _tcgen05_buffers_through_warp(spec, model, bufs, 2))
+        D = nv.read(spec, model, nv.simulate(spec, model, bufs, 2))
         extra = [o for o in ("scale_a", "scale_b", "sparse_metadata") if o in ops]
         expected = np.stack([model(ops["a"][i], ops["b"][i], ops["c"][i], **{o: ops[o][i] for o in extra})
                              for i in range(2)])
@@ -349,7 +332,7 @@ def test_tcgen05_place_refuses_block_scales_of_the_m128_cta_group_2_data_path():
     model = _model("B200", "tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e4m3.e4m3.ue8m0")
     spec = [s for s in nv.specs(model) if s.options["m"] == 128][0]
     assert "layout not modelled" in spec.inputs[3].layout
-    with pytest.raises(UnsupportedDatapath, match="Tensor Memory layout of scale_a"):
+    with pytest.raises(UnsupportedDatapath, match="Tensor Memory layout of scale_a.*2x2 data path"):
         nv.place(spec, model, _tcgen05_ops(spec, model))
 
 
@@ -480,3 +463,27 @@ def test_padded_4bit_codes_fill_the_low_8_bytes_of_each_16_byte_chunk():
     img = nv.operand_image(w, ("padded", 4))[0].view(np.uint8).reshape(-1, 16)
     assert (img[:, 8:] == 0).all()
     assert img[0, 0] == (w[0, 0] | w[0, 1] << 4)
+
+
+@pytest.mark.parametrize("instruction", [
+    "tcgen05.mma.sp.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue4m3",
+    "tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e2m3.e5m2.ue8m0",
+])
+def test_harness_run_on_the_simulated_device_writes_block_scaled_tcgen05_vectors_the_dot_form_reproduces(
+        tmp_path, instruction):
+    """`mmasim harness run` on the SimulatedDevice (tcgen05 kernels: nv_async.simulate): every
+    recorded dot case's D equals the dot form on its recorded a, b, c, scales and metadata."""
+    from mmasim import vectors
+    from mmasim.harness import run as hrun
+    got = hrun.run("B200", tmp_path, cases=1, instructions=[instruction],
+                   device=hrun.SimulatedDevice("simulated B200", "10.0"))
+    pair = "cta_group::2" in instruction     # its M = 128 kernel: the 2x2 data path's scales are refused
+    assert len(got["written"]) == 1 and len(got["skipped"]) == int(pair)
+    assert not pair or "2x2 data path" in got["skipped"][0][1]
+    model = _model("B200", instruction)
+    for path in got["written"]:
+        v = vectors.load(path)
+        assert v.scale_a is not None and v.scale_b is not None
+        assert (v.sparse_metadata is not None) == bool(model.datapath.sparse)
+        d = model.dot(v.a, v.b, v.c, scale_a=v.scale_a, scale_b=v.scale_b, sparse_metadata=v.sparse_metadata)
+        np.testing.assert_array_equal(d, v.d)

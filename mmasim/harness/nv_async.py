@@ -663,6 +663,27 @@ def _tcgen05_place(spec, model, ops):
     return [np.concatenate(x).astype(np.uint32) for x in (sa, sb, sc)] + [extra[b.operand] for b in spec.inputs[3:]]
 
 
+def simulate(spec, model, inputs, cases: int) -> np.ndarray:
+    """The output buffer a ``tcgen05.mma`` kernel writes (``(cases, CTAs, threads, D columns)``,
+    flat), computed in software from its input buffers: each block's shared-memory images with
+    the kernel's descriptors, each thread's TMEM words (thread ``t`` of CTA ``r``: lane
+    ``128 r + t``: C, the scale factors, the sparse metadata) handed to ``Model.warp`` as the
+    images they are (:class:`mmasim.harness.run.SimulatedDevice`)."""
+    if spec.options.get("family") != "tcgen05":
+        raise UnsupportedDatapath(f"{spec.name}: not a tcgen05.mma kernel")
+    shaped = _tcgen05_shaped(model, spec.options["m"], spec.options["n"])
+    g = spec.cluster
+    per = {b.operand: np.asarray(x, dtype=np.uint32).reshape(cases, g, -1) for b, x in zip(spec.inputs, inputs)}
+    out = []
+    for i in range(cases):
+        smem = [tuple(per[o][i]) if g == 2 else per[o][i, 0] for o in ("a", "b")]
+        tmem = {b.operand: per[b.operand][i].reshape(g * THREADS, b.words) for b in spec.inputs[2:]}
+        d = shaped.warp(*smem, tmem.pop("c"), a_descriptor=spec.inputs[0].descriptor,
+                        b_descriptor=spec.inputs[1].descriptor, **tmem)
+        out.append(np.asarray(d, dtype=np.uint32).reshape(g, THREADS, -1))
+    return np.stack(out).reshape(-1)
+
+
 def _tcgen05_read(spec, model, out):
     frag = tmem_datapath(spec.options["layout"], spec.options["n"])
     rd, group = spec.output.words, spec.cluster

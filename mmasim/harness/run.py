@@ -94,7 +94,9 @@ class CudaDevice(Device):
 
 class SimulatedDevice(Device):
     """A device that computes D with the simulator from the placed register images (for tests and
-    dry runs).  Only ``registers`` buffers of the 32-lane mma.sync family are understood."""
+    dry runs).  Understood: ``registers`` buffers of the 32-lane mma.sync family, and tcgen05.mma
+    kernels (shared-memory images and per-thread Tensor Memory words:
+    :func:`mmasim.harness.nv_async.simulate`)."""
 
     #: what its vector files are: the simulator's own words, never evidence
     source = "simulated"
@@ -107,6 +109,9 @@ class SimulatedDevice(Device):
 
     def run(self, spec, model, inputs, cases) -> np.ndarray:
         from .nv_sync import selectors
+        if spec.options.get("family") == "tcgen05":        # shared-memory and Tensor Memory images
+            from .nv_async import simulate
+            return simulate(spec, model, inputs, cases)
         if spec.threads != 32 or any(b.space != "registers" for b in spec.inputs):
             raise UnsupportedDatapath(f"SimulatedDevice: {spec.name} is not a 32-lane register kernel")
         bufs = {b.operand: np.asarray(x, dtype=np.uint32).reshape(cases, spec.threads, b.words)
@@ -326,6 +331,8 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
             M, N = model.shape if model.shape is not None else (model.legal_m[0], model.legal_n[0])
             if spec.options.get("n"):
                 N = spec.options["n"]
+            if spec.options.get("m"):          # tcgen05: one kernel per legal M
+                M = spec.options["m"]
             batches = [random_tiles(model, cases, rng, M, N)]
             n_probe, no_probes = 0, ""
             if probes:

@@ -22,6 +22,18 @@ PARTITION_LANES = 32
 PARTITIONS = 4
 
 
+def not_modelled(datapath, operand, M) -> str:
+    """Why a tcgen05 block-scale ``operand`` of ``datapath`` at ``M`` has no layout, where the
+    reason is known (``""`` otherwise): M = 128 with ``cta_group::2``, the 2x2 data path."""
+    if (operand in SCALE_OPERANDS and datapath.op == "tcgen05.mma" and datapath.scale and M == 128
+            and "cta_group::2" in datapath.qualifiers):
+        return ("the Tensor Memory layout of the block scale factors of M = 128 cta_group::2 (the 2x2 data path, "
+                "layout B) is not modelled: PTX ISA 9.0 §9.7.16.10.7 says only that the scale factors are duplicated "
+                "to all 32-lane partitions, while CUTLASS splits scale_B's columns between the lane halves "
+                "(ScaleFactorDuplicated2by2); use M = 256 or cta_group::1")
+    return ""
+
+
 def in_tmem(lay, operand) -> bool:
     """Whether ``lay`` places a block-scale operand in Tensor Memory (tcgen05)."""
     return operand in SCALE_OPERANDS and lay.storage == "tmem"
@@ -80,4 +92,4 @@ def unpack_scale(model, operand, lay, regs) -> np.ndarray:
     return first
 
 
-__all__ = ["SCALE_OPERANDS", "PARTITION_LANES", "PARTITIONS", "in_tmem", "sources", "replicate", "unpack_scale"]
+__all__ = ["SCALE_OPERANDS", "PARTITION_LANES", "PARTITIONS", "not_modelled", "in_tmem", "sources", "replicate", "unpack_scale"]

@@ -34,7 +34,7 @@ from ..errors import OperandError, ScaleError, ShapeError, SparseMetadataError, 
 from .fragment import FragmentRule
 from .bind import _shape, expand, layout, metadata_words
 from .smem_packed import read_model_operand
-from .tcgen05_scales import unpack_scale
+from .tcgen05_scales import not_modelled, unpack_scale
 
 _PAIR = "cta_group::2"
 
@@ -108,12 +108,9 @@ def scales(model, scale_a, scale_b, byte_id_a=0, byte_id_b=0, thread_id_a=0, thr
         if scale_a is not None or scale_b is not None:
             raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
         return {}
-    if _is_pair(model) and _shape(model, "d")[0] == 128:
-        raise UnsupportedDatapath(
-            f"{model.instruction}: the Tensor Memory layout of the block scale factors of M = 128 cta_group::2 (the "
-            "2x2 data path, layout B) is not modelled: PTX ISA 9.0 §9.7.16.10.7 says only that the scale factors are "
-            "duplicated to all 32-lane partitions, while CUTLASS splits scale_B's columns between the lane halves "
-            "(ScaleFactorDuplicated2by2); use M = 256 or cta_group::1")
+    why = not_modelled(model.datapath, "scale_a", _shape(model, "d")[0])
+    if why:
+        raise UnsupportedDatapath(f"{model.instruction}: {why}")
     if scale_a is None or scale_b is None:
         raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b Tensor Memory images "
                          "(fragments('scale_a', SA), fragments('scale_b', SB))")
