@@ -327,7 +327,7 @@ def test_tcgen05_unmodelled_forms_are_refused_clearly():
     with pytest.raises(UnsupportedDatapath, match="SPARSE_METADATA"):
         _m("tcgen05.mma.sp.ws.kind::f16.m64n64k32.f32.f16.f16").layout("sparse_metadata")
     m = _m("tcgen05.mma.sp.cta_group::2.kind::mxf8f6f4.block_scale.m256n16k64.f32.e4m3.e4m3")
-    with pytest.raises(UnsupportedDatapath, match="block-scaled"):
+    with pytest.raises(UnsupportedDatapath, match="block-scaled tcgen05.mma with A in Tensor Memory"):
         tcgen05_warp.warp(m, np.zeros(8, np.uint32), np.zeros(8, np.uint32), np.zeros(8, np.uint32), b_descriptor=0)
     m = _m("tcgen05.mma.cta_group::1.kind::f16.m128n16k16.f32.f16.f16")
     with pytest.raises(OperandError, match="row-major"):

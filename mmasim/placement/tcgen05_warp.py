@@ -20,6 +20,11 @@ The operands, for an ``M x N x K`` instruction (``M``, ``N``: ``model.layout("d"
   (C's upper 16 bits are ignored; D's are written 0).
 * ``sparse_metadata``: the TMEM image in ``model.layout("sparse_metadata", selector=...)``
   (the column pair at the metadata address), read with ``sparsity_selector``.
+* ``scale_a`` / ``scale_b`` (block-scaled kinds, :func:`scales`): the TMEM images of
+  ``model.layout("scale_a" / "scale_b", byte_id=...)`` read with ``byte_id_a`` / ``byte_id_b``;
+  with ``cta_group::2`` (M = 256) the pair's 256 lanes (CTA ``c``: its rows of scale_A, and all
+  of scale_B).  Not modelled: M = 128 ``cta_group::2`` (the 2x2 data path) and block-scaled
+  kinds with A in Tensor Memory.
 
 Each is unpacked, the matrix form computes (so ``warp`` equals it by construction) and D is
 packed; which CTA holds which half, where A and the metadata sit in TMEM and the 16-bit
