@@ -286,6 +286,7 @@ def _tcgen05_ops(spec, model, cases=2, seed=3):
     "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue4m3",
     "tcgen05.mma.sp.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e3m2.e4m3.ue8m0",
     "tcgen05.mma.sp.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.block32.f32.e2m1.e2m1.ue8m0",
+    "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue4m3",
     "tcgen05.mma.sp.kind::f16.f32.f16.f16",
     "tcgen05.mma.sp.cta_group::2.kind::f16.f32.bf16.bf16",
 ])
@@ -295,8 +296,6 @@ def test_tcgen05_scale_and_metadata_buffers_read_back_through_warp_give_the_matr
     buffers give the matrix form's D through read()."""
     model = _model("B200", instruction)
     for spec in nv.specs(model):
-        if "cta_group::2" in model.datapath.qualifiers and spec.options["m"] == 128 and model.datapath.scale:
-            continue            # the 2x2 data path's scales: refused (test below)
         ops = _tcgen05_ops(spec, model)
         bufs = nv.place(spec, model, ops)
         assert [b.operand for b in spec.inputs][3:] == [o for o in ("scale_a", "scale_b", "sparse_metadata")
@@ -326,14 +325,22 @@ def test_tcgen05_scale_a_buffer_repeats_each_row_in_the_four_warps_as_ptx_requir
     assert buf.words == 4 and "tcgen05.tmem.scale_a.m128.cta1" in buf.layout
 
 
-def test_tcgen05_place_refuses_block_scales_of_the_m128_cta_group_2_data_path():
-    """M = 128 with cta_group::2 (the 2x2 data path): the kernel is generated (it compiles) but its
-    scale factors have no modelled Tensor Memory layout, so place() refuses, naming it."""
-    model = _model("B200", "tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e4m3.e4m3.ue8m0")
-    spec = [s for s in nv.specs(model) if s.options["m"] == 128][0]
-    assert "layout not modelled" in spec.inputs[3].layout
-    with pytest.raises(UnsupportedDatapath, match="Tensor Memory layout of scale_a.*2x2 data path"):
-        nv.place(spec, model, _tcgen05_ops(spec, model))
+def test_tcgen05_m128_pair_scale_b_buffer_splits_n_between_the_warp_pairs_as_layout_b_does():
+    """M = 128 cta_group::2 (the 2x2 data path): warps 0 and 1 of each CTA (lanes 0..63, D's first
+    N/2 columns) carry scale_B's first N/2 columns, warps 2 and 3 the rest; both CTAs the same."""
+    model = _model("B200", "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue4m3")
+    spec = [s for s in nv.specs(model, n=32) if s.options["m"] == 128][0]
+    ops = _tcgen05_ops(spec, model, cases=1)
+    names = [b.operand for b in spec.inputs]
+    sb = nv.place(spec, model, ops)[names.index("scale_b")].reshape(2, 128, -1)
+    SB = ops["scale_b"][0]
+    word = lambda n: sum(int(SB[v, n]) << (8 * v) for v in range(4))    # noqa: E731 (scale_vec::4X: the word)
+    for cta in (0, 1):
+        for t in range(16):             # N / 2 = 16 columns per half
+            assert sb[cta, t, 0] == sb[cta, 32 + t, 0] == word(t)
+            assert sb[cta, 64 + t, 0] == sb[cta, 96 + t, 0] == word(16 + t)
+        assert not sb[cta, 16:32].any() and not sb[cta, 80:96].any()
+    assert "tcgen05.tmem.scale_b.m128.cta2" in spec.inputs[names.index("scale_b")].layout
 
 
 def test_spec_round_trips_through_json_with_its_cluster():
@@ -477,9 +484,8 @@ def test_harness_run_on_the_simulated_device_writes_block_scaled_tcgen05_vectors
     from mmasim.harness import run as hrun
     got = hrun.run("B200", tmp_path, cases=1, instructions=[instruction],
                    device=hrun.SimulatedDevice("simulated B200", "10.0"))
-    pair = "cta_group::2" in instruction     # its M = 128 kernel: the 2x2 data path's scales are refused
-    assert len(got["written"]) == 1 and len(got["skipped"]) == int(pair)
-    assert not pair or "2x2 data path" in got["skipped"][0][1]
+    pair = "cta_group::2" in instruction     # one kernel per M: 128 (the 2x2 data path) and 256
+    assert len(got["written"]) == 1 + pair and not got["skipped"]
     model = _model("B200", instruction)
     for path in got["written"]:
         v = vectors.load(path)

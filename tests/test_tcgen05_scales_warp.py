@@ -343,9 +343,6 @@ def test_bad_scale_calls_raise_specific_errors():
         m.warp(*args, thread_id_a=1, **kw)
     with pytest.raises(ShapeError, match="must be 128x4"):
         m.fragments("scale_a", np.zeros((128, 2), np.uint8))
-    pair = mmasim.MMA("B200", "tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m128n32k64.f32.e2m1.e2m1.ue8m0")
-    with pytest.raises(UnsupportedDatapath, match="2x2 data path"):     # not modelled
-        pair.layout("scale_a")
 
 
 def test_bad_sub_byte_reads_raise_specific_errors():
@@ -373,6 +370,8 @@ SP_MXF4 = "tcgen05.mma.sp.kind::mxf4.block_scale.scale_vec::2X.m128n{n}k128.f32.
 SP_NVF4 = "tcgen05.mma.sp.kind::mxf4nvf4.block_scale.scale_vec::4X.m128n{n}k128.f32.e2m1.e2m1.ue4m3"
 SP_PAIR_NVF4 = "tcgen05.mma.sp.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.m256n{n}k128.f32.e2m1.e2m1.ue4m3"
 SP_PAIR_MXF8 = "tcgen05.mma.sp.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.m256n{n}k64.f32.{a}.{b}.ue8m0"
+PAIR128_MXF4 = "tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m128n{n}k64.f32.e2m1.e2m1.ue8m0"
+PAIR128_NVF4 = "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.m128n{n}k64.f32.e2m1.e2m1.ue4m3"
 
 
 @pytest.mark.parametrize("ins,V", [(PAIR_MXF8.format(n=32, a="e4m3", b="e4m3"), 1), (PAIR_MXF4.format(n=32), 2),
@@ -421,7 +420,8 @@ def test_m256_pair_scale_lane_and_column_agree_with_cutlass_4x1_atom_in_each_cta
 
 
 @pytest.mark.parametrize("ins,ids", [(PAIR_MXF8.format(n=48, a="e2m1", b="e3m2"), (0, 1, 2, 3)),
-                                     (PAIR_MXF4.format(n=256), (0, 2)), (SP_PAIR_NVF4.format(n=32), (0,))])
+                                     (PAIR_MXF4.format(n=256), (0, 2)), (SP_PAIR_NVF4.format(n=32), (0,)),
+                                     (PAIR128_MXF4.format(n=16), (0, 2)), (PAIR128_NVF4.format(n=176), (0,))])
 def test_pair_scale_layouts_round_trip_and_coords_are_a_bijection(ins, ids):
     m = _m(ins)
     rng = np.random.default_rng(seed(ins))
@@ -475,6 +475,9 @@ PAIR_SPARSE_CASES = [
     (PAIR_NVF4.format(n=16), 0, 0),
     (SP_PAIR_NVF4.format(n=32), 0, 0),
     (SP_PAIR_MXF8.format(n=16, a="e2m1", b="e4m3"), 2, 3),
+    ("tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m128n48k64.f32.e2m1.e2m1.ue8m0", 2, 0),
+    ("tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.m128n128k64.f32.e2m1.e2m1.ue4m3", 0, 0),
+    ("tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.m128n256k32.f32.e4m3.e2m3.ue8m0", 1, 3),
 ]
 
 
@@ -490,7 +493,8 @@ def test_block_scaled_sparse_and_pair_warp_equals_matrix_form(ins, id_a, id_b):
     np.testing.assert_array_equal(m.unfragment("d", d), expected)
 
 
-@pytest.mark.parametrize("ins", [SP_NVF4.format(n=16), PAIR_MXF8.format(n=32, a="e4m3", b="e3m2")])
+@pytest.mark.parametrize("ins", [SP_NVF4.format(n=16), PAIR_MXF8.format(n=32, a="e4m3", b="e3m2"),
+                                 PAIR128_MXF4.format(n=64)])
 def test_block_scaled_sparse_and_pair_warp_numba_backend_equals_matrix_form(ins):
     m = _m(ins, backend="numba")
     args, kw, expected = _pair_or_sparse_call(m, np.random.default_rng(seed("numba-sp" + ins)))
@@ -527,14 +531,56 @@ def test_block_scaled_pair_and_sparse_forms_refuse_bad_calls_clearly():
         unscaled.warp(*args, scale_a=kw["scale_a"], b_descriptor=kw["b_descriptor"])
 
 
-def test_m128_cta_group_2_block_scales_are_refused_with_the_reason():
-    """The 2x2 data path (layout B): PTX's text says only 'duplicated to all 32 lane partitions';
-    CUTLASS splits scale_B between the lane halves. Neither is modelled: a clear refusal."""
-    m = _m("tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m128n32k64.f32.e2m1.e2m1.ue8m0")
-    z = np.zeros(4, np.uint32)
-    with pytest.raises(UnsupportedDatapath, match="2x2 data path"):
-        m.warp((z, z), (z, z), np.zeros((256, 16), np.uint32), a_descriptor=0, b_descriptor=0,
-               scale_a=z, scale_b=z)
+@pytest.mark.parametrize("n", [128, 256])
+def test_m128_pair_scale_b_agrees_with_cutlass_2x2_atom_and_follows_layout_b_column_halves(n):
+    """M = 128 cta_group::2 (the 2x2 data path, layout B: lanes 64..127 compute D's columns N/2 ..):
+    CUTLASS's ScaleFactorDuplicated2by2 atom, MN mode ((32, MN/64), 2, 2) : ((1, 512), 64, 32),
+    SF mode stride 128, composed with the (lane, element column) restride: scale_B column n at
+    lane (x % 128), byte x // 128 of x = n % 32 + 512 ((n // 32) % (MN/64)) + 64 (n // (MN/2))
+    + 128 s, and again at lane + 32 (the last mode, the duplicate); MN = N here (128, 256)."""
+    m = _m(PAIR128_NVF4.format(n=n))
+    L = m.layout("scale_b")
+    regs = m.fragments("scale_b", np.arange(4 * n).reshape(4, n) % 251 + 1)
+    for col in range(n):
+        for s in range(4):
+            x = col % 32 + 512 * ((col // 32) % (n // 64)) + 64 * (col // (n // 2)) + 128 * s
+            lane, byte = x % 128, x // 128
+            got_lane, i = L.owner(s, col)
+            assert (got_lane, L.register(i)) == (lane, (byte // 4, 8 * (byte % 4)))
+            assert regs[lane + 32, byte // 4] == regs[lane, byte // 4]            # the 2x2 duplicate
+            assert regs[128 + lane, byte // 4] == regs[lane, byte // 4]           # CTA 1 holds the same
+    d = m.layout("d")                       # the same lanes compute D's column: layout B's halves
+    for col in (0, n // 2 - 1, n // 2, n - 1):
+        assert (L.owner(0, col)[0] >= 64) == (d.owner(0, col)[0] >= 64)
+
+
+def test_m128_pair_scale_a_holds_each_ctas_64_rows_in_two_columns_of_every_partition():
+    """scale_A of the 2x2 data path: CUTLASS's scale_A atom is the 4x1 one (lane r % 32, byte
+    4 (r // 32) + s) for 64 rows per CTA: 2 TMEM columns, duplicated in the CTA's four partitions."""
+    m = _m(PAIR128_MXF4.format(n=32))
+    L = m.layout("scale_a")
+    assert L.registers == 2
+    for cta in (0, 1):
+        for r in range(64):
+            for s in range(2):
+                lane, i = L.owner(64 * cta + r, s)
+                assert (lane, L.register(i)) == (128 * cta + r % 32, (r // 32, 8 * s))
+    regs = m.fragments("scale_a", np.arange(256).reshape(128, 2) % 200 + 1)
+    for cta in (0, 1):
+        for p in (1, 2, 3):
+            base = 128 * cta
+            np.testing.assert_array_equal(regs[base + 32 * p:base + 32 * p + 32], regs[base:base + 32])
+
+
+def test_m128_pair_scale_b_image_whose_half_copies_disagree_is_a_scale_error():
+    """Lanes 32..63 repeat lanes 0..31 (D's first N/2 columns), lanes 96..127 repeat 64..95."""
+    m = _m(PAIR128_MXF4.format(n=64))
+    args, kw, _ = _pair_or_sparse_call(m, np.random.default_rng(4))
+    bad = kw["scale_b"].copy()
+    bad[96 + 2, 0] ^= 0x1
+    with pytest.raises(ScaleError, match="lane 98"):
+        m.warp(*args, **{**kw, "scale_b": bad})
+    m.warp(*args, **kw)
 
 
 @pytest.mark.parametrize("arch", ["B200", "Blackwell Ultra"])

@@ -42,10 +42,9 @@ sparsity selector 0), thread ``t`` of CTA ``r`` writing lane ``128 r + t`` of th
 (``[a-tmem]``) is not emitted.
 
 Not placed (``place`` raises :class:`mmasim.UnsupportedDatapath`, the kernels still
-compile): the block scale factors of M = 128 ``cta_group::2`` (the 2x2 data path: no modelled
-layout, docs/layouts.md), the register layouts of wgmma.sp metadata and sparse A where
+compile): the register layouts of wgmma.sp metadata and sparse A where
 :mod:`mmasim.placement` has none, and any other operand whose layout ``Model.fragments``
-refuses.
+refuses (tcgen05 ``.ws`` sparse metadata at M = 32 / 64).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from .. import sparse as _sparse
 from ..errors import OperandError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
 from .expr import SELECTORS
 from .fragment import OPERANDS, FragmentRule
-from .tcgen05_scales import not_modelled, replicate, unpack_scale
+from .tcgen05_scales import replicate, unpack_scale
 
 _MAJOR = ("row", "col")
 
@@ -97,8 +97,6 @@ def layout(model, operand: str, alayout: str = "row", blayout: str = "col", byte
                a_type=dp.a, a_bits=model.a_format.container_bits, alayout=alayout, blayout=blayout,
                sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
     rules = [r for r in model._reg.layouts.values() if isinstance(r, FragmentRule) and r.matches(**key)]
-    if not rules and not_modelled(dp, operand, M):
-        raise UnsupportedDatapath(f"{model.arch}: {model.instruction}: {not_modelled(dp, operand, M)}")
     if not rules:
         raise UnsupportedDatapath(
             f"{model.arch}: {model.instruction}: no register layout of operand {operand.upper()} "

@@ -22,36 +22,27 @@ PARTITION_LANES = 32
 PARTITIONS = 4
 
 
-def not_modelled(datapath, operand, M) -> str:
-    """Why a tcgen05 block-scale ``operand`` of ``datapath`` at ``M`` has no layout, where the
-    reason is known (``""`` otherwise): M = 128 with ``cta_group::2``, the 2x2 data path."""
-    if (operand in SCALE_OPERANDS and datapath.op == "tcgen05.mma" and datapath.scale and M == 128
-            and "cta_group::2" in datapath.qualifiers):
-        return ("the Tensor Memory layout of the block scale factors of M = 128 cta_group::2 (the 2x2 data path, "
-                "layout B) is not modelled: PTX ISA 9.0 §9.7.16.10.7 says only that the scale factors are duplicated "
-                "to all 32-lane partitions, while CUTLASS splits scale_B's columns between the lane halves "
-                "(ScaleFactorDuplicated2by2); use M = 256 or cta_group::1")
-    return ""
-
-
 def in_tmem(lay, operand) -> bool:
     """Whether ``lay`` places a block-scale operand in Tensor Memory (tcgen05)."""
     return operand in SCALE_OPERANDS and lay.storage == "tmem"
 
 
 def sources(lay) -> list:
-    """For each 32-lane partition of the image, the partition whose words it must repeat:
-    itself where the layout places elements in it (the owning partitions: lanes 0..31 of a
-    CTA, and for ``cta_group::2``'s ``scale_a`` lanes 128..159 of CTA 1 too), else the nearest
-    owning partition below it (so CTA 1's partitions repeat CTA 1's own rows of ``scale_a``,
-    and every partition of the pair repeats lanes 0..31 of ``scale_b``)."""
+    """For each 32-lane partition of the image, the partition whose words it must repeat: itself
+    where the layout places elements in it (an owning partition), else the nearest owning
+    partition below it in the same CTA, else (a CTA with no owning partition) the source of the
+    same partition of the CTA before.  So CTA 1's partitions repeat CTA 1's own rows of
+    ``cta_group::2``'s ``scale_a``, every partition of the pair repeats lanes 0..31 of M = 256's
+    ``scale_b``, and M = 128's ``scale_b`` (the 2x2 data path) repeats lanes 0..31 in partitions
+    1, 4, 5 and lanes 64..95 in partitions 3, 6, 7."""
     owned = np.asarray(lay._valid).any(axis=1)       # lanes holding at least one element
     parts = lay.lanes // PARTITION_LANES
-    out, last = [], 0
+    own = [bool(owned[p * PARTITION_LANES:(p + 1) * PARTITION_LANES].any()) for p in range(parts)]
+    out = []
     for p in range(parts):
-        if owned[p * PARTITION_LANES:(p + 1) * PARTITION_LANES].any():
-            last = p
-        out.append(last)
+        base = p - p % PARTITIONS
+        below = [q for q in range(base, p + 1) if own[q]]
+        out.append(below[-1] if below else (out[p - PARTITIONS] if p >= PARTITIONS else p))
     return out
 
 
@@ -92,4 +83,4 @@ def unpack_scale(model, operand, lay, regs) -> np.ndarray:
     return first
 
 
-__all__ = ["SCALE_OPERANDS", "PARTITION_LANES", "PARTITIONS", "not_modelled", "in_tmem", "sources", "replicate", "unpack_scale"]
+__all__ = ["SCALE_OPERANDS", "PARTITION_LANES", "PARTITIONS", "in_tmem", "sources", "replicate", "unpack_scale"]

@@ -22,9 +22,9 @@ The operands, for an ``M x N x K`` instruction (``M``, ``N``: ``model.layout("d"
   (the column pair at the metadata address), read with ``sparsity_selector``.
 * ``scale_a`` / ``scale_b`` (block-scaled kinds, :func:`scales`): the TMEM images of
   ``model.layout("scale_a" / "scale_b", byte_id=...)`` read with ``byte_id_a`` / ``byte_id_b``;
-  with ``cta_group::2`` (M = 256) the pair's 256 lanes (CTA ``c``: its rows of scale_A, and all
-  of scale_B).  Not modelled: M = 128 ``cta_group::2`` (the 2x2 data path) and block-scaled
-  kinds with A in Tensor Memory.
+  with ``cta_group::2`` the pair's 256 lanes (CTA ``c``: its rows of scale_A, and all
+  of scale_B; M = 128, the 2x2 data path: CTA ``c``'s rows of scale_A, and scale_B split between
+  the lane halves as D's columns are).  Not modelled: block-scaled kinds with A in Tensor Memory.
 
 Each is unpacked, the matrix form computes (so ``warp`` equals it by construction) and D is
 packed; which CTA holds which half, where A and the metadata sit in TMEM and the 16-bit
@@ -39,7 +39,7 @@ from ..errors import OperandError, ScaleError, ShapeError, SparseMetadataError, 
 from .fragment import FragmentRule
 from .bind import _shape, expand, layout, metadata_words
 from .smem_packed import read_model_operand
-from .tcgen05_scales import not_modelled, unpack_scale
+from .tcgen05_scales import unpack_scale
 
 _PAIR = "cta_group::2"
 
@@ -113,9 +113,6 @@ def scales(model, scale_a, scale_b, byte_id_a=0, byte_id_b=0, thread_id_a=0, thr
         if scale_a is not None or scale_b is not None:
             raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
         return {}
-    why = not_modelled(model.datapath, "scale_a", _shape(model, "d")[0])
-    if why:
-        raise UnsupportedDatapath(f"{model.instruction}: {why}")
     if scale_a is None or scale_b is None:
         raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b Tensor Memory images "
                          "(fragments('scale_a', SA), fragments('scale_b', SB))")
