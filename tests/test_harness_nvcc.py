@@ -8,7 +8,7 @@ and their products are cached by content hash (``$MMASIM_HARNESS_CACHE``), so an
 table compiles once.  Kernels whose device code is the same but for the kernel name and the
 tcgen05 instruction descriptor are compiled once: ``idesc`` is a 32-bit register operand whose
 value ptxas does not check (it assembles a kernel whose idesc is 0 or 0xFFFFFFFF just the same),
-so those kernels hand ptxas the same instructions (Blackwell: 1180 kernels, 368 distinct).  Skipped, with the reason, only where no compiler that knows the target is
+so those kernels hand ptxas the same instructions (Blackwell: 1180 kernels, 243 distinct).  Skipped, with the reason, only where no compiler that knows the target is
 installed (``.ci/run`` installs the PyPI wheels ``nvidia-cuda-nvcc`` and
 ``nvidia-cuda-nvcc-cu12``).
 """
