@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import OperandError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
 from .fragment import FragmentRule
 from .bind import _shape, expand, layout, metadata_words
-from .smem import read_operand
+from .smem_packed import read_model_operand
 
 _PAIR = "cta_group::2"
 
@@ -46,8 +46,10 @@ def a_tmem_layout(model):
     """The :class:`~mmasim.placement.fragment.Fragment` of A in Tensor Memory (``[a-tmem]``)
     of a ``tcgen05.mma``: row-major, row ``r`` in the TMEM lane of D's row ``r``, K along the
     32-bit columns, sub-word elements packed lowest first; a sparse instruction's A is the
-    compressed ``M x K/2``.  ``UnsupportedDatapath`` where no layout is modelled (``.ws``;
-    ``cta_group::2`` M = 128 dense, whose A CUTLASS duplicates across sub-partitions)."""
+    compressed ``M x K/2``.  Where each lane group of the data path reads all rows (``.ws`` at
+    M = 64 / 32, layouts E / G; M = 128 ``cta_group::2`` dense, layout B) the image repeats them
+    (the layout's ``copies``; ``pack`` writes them, ``unpack`` checks them).  ``UnsupportedDatapath``
+    where no layout is registered, and for packed sub-byte codes."""
     dp = model.datapath
     if dp.op != "tcgen05.mma":
         raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory exists only for tcgen05.mma")
@@ -59,9 +61,9 @@ def a_tmem_layout(model):
              if isinstance(r, FragmentRule) and r.storage == "tmem" and r.matches(**key)]
     if not rules:
         raise UnsupportedDatapath(
-            f"{model.instruction}: no Tensor Memory layout of A is modelled for M = {M}"
-            + (" with cta_group::2 (dense: CUTLASS duplicates A across the sub-partitions)" if _is_pair(model) else "")
-            + (" with .ws" if "ws" in dp.qualifiers else "") + "; pass A as a shared-memory image (a_descriptor)")
+            f"{model.instruction}: no Tensor Memory layout of A is registered for M = {M}"
+            + (" with cta_group::2" if _is_pair(model) else "") + (" with .ws" if "ws" in dp.qualifiers else "")
+            + "; pass A as a shared-memory image (a_descriptor)")
 
     def rank(r):
         return (bool(r.arch), r.qualifiers is not None, r.m is not None, r.sparse is not None)
@@ -71,9 +73,9 @@ def a_tmem_layout(model):
     if len(top) > 1:
         raise TableError(f"{model.instruction}: A in Tensor Memory matches several layouts equally: "
                          + ", ".join(r.name for r in top))
-    if bits not in (8, 16, 32):
+    if bits not in (4, 8, 16, 32):     # 4: two e2m1 codes a byte (PTX §9.7.16.10.4.5), eight a word
         raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory with {bits}-bit containers "
-                                  "(packed sub-byte codes) is not modelled")
+                                  "is not modelled")
     ka = dp.stored_k if dp.sparse else dp.k
     return top[0].bind("a", M, N, dp.k, bits, shape=(M, ka))
 
@@ -90,12 +92,9 @@ def _images(model, x, what, pair):
                        f"(CTA 0's, CTA 1's): a tuple of two flat images or an array with a leading axis of 2")
 
 
-def _check_major(model, name, major, fmt):
+def _check_major(name, major):
     if major not in ("K", "MN"):
         raise OperandError(f"{name} must be 'K' or 'MN'; got {major!r}")
-    if fmt.field_bits < 8 or fmt.container_bits < 8:
-        raise UnsupportedDatapath(f"{model.instruction}: warp() of sub-byte .{fmt.name} operands in shared "
-                                  "memory (packed or padded codes) is not modelled")
 
 
 def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, sparsity_selector=0,
@@ -111,8 +110,8 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
     lc, ld = (layout(model, o, **options) for o in ("c", "d"))
     M, N, K = ld.rows, ld.cols, dp.k
     ka = dp.stored_k if dp.sparse else K
-    for name, major, fmt in (("a_major", a_major, model.a_format), ("b_major", b_major, model.b_format)):
-        _check_major(model, name, major, fmt)
+    for name, major in (("a_major", a_major), ("b_major", b_major)):
+        _check_major(name, major)
     if a_descriptor is None and a_major != "K":
         raise OperandError(f"{model.instruction}: A in Tensor Memory is row-major (PTX Table 53); a_major "
                            "applies to A in shared memory (pass a_descriptor)")
@@ -120,14 +119,13 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
         raise OperandError(f"{model.instruction}: B is a shared-memory image; pass b_descriptor (its 64-bit "
                            "matrix descriptor, start address relative to the image)")
     ncta = 2 if pair else 1
-    B = np.concatenate([read_operand(img, b_descriptor, N // ncta, K, model.b_format.container_bits,
-                                     major=b_major, target="tcgen05")
+    # whole containers, or 4- / 6-bit codes packed / padded as smem_packed says (PTX §9.7.16.10.4)
+    B = np.concatenate([read_model_operand(model, "b", img, b_descriptor, N // ncta, K, b_major, "tcgen05")
                         for img in _images(model, b_regs, "B", pair)], axis=0).T
     if a_descriptor is None:
         A = a_tmem_layout(model).unpack(a_regs)
     else:
-        A = np.concatenate([read_operand(img, a_descriptor, M // ncta, ka, model.a_format.container_bits,
-                                         major=a_major, target="tcgen05")
+        A = np.concatenate([read_model_operand(model, "a", img, a_descriptor, M // ncta, ka, a_major, "tcgen05")
                             for img in _images(model, a_regs, "A", pair)], axis=0)
     C = lc.unpack(c_regs)
     cbits = model.format_of("c").container_bits

@@ -18,14 +18,14 @@ from .expr import SELECTORS
 from .fragment import MATRICES
 from .smem_packed import read_model_operand
 from .tcgen05_scales import unpack_scale
-from .tcgen05_warp import warp as _tcgen05_warp     # .sp, the CTA pair, A in TMEM, 16-bit D
+from .tcgen05_warp import a_tmem_layout, warp as _tcgen05_warp     # .sp, the CTA pair, A in TMEM, 16-bit D
 
 
 def _smem_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, M, N):
     """A and B of ``wgmma.mma_async`` / ``tcgen05.mma``: B (and A when ``a_descriptor`` is
-    given; always for tcgen05) read from shared-memory images through their descriptors
-    (:func:`mmasim.placement.smem.read_operand`), A otherwise unpacked from the
-    warpgroup's registers with ``la``."""
+    given) read from shared-memory images through their descriptors
+    (:func:`mmasim.placement.smem.read_operand`), A otherwise unpacked with ``la`` (the
+    warpgroup's registers; tcgen05: A in Tensor Memory, ``None`` when A must be an image)."""
     dp = model.datapath
     target = "tcgen05" if dp.op == "tcgen05.mma" else "wgmma"
     for name, major, fmt in (("a_major", a_major, model.a_format), ("b_major", b_major, model.b_format)):
@@ -34,7 +34,7 @@ def _smem_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la
         if target == "wgmma" and major == "MN" and fmt.name not in ("f16", "bf16"):
             raise OperandError(f"{model.instruction}: {name}='MN' (the transpose) exists only for .f16 / .bf16 "
                                f"operands, not .{fmt.name}")
-    for name, desc in (("b", b_descriptor),) + ((("a", a_descriptor),) if target == "tcgen05" else ()):
+    for name, desc in (("b", b_descriptor),) + ((("a", a_descriptor),) if la is None else ()):
         if desc is None:
             raise OperandError(f"{model.instruction}: {name.upper()} is a shared-memory image; pass "
                                f"{name}_descriptor (its 64-bit matrix descriptor, start address relative to the image)")
@@ -94,7 +94,8 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
             raise UnsupportedDatapath(f"{model.instruction}: warp() of tcgen05.mma with cta_group::2 (two CTAs' "
                                       "images) or sparse metadata (in Tensor Memory) is not modelled")
         lc, ld = (layout(model, o, **options) for o in ("c", "d"))
-        A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, None,
+        lt = a_tmem_layout(model) if a_descriptor is None else None     # A in Tensor Memory ([a-tmem])
+        A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, lt,
                               ld.rows, ld.cols)
         la = lb = ld
     elif dp.op == "wgmma.mma_async":
