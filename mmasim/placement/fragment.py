@@ -171,8 +171,8 @@ class FragmentRule(Layout):
 
 
 @functools.lru_cache(maxsize=512)
-def _bind(rule, operand, M, N, K, bits, shape=None, V=0, sel=(0, 0, 0)):
-    selectors = dict(zip(SELECTORS, sel))
+def _bind(rule, operand, M, N, K, bits, shape=None, V=0, sel=()):
+    selectors = dict(zip(SELECTORS, tuple(sel) + (0,) * (len(SELECTORS) - len(sel))))
     where = f"layout {rule.name!r} ({operand}, m{M}n{N}k{K}, {bits}-bit elements)"
     scal = {"M": M, "N": N, "K": K, "lane": 0, "i": 0, "g": 0, "t": 0, "w": 0, "E": 0, "V": V, **selectors}
     elements = int(evaluate(compile_expr(rule.elements), scal))

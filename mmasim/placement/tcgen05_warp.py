@@ -42,14 +42,15 @@ def _is_pair(model) -> bool:
     return _PAIR in model.datapath.qualifiers
 
 
-def a_tmem_layout(model):
+def a_tmem_layout(model, lane_alignment: int = 0):
     """The :class:`~mmasim.placement.fragment.Fragment` of A in Tensor Memory (``[a-tmem]``)
     of a ``tcgen05.mma``: row-major, row ``r`` in the TMEM lane of D's row ``r``, K along the
     32-bit columns, sub-word elements packed lowest first; a sparse instruction's A is the
     compressed ``M x K/2``.  Where each lane group of the data path reads all rows (``.ws`` at
     M = 64 / 32, layouts E / G; M = 128 ``cta_group::2`` dense, layout B) the image repeats them
     (the layout's ``copies``; ``pack`` writes them, ``unpack`` checks them).  ``UnsupportedDatapath``
-    where no layout is registered, and for packed sub-byte codes."""
+    where no layout is registered.  ``lane_alignment``: 0 or 16 for the half-data-path layouts
+    C and F (as D's; PTX §9.7.16.10.5), refused by the others."""
     dp = model.datapath
     if dp.op != "tcgen05.mma":
         raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory exists only for tcgen05.mma")
@@ -77,7 +78,10 @@ def a_tmem_layout(model):
         raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory with {bits}-bit containers "
                                   "is not modelled")
     ka = dp.stored_k if dp.sparse else dp.k
-    return top[0].bind("a", M, N, dp.k, bits, shape=(M, ka))
+    why = top[0].check_selectors(lane_alignment=lane_alignment)
+    if why:
+        raise OperandError(f"{model.instruction}: A in Tensor Memory: {why}")
+    return top[0].bind("a", M, N, dp.k, bits, shape=(M, ka), lane_alignment=lane_alignment)
 
 
 def _images(model, x, what, pair):
@@ -98,7 +102,8 @@ def _check_major(name, major):
 
 
 def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, sparsity_selector=0,
-         a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", **options) -> np.ndarray:
+         a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", lane_alignment=0,
+         **options) -> np.ndarray:
     """D: the Tensor Memory image ``uint32 (TMEM lanes, columns)`` of ``tcgen05.mma`` (module
     docstring: the operands' forms).  Called by :func:`mmasim.placement.warp` for the sparse,
     cta_group::2, A-in-TMEM and 16-bit-accumulator forms."""
@@ -107,7 +112,7 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
         raise UnsupportedDatapath(f"{model.instruction}: warp() of block-scaled tcgen05.mma with cta_group::2, "
                                   "sparse metadata or A in Tensor Memory is not modelled")
     pair = _is_pair(model)
-    lc, ld = (layout(model, o, **options) for o in ("c", "d"))
+    lc, ld = (layout(model, o, lane_alignment=lane_alignment, **options) for o in ("c", "d"))
     M, N, K = ld.rows, ld.cols, dp.k
     ka = dp.stored_k if dp.sparse else K
     for name, major in (("a_major", a_major), ("b_major", b_major)):
@@ -123,7 +128,7 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
     B = np.concatenate([read_model_operand(model, "b", img, b_descriptor, N // ncta, K, b_major, "tcgen05")
                         for img in _images(model, b_regs, "B", pair)], axis=0).T
     if a_descriptor is None:
-        A = a_tmem_layout(model).unpack(a_regs)
+        A = a_tmem_layout(model, lane_alignment).unpack(a_regs)
     else:
         A = np.concatenate([read_model_operand(model, "a", img, a_descriptor, M // ncta, ka, a_major, "tcgen05")
                             for img in _images(model, a_regs, "A", pair)], axis=0)
@@ -136,7 +141,8 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
         if sparse_metadata is None:
             raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse metadata's Tensor Memory "
                                       "image (fragments('sparse_metadata', words, selector=...))")
-        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector).unpack(sparse_metadata))
+        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector,
+                                   lane_alignment=lane_alignment).unpack(sparse_metadata))
         if A.shape != (M, ka):
             raise ShapeError(f"{model.instruction}: the compressed A must be ({M}, {ka}); got {A.shape}")
         A = expand(model, A, md)

@@ -49,7 +49,8 @@ def _smem_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la
 
 def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, backend=None,
          byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0, sparsity_selector=0,
-         a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", **options) -> np.ndarray:
+         a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", lane_alignment=0,
+         **options) -> np.ndarray:
     """D registers ``uint32 (lanes, registers)`` of the instruction on register operands.
 
     A, B and C are unpacked, computed with the model's matrix form (``model(A, B, C)``,
@@ -74,7 +75,10 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     TMEM images of ``model.layout("scale_a")`` / ``("scale_b")`` (their own columns, duplicated
     in all four 32-lane partitions), ``byte_id_a`` / ``byte_id_b`` the scale factor A / B IDs.
     ``.sp``, ``cta_group::2`` (pairs of images), A in Tensor Memory (no ``a_descriptor``) and
-    16-bit accumulators: :mod:`mmasim.placement.tcgen05_warp`.
+    16-bit accumulators: :mod:`mmasim.placement.tcgen05_warp`.  ``lane_alignment`` (0 or 16):
+    where the half-data-path layouts C and F (tcgen05 M = 64, M = 128 ``cta_group::2`` sparse)
+    start within each 32-lane sub-partition, the same for C / D, A in Tensor Memory and the
+    metadata (PTX §9.7.16.10.5); an instruction without such a layout refuses 16 (``OperandError``).
     """
     options = _options(options)
     if any(k in SELECTORS for k in options):
@@ -88,13 +92,16 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
             raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
         return _tcgen05_warp(model, a_regs, b_regs, c_regs, sparse_metadata=sparse_metadata, backend=backend,
                              sparsity_selector=sparsity_selector, a_descriptor=a_descriptor,
-                             b_descriptor=b_descriptor, a_major=a_major, b_major=b_major, **options)
+                             b_descriptor=b_descriptor, a_major=a_major, b_major=b_major,
+                             lane_alignment=lane_alignment, **options)
+    if lane_alignment and dp.op != "tcgen05.mma":
+        layout(model, "d", lane_alignment=lane_alignment, **options)    # OperandError: no such selector
     if dp.op == "tcgen05.mma":
         if "cta_group::2" in dp.qualifiers or dp.sparse:
             raise UnsupportedDatapath(f"{model.instruction}: warp() of tcgen05.mma with cta_group::2 (two CTAs' "
                                       "images) or sparse metadata (in Tensor Memory) is not modelled")
-        lc, ld = (layout(model, o, **options) for o in ("c", "d"))
-        lt = a_tmem_layout(model) if a_descriptor is None else None     # A in Tensor Memory ([a-tmem])
+        lc, ld = (layout(model, o, lane_alignment=lane_alignment, **options) for o in ("c", "d"))
+        lt = a_tmem_layout(model, lane_alignment) if a_descriptor is None else None     # A in TMEM ([a-tmem])
         A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, lt,
                               ld.rows, ld.cols)
         la = lb = ld
@@ -129,7 +136,8 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
         if sparse_metadata is None:
             raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse_metadata registers "
                                       "(fragments('sparse_metadata', words))")
-        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector).unpack(sparse_metadata))
+        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector,
+                                   lane_alignment=lane_alignment).unpack(sparse_metadata))
         A = expand(model, A, md)
         kw["sparse_metadata"] = md
     elif sparse_metadata is not None:
