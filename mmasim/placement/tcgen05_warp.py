@@ -21,6 +21,13 @@ The operands, for an ``M x N x K`` instruction (``M``, ``N``: ``model.layout("d"
 * ``sparse_metadata``: the TMEM image in ``model.layout("sparse_metadata", selector=...)``
   (the column pair at the metadata address), read with ``sparsity_selector``.
 
+Where every lane group of the data path reads an operand in full (``.ws`` at M = 64 / 32, A of
+M = 128 ``cta_group::2`` dense) its image repeats it per group (the layout's ``copies``; a
+:class:`~mmasim.CopyMismatch` when the copies disagree).  ``lane_alignment`` (0 or 16) places
+the half-data-path layouts C and F (C / D, A in TMEM, the metadata alike) in the lower or upper
+16 lanes of each 32-lane sub-partition.  4- / 6-bit shared-memory operands are read packed or
+padded (:mod:`mmasim.placement.smem_packed`).
+
 Each is unpacked, the matrix form computes (so ``warp`` equals it by construction) and D is
 packed; which CTA holds which half, where A and the metadata sit in TMEM and the 16-bit
 accumulator's placement are stated with their evidence in docs/layouts.md.
@@ -109,8 +116,8 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
     cta_group::2, A-in-TMEM and 16-bit-accumulator forms."""
     dp = model.datapath
     if dp.scale:
-        raise UnsupportedDatapath(f"{model.instruction}: warp() of block-scaled tcgen05.mma with cta_group::2, "
-                                  "sparse metadata or A in Tensor Memory is not modelled")
+        raise UnsupportedDatapath(f"{model.instruction}: warp() of block-scaled tcgen05.mma with cta_group::2 or "
+                                  "sparse metadata is not modelled")
     pair = _is_pair(model)
     lc, ld = (layout(model, o, lane_alignment=lane_alignment, **options) for o in ("c", "d"))
     M, N, K = ld.rows, ld.cols, dp.k

@@ -67,7 +67,8 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     registers over the 128-thread warpgroup, or, with ``a_descriptor``, A's shared-memory
     image.  ``a_major`` / ``b_major``: ``"K"`` (default) or ``"MN"`` (the instruction's
     transpose, .f16 / .bf16 only).  C and D are the accumulator registers.
-    ``tcgen05.mma`` (``cta_group::1``, dense): A and B are shared-memory images with
+    ``tcgen05.mma`` (``cta_group::1``, dense): A (or, without ``a_descriptor``, A's Tensor
+    Memory image, :func:`mmasim.placement.a_tmem_layout`) and B are shared-memory images with
     ``a_descriptor`` / ``b_descriptor`` (tcgen05 descriptor words; 4- / 6-bit codes packed or
     padded as :mod:`mmasim.placement.smem_packed` says), C and D the Tensor Memory image
     ``(TMEM lanes, columns)`` in the data path layout of ``model.layout("d")`` (what
