@@ -295,3 +295,17 @@ def test_mn_major_sub_byte_smem_operands_are_refused_naming_the_reason():
     with pytest.raises(UnsupportedDatapath, match="MN-major sub-byte"):
         m.warp((np.zeros(4096, np.uint8),) * 2, (b_img, b_img), np.zeros((256, 16), np.uint32),
                a_descriptor=desc, b_descriptor=desc, a_major="MN")
+
+
+def test_cli_layout_takes_the_lane_alignment_of_layout_f(capsys):
+    import json
+
+    from mmasim.cli import main
+
+    assert main(["layout", "B200", F16_M64, "--operand", "d", "--lane-alignment", "16", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["selectors"] == {"lane_alignment": 16}
+    assert sorted({e["lane"] for e in doc["entries"]}) == [32 * w + 16 + x for w in range(4) for x in range(16)]
+    assert main(["layout", "B200", "tcgen05.mma.kind::f16.m128n16k16.f32.f16.f16", "--operand", "d",
+                 "--lane-alignment", "16"]) == 1
+    assert "no such selector" in capsys.readouterr().err
