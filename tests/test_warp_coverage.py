@@ -66,8 +66,9 @@ def _instruction(reg, dp, M, N):
 
 
 def cases():
-    """``[(arch, instruction, a_in_tmem, datapath)]``: every distinct instruction once, and for
-    tcgen05.mma every data path layout with A in shared memory and in Tensor Memory."""
+    """``[(arch, instruction, a_in_tmem, datapath)]``: every distinct instruction once (wgmma with
+    A in registers and in shared memory), and for tcgen05.mma every data path layout with A in
+    shared memory and in Tensor Memory."""
     reg = get_registry()
     out, seen, layouts = [], set(), set()
     for arch, A in reg.architectures.items():
@@ -79,7 +80,8 @@ def cases():
                 key = (datapath_identity(dp), M, N)
                 if key not in seen:
                     seen.add(key)
-                    out.append((arch, _instruction(reg, dp, M, N), False, dp))
+                    for alt in (False, True) if dp.op == "wgmma.mma_async" else (False,):
+                        out.append((arch, _instruction(reg, dp, M, N), alt, dp))
                 continue
             ident = datapath_identity(dp)
             bits = reg.formats[dp.a].container_bits
@@ -105,7 +107,8 @@ def _image(m, X, operand, target):
 
 
 def run_case(arch, instruction, a_in_tmem=False, seed=0, backend="numpy"):
-    """``(warp's D unfragmented, the matrix form's D)`` on random words."""
+    """``(warp's D unfragmented, the matrix form's D)`` on random words; ``a_in_tmem``: A in
+    Tensor Memory (tcgen05), in shared memory (wgmma; else its registers)."""
     m = mmasim.MMA(arch, instruction, backend=backend)
     dp, K = m.datapath, m.datapath.k
     rng = np.random.default_rng(seed)
@@ -139,7 +142,11 @@ def run_case(arch, instruction, a_in_tmem=False, seed=0, backend="numpy"):
         d = m.warp(m.fragments("a", Ause), m.fragments("b", B), c, **kw)
     elif dp.op == "wgmma.mma_async":
         b_img, bd = _image(m, B.T, "b", "wgmma")
-        d = m.warp(m.fragments("a", Ause), b_img, c, b_descriptor=bd, **kw)
+        if a_in_tmem:           # wgmma: the other A source is shared memory (a_descriptor)
+            a, kw["a_descriptor"] = _image(m, Ause, "a", "wgmma")
+        else:
+            a = m.fragments("a", Ause)
+        d = m.warp(a, b_img, c, b_descriptor=bd, **kw)
     else:
         ncta = 2 if "cta_group::2" in dp.qualifiers else 1
         a_parts = [_image(m, Ause[i * Mr // ncta:(i + 1) * Mr // ncta], "a", "tcgen05") for i in range(ncta)]
