@@ -8,6 +8,7 @@
 
 from .errors import (
     AmbiguousInstruction,
+    CopyMismatch,
     DtypeError,
     MMAError,
     OperandError,
@@ -94,5 +95,5 @@ __all__ = [
     "register", "unregister", "hookimpl",
     "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier",
     "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",
-    "ScaleError", "SparseMetadataError", "TableError", "ThreadCountError", "PluginError", "PluginConflict",
+    "ScaleError", "SparseMetadataError", "CopyMismatch", "TableError", "ThreadCountError", "PluginError", "PluginConflict",
 ]

@@ -358,7 +358,8 @@ def cmd_layout(args) -> int:
     model = MMA(args.arch, args.instruction, **_qualifiers(args))
     lay = model.layout(args.operand, alayout=args.alayout, blayout=args.blayout,
                        **{k: v for k, v in (("byte_id", args.byte_id), ("thread_id", args.thread_id),
-                                            ("selector", args.selector)) if v})
+                                            ("selector", args.selector),
+                                            ("lane_alignment", args.lane_alignment)) if v})
     if args.out:
         try:
             draw.figure(lay, args.out, model.arch, model.instruction)
@@ -480,6 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--byte-id", type=int, default=0, help="byte-id selector of scale_a / scale_b (default 0)")
     s.add_argument("--thread-id", type=int, default=0, help="thread-id selector of scale_a / scale_b (default 0)")
     s.add_argument("--selector", type=int, default=0, help="sparsity selector of sparse_metadata (default 0)")
+    s.add_argument("--lane-alignment", type=int, default=0,
+                   help="TMEM lane alignment (0 or 16) of the half-data-path tcgen05 layouts C and F (default 0)")
     s.add_argument("--alayout", choices=("row", "col"), default="row", help="A's .row/.col (m8n8k4 .f16)")
     s.add_argument("--blayout", choices=("row", "col"), default="col", help="B's .row/.col (m8n8k4 .f16)")
     s.add_argument("--out", metavar="FIG.png", type=_plot_path,

@@ -45,6 +45,10 @@ class SparseMetadataError(OperandError):
     """Sparse metadata is missing, has the wrong shape, or holds an illegal selector."""
 
 
+class CopyMismatch(OperandError):
+    """A Tensor Memory image whose duplicated lane groups (a layout's ``copies``) hold different words."""
+
+
 class ThreadCountError(MMAError, ValueError):
     """A thread count (the ``threads=`` argument or ``MMASIM_THREADS``) that is not a positive integer."""
 

@@ -524,8 +524,8 @@ def test_block_scaled_pair_and_sparse_forms_refuse_bad_calls_clearly():
         m.warp(*args, **{**kw, "scale_a": None})
     with pytest.raises(mmasim.SparseMetadataError, match="sparse"):
         m.warp(*args, **{**kw, "sparse_metadata": None})
-    with pytest.raises(UnsupportedDatapath, match="A in Tensor Memory"):
-        m.warp(np.zeros((128, 8), np.uint32), *args[1:], **{**kw, "a_descriptor": None})
+    with pytest.raises(ShapeError):          # A in Tensor Memory of the wrong shape
+        m.warp(np.zeros((128, 3), np.uint32), *args[1:], **{**kw, "a_descriptor": None})
     unscaled = _m("tcgen05.mma.sp.kind::f16.m128n16k32.f32.f16.f16")
     with pytest.raises(ScaleError, match="not block-scaled"):
         unscaled.warp(*args, scale_a=kw["scale_a"], b_descriptor=kw["b_descriptor"])

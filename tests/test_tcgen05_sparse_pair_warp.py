@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim.errors import OperandError, ShapeError, SparseMetadataError, UnsupportedDatapath
+from mmasim.errors import OperandError, ScaleError, ShapeError, SparseMetadataError
 from mmasim.harness import nv_async as nv
 from mmasim.placement import a_tmem_layout, compress, metadata_words, tcgen05_warp
 
@@ -206,11 +206,7 @@ def test_tcgen05_sparse_metadata_and_a_tmem_layouts_round_trip(ins):
         md = _metadata(m, L.rows, rng)
         np.testing.assert_array_equal(m.unfragment("sparse_metadata", m.fragments("sparse_metadata", md,
                                                                                     selector=sel), selector=sel), md)
-    if "ws" in m.datapath.qualifiers or m.a_format.container_bits < 8:     # not modelled: .ws, packed 4-bit codes
-        with pytest.raises(UnsupportedDatapath, match="Tensor Memory"):
-            a_tmem_layout(m)
-        return
-    La = a_tmem_layout(m)
+    La = a_tmem_layout(m)       # .ws and packed 4-bit codes too (tests/test_warp_coverage.py)
     assert La.shape == (L.rows, m.datapath.stored_k) and La.storage == "tmem"
     X = _words(rng, La.shape, m.a_format.container_bits)
     np.testing.assert_array_equal(La.unpack(La.pack(X)).astype(np.uint64), X)
@@ -322,12 +318,8 @@ def test_tcgen05_sparse_warp_errors_are_specific():
 
 
 def test_tcgen05_unmodelled_forms_are_refused_clearly():
-    with pytest.raises(UnsupportedDatapath, match="duplicates A"):
-        a_tmem_layout(_m("tcgen05.mma.cta_group::2.kind::f16.m128n32k16.f32.f16.f16"))
-    with pytest.raises(UnsupportedDatapath, match="SPARSE_METADATA"):
-        _m("tcgen05.mma.sp.ws.kind::f16.m64n64k32.f32.f16.f16").layout("sparse_metadata")
     m = _m("tcgen05.mma.sp.cta_group::2.kind::mxf8f6f4.block_scale.m256n16k64.f32.e4m3.e4m3")
-    with pytest.raises(UnsupportedDatapath, match="block-scaled tcgen05.mma with A in Tensor Memory"):
+    with pytest.raises(ScaleError, match="pass the scale_a and scale_b"):
         tcgen05_warp.warp(m, np.zeros(8, np.uint32), np.zeros(8, np.uint32), np.zeros(8, np.uint32), b_descriptor=0)
     m = _m("tcgen05.mma.cta_group::1.kind::f16.m128n16k16.f32.f16.f16")
     with pytest.raises(OperandError, match="row-major"):

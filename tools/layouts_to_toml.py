@@ -35,7 +35,7 @@ import attrs
 #: FragmentRule's fields in the order a row lists them: what selects, then the formulas, then the words
 ORDER = ("name", "op", "operands", "m", "n", "k", "bits", "arch", "kind", "types", "abits", "alayout", "blayout",
          "sparse", "qualifiers", "storage", "lanes", "blocks", "block", "elements", "row", "col", "valid",
-         "selectors", "legal", "description", "source", "evidence")
+         "copies", "selectors", "legal", "description", "source", "evidence")
 #: tuple fields written as a plain value when they hold one (``bits = 16``), a list otherwise
 _SCALAR_WHEN_ONE = ("bits", "arch", "types", "abits")
 WIDTH = 100

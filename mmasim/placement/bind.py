@@ -69,18 +69,20 @@ def _matrix_shape(model, operand, M, N):
 
 
 def layout(model, operand: str, alayout: str = "row", blayout: str = "col", byte_id: int = 0, thread_id: int = 0,
-           selector: int = 0):
+           selector: int = 0, lane_alignment: int = 0):
     """The :class:`~mmasim.placement.fragment.Fragment` of ``operand`` of ``model``.
 
     ``byte_id`` / ``thread_id``: the ``{byte-id, thread-id}`` selector of ``scale_a`` /
     ``scale_b`` (block-scaled ``mma.sync``); ``selector``: the sparsity selector of
-    ``sparse_metadata`` (``mma.sp``).  Each defaults to 0 and must be a value the ISA allows."""
+    ``sparse_metadata`` (``mma.sp``); ``lane_alignment``: 0 or 16, where the half-data-path
+    tcgen05 layouts C and F start within each 32-lane sub-partition (PTX §9.7.16.10.5).  Each
+    defaults to 0 and must be a value the ISA allows."""
     if operand not in OPERANDS:
         raise OperandError(f"operand must be one of {', '.join(OPERANDS)}; got {operand!r}")
     for name, v in (("alayout", alayout), ("blayout", blayout)):
         if v not in _MAJOR:
             raise OperandError(f"{name} must be 'row' or 'col'; got {v!r}")
-    selectors = {"byte_id": byte_id, "thread_id": thread_id, "selector": selector}
+    selectors = {"byte_id": byte_id, "thread_id": thread_id, "selector": selector, "lane_alignment": lane_alignment}
     for name, v in selectors.items():
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
             raise OperandError(f"{name} must be a non-negative integer; got {v!r}")

@@ -39,9 +39,11 @@ _CMP = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
     ast.Eq: operator.eq, ast.NotEq: operator.ne,
 }
-NAMES = ("lane", "i", "g", "t", "w", "M", "N", "K", "E", "V", "byte_id", "thread_id", "selector")
-#: the selector operands a layout may depend on (bound per call, default 0)
-SELECTORS = ("byte_id", "thread_id", "selector")
+NAMES = ("lane", "i", "g", "t", "w", "M", "N", "K", "E", "V", "byte_id", "thread_id", "selector", "lane_alignment")
+#: the selector operands a layout may depend on (bound per call, default 0); ``lane_alignment``:
+#: the TMEM lane (0 or 16 within each 32-lane sub-partition) where a half-data-path tcgen05
+#: operand (layouts C and F) starts, the lane field of its Tensor Memory address
+SELECTORS = ("byte_id", "thread_id", "selector", "lane_alignment")
 
 
 def compile_expr(text: str, where: str = "layout"):

@@ -19,7 +19,7 @@ import functools
 import attrs
 import numpy as np
 
-from ..errors import ShapeError, TableError
+from ..errors import CopyMismatch, ShapeError, TableError
 from .base import Layout
 from .expr import SELECTORS, compile_expr, environment, evaluate
 
@@ -61,7 +61,10 @@ class FragmentRule(Layout):
     multi-block ``v_mfma``, Volta's quad pairs); ``block`` says which, and the
     layout's matrix is their stack along its rows.  ``valid``: which slots hold an
     element (default all).  ``storage``: ``"registers"`` or ``"tmem"`` (lanes are
-    TMEM lanes, registers TMEM columns).
+    TMEM lanes, registers TMEM columns).  ``copies``: lane offsets at which the image repeats
+    every lane that holds elements (a Tensor Memory operand each lane group of a data path reads
+    in full: lane ``l + offset`` holds what lane ``l`` holds); ``pack`` writes the copies and
+    ``unpack`` refuses an image whose copies disagree (:class:`~mmasim.CopyMismatch`).
     """
 
     name: str
@@ -89,6 +92,7 @@ class FragmentRule(Layout):
     selectors: tuple = attrs.field(default=(), converter=_tuple)
     legal: str = ""
     storage: str = "registers"
+    copies: tuple = attrs.field(default=(), converter=_tuple)
     description: str = ""
     source: str = ""
     #: what the formulas were checked against (required, no default: a rule must say it);
@@ -115,6 +119,10 @@ class FragmentRule(Layout):
             raise TableError(f"{where}: sparse must be True, False or None; got {self.sparse!r}")
         if self.storage not in ("registers", "tmem"):
             raise TableError(f"{where}: storage must be 'registers' or 'tmem', got {self.storage!r}")
+        if any(isinstance(o, bool) or not isinstance(o, int) or not 0 < o < self.lanes for o in self.copies) \
+                or len(set(self.copies)) != len(self.copies):
+            raise TableError(f"{where}: copies must be distinct lane offsets 0 < offset < lanes ({self.lanes}); "
+                             f"got {self.copies}")
 
     # the registry's key and arch filter
     @property
@@ -163,8 +171,8 @@ class FragmentRule(Layout):
 
 
 @functools.lru_cache(maxsize=512)
-def _bind(rule, operand, M, N, K, bits, shape=None, V=0, sel=(0, 0, 0)):
-    selectors = dict(zip(SELECTORS, sel))
+def _bind(rule, operand, M, N, K, bits, shape=None, V=0, sel=()):
+    selectors = dict(zip(SELECTORS, tuple(sel) + (0,) * (len(SELECTORS) - len(sel))))
     where = f"layout {rule.name!r} ({operand}, m{M}n{N}k{K}, {bits}-bit elements)"
     scal = {"M": M, "N": N, "K": K, "lane": 0, "i": 0, "g": 0, "t": 0, "w": 0, "E": 0, "V": V, **selectors}
     elements = int(evaluate(compile_expr(rule.elements), scal))
@@ -193,6 +201,15 @@ def _bind(rule, operand, M, N, K, bits, shape=None, V=0, sel=(0, 0, 0)):
     if flat.size != rows * cols or counts.max(initial=0) != 1:
         raise TableError(f"{where}: the formulas are not a bijection onto the {rows}x{cols} matrix "
                          f"({int((counts == 0).sum())} elements unheld, {int((counts > 1).sum())} held twice)")
+    held = np.flatnonzero(v.any(axis=1))
+    taken = np.zeros(rule.lanes, dtype=bool)
+    taken[held] = True
+    for off in rule.copies:
+        to = held + off
+        if (to >= rule.lanes).any() or taken[to[to < rule.lanes]].any():
+            raise TableError(f"{where}: the copy at lane offset {off} leaves the {rule.lanes} lanes or lands on "
+                             "lanes that hold elements or another copy")
+        taken[to] = True
     frag = Fragment(rule, operand, M, N, K, bits, rows, cols, elements, srow, scol, v)
     frag.selectors = {k: selectors[k] for k in rule.selectors}
     return frag
@@ -213,6 +230,12 @@ class Fragment:
         self.rows, self.cols, self.elements = rows, cols, elements
         self.lanes = rule.lanes
         self.blocks = rule.blocks
+        #: lane offsets of the image's copies (``FragmentRule.copies``) and the lanes they copy
+        self.copies = tuple(getattr(rule, "copies", ()))
+        self._held = np.flatnonzero(valid.any(axis=1))
+        self._source = np.arange(rule.lanes)
+        for off in self.copies:
+            self._source[self._held + off] = self._held
         #: the selector operand values this layout was bound with (e.g. ``{"thread_id": 0}``)
         self.selectors = {}
         self._row, self._col, self._valid = row, col, valid
@@ -278,14 +301,17 @@ class Fragment:
 
     # ---------------------------------------------------------------- lookups
     def coords(self, lane: int, i: int) -> tuple:
-        """``(row, col)`` of element ``i`` of ``lane``'s fragment (PTX's a0, a1, ... order)."""
+        """``(row, col)`` of element ``i`` of ``lane``'s fragment (PTX's a0, a1, ... order); a lane
+        of a copy (``copies``) gives the element it repeats."""
         lane, i = _index(lane, "lane", self.lanes), _index(i, "element", self.elements)
+        lane = int(self._source[lane])
         if not self._valid[lane, i]:
             raise ShapeError(f"{self.name}: lane {lane} holds no element {i} of {self.operand.upper()}")
         return int(self._row[lane, i]), int(self._col[lane, i])
 
     def owner(self, row: int, col: int) -> tuple:
-        """``(lane, i)`` holding element ``(row, col)``: the inverse of :meth:`coords`."""
+        """``(lane, i)`` holding element ``(row, col)``: the inverse of :meth:`coords` (with
+        ``copies``, the first lane holding it)."""
         row, col = _index(row, "row", self.rows), _index(col, "col", self.cols)
         lane, i = self._owner[row, col]
         return int(lane), int(i)
@@ -324,6 +350,8 @@ class Fragment:
             per = self.bits // 32
             for h in range(per):
                 regs[:, h::per] = (el >> np.uint64(32 * h)) & np.uint64(0xFFFFFFFF)
+        for off in self.copies:
+            regs[self._held + off] = regs[self._held]
         return regs.astype(np.uint32)
 
     def unpack(self, registers) -> np.ndarray:
@@ -345,9 +373,19 @@ class Fragment:
             el = np.zeros((self.lanes, self.elements), dtype=np.uint64)
             for h in range(per):
                 el |= r[:, h::per] << np.uint64(32 * h)
+        v = self._valid
+        for off in self.copies:
+            src, dup = el[self._held], el[self._held + off]
+            bad = (src != dup) & v[self._held]
+            if bad.any():
+                j, i = (int(x[0]) for x in np.nonzero(bad))
+                lane = int(self._held[j])
+                raise CopyMismatch(
+                    f"{self.name}: {self.operand.upper()} is duplicated in the lanes {off} above the ones that hold it "
+                    f"(each lane group of the data path reads its own copy); element {i} is {int(src[j, i]):#x} in "
+                    f"lane {lane} but {int(dup[j, i]):#x} in lane {lane + off} (fragments() writes every copy)")
         dt = np.uint8 if self.bits <= 8 else np.uint16 if self.bits <= 16 else np.uint32 if self.bits <= 32 else np.uint64
         out = np.zeros((self.rows, self.cols), dtype=dt)
-        v = self._valid
         out[self._row[v], self._col[v]] = el[v].astype(dt)
         return out
 

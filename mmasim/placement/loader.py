@@ -49,7 +49,8 @@ KEYS = {
     "name": _STR, "op": _STR, "operands": _STRS, "m": _INT, "n": _INT, "k": _INT, "bits": _INTS,
     "arch": _STRS, "kind": _STR, "types": _STRS, "abits": _INTS, "alayout": _STR, "blayout": _STR,
     "sparse": _BOOL, "qualifiers": _STRS, "storage": _STR, "lanes": _INT, "blocks": _INT, "block": _FORMULA,
-    "elements": _FORMULA, "row": _FORMULA, "col": _FORMULA, "valid": _STR, "selectors": _STRS, "legal": _STR,
+    "elements": _FORMULA, "row": _FORMULA, "col": _FORMULA, "valid": _STR, "copies": _INTS, "selectors": _STRS,
+    "legal": _STR,
     "description": _STR, "source": _STR, "evidence": _STR,
 }
 #: the keys a row must give (``evidence``: what the formulas rest on, never implied)

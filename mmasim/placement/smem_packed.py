@@ -58,7 +58,9 @@ def _check(pack, depth, major):
         raise ShapeError(f"packing must be ('pair', 4) or ('padded', 4 | 6); got {pack!r}")
     if major != "K":
         raise UnsupportedDatapath(f"MN-major sub-byte ({bits}-bit, {mode}) operands in shared memory are not "
-                                  "modelled (K-major only)")
+                                  "modelled (K-major only): the PTX text read here gives their packing along K only, "
+                                  "and CUTLASS's UMMA instruction descriptor (cute/arch/mma_sm100_desc.hpp) allows "
+                                  "MN-major only for E4M3, E5M2, INT8, F16, BF16 and TF32 sources")
     if mode == "pair" and (bits != 4 or depth % 2):
         raise ShapeError(f"packed 4-bit pairs need an even K; got K = {depth}")
     if mode == "padded" and (bits not in (4, 6) or depth % CHUNK):

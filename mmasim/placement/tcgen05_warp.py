@@ -26,6 +26,13 @@ The operands, for an ``M x N x K`` instruction (``M``, ``N``: ``model.layout("d"
   of scale_B; M = 128, the 2x2 data path: CTA ``c``'s rows of scale_A, and scale_B split between
   the lane halves as D's columns are).  Not modelled: block-scaled kinds with A in Tensor Memory.
 
+Where every lane group of the data path reads an operand in full (``.ws`` at M = 64 / 32, A of
+M = 128 ``cta_group::2`` dense) its image repeats it per group (the layout's ``copies``; a
+:class:`~mmasim.CopyMismatch` when the copies disagree).  ``lane_alignment`` (0 or 16) places
+the half-data-path layouts C and F (C / D, A in TMEM, the metadata alike) in the lower or upper
+16 lanes of each 32-lane sub-partition.  4- / 6-bit shared-memory operands are read packed or
+padded (:mod:`mmasim.placement.smem_packed`).
+
 Each is unpacked, the matrix form computes (so ``warp`` equals it by construction) and D is
 packed; which CTA holds which half, where A and the metadata sit in TMEM and the 16-bit
 accumulator's placement are stated with their evidence in docs/layouts.md.
@@ -48,12 +55,15 @@ def _is_pair(model) -> bool:
     return _PAIR in model.datapath.qualifiers
 
 
-def a_tmem_layout(model):
+def a_tmem_layout(model, lane_alignment: int = 0):
     """The :class:`~mmasim.placement.fragment.Fragment` of A in Tensor Memory (``[a-tmem]``)
     of a ``tcgen05.mma``: row-major, row ``r`` in the TMEM lane of D's row ``r``, K along the
     32-bit columns, sub-word elements packed lowest first; a sparse instruction's A is the
-    compressed ``M x K/2``.  ``UnsupportedDatapath`` where no layout is modelled (``.ws``;
-    ``cta_group::2`` M = 128 dense, whose A CUTLASS duplicates across sub-partitions)."""
+    compressed ``M x K/2``.  Where each lane group of the data path reads all rows (``.ws`` at
+    M = 64 / 32, layouts E / G; M = 128 ``cta_group::2`` dense, layout B) the image repeats them
+    (the layout's ``copies``; ``pack`` writes them, ``unpack`` checks them).  ``UnsupportedDatapath``
+    where no layout is registered.  ``lane_alignment``: 0 or 16 for the half-data-path layouts
+    C and F (as D's; PTX §9.7.16.10.5), refused by the others."""
     dp = model.datapath
     if dp.op != "tcgen05.mma":
         raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory exists only for tcgen05.mma")
@@ -65,9 +75,9 @@ def a_tmem_layout(model):
              if isinstance(r, FragmentRule) and r.storage == "tmem" and r.matches(**key)]
     if not rules:
         raise UnsupportedDatapath(
-            f"{model.instruction}: no Tensor Memory layout of A is modelled for M = {M}"
-            + (" with cta_group::2 (dense: CUTLASS duplicates A across the sub-partitions)" if _is_pair(model) else "")
-            + (" with .ws" if "ws" in dp.qualifiers else "") + "; pass A as a shared-memory image (a_descriptor)")
+            f"{model.instruction}: no Tensor Memory layout of A is registered for M = {M}"
+            + (" with cta_group::2" if _is_pair(model) else "") + (" with .ws" if "ws" in dp.qualifiers else "")
+            + "; pass A as a shared-memory image (a_descriptor)")
 
     def rank(r):
         return (bool(r.arch), r.qualifiers is not None, r.m is not None, r.sparse is not None)
@@ -77,11 +87,14 @@ def a_tmem_layout(model):
     if len(top) > 1:
         raise TableError(f"{model.instruction}: A in Tensor Memory matches several layouts equally: "
                          + ", ".join(r.name for r in top))
-    if bits not in (8, 16, 32):
+    if bits not in (4, 8, 16, 32):     # 4: two e2m1 codes a byte (PTX §9.7.16.10.4.5), eight a word
         raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory with {bits}-bit containers "
-                                  "(packed sub-byte codes) is not modelled")
+                                  "is not modelled")
     ka = dp.stored_k if dp.sparse else dp.k
-    return top[0].bind("a", M, N, dp.k, bits, shape=(M, ka))
+    why = top[0].check_selectors(lane_alignment=lane_alignment)
+    if why:
+        raise OperandError(f"{model.instruction}: A in Tensor Memory: {why}")
+    return top[0].bind("a", M, N, dp.k, bits, shape=(M, ka), lane_alignment=lane_alignment)
 
 
 def _images(model, x, what, pair):
@@ -96,12 +109,9 @@ def _images(model, x, what, pair):
                        f"(CTA 0's, CTA 1's): a tuple of two flat images or an array with a leading axis of 2")
 
 
-def _check_major(model, name, major, fmt):
+def _check_major(name, major):
     if major not in ("K", "MN"):
         raise OperandError(f"{name} must be 'K' or 'MN'; got {major!r}")
-    if major == "MN" and (fmt.field_bits < 8 or fmt.container_bits < 8):
-        raise UnsupportedDatapath(f"{model.instruction}: warp() of MN-major sub-byte .{fmt.name} operands in "
-                                  "shared memory is not modelled")
 
 
 def scales(model, scale_a, scale_b, byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0) -> dict:
@@ -124,23 +134,19 @@ def scales(model, scale_a, scale_b, byte_id_a=0, byte_id_b=0, thread_id_a=0, thr
 
 def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, sparsity_selector=0,
          a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", scale_a=None, scale_b=None,
-         byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0, **options) -> np.ndarray:
+         byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0, lane_alignment=0, **options) -> np.ndarray:
     """D: the Tensor Memory image ``uint32 (TMEM lanes, columns)`` of ``tcgen05.mma`` (module
     docstring: the operands' forms).  Called by :func:`mmasim.placement.warp` for the sparse,
     cta_group::2, A-in-TMEM and 16-bit-accumulator forms, block-scaled ones included
     (``scale_a`` / ``scale_b``: :func:`scales`)."""
     dp = model.datapath
     pair = _is_pair(model)
-    if dp.scale and a_descriptor is None:
-        raise UnsupportedDatapath(f"{model.instruction}: warp() of block-scaled tcgen05.mma with A in Tensor Memory "
-                                  "is not modelled (the packing of its 4- / 6-bit codes in TMEM is not read); pass "
-                                  "A as a shared-memory image (a_descriptor)")
     kw = scales(model, scale_a, scale_b, byte_id_a, byte_id_b, thread_id_a, thread_id_b)
-    lc, ld = (layout(model, o, **options) for o in ("c", "d"))
+    lc, ld = (layout(model, o, lane_alignment=lane_alignment, **options) for o in ("c", "d"))
     M, N, K = ld.rows, ld.cols, dp.k
     ka = dp.stored_k if dp.sparse else K
-    for name, major, fmt in (("a_major", a_major, model.a_format), ("b_major", b_major, model.b_format)):
-        _check_major(model, name, major, fmt)
+    for name, major in (("a_major", a_major), ("b_major", b_major)):
+        _check_major(name, major)
     if a_descriptor is None and a_major != "K":
         raise OperandError(f"{model.instruction}: A in Tensor Memory is row-major (PTX Table 53); a_major "
                            "applies to A in shared memory (pass a_descriptor)")
@@ -148,10 +154,11 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
         raise OperandError(f"{model.instruction}: B is a shared-memory image; pass b_descriptor (its 64-bit "
                            "matrix descriptor, start address relative to the image)")
     ncta = 2 if pair else 1
+    # whole containers, or 4- / 6-bit codes packed / padded as smem_packed says (PTX §9.7.16.10.4)
     B = np.concatenate([read_model_operand(model, "b", img, b_descriptor, N // ncta, K, b_major, "tcgen05")
                         for img in _images(model, b_regs, "B", pair)], axis=0).T
     if a_descriptor is None:
-        A = a_tmem_layout(model).unpack(a_regs)
+        A = a_tmem_layout(model, lane_alignment).unpack(a_regs)
     else:
         A = np.concatenate([read_model_operand(model, "a", img, a_descriptor, M // ncta, ka, a_major, "tcgen05")
                             for img in _images(model, a_regs, "A", pair)], axis=0)
@@ -163,7 +170,8 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
         if sparse_metadata is None:
             raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse metadata's Tensor Memory "
                                       "image (fragments('sparse_metadata', words, selector=...))")
-        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector).unpack(sparse_metadata))
+        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector,
+                                   lane_alignment=lane_alignment).unpack(sparse_metadata))
         if A.shape != (M, ka):
             raise ShapeError(f"{model.instruction}: the compressed A must be ({M}, {ka}); got {A.shape}")
         A = expand(model, A, md)

@@ -23,9 +23,9 @@ from .tcgen05_warp import warp as _tcgen05_warp     # .sp, the CTA pair, A in TM
 
 def _smem_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, M, N):
     """A and B of ``wgmma.mma_async`` / ``tcgen05.mma``: B (and A when ``a_descriptor`` is
-    given; always for tcgen05) read from shared-memory images through their descriptors
-    (:func:`mmasim.placement.smem.read_operand`), A otherwise unpacked from the
-    warpgroup's registers with ``la``."""
+    given) read from shared-memory images through their descriptors
+    (:func:`mmasim.placement.smem.read_operand`), A otherwise unpacked with ``la`` (the
+    warpgroup's registers; tcgen05: A in Tensor Memory, ``None`` when A must be an image)."""
     dp = model.datapath
     target = "tcgen05" if dp.op == "tcgen05.mma" else "wgmma"
     for name, major, fmt in (("a_major", a_major, model.a_format), ("b_major", b_major, model.b_format)):
@@ -34,7 +34,7 @@ def _smem_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la
         if target == "wgmma" and major == "MN" and fmt.name not in ("f16", "bf16"):
             raise OperandError(f"{model.instruction}: {name}='MN' (the transpose) exists only for .f16 / .bf16 "
                                f"operands, not .{fmt.name}")
-    for name, desc in (("b", b_descriptor),) + ((("a", a_descriptor),) if target == "tcgen05" else ()):
+    for name, desc in (("b", b_descriptor),) + ((("a", a_descriptor),) if la is None else ()):
         if desc is None:
             raise OperandError(f"{model.instruction}: {name.upper()} is a shared-memory image; pass "
                                f"{name}_descriptor (its 64-bit matrix descriptor, start address relative to the image)")
@@ -49,7 +49,8 @@ def _smem_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la
 
 def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, backend=None,
          byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0, sparsity_selector=0,
-         a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", **options) -> np.ndarray:
+         a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", lane_alignment=0,
+         **options) -> np.ndarray:
     """D registers ``uint32 (lanes, registers)`` of the instruction on register operands.
 
     A, B and C are unpacked, computed with the model's matrix form (``model(A, B, C)``,
@@ -66,7 +67,8 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     registers over the 128-thread warpgroup, or, with ``a_descriptor``, A's shared-memory
     image.  ``a_major`` / ``b_major``: ``"K"`` (default) or ``"MN"`` (the instruction's
     transpose, .f16 / .bf16 only).  C and D are the accumulator registers.
-    ``tcgen05.mma`` (``cta_group::1``, dense): A and B are shared-memory images with
+    ``tcgen05.mma`` (``cta_group::1``, dense): A (or, without ``a_descriptor``, A's Tensor
+    Memory image, :func:`mmasim.placement.a_tmem_layout`) and B are shared-memory images with
     ``a_descriptor`` / ``b_descriptor`` (tcgen05 descriptor words; 4- / 6-bit codes packed or
     padded as :mod:`mmasim.placement.smem_packed` says), C and D the Tensor Memory image
     ``(TMEM lanes, columns)`` in the data path layout of ``model.layout("d")`` (what
@@ -74,7 +76,10 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     TMEM images of ``model.layout("scale_a")`` / ``("scale_b")`` (their own columns, duplicated
     in all four 32-lane partitions), ``byte_id_a`` / ``byte_id_b`` the scale factor A / B IDs.
     ``.sp``, ``cta_group::2`` (pairs of images), A in Tensor Memory (no ``a_descriptor``) and
-    16-bit accumulators: :mod:`mmasim.placement.tcgen05_warp`.
+    16-bit accumulators: :mod:`mmasim.placement.tcgen05_warp`.  ``lane_alignment`` (0 or 16):
+    where the half-data-path layouts C and F (tcgen05 M = 64, M = 128 ``cta_group::2`` sparse)
+    start within each 32-lane sub-partition, the same for C / D, A in Tensor Memory and the
+    metadata (PTX §9.7.16.10.5); an instruction without such a layout refuses 16 (``OperandError``).
     """
     options = _options(options)
     if any(k in SELECTORS for k in options):
@@ -88,9 +93,11 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
                              sparsity_selector=sparsity_selector, a_descriptor=a_descriptor,
                              b_descriptor=b_descriptor, a_major=a_major, b_major=b_major, scale_a=scale_a,
                              scale_b=scale_b, byte_id_a=byte_id_a, byte_id_b=byte_id_b, thread_id_a=thread_id_a,
-                             thread_id_b=thread_id_b, **options)
-    if dp.op == "tcgen05.mma":
-        lc, ld = (layout(model, o, **options) for o in ("c", "d"))
+                             thread_id_b=thread_id_b, lane_alignment=lane_alignment, **options)
+    if lane_alignment and dp.op != "tcgen05.mma":
+        layout(model, "d", lane_alignment=lane_alignment, **options)    # OperandError: no such selector
+    if dp.op == "tcgen05.mma":     # cta_group::1, dense, A in shared memory, 32-bit D
+        lc, ld = (layout(model, o, lane_alignment=lane_alignment, **options) for o in ("c", "d"))
         A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, None,
                               ld.rows, ld.cols)
         la = lb = ld
@@ -125,7 +132,8 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
         if sparse_metadata is None:
             raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse_metadata registers "
                                       "(fragments('sparse_metadata', words))")
-        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector).unpack(sparse_metadata))
+        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector,
+                                   lane_alignment=lane_alignment).unpack(sparse_metadata))
         A = expand(model, A, md)
         kw["sparse_metadata"] = md
     elif sparse_metadata is not None:
