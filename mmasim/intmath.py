@@ -8,14 +8,13 @@ NEG_INF_EXP = np.int64(-(1 << 40))   # sentinel exponent for "no term"
 
 
 def bit_length(x: np.ndarray) -> np.ndarray:
-    """Bit length of non-negative int64 values, exactly (no float conversion)."""
-    x = np.asarray(x, dtype=np.int64)
-    n = np.zeros(x.shape, dtype=np.int64)
-    for s in (32, 16, 8, 4, 2, 1):
-        big = x >= (np.int64(1) << s)
-        n += np.where(big, s, 0)
-        x = np.where(big, x >> s, x)
-    return n + (x > 0)
+    """Bit length of int64 values (0 for ``x <= 0``), exactly: the binary exponent
+    of the nearest binary64, less one where rounding to its 53 bits carried into the
+    next power of two (then ``x`` is still below ``2**(n - 1)``)."""
+    x = np.maximum(np.asarray(x, dtype=np.int64), 0)
+    n = np.frexp(x.astype(np.float64))[1].astype(np.int64)
+    n -= ((x >> np.maximum(n - 1, 0)) == 0) & (n > 0)
+    return n
 
 
 def shift(mag: np.ndarray, by: np.ndarray) -> np.ndarray:
