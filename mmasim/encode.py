@@ -10,7 +10,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .intmath import bit_length
+from .intmath import bit_length, shift
 
 
 @attrs.frozen
@@ -50,14 +50,14 @@ class Encoding:
         if self.mode in ("wrap", "sat"):
             raise TypeError("integer encodings use pack_int")
         mag = np.asarray(mag, dtype=np.int64)
-        e0 = np.broadcast_to(np.asarray(e0, dtype=np.int64), mag.shape)
-        neg = np.broadcast_to(np.asarray(neg, dtype=bool), mag.shape)
+        e0 = np.asarray(e0, dtype=np.int64)
+        neg = np.asarray(neg, dtype=bool)
         emin = 1 - self.bias
         frac = self.frac_bits
         lead = e0 + bit_length(mag) - 1
         top = np.maximum(lead, emin)                # exponent of the word's leading bit
         drop = top - frac - e0                      # bits below the kept last bit
-        keep = (mag << np.clip(-drop, 0, 62)) >> np.clip(drop, 0, 63)
+        keep = shift(mag, -drop)                    # truncated to the kept last bit
         if self.mode == "rne":
             d = np.clip(drop, 1, 63)
             rem = mag & ((np.int64(1) << np.minimum(d, 62)) - 1)

@@ -23,9 +23,13 @@ def shift(mag: np.ndarray, by: np.ndarray) -> np.ndarray:
     otherwise.  Shifts past the word give 0."""
     mag = np.asarray(mag, dtype=np.int64)
     by = np.asarray(by, dtype=np.int64)
-    left = np.clip(by, 0, 62)
-    right = np.clip(-by, 0, 63)
-    return (mag << left) >> right
+    left = np.maximum(by, 0)        # shift amounts clipped to the word (in place: fewer temporaries)
+    np.minimum(left, 62, out=left)
+    right = np.maximum(-by, 0)
+    np.minimum(right, 63, out=right)
+    out = mag << left
+    out >>= right
+    return out
 
 
 def truncate_signed(neg: np.ndarray, mag: np.ndarray, q: np.ndarray, quantum: np.ndarray) -> np.ndarray:
