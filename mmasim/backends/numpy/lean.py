@@ -239,15 +239,7 @@ class LeanWindow:
             # the floor counts only the blocks holding a nonzero product
             live_sr = None if self.sf is None else np.where(p != 0, s_r[:, cut], NEG).max(axis=-1)
             quantum, _ = window_quantum(E, F, live_sr, self.sf)
-            # t = trunc(|p| * 2**(q - quantum)) = (|p| << S) >> (S - q + quantum)
-            np.subtract((quantum + S)[:, None], q, out=q)
-            np.minimum(q, 63, out=q)
-            neg = p < 0
-            np.abs(p, out=p)
-            p <<= S
-            p >>= q
-            np.negative(p, out=p, where=neg)
-            total = _row_reduce(p, np.add)
+            total = _row_reduce(truncate_signed(p < 0, np.abs(p), q, quantum[:, None]), np.add)
             c_mag = np.where(c_live, c_m, 0)
             c_neg = c_sign == 1
             total += truncate_signed(c_neg, c_mag, c_q, quantum)
