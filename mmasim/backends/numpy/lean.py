@@ -6,9 +6,8 @@ product per group (``group`` 1, no ``c_dominant``, ``c_relative`` or
 passes: every A / B word is decoded through tables built by the registered
 decoder (:class:`_Decode`) into a signed significand and the exponent ``q`` of
 its last bit, the classes folded into ``q`` (a zero far below any window, an
-inf / NaN far above), and the truncation of each product to the window's
-quantum is one right shift of the product pre-shifted left by ``S`` (the
-largest left shift a live product can need).  Rows with an inf or NaN anywhere
+inf / NaN far above), one signed product array per step, reduced column by
+column.  Rows with an inf or NaN anywhere
 (or a step that overflowed into inf) are computed by the reference accumulator
 itself, so special values are the reference's.  Exact int64 arithmetic
 throughout; ``tests/test_speed_paths.py`` compares this path with the reference
@@ -23,8 +22,7 @@ are decoded through tables of the registered decoder's outputs, scale products
 are :func:`mmasim.special.product`, the window's rules are the functions of
 :mod:`mmasim.accumulators.window`, D words come from
 :meth:`mmasim.encode.Encoding.pack`.  What is this module's own is the layout of
-the work: tables, the pre-shifted truncation, column-wise reductions, in-place
-passes.
+the work: tables, classes folded into ``q``, column-wise reductions.
 """
 
 from __future__ import annotations
@@ -183,7 +181,7 @@ class LeanWindow:
         self.sf = p.get("scale_floor")
         self.roff = self.ta.off + self.tb.off
         bits = self.ta.bits + self.tb.bits
-        self.S = max(0, self.F - self.roff)
+        S = max(0, self.F - self.roff)     # the largest left shift a live product's truncation needs
         if dp.scale is not None:
             fmt = plan.scale_format
             if fmt.container_bits > 16:
@@ -193,9 +191,9 @@ class LeanWindow:
             if not fin.any():
                 return
             soff = int((r - q)[fin].min())
-            self.S = max(0, self.F - self.roff - 2 * soff)
+            S = max(0, self.F - self.roff - 2 * soff)
             bits += 2 * int(bit_length(m[fin].max()))
-        if bits + self.S > 62:
+        if bits + S > 62:      # every truncated product fits int64
             return
         _bind_output(self, plan)
         self.ok = True
@@ -207,7 +205,7 @@ class LeanWindow:
         n, k = wa.shape
         step = plan.step
         dec = plan.decoders
-        S, F = self.S, self.F
+        F = self.F
         special = np.zeros(n, dtype=bool)
         if sa is not None:
             fmt = plan.scale_format
