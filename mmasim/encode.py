@@ -10,7 +10,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .intmath import bit_length, shift
+from .intmath import bit_length, clip, shift
 
 
 @attrs.frozen
@@ -59,7 +59,7 @@ class Encoding:
         drop = top - frac - e0                      # bits below the kept last bit
         keep = shift(mag, -drop)                    # truncated to the kept last bit
         if self.mode == "rne":
-            d = np.clip(drop, 1, 63)
+            d = clip(drop, 1, 63)
             rem = mag & ((np.int64(1) << np.minimum(d, 62)) - 1)
             rem = np.where(d > 62, mag, rem)
             half = np.where(d > 62, np.int64(1) << 62, np.int64(1) << (d - 1))
