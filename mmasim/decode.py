@@ -38,7 +38,9 @@ class Decoded:
 
 
 def field(fmt: Format, words: np.ndarray) -> np.ndarray:
-    """The element's bits, extracted from container words (as int64)."""
+    """The element's bits, extracted from container words (as int64: a 64-bit field,
+    f64's, with its top bit set reads as negative; decode_float's masks and shifts
+    still give its sign, exponent and fraction)."""
     w = np.asarray(words).astype(np.uint64)
     return ((w >> np.uint64(fmt.field_shift)) & np.uint64((1 << fmt.field_bits) - 1)).astype(np.int64)
 
