@@ -47,7 +47,7 @@ CODE_BITS = 12       # the largest table over a wide format's bits above its fra
 
 
 @functools.lru_cache(maxsize=None)
-def _word_tables(fmt, decoder):
+def word_tables(fmt, decoder):
     """``(cls, sign, m, q, r)`` (int64) of every container word of a format of at
     most 16 bits, decoded once by its registered decoder."""
     dec = decoder(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
@@ -55,7 +55,7 @@ def _word_tables(fmt, decoder):
 
 
 @functools.lru_cache(maxsize=None)
-def _code_tables(fmt, decoder):
+def code_tables(fmt, decoder):
     """``(cls, sign, m, q, r)`` of every code of the container bits above the
     fraction field (sign and exponent: at most ``CODE_BITS``), each decoded by the
     decoder with a zero fraction; ``None`` unless every word decodes as its code
@@ -94,10 +94,10 @@ class _Decode:
     def __init__(self, fmt, decoder, whole=True):
         self.fmt = fmt
         self.ok = False
-        tabs = _word_tables(fmt, decoder) if whole and fmt.container_bits <= 16 else None
+        tabs = word_tables(fmt, decoder) if whole and fmt.container_bits <= 16 else None
         self.shift = None
         if tabs is None:
-            tabs = _code_tables(fmt, decoder)
+            tabs = code_tables(fmt, decoder)
             if tabs is None:
                 return
             self.shift = fmt.field_shift + fmt.man_bits
@@ -186,7 +186,7 @@ class LeanWindow:
             fmt = plan.scale_format
             if fmt.container_bits > 16:
                 return
-            cls, _, m, q, r = _word_tables(fmt, plan.decoder(fmt))
+            cls, _, m, q, r = word_tables(fmt, plan.decoder(fmt))
             fin = cls == FINITE
             if not fin.any():
                 return
@@ -333,7 +333,7 @@ class LeanGrouped:
         fmt = plan.scale_format
         if fmt.container_bits > 16:
             return
-        cls, _, sm, sq, sr = _word_tables(fmt, plan.decoder(fmt))
+        cls, _, sm, sq, sr = word_tables(fmt, plan.decoder(fmt))
         fin = cls == FINITE
         if not fin.any() or ((sr - sq)[fin] < 0).any():
             return
@@ -358,7 +358,7 @@ class LeanGrouped:
         with a constant r - q and a small q range."""
         if fmt.container_bits > 8:
             return None
-        cls, sign, m, q, r = _word_tables(fmt, decoder)
+        cls, sign, m, q, r = word_tables(fmt, decoder)
         fin = cls == FINITE
         if not fin.any() or ((cls != FINITE) & (cls != ZERO)).any():
             return None
