@@ -38,15 +38,15 @@ class Decoded:
 
 
 def field(fmt: Format, words: np.ndarray) -> np.ndarray:
-    """The element's bits, extracted from container words (as int64)."""
+    """The element's bits, extracted from container words (as int64: a 64-bit field,
+    f64's, with its top bit set reads as negative; decode_float's masks and shifts
+    still give its sign, exponent and fraction)."""
     w = np.asarray(words).astype(np.uint64)
     return ((w >> np.uint64(fmt.field_shift)) & np.uint64((1 << fmt.field_bits) - 1)).astype(np.int64)
 
 
 def decode_float(fmt: Format, words: np.ndarray) -> Decoded:
     """Generic decoder for IEEE-like formats of any width and NaN rule."""
-    if fmt.exp_bits + fmt.man_bits >= 63:
-        return _decode_wide(fmt, words)
     x = field(fmt, words)
     M, E = fmt.man_bits, fmt.exp_bits
     mag_bits = E + M
@@ -80,23 +80,6 @@ def decode_float(fmt: Format, words: np.ndarray) -> Decoded:
         special = np.zeros(x.shape, dtype=bool)
     m = np.where(special, 0, m)
     return Decoded(cls, sign.astype(np.int64), m.astype(np.int64), q.astype(np.int64), r.astype(np.int64))
-
-
-def _decode_wide(fmt: Format, words: np.ndarray) -> Decoded:
-    """f64: 53-bit significands still fit int64; fields are read as uint64."""
-    w = np.asarray(words).astype(np.uint64)
-    M, E = fmt.man_bits, fmt.exp_bits
-    sign = (w >> np.uint64(E + M)).astype(np.int64) & 1
-    e = ((w >> np.uint64(M)) & np.uint64((1 << E) - 1)).astype(np.int64)
-    f = (w & np.uint64((1 << M) - 1)).astype(np.int64)
-    normal = e != 0
-    m = np.where(normal, f | (1 << M), f)
-    r = np.where(normal, e - fmt.bias, 1 - fmt.bias)
-    cls = np.where(m == 0, ZERO, FINITE)
-    special = e == (1 << E) - 1
-    cls = np.where(special, np.where(f == 0, INF, NAN), cls).astype(np.int8)
-    m = np.where(special, 0, m)
-    return Decoded(cls, sign, m.astype(np.int64), (r - M).astype(np.int64), r.astype(np.int64))
 
 
 def decode_int(fmt: Format, words: np.ndarray) -> Decoded:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .intmath import bit_length
+from .intmath import bit_length, clip, shift
 
 
 @attrs.frozen
@@ -50,22 +50,22 @@ class Encoding:
         if self.mode in ("wrap", "sat"):
             raise TypeError("integer encodings use pack_int")
         mag = np.asarray(mag, dtype=np.int64)
-        e0 = np.broadcast_to(np.asarray(e0, dtype=np.int64), mag.shape)
-        neg = np.broadcast_to(np.asarray(neg, dtype=bool), mag.shape)
+        e0 = np.asarray(e0, dtype=np.int64)
+        neg = np.asarray(neg, dtype=bool)
         emin = 1 - self.bias
         frac = self.frac_bits
         lead = e0 + bit_length(mag) - 1
-        qe = np.maximum(lead, emin) - frac          # exponent of the kept last bit
-        drop = qe - e0
-        keep = (mag << np.clip(-drop, 0, 62)) >> np.clip(drop, 0, 63)
+        top = np.maximum(lead, emin)                # exponent of the word's leading bit
+        drop = top - frac - e0                      # bits below the kept last bit
+        keep = shift(mag, -drop)                    # truncated to the kept last bit
         if self.mode == "rne":
-            d = np.clip(drop, 1, 63)
+            d = clip(drop, 1, 63)
             rem = mag & ((np.int64(1) << np.minimum(d, 62)) - 1)
             rem = np.where(d > 62, mag, rem)
             half = np.where(d > 62, np.int64(1) << 62, np.int64(1) << (d - 1))
             up = (rem > half) | ((rem == half) & ((keep & 1) == 1))
             keep = keep + np.where(drop > 0, up, False)
-        wmag = ((np.maximum(lead, emin) - emin) << frac) + keep
+        wmag = ((top - emin) << frac) + keep
         wmag = np.where(mag == 0, 0, wmag)
         if frac != self.word_frac_bits:  # e.g. E8M13 results in an f32 word
             wmag = ((wmag >> frac) << self.word_frac_bits) | ((wmag & ((1 << frac) - 1)) << (self.word_frac_bits - frac))
@@ -75,7 +75,7 @@ class Encoding:
         neg_out = neg & (wmag != 0)
         if zero_neg is not None:
             neg_out = neg_out | ((wmag == 0) & np.asarray(zero_neg, dtype=bool))
-        words = wmag.astype(np.uint64) | np.where(neg_out, np.uint64(self.sign_bit), np.uint64(0))
+        words = wmag.astype(np.uint64) | (neg_out.astype(np.uint64) << np.uint64(self.word_bits - 1))   # the sign bit
         if inf is not None:
             inf_w = np.uint64(self.inf_word) | np.where(np.asarray(inf_neg, dtype=bool), np.uint64(self.sign_bit), np.uint64(0))
             words = np.where(inf, inf_w, words)

@@ -8,14 +8,20 @@ NEG_INF_EXP = np.int64(-(1 << 40))   # sentinel exponent for "no term"
 
 
 def bit_length(x: np.ndarray) -> np.ndarray:
-    """Bit length of non-negative int64 values, exactly (no float conversion)."""
-    x = np.asarray(x, dtype=np.int64)
-    n = np.zeros(x.shape, dtype=np.int64)
-    for s in (32, 16, 8, 4, 2, 1):
-        big = x >= (np.int64(1) << s)
-        n += np.where(big, s, 0)
-        x = np.where(big, x >> s, x)
-    return n + (x > 0)
+    """Bit length of int64 values (0 for ``x <= 0``), exactly: the binary exponent
+    of the nearest binary64, less one where rounding to its 53 bits carried into the
+    next power of two (then ``x`` is still below ``2**(n - 1)``)."""
+    x = np.maximum(np.asarray(x, dtype=np.int64), 0)
+    n = np.frexp(x.astype(np.float64))[1].astype(np.int64)
+    n -= ((x >> np.maximum(n - 1, 0)) == 0) & (n > 0)
+    return n
+
+
+def clip(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``np.clip(x, lo, hi)`` without its per-call overhead (which dominates on small
+    arrays): a maximum, then a minimum in place."""
+    x = np.maximum(x, lo)
+    return np.minimum(x, hi, out=x) if isinstance(x, np.ndarray) else np.minimum(x, hi)
 
 
 def shift(mag: np.ndarray, by: np.ndarray) -> np.ndarray:
@@ -24,16 +30,30 @@ def shift(mag: np.ndarray, by: np.ndarray) -> np.ndarray:
     otherwise.  Shifts past the word give 0."""
     mag = np.asarray(mag, dtype=np.int64)
     by = np.asarray(by, dtype=np.int64)
-    left = np.clip(by, 0, 62)
-    right = np.clip(-by, 0, 63)
-    return (mag << left) >> right
+    return (mag << clip(by, 0, 62)) >> clip(-by, 0, 63)
 
 
 def truncate_signed(neg: np.ndarray, mag: np.ndarray, q: np.ndarray, quantum: np.ndarray) -> np.ndarray:
     """Signed multiple of ``2**quantum`` nearest toward zero to ``±mag * 2**q``,
     returned in units of ``2**quantum``."""
     t = shift(mag, np.asarray(q, dtype=np.int64) - quantum)
-    return np.where(neg, -t, t)
+    return t * (1 - 2 * np.asarray(neg))     # (-1)**neg, without a branch per element
+
+
+def _align(mag, q):
+    """``(live, q_min, spread)`` of the terms ``mag * 2**q`` along the last axis: each
+    live term's exponent above its row's smallest live one, ``q_min`` (0 in a row
+    without a live term, and for a term that is not live)."""
+    live = mag != 0
+    qmin = np.where(live.any(axis=-1), np.where(live, q, np.int64(1) << 40).min(axis=-1), 0)
+    return live, qmin, np.where(live, q - qmin[..., None], 0)
+
+
+def _aligned_sum(neg, mag, spread):
+    """The signed sum of the aligned terms ``±(mag << spread)`` along the last axis
+    (the caller has checked that it fits int64)."""
+    aligned = mag << spread
+    return np.where(neg, -aligned, aligned).sum(axis=-1)
 
 
 def exact_group_sums(neg, mag, q, group: int):
@@ -47,14 +67,10 @@ def exact_group_sums(neg, mag, q, group: int):
     mag = mag.reshape(shape)
     q = q.reshape(shape)
     neg = neg.reshape(shape)
-    live = mag != 0
-    qmin = np.where(live, q, np.int64(1) << 40).min(axis=-1)
-    qmin = np.where(live.any(axis=-1), qmin, 0)
-    spread = np.where(live, q - qmin[..., None], 0)
+    live, qmin, spread = _align(mag, q)
     if live.any() and int((spread + bit_length(mag)).max()) + int(np.ceil(np.log2(group))) > 62:
         raise OverflowError("group exponent spread too wide for exact int64 group sums")
-    aligned = mag << spread
-    return np.where(neg, -aligned, aligned).sum(axis=-1), qmin
+    return _aligned_sum(neg, mag, spread), qmin
 
 
 KEEP_BITS = 62   # significand bits :func:`exact_sum` keeps (with a sticky bit) for the encoder
@@ -86,15 +102,11 @@ def exact_sum(neg: np.ndarray, mag: np.ndarray, q: np.ndarray):
     neg = np.asarray(neg, dtype=bool)
     mag = np.asarray(mag, dtype=np.int64)
     q = np.broadcast_to(np.asarray(q, dtype=np.int64), mag.shape)
-    live = mag != 0
-    any_live = live.any(axis=-1)
-    qmin = np.where(any_live, np.where(live, q, np.int64(1) << 40).min(axis=-1), 0)
-    top = np.where(live, q + bit_length(mag), NEG_INF_EXP).max(axis=-1)
+    live, qmin, spread = _align(mag, q)
+    top = np.where(live, spread + bit_length(mag), NEG_INF_EXP).max(axis=-1)   # above q_min
     guard = int(mag.shape[-1]).bit_length()
-    fast = ~any_live | (top - qmin + guard <= KEEP_BITS)
-    spread = np.where(live & fast[..., None], q - qmin[..., None], 0)
-    aligned = mag << spread
-    total = np.where(neg, -aligned, aligned).sum(axis=-1)
+    fast = ~live.any(axis=-1) | (top + guard <= KEEP_BITS)
+    total = _aligned_sum(neg, mag, np.where(fast[..., None], spread, 0))
     out_neg, out_mag, e0 = total < 0, np.abs(total), qmin
     for i in np.flatnonzero(~fast):
         row = [(int(m), int(e), bool(s)) for m, e, s in zip(mag[i], q[i], neg[i]) if m]

@@ -85,6 +85,13 @@ def test_integer_decoding():
 def test_bit_length_is_exact_near_powers_of_two():
     xs = [0, 1, 2, 3, 2**52, 2**53 - 1, 2**53, 2**53 + 1, 2**62 - 1, 2**62, 2**63 - 1]
     assert list(bit_length(np.array(xs, dtype=np.int64))) == [x.bit_length() for x in xs]
+    # around every power of two (where a 53-bit float rounds up into the next one),
+    # random values, and 0 for negative values
+    p = [1 << s for s in range(63)]
+    rng = np.random.default_rng(7)
+    xs = p + [x - 1 for x in p] + [x + 1 for x in p[:-1]] + [x - 2 for x in p[2:]] + \
+        [int(v) for v in rng.integers(0, 1 << 62, 2000)] + [-1, -(1 << 62), -(1 << 63)]
+    assert list(bit_length(np.array(xs, dtype=np.int64))) == [max(x, 0).bit_length() for x in xs]
 
 
 def test_rne_f16_matches_numpy_rounding_of_exact_values():

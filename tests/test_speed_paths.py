@@ -261,24 +261,36 @@ def test_compiled_grouped_window_matches_reference(ins):
     assert (got.view(np.uint32) == want.view(np.uint32)).all()
 
 
-def test_lean_bit_length_and_rz_pack_are_the_reference():
-    """The lean numpy encoder's bit length (float exponent, corrected) and its
-    round-toward-zero pack against intmath.bit_length and Encoding.pack, around
-    every power of two (where the 53-bit float rounds up) and on random values."""
-    from mmasim.backends.numpy.lean import float_bit_length, PackRZ
-    from mmasim.intmath import bit_length
+def test_lean_code_table_decode_is_decode_float():
+    """The lean decode of wide formats (a table over the bits above the fraction,
+    built by decode_float, plus the fraction field) against decode_float itself on
+    every sign-and-exponent code with edge and random fractions and low container
+    bits: A / B as (signed m, q), C / D as (special, live, sign, m, q, r)."""
+    from mmasim.backends.numpy.lean import LSQ, LZQ, _Decode
+    from mmasim.decode import FINITE, INF, ZERO, decode_float
 
-    p = np.array([1 << s for s in range(63)], dtype=np.int64)
-    rng = np.random.default_rng(7)
-    x = np.concatenate([[0, 1, 2, 3, (1 << 63) - 1], p, p - 1, p + 1, p[1:] - 2,
-                        rng.integers(0, 1 << 62, 4000), rng.integers(0, 1 << 20, 4000)]).astype(np.int64)
-    assert (float_bit_length(x) == bit_length(x)).all()
     reg = get_registry()
-    for enc in reg.encodings.values():
-        pk = PackRZ(enc)
-        if not pk.ok:
-            continue
-        mag = x[x < (1 << 62)]
-        e0 = rng.integers(-200, 100, mag.shape[0])
-        neg = rng.integers(0, 2, mag.shape[0]).astype(bool)
-        assert (pk(neg, mag, e0) == enc.pack(neg, mag, e0)).all(), enc.key
+    rng = np.random.default_rng(11)
+    for key in ("f32", "tf32", "f16"):
+        fmt = reg.formats[key]
+        M, top = fmt.man_bits, fmt.field_shift + fmt.man_bits
+        codes = np.arange(1 << (fmt.container_bits - top), dtype=np.uint64)
+        fracs = np.array([0, 1, 2, (1 << M) - 1, 1 << (M - 1)] + list(rng.integers(0, 1 << M, 20)), dtype=np.uint64)
+        words = (codes[:, None] << np.uint64(top)) | (fracs[None, :] << np.uint64(fmt.field_shift))
+        if fmt.field_shift:
+            words |= rng.integers(0, 1 << fmt.field_shift, words.shape).astype(np.uint64)
+        words = words.reshape(-1)
+        ref = decode_float(fmt, words)
+        c = _Decode(fmt, decode_float, whole=False)
+        assert c.ok, key
+        special, live, sign, m, q, r = c.c_terms(words)
+        fin = ref.cls == FINITE
+        assert (special == (ref.cls >= INF)).all() and (live == fin).all()
+        ok = ref.cls < INF
+        for got, want in ((sign, ref.sign), (m, ref.m), (q, ref.q), (r, ref.r)):
+            assert (got[ok] == want[ok]).all(), key
+        if fmt.container_bits > 16:    # A / B: the same tables, signed, classes folded into q
+            ab = _Decode(fmt, decode_float)
+            sm, sq = ab(words)
+            assert (sm[fin] == ref.signed_m()[fin]).all() and (sq[fin] == ref.q[fin]).all()
+            assert (sq[ref.cls == ZERO] == LZQ).all() and (sq[ref.cls >= INF] == LSQ).all()

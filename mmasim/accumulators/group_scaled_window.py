@@ -27,6 +27,7 @@ from ..intmath import exact_group_sums, truncate_signed
 from ..special import NVIDIA_RULES, classify, product
 from .accumulator import Accumulator
 from .params import integer
+from .window import window_total
 
 
 def group_scaled_window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, *,
@@ -47,9 +48,8 @@ def group_scaled_window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, en
     c_live = c.cls == FINITE
     E = np.maximum(group_e.max(axis=-1), np.where(c_live, c.r, e_zero))
     quantum = E - F
-    scaled = np.abs(gsum) * np.where(s.cls == FINITE, s.m, 0)
-    contrib = truncate_signed(gsum < 0, scaled, gq + s.q, quantum[..., None])
-    total = contrib.sum(axis=-1) + truncate_signed(c.sign == 1, np.where(c_live, c.m, 0), c.q, quantum)
+    contrib = truncate_signed(gsum < 0, np.abs(gsum) * s.m, gq + s.q, quantum[..., None])   # s.m: 0 unless finite
+    total = window_total(contrib, truncate_signed(c.sign == 1, np.where(c_live, c.m, 0), c.q, quantum))
     return encoding.pack(total < 0, np.abs(total), quantum, nan=specials.nan, inf=specials.inf,
                          inf_neg=specials.inf_neg)
 

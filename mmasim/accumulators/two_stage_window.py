@@ -74,7 +74,7 @@ def two_stage_window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encod
         r_c = np.where((c.cls == FINITE) | (c.cls == ZERO), c.r, np.int64(nonfinite_c_r))
     e = np.maximum(E_dot, r_c)
     dot = _floor_shift(dot, (E_dot - F) - (e - F2 - 1))
-    c_signed = np.where(c.sign == 1, -c.m, c.m) * c_live
+    c_signed = c.signed_m() * c_live
     c_fl = _floor_shift(c_signed, c.q - (e - F))
     keep_c = np.ones(c.shape, dtype=bool)
     if drop_c:

@@ -90,12 +90,23 @@ def c_relative_terms(contrib, neg, mag, q, gr, c_live, c_r, qk, Fc):
     return np.where(rel, truncate_signed(t_rel < 0, np.abs(t_rel), q_rel, qk), contrib)
 
 
-def subnormal_redo(total, quantum, contrib, group_scale_r, live_sr, c_term, T, cdom=None, bit_length=bit_length):
+def window_total(contrib, c_term, cdom=None, c_sums=None, qk=None):
+    """The exact sum in quanta: the truncated groups ``contrib`` plus the truncated C
+    ``c_term``; where C dominates (``cdom``) with groups of its own size, the products
+    are the C-dominant groups' exact sums ``c_sums = (signed sum, q)`` truncated to
+    the quantum ``qk`` instead."""
+    products = contrib.sum(axis=-1)
+    if c_sums is not None:
+        csum, cq = c_sums
+        products = np.where(cdom, truncate_signed(csum < 0, np.abs(csum), cq, qk).sum(axis=-1), products)
+    return products + c_term
+
+
+def subnormal_redo(total, quantum, contrib, group_scale_r, live_sr, c_term, T, cdom=None):
     """The subnormal redo: where ``total`` (quanta of ``2**quantum``) is a nonzero
     RZ-F32 subnormal (and C does not dominate), the sum without the groups whose
     scale raw is below ``live_sr`` and whose contribution is below ``2**(T - quantum)``
-    quanta (``c_term``: the truncated C).  ``bit_length``: any exact implementation
-    of :func:`mmasim.intmath.bit_length` (the lean path passes a faster one)."""
+    quanta (``c_term``: the truncated C)."""
     lead = quantum + bit_length(np.abs(total)) - 1
     # RZ-F32 gives a nonzero subnormal: 2**-149 <= |sum| < 2**-126
     subnormal = (total != 0) & (lead < -126) & (lead >= -149)
@@ -151,14 +162,11 @@ def window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, *, F:
     contrib = truncate_signed(*src, qk)
     if c_relative is not None:
         contrib = c_relative_terms(contrib, *src, gr, c_live, c.r, qk, c_relative)
+    c_sums = None
     if cdom is not None and c_dominant["group"] != group:
-        csum, cq = exact_group_sums(neg, mag, p.q, c_dominant["group"])
-        c_contrib = truncate_signed(csum < 0, np.abs(csum), cq, qk).sum(axis=-1)
-        products_total = np.where(cdom, c_contrib, contrib.sum(axis=-1))
-    else:
-        products_total = contrib.sum(axis=-1)
+        c_sums = exact_group_sums(neg, mag, p.q, c_dominant["group"])
     c_term = truncate_signed(c_neg, c_mag, c.q, quantum)
-    total = products_total + c_term
+    total = window_total(contrib, c_term, cdom, c_sums, qk)
 
     if subnormal_redo is not None:
         total = _redo(total, quantum, contrib, _group_max(scale_r, group), live_sr, c_term, subnormal_redo, cdom)

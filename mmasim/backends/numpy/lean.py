@@ -3,29 +3,39 @@
 The truncating window (:func:`mmasim.accumulators.window.window`) with one
 product per group (``group`` 1, no ``c_dominant``, ``c_relative`` or
 ``subnormal_redo``), scaled or not, computed on container words with fewer
-passes: every A / B word is decoded through a per-format table (containers of
-up to 16 bits; built by the registered decoder) into a signed significand and
-the exponent ``q`` of its last bit, the classes folded into ``q`` (a zero far
-below any window, an inf / NaN far above), and the truncation of each product
-to the window's quantum is one right shift of the product pre-shifted left by
-``S`` (the largest left shift a live product can need).  Rows with an inf or
-NaN anywhere (or a step that overflowed into inf) are computed by the
-reference accumulator itself, so special values are the reference's.  Exact
-int64 arithmetic throughout; ``tests/test_speed_paths.py`` compares this path
-with the reference accumulator on every datapath it covers.
+passes: every A / B word is decoded through tables built by the registered
+decoder (:class:`_Decode`) into a signed significand and the exponent ``q`` of
+its last bit, the classes folded into ``q`` (a zero far below any window, an
+inf / NaN far above), one signed product array per step, reduced column by
+column.  Rows with an inf or NaN anywhere
+(or a step that overflowed into inf) are computed by the reference accumulator
+itself, so special values are the reference's.  Exact int64 arithmetic
+throughout; ``tests/test_speed_paths.py`` compares this path with the reference
+accumulator on every datapath it covers.
 
 :class:`LeanGrouped` is the same idea for the grouped block-scaled window (the
 B200 FP4 rules): one joint A x B table lookup per product, exact group sums of
 tiny integers, the group rules on group-level arrays.
+
+The rules of arithmetic are the reference's, called here, not restated: words
+are decoded through tables of the registered decoder's outputs, scale products
+are :func:`mmasim.special.product`, the window's rules are the functions of
+:mod:`mmasim.accumulators.window`, D words come from
+:meth:`mmasim.encode.Encoding.pack`.  What is this module's own is the layout of
+the work: tables, classes folded into ``q``, column-wise reductions.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from ...accumulators.window import (c_relative_terms, d_or_c, subnormal_redo, window_exponent, window_quantum,
+                                    window_total)
 from ...decode import FINITE, INF, ZERO, decode_float
-from ...accumulators.window import c_relative_terms, d_or_c, subnormal_redo, window_exponent, window_quantum
-from ...intmath import truncate_signed
+from ...intmath import bit_length, truncate_signed
+from ...special import product
 from .reference import reference
 
 LZQ = -(1 << 30)     # q of a zero element
@@ -33,135 +43,116 @@ LSQ = 1 << 36        # q of an inf / NaN element
 LZT = -(1 << 29)     # a product q below this has a zero factor
 LST = 1 << 35        # a product q at or above this has an inf / NaN factor
 NEG = -(1 << 40)     # intmath.NEG_INF_EXP
+CODE_BITS = 12       # the largest table over a wide format's bits above its fraction
 
 
-class _Table:
-    """Lean decode of one A / B format: table lookups or arithmetic (wide IEEE formats)."""
+@functools.lru_cache(maxsize=None)
+def word_tables(fmt, decoder):
+    """``(cls, sign, m, q, r)`` (int64) of every container word of a format of at
+    most 16 bits, decoded once by its registered decoder."""
+    dec = decoder(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
+    return tuple(np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
 
-    def __init__(self, fmt, decoder):
+
+@functools.lru_cache(maxsize=None)
+def code_tables(fmt, decoder):
+    """``(cls, sign, m, q, r)`` of every code of the container bits above the
+    fraction field (sign and exponent: at most ``CODE_BITS``), each decoded by the
+    decoder with a zero fraction; ``None`` unless every word decodes as its code
+    with the fraction field added to ``m``, an inf / NaN code staying inf / NaN
+    (checked against :func:`mmasim.decode.decode_float`, the one decoder taken
+    here, on sample fractions and low container bits)."""
+    M, shift = fmt.man_bits, fmt.field_shift + fmt.man_bits
+    if decoder is not decode_float or fmt.container_bits > 32 or not 0 < fmt.container_bits - shift <= CODE_BITS:
+        return None
+    codes = np.arange(1 << (fmt.container_bits - shift), dtype=np.int64)
+    dec = decoder(fmt, (codes << shift).astype(np.uint64))
+    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    rng = np.random.default_rng(0)
+    fracs = np.unique(np.concatenate([[0, (1 << M) - 1], 1 << np.arange(M), rng.integers(0, 1 << M, 16)]))
+    low = rng.integers(0, 1 << fmt.field_shift, (len(codes), len(fracs))) if fmt.field_shift else 0
+    words = (codes[:, None] << shift) | (fracs[None, :] << fmt.field_shift) | low
+    got = decoder(fmt, words.astype(np.uint64))
+    special = (cls >= INF)[:, None]
+    want_m = m[:, None] + fracs[None, :]
+    if not ((got.cls >= INF) == special).all():
+        return None
+    fin = ~special & np.ones(words.shape, dtype=bool)
+    if not ((got.m == want_m)[fin].all() and (got.cls == np.where(want_m > 0, FINITE, ZERO))[fin].all()
+            and all((getattr(got, k) == t[:, None])[fin].all() for k, t in (("sign", sign), ("q", q), ("r", r)))):
+        return None
+    return cls, sign, m, q, r
+
+
+class _Decode:
+    """The lean decode of one format, through tables of the registered decoder's
+    outputs: over every container word (containers of up to 16 bits; A / B only),
+    or over the container bits above the fraction field (wide formats of
+    :func:`~mmasim.decode.decode_float`: tf32, f32; the fraction field is added to
+    the code's significand).  ``ok`` is False where neither applies."""
+
+    def __init__(self, fmt, decoder, whole=True):
         self.fmt = fmt
         self.ok = False
-        if fmt.container_bits > 16:
-            if (decoder is decode_float and fmt.nan == "ieee" and fmt.subnormals and fmt.signed
-                    and not fmt.integer and fmt.exp_bits + fmt.man_bits < 40):
-                self.tab = None
-                self.off = fmt.man_bits
-                self.bits = fmt.man_bits + 1
-                self.ok = True
-                E, M = fmt.exp_bits, fmt.man_bits
-                self.se = None
-                if E + 1 <= 12 and fmt.field_bits == E + M + 1:
-                    # per sign-and-exponent code (small tables): the hidden bit, the sign
-                    # as +-1, and q (LSQ for inf / NaN); zeros get LZQ after the lookup
-                    se = np.arange(1 << (E + 1), dtype=np.int64)
-                    e = se & ((1 << E) - 1)
-                    self.se = ((e != 0).astype(np.int64) << M, np.where(se >> E == 1, -1, 1).astype(np.int64),
-                               np.where(e == (1 << E) - 1, LSQ, np.maximum(e, 1) - (fmt.bias + M)))
-                self.full = fmt.field_shift + fmt.field_bits >= fmt.container_bits
-            return
-        words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
-        dec = decoder(fmt, words)
-        cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1)
-                              for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
-        fin = cls == FINITE
+        tabs = word_tables(fmt, decoder) if whole and fmt.container_bits <= 16 else None
+        self.shift = None
+        if tabs is None:
+            tabs = code_tables(fmt, decoder)
+            if tabs is None:
+                return
+            self.shift = fmt.field_shift + fmt.man_bits
+            self.low = (1 << fmt.man_bits) - 1
+        cls, sign, m, q, r = tabs
+        fin = cls == FINITE if self.shift is None else cls < INF    # a zero code holds subnormals
         if cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1 or m.min() < 0 or m.max() >= 1 << 30:
             return
-        if (m[fin] == 0).any() or (m[cls == ZERO] != 0).any() or np.abs(q[fin]).max(initial=0) >= 1 << 20:
+        if self.shift is None and ((m[fin] == 0).any() or (m[cls == ZERO] != 0).any()):
+            return
+        if np.abs(q[fin]).max(initial=0) >= 1 << 20:
             return
         off = np.unique(r[fin] - q[fin])
         if len(off) > 1:
             return
-        self.tab = (np.where(fin, np.where(sign == 1, -m, m), 0),
-                    np.where(fin, q, np.where(cls == ZERO, LZQ, LSQ)))
         self.off = int(off[0]) if len(off) else 0
-        self.bits = int(m[fin].max(initial=0)).bit_length()
+        self.bits = int(bit_length(m[fin].max(initial=0) + (0 if self.shift is None else self.low)))
+        special = cls >= INF
+        if self.shift is None:
+            # (signed m, q) per word: q LZQ for a zero, LSQ for an inf / NaN
+            self.tab = (np.where(fin, np.where(sign == 1, -m, m), 0), np.where(fin, q, np.where(cls == ZERO, LZQ, LSQ)))
+        else:
+            # per code: the significand without the fraction (1 for an inf / NaN: not
+            # zero, so its q stays LSQ), the sign as +-1 and as 0 / 1, q, r, inf / NaN
+            self.m = np.where(special, 1, m)
+            self.pm = 1 - 2 * sign
+            self.sign, self.q, self.r, self.special = sign, q, r, special
+            self.q_ab = np.where(special, LSQ, q)
         self.ok = True
 
     def __call__(self, words):
-        """(signed m, q) of container words (int64 arrays)."""
-        if self.tab is not None:
+        """(signed m, q) of A / B container words: q LZQ for a zero, LSQ for an inf / NaN."""
+        if self.shift is None:
             idx = words.view(np.int64) if words.dtype == np.uint64 else words.astype(np.intp)
             return self.tab[0].take(idx), self.tab[1].take(idx)
-        fmt = self.fmt
-        E, M = fmt.exp_bits, fmt.man_bits
-        if self.se is not None:
-            x = words.astype(np.int64)
-            x >>= fmt.field_shift
-            if not self.full:
-                x &= (1 << fmt.field_bits) - 1
-            se = x >> M
-            x &= (1 << M) - 1
-            x |= self.se[0].take(se)
-            x *= self.se[1].take(se)
-            q = self.se[2].take(se)
-            q[x == 0] = LZQ
-            return x, q
-        x = (words.astype(np.int64) >> fmt.field_shift) & ((1 << fmt.field_bits) - 1)
-        e = (x >> M) & ((1 << E) - 1)
-        m = x & ((1 << M) - 1)
-        nrm = e != 0
-        m |= nrm.astype(np.int64) << M
-        q = np.maximum(e, 1) - (fmt.bias + M)
-        q[m == 0] = LZQ
-        q[e == (1 << E) - 1] = LSQ
-        neg = (x >> (E + M)) & 1
-        m = np.where(neg == 1, -m, m)
-        return m, q
+        x, code = self._split(words)
+        x *= self.pm.take(code)
+        q = self.q_ab.take(code)
+        q[x == 0] = LZQ
+        return x, q
 
+    def c_terms(self, words):
+        """``(special, live, sign, m, q, r)`` of C / D container words."""
+        x, code = self._split(words)
+        special = self.special.take(code)
+        return special, (x != 0) & ~special, self.sign.take(code), x, self.q.take(code), self.r.take(code)
 
-def float_bit_length(x):
-    """intmath.bit_length of int64 values in [0, 2**62]: the binary exponent of the
-    float, corrected where rounding to 53 bits carried into the next power of two
-    (exact: a check with an integer shift)."""
-    bl = np.frexp(x.astype(np.float64))[1].astype(np.int64)
-    bl -= ((x >> np.maximum(bl - 1, 0)) == 0) & (bl > 0)
-    return bl
-
-
-class PackRZ:
-    """Encoding.pack for round-toward-zero into the word's own fraction width,
-    without inf / NaN / negative-zero overrides: the same integer steps, fewer passes."""
-
-    def __init__(self, enc):
-        self.ok = enc.mode == "rz" and enc.frac_bits == enc.word_frac_bits
-        self.frac, self.bias, self.inf = enc.frac_bits, enc.bias, enc.inf_word
-        self.sbit, self.dtype = np.uint64(enc.sign_bit), enc.dtype
-
-    def __call__(self, neg, mag, e0):
-        emin = 1 - self.bias
-        lead = e0 + float_bit_length(mag) - 1
-        ml = np.maximum(lead, emin)
-        drop = ml - self.frac - e0
-        keep = (mag << np.clip(-drop, 0, 62)) >> np.clip(drop, 0, 63)
-        wmag = ((ml - emin) << self.frac) + keep
-        zero = mag == 0
-        wmag[zero] = 0
-        wmag[(wmag >= self.inf) | ((lead > self.bias) & ~zero)] = self.inf
-        words = wmag.astype(np.uint64)
-        words[neg & (wmag != 0)] |= self.sbit
-        return words.astype(self.dtype)
-
-
-class _IeeeC:
-    """decode_float of a signed IEEE format with subnormals (C / D words), reduced to
-    what the window needs: (special, live, sign, m, q, r)."""
-
-    def __init__(self, fmt, decoder):
-        self.ok = (decoder is decode_float and fmt.nan == "ieee" and fmt.subnormals and fmt.signed
-                   and not fmt.integer and fmt.exp_bits + fmt.man_bits < 40)
-        self.fmt = fmt
-
-    def __call__(self, words):
-        fmt = self.fmt
-        E, M = fmt.exp_bits, fmt.man_bits
-        x = (words.astype(np.int64) >> fmt.field_shift) & ((1 << fmt.field_bits) - 1)
-        e = (x >> M) & ((1 << E) - 1)
-        m = x & ((1 << M) - 1)
-        m |= (e != 0).astype(np.int64) << M
-        r = np.maximum(e, 1) - fmt.bias
-        special = e == (1 << E) - 1
-        live = (m != 0) & ~special
-        return special, live, (x >> (E + M)) & 1, m, r - M, r
+    def _split(self, words):
+        """(significand, code) of container words: the fraction field plus the code's significand."""
+        x = words.astype(np.int64)
+        code = x >> self.shift
+        x >>= self.fmt.field_shift
+        x &= self.low
+        x += self.m.take(code)
+        return x, code
 
 
 class LeanWindow:
@@ -179,8 +170,8 @@ class LeanWindow:
             return
         if p.get("scale_floor") is not None and dp.scale is None:
             return
-        self.ta = _Table(plan.a_format, plan.decoder(plan.a_format))
-        self.tb = _Table(plan.b_format, plan.decoder(plan.b_format))
+        self.ta = _Decode(plan.a_format, plan.decoder(plan.a_format))
+        self.tb = _Decode(plan.b_format, plan.decoder(plan.b_format))
         if not (self.ta.ok and self.tb.ok):
             return
         self.F = int(p["F"])
@@ -190,19 +181,19 @@ class LeanWindow:
         self.sf = p.get("scale_floor")
         self.roff = self.ta.off + self.tb.off
         bits = self.ta.bits + self.tb.bits
-        self.S = max(0, self.F - self.roff)
+        S = max(0, self.F - self.roff)     # the largest left shift a live product's truncation needs
         if dp.scale is not None:
             fmt = plan.scale_format
             if fmt.container_bits > 16:
                 return
-            dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
-            fin = np.asarray(dec.cls) == FINITE
+            cls, _, m, q, r = word_tables(fmt, plan.decoder(fmt))
+            fin = cls == FINITE
             if not fin.any():
                 return
-            soff = int((np.asarray(dec.r) - np.asarray(dec.q))[fin].min())
-            self.S = max(0, self.F - self.roff - 2 * soff)
-            bits += 2 * int(np.asarray(dec.m)[fin].max()).bit_length()
-        if bits + self.S > 62:
+            soff = int((r - q)[fin].min())
+            S = max(0, self.F - self.roff - 2 * soff)
+            bits += 2 * int(bit_length(m[fin].max()))
+        if bits + S > 62:      # every truncated product fits int64
             return
         _bind_output(self, plan)
         self.ok = True
@@ -214,17 +205,16 @@ class LeanWindow:
         n, k = wa.shape
         step = plan.step
         dec = plan.decoders
-        S, F = self.S, self.F
+        F = self.F
         special = np.zeros(n, dtype=bool)
         if sa is not None:
             fmt = plan.scale_format
-            xa, xb = dec[fmt.key](fmt, sa), dec[fmt.key](fmt, sb)
-            special |= ((xa.cls >= INF) | (xb.cls >= INF)).any(axis=-1)
-            szero = (xa.cls == ZERO) | (xb.cls == ZERO)
-            s_m = np.where(szero, 0, np.where((xa.sign ^ xb.sign) == 1, -(xa.m * xb.m), xa.m * xb.m))
-            s_q = np.where(szero, LZQ, xa.q + xb.q)
-            s_ro = self.roff + (xa.r - xa.q) + (xb.r - xb.q)
-            s_r = xa.r + xb.r
+            s = product(dec[fmt.key](fmt, sa), dec[fmt.key](fmt, sb))
+            special |= (s.cls >= INF).any(axis=-1)
+            s_m = s.signed_m()    # 0 unless finite
+            s_q = np.where(s.cls == ZERO, LZQ, s.q)
+            s_ro = self.roff + (s.r - s.q)
+            s_r = s.r
             s_m, s_q, s_ro, s_r = (np.repeat(x, dp.block, axis=-1) for x in (s_m, s_q, s_ro, s_r))
         words = wc
         for s0 in range(0, k, step):
@@ -247,20 +237,11 @@ class LeanWindow:
             # the floor counts only the blocks holding a nonzero product
             live_sr = None if self.sf is None else np.where(p != 0, s_r[:, cut], NEG).max(axis=-1)
             quantum, _ = window_quantum(E, F, live_sr, self.sf)
-            # t = trunc(|p| * 2**(q - quantum)) = (|p| << S) >> (S - q + quantum)
-            np.subtract((quantum + S)[:, None], q, out=q)
-            np.minimum(q, 63, out=q)
-            neg = p < 0
-            np.abs(p, out=p)
-            p <<= S
-            p >>= q
-            np.negative(p, out=p, where=neg)
-            total = _row_reduce(p, np.add)
+            total = _row_reduce(truncate_signed(p < 0, np.abs(p), q, quantum[:, None]), np.add)
             c_mag = np.where(c_live, c_m, 0)
             c_neg = c_sign == 1
             total += truncate_signed(c_neg, c_mag, c_q, quantum)
-            words = _pack_sum(self.pack_rz, plan.encoding, total, quantum,
-                              (any_live, c_neg, c_mag, c_q) if self.excl else None)
+            words = _pack_sum(plan.encoding, total, quantum, (any_live, c_neg, c_mag, c_q) if self.excl else None)
         if special.any():
             idx = np.flatnonzero(special)
             words[idx] = reference(plan, wa[idx], wb[idx], wc[idx],
@@ -352,15 +333,15 @@ class LeanGrouped:
         fmt = plan.scale_format
         if fmt.container_bits > 16:
             return
-        dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
-        fin = np.asarray(dec.cls) == FINITE
-        if not fin.any() or ((np.asarray(dec.r) - np.asarray(dec.q))[fin] < 0).any():
+        cls, _, sm, sq, sr = word_tables(fmt, plan.decoder(fmt))
+        fin = cls == FINITE
+        if not fin.any() or ((sr - sq)[fin] < 0).any():
             return
         # Every finite factor is below 2**(r + 1) (checked for A / B in _narrow), so a
         # group (or C-dominant group) sum is below cg * 2**(gr + 4), and every quantum
         # is at least gr - max(F, Fc): a truncated sum has at most max(F, Fc) + 4 +
         # bits(cg) bits, the step's total one more per doubling of the group count.
-        sm, sr, sq = (np.asarray(x, dtype=np.int64)[fin] for x in (dec.m, dec.r, dec.q))
+        sm, sr, sq = sm[fin], sr[fin], sq[fin]
         if (sm >= np.int64(1) << np.clip(sr - sq + 1, 0, 62)).any():
             return
         if max(self.F, self.cd[0] if self.cd else 0) + 4 + int(cg).bit_length() + int(step).bit_length() + 1 > 62:
@@ -377,10 +358,7 @@ class LeanGrouped:
         with a constant r - q and a small q range."""
         if fmt.container_bits > 8:
             return None
-        words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
-        dec = decoder(fmt, words)
-        cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1)
-                              for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+        cls, sign, m, q, r = word_tables(fmt, decoder)
         fin = cls == FINITE
         if not fin.any() or ((cls != FINITE) & (cls != ZERO)).any():
             return None
@@ -410,12 +388,9 @@ class LeanGrouped:
         step, g, block, F = self.step, self.group, dp.block, self.F
         dec = plan.decoders
         fmt = plan.scale_format
-        xa, xb = dec[fmt.key](fmt, sa), dec[fmt.key](fmt, sb)
-        special = ((xa.cls >= INF) | (xb.cls >= INF)).any(axis=-1)
-        szero = (xa.cls == ZERO) | (xb.cls == ZERO)
-        sm_all = np.where(szero, 0, np.where((xa.sign ^ xb.sign) == 1, -(xa.m * xb.m), xa.m * xb.m))
-        sq_all = xa.q + xb.q + self.q0
-        sr_all = xa.r + xb.r
+        s = product(dec[fmt.key](fmt, sa), dec[fmt.key](fmt, sb))
+        special = (s.cls >= INF).any(axis=-1)
+        sm_all, sq_all, sr_all = s.signed_m(), s.q + self.q0, s.r    # signed m: 0 unless finite
         per = block // g
         words = wc
         for s0 in range(0, k, step):
@@ -447,21 +422,18 @@ class LeanGrouped:
             contrib = truncate_signed(g_neg, g_mag, s_q, qk)
             if self.crel is not None:
                 contrib = c_relative_terms(contrib, g_neg, g_mag, s_q, gr, c_live, c_r, qk, self.crel)
+            c_sums = None
             if cdom is not None and self.cd[1] != g:
+                # a C-dominant group: consecutive groups, inside one block (one scale)
                 r = self.cd[1] // g
-                cs = gs.reshape(n, ng // r, r).sum(axis=-1)
-                c_contrib = truncate_signed(cs < 0, np.abs(cs), s_q[:, ::r], qk).sum(axis=-1)
-                products_total = np.where(cdom, c_contrib, contrib.sum(axis=-1))
-            else:
-                products_total = contrib.sum(axis=-1)
+                c_sums = gs.reshape(n, ng // r, r).sum(axis=-1), s_q[:, ::r]
             c_mag = np.where(c_live, c_m, 0)
             c_neg = c_sign == 1
             ct = truncate_signed(c_neg, c_mag, c_q, quantum)
-            total = products_total + ct
+            total = window_total(contrib, ct, cdom, c_sums, qk)
             if self.redo is not None:
-                total = subnormal_redo(total, quantum, contrib, s_r, live_sr, ct, self.redo, cdom,
-                                       bit_length=float_bit_length)
-            words = _pack_sum(self.pack_rz, plan.encoding, total, quantum, (any_live, c_neg, c_mag, c_q))
+                total = subnormal_redo(total, quantum, contrib, s_r, live_sr, ct, self.redo, cdom)
+            words = _pack_sum(plan.encoding, total, quantum, (any_live, c_neg, c_mag, c_q))
         if special.any():
             idx = np.flatnonzero(special)
             words[idx] = reference(plan, wa[idx].astype(np.uint64), wb[idx].astype(np.uint64),
@@ -469,32 +441,29 @@ class LeanGrouped:
         return words
 
 
-def _pack_sum(pack_rz, encoding, total, quantum, c_when_no_product=None):
+def _pack_sum(encoding, total, quantum, c_when_no_product=None):
     """D words of the exact sum ``total * 2**quantum``.  With ``c_when_no_product =
     (any_live, c_neg, c_mag, c_q)`` a row without a nonzero product returns C itself
     (the zeros-excluded rule of the window accumulator)."""
     out_neg, out_mag, e0 = total < 0, np.abs(total), quantum
     if c_when_no_product is not None:
         out_neg, out_mag, e0 = d_or_c(c_when_no_product[0], out_neg, out_mag, e0, *c_when_no_product[1:])
-    if pack_rz.ok:
-        return pack_rz(out_neg, out_mag, e0)
     return encoding.pack(out_neg, out_mag, e0)
 
 
 def _c_terms(path, first, words):
     """(special, live, sign, m, q, r) of the C words of a step: the C format's at the
-    first step, the D format's after (the reduced IEEE decode where it applies)."""
+    first step, the D format's after (the code tables of :class:`_Decode` where they apply)."""
     cdec = path.c_dec if first else path.d_dec
     if cdec.ok:
-        return cdec(words)
+        return cdec.c_terms(words)
     fmt = path.plan.c_format if first else path.plan.d_format
     C = path.plan.decoders[fmt.key](fmt, words)
     return C.cls >= INF, C.cls == FINITE, C.sign, C.m, C.q, C.r
 
 
 def _bind_output(path, plan):
-    """Attach the plan and its C decode / D encode helpers to a lean path."""
-    path.pack_rz = PackRZ(plan.encoding)
-    path.c_dec = _IeeeC(plan.c_format, plan.decoder(plan.c_format))
-    path.d_dec = _IeeeC(plan.d_format, plan.decoder(plan.d_format))
+    """Attach the plan and its C / D decode to a lean path."""
+    path.c_dec = _Decode(plan.c_format, plan.decoder(plan.c_format), whole=False)
+    path.d_dec = _Decode(plan.d_format, plan.decoder(plan.d_format), whole=False)
     path.plan = plan
