@@ -96,7 +96,7 @@ class SimulatedDevice(Device):
     """A device that computes D with the simulator from the placed register images (for tests and
     dry runs).  Understood: ``registers`` buffers of the 32-lane mma.sync family, and tcgen05.mma
     kernels (shared-memory images and per-thread Tensor Memory words:
-    :func:`mmasim.harness.nv_async.simulate`)."""
+    :func:`mmasim.harness.nv_tcgen05.simulate`)."""
 
     #: what its vector files are: the simulator's own words, never evidence
     source = "simulated"
@@ -110,7 +110,7 @@ class SimulatedDevice(Device):
     def run(self, spec, model, inputs, cases) -> np.ndarray:
         from .nv_sync import selectors
         if spec.options.get("family") == "tcgen05":        # shared-memory and Tensor Memory images
-            from .nv_async import simulate
+            from .nv_tcgen05 import simulate
             return simulate(spec, model, inputs, cases)
         if spec.threads != 32 or any(b.space != "registers" for b in spec.inputs):
             raise UnsupportedDatapath(f"SimulatedDevice: {spec.name} is not a 32-lane register kernel")
