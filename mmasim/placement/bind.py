@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import sparse as _sparse
-from ..errors import OperandError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
+from ..errors import OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
 from .expr import SELECTORS
 from .fragment import OPERANDS, FragmentRule
 from .tcgen05_scales import replicate, unpack_scale
@@ -215,3 +215,44 @@ def expand(model, compressed, sparse_metadata) -> np.ndarray:
     full = np.zeros((Ac.shape[0], dp.k), dtype=Ac.dtype)
     np.put_along_axis(full, pos, Ac, axis=1)
     return full
+
+
+def _held(model, images="images") -> str:
+    """What the instruction's scale factors and metadata are held in, for error messages."""
+    return f"Tensor Memory {images}" if model.datapath.op == "tcgen05.mma" else "registers"
+
+
+def scale_operands(model, scale_a, scale_b, byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0) -> dict:
+    """``{"scale_a": SA, "scale_b": SB}``: a block-scaled instruction's scale matrices read from
+    their registers or Tensor Memory images (``cta_group::2``: the pair's 256 lanes) with the
+    ``{byte_id, thread_id}`` selectors (tcgen05: the scale factor A / B IDs), each TMEM partition
+    checked against the one it repeats (:mod:`mmasim.placement.tcgen05_scales`); ``{}`` for an
+    unscaled instruction."""
+    if not model.datapath.scale:
+        if scale_a is not None or scale_b is not None:
+            raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
+        return {}
+    if scale_a is None or scale_b is None:
+        raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b {_held(model)} "
+                         "(fragments('scale_a', SA), fragments('scale_b', SB))")
+    return {"scale_a": unpack_scale(model, "scale_a", layout(model, "scale_a", byte_id=byte_id_a,
+                                                             thread_id=thread_id_a), scale_a),
+            "scale_b": unpack_scale(model, "scale_b", layout(model, "scale_b", byte_id=byte_id_b,
+                                                             thread_id=thread_id_b), scale_b)}
+
+
+def sparse_operand(model, A, sparse_metadata, sparsity_selector=0, **options):
+    """``(A, {"sparse_metadata": words})``: a sparse instruction's compressed ``A`` expanded to the
+    logical K with the metadata read from its registers / Tensor Memory image with
+    ``sparsity_selector``; ``(A, {})`` for a dense one (which takes neither)."""
+    if not model.datapath.sparse:
+        if sparse_metadata is not None:
+            raise SparseMetadataError(f"{model.instruction} is dense: sparse_metadata must be None")
+        if sparsity_selector:
+            raise OperandError(f"{model.instruction} is dense: it takes no sparsity_selector")
+        return A, {}
+    if sparse_metadata is None:
+        raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse_metadata {_held(model, 'image')} "
+                                  "(the sparse metadata: fragments('sparse_metadata', words, selector=...))")
+    md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector, **options).unpack(sparse_metadata))
+    return expand(model, A, md), {"sparse_metadata": md}

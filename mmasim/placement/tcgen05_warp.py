@@ -20,7 +20,7 @@ The operands, for an ``M x N x K`` instruction (``M``, ``N``: ``model.layout("d"
   (C's upper 16 bits are ignored; D's are written 0).
 * ``sparse_metadata``: the TMEM image in ``model.layout("sparse_metadata", selector=...)``
   (the column pair at the metadata address), read with ``sparsity_selector``.
-* ``scale_a`` / ``scale_b`` (block-scaled kinds, :func:`scales`): the TMEM images of
+* ``scale_a`` / ``scale_b`` (block-scaled kinds, :func:`mmasim.placement.bind.scale_operands`): the TMEM images of
   ``model.layout("scale_a" / "scale_b", byte_id=...)`` read with ``byte_id_a`` / ``byte_id_b``;
   with ``cta_group::2`` the pair's 256 lanes (CTA ``c``: its rows of scale_A, and all
   of scale_B; M = 128, the 2x2 data path: CTA ``c``'s rows of scale_A, and scale_B split between
@@ -42,11 +42,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
+from ..errors import OperandError, ShapeError, TableError, UnsupportedDatapath
+from .bind import _shape, layout, scale_operands, sparse_operand
 from .fragment import FragmentRule
-from .bind import _shape, expand, layout, metadata_words
 from .smem_packed import read_model_operand
-from .tcgen05_scales import unpack_scale
 
 _PAIR = "cta_group::2"
 
@@ -114,34 +113,16 @@ def _check_major(name, major):
         raise OperandError(f"{name} must be 'K' or 'MN'; got {major!r}")
 
 
-def scales(model, scale_a, scale_b, byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0) -> dict:
-    """``{"scale_a": SA, "scale_b": SB}``: a block-scaled instruction's scale matrices read from
-    their Tensor Memory images (``cta_group::2``: the pair's 256 lanes) with the scale factor A /
-    B IDs, each partition checked against the one it repeats
-    (:mod:`mmasim.placement.tcgen05_scales`); ``{}`` for an unscaled instruction."""
-    if not model.datapath.scale:
-        if scale_a is not None or scale_b is not None:
-            raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
-        return {}
-    if scale_a is None or scale_b is None:
-        raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b Tensor Memory images "
-                         "(fragments('scale_a', SA), fragments('scale_b', SB))")
-    return {"scale_a": unpack_scale(model, "scale_a", layout(model, "scale_a", byte_id=byte_id_a,
-                                                             thread_id=thread_id_a), scale_a),
-            "scale_b": unpack_scale(model, "scale_b", layout(model, "scale_b", byte_id=byte_id_b,
-                                                             thread_id=thread_id_b), scale_b)}
-
-
 def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, sparsity_selector=0,
          a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", scale_a=None, scale_b=None,
          byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0, lane_alignment=0, **options) -> np.ndarray:
     """D: the Tensor Memory image ``uint32 (TMEM lanes, columns)`` of ``tcgen05.mma`` (module
     docstring: the operands' forms).  Called by :func:`mmasim.placement.warp` for the sparse,
     cta_group::2, A-in-TMEM and 16-bit-accumulator forms, block-scaled ones included
-    (``scale_a`` / ``scale_b``: :func:`scales`)."""
+    (``scale_a`` / ``scale_b``: :func:`mmasim.placement.bind.scale_operands`)."""
     dp = model.datapath
     pair = _is_pair(model)
-    kw = scales(model, scale_a, scale_b, byte_id_a, byte_id_b, thread_id_a, thread_id_b)
+    kw = scale_operands(model, scale_a, scale_b, byte_id_a, byte_id_b, thread_id_a, thread_id_b)
     lc, ld = (layout(model, o, lane_alignment=lane_alignment, **options) for o in ("c", "d"))
     M, N, K = ld.rows, ld.cols, dp.k
     ka = dp.stored_k if dp.sparse else K
@@ -166,21 +147,11 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
     cbits = model.format_of("c").container_bits
     if cbits < 32:      # one element per 32-bit TMEM word, in its lower bits (PTX §9.7.16.10.4.1)
         C = (C.astype(np.uint64) & np.uint64((1 << cbits) - 1)).astype(np.uint32)
-    if dp.sparse:
-        if sparse_metadata is None:
-            raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse metadata's Tensor Memory "
-                                      "image (fragments('sparse_metadata', words, selector=...))")
-        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector,
-                                   lane_alignment=lane_alignment).unpack(sparse_metadata))
-        if A.shape != (M, ka):
-            raise ShapeError(f"{model.instruction}: the compressed A must be ({M}, {ka}); got {A.shape}")
-        A = expand(model, A, md)
-        kw["sparse_metadata"] = md
-    elif sparse_metadata is not None:
-        raise SparseMetadataError(f"{model.instruction} is dense: sparse_metadata must be None")
-    elif sparsity_selector:
-        raise OperandError(f"{model.instruction} is dense: it takes no sparsity_selector")
+    if dp.sparse and A.shape != (M, ka):
+        raise ShapeError(f"{model.instruction}: the compressed A must be ({M}, {ka}); got {A.shape}")
+    A, sp = sparse_operand(model, A, sparse_metadata, sparsity_selector, lane_alignment=lane_alignment)
+    kw.update(sp)
     return ld.pack(model(A, B, C, backend=backend, **kw))
 
 
-__all__ = ["a_tmem_layout", "scales", "warp"]
+__all__ = ["a_tmem_layout", "warp"]

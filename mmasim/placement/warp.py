@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OperandError, ScaleError, SparseMetadataError, TableError
-from .bind import _options, expand, layout, metadata_words
+from ..errors import OperandError, TableError
+from .bind import _options, layout, scale_operands, sparse_operand
 from .expr import SELECTORS
 from .fragment import MATRICES
 from .smem_packed import read_model_operand
-from .tcgen05_scales import unpack_scale
 from .tcgen05_warp import warp as _tcgen05_warp     # .sp, the CTA pair, A in TMEM, 16-bit D
 
 
@@ -117,27 +116,9 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     if not la.blocks == lb.blocks == lc.blocks == blocks:
         raise TableError(f"{model.instruction}: the layouts of A, B, C, D disagree on the number of blocks "
                          f"({la.blocks}, {lb.blocks}, {lc.blocks}, {blocks})")
-    kw = {}
-    if dp.scale:
-        if scale_a is None or scale_b is None:
-            raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b registers "
-                             "(fragments('scale_a', SA), fragments('scale_b', SB))")
-        kw["scale_a"] = unpack_scale(model, "scale_a", layout(model, "scale_a", byte_id=byte_id_a,
-                                                              thread_id=thread_id_a), scale_a)
-        kw["scale_b"] = unpack_scale(model, "scale_b", layout(model, "scale_b", byte_id=byte_id_b,
-                                                              thread_id=thread_id_b), scale_b)
-    elif scale_a is not None or scale_b is not None:
-        raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
-    if dp.sparse:
-        if sparse_metadata is None:
-            raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse_metadata registers "
-                                      "(fragments('sparse_metadata', words))")
-        md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector,
-                                   lane_alignment=lane_alignment).unpack(sparse_metadata))
-        A = expand(model, A, md)
-        kw["sparse_metadata"] = md
-    elif sparse_metadata is not None:
-        raise SparseMetadataError(f"{model.instruction} is dense: sparse_metadata must be None")
+    kw = scale_operands(model, scale_a, scale_b, byte_id_a, byte_id_b, thread_id_a, thread_id_b)
+    A, sp = sparse_operand(model, A, sparse_metadata, sparsity_selector, lane_alignment=lane_alignment)
+    kw.update(sp)
     if blocks == 1:
         D = model(A, B, C, backend=backend, **kw)
     else:
