@@ -54,34 +54,40 @@ def _pairs(nib):
 _DISTINCT_SELECTORS = tuple(s for s in range(16) if (s & 3) != (s >> 2))
 _INCREASING_SELECTORS = tuple(s for s in range(16) if (s & 3) < (s >> 2))   # 0x4 0x8 0x9 0xC 0xD 0xE
 
+def _index_pairs(name, chunk, unit, selectors, description, ordered=False):
+    """A rule whose selector nibble holds two 2-bit indices (bits 1:0 and 3:2) of units in a chunk."""
+    return SparseRule(name, chunk, unit, {s: _pairs(s) for s in selectors}, description, ordered)
+
+
+_DISTINCT = ("selector bits 1:0 and 3:2 give the positions of the first and second stored {what}, which must "
+             "differ (PTX: 0b0000, 0b0101, 0b1010, 0b1111 are invalid{extra})")
+_ORDERED = "selector bits 1:0 and 3:2 {what} in increasing order (PTX mma.sp::ordered_metadata{extra})"
+
 RULES = {
     "tf32": SparseRule("tf32", 2, 1, {0x4: (0,), 0xE: (1,)},
                        "chunks of 2: selector 0x4 keeps element 0, 0xE element 1"),
-    "pairs4": SparseRule("pairs4", 4, 1, {s: _pairs(s) for s in _PAIR_SELECTORS},
-                         "chunks of 4: selector bits 1:0 and 3:2 pick two elements"),
-    "pairs8": SparseRule("pairs8", 8, 2, {s: _pairs(s) for s in _PAIR_SELECTORS},
-                         "chunks of 8: selector bits 1:0 and 3:2 pick two adjacent pairs"),
+    "pairs4": _index_pairs("pairs4", 4, 1, _PAIR_SELECTORS,
+                           "chunks of 4: selector bits 1:0 and 3:2 pick two elements"),
+    "pairs8": _index_pairs("pairs8", 8, 2, _PAIR_SELECTORS,
+                           "chunks of 8: selector bits 1:0 and 3:2 pick two adjacent pairs"),
     # --- sparse (issue 12): mma.sp, mma.sp::ordered_metadata, wgmma.mma_async.sp, v_smfmac
-    "distinct4": SparseRule("distinct4", 4, 1, {s: _pairs(s) for s in _DISTINCT_SELECTORS},
-                            "chunks of 4: selector bits 1:0 and 3:2 give the positions of the first and "
-                            "second stored element, which must differ (PTX: 0b0000, 0b0101, 0b1010, 0b1111 "
-                            "are invalid)"),
-    "ordered4": SparseRule("ordered4", 4, 1, {s: _pairs(s) for s in _INCREASING_SELECTORS},
-                           "chunks of 4: selector bits 1:0 and 3:2 give the positions of the two stored "
-                           "elements in increasing order (PTX mma.sp::ordered_metadata)", ordered=True),
+    "distinct4": _index_pairs("distinct4", 4, 1, _DISTINCT_SELECTORS,
+                              "chunks of 4: " + _DISTINCT.format(what="element", extra="")),
+    "ordered4": _index_pairs("ordered4", 4, 1, _INCREASING_SELECTORS,
+                             "chunks of 4: " + _ORDERED.format(what="give the positions of the two stored "
+                                                               "elements", extra=""), ordered=True),
     "tf32.ordered": SparseRule("tf32.ordered", 2, 1, {0x4: (0,), 0xE: (1,)},
                                "chunks of 2: selector 0x4 keeps element 0, 0xE element 1 "
                                "(PTX mma.sp::ordered_metadata)", ordered=True),
-    "distinct8": SparseRule("distinct8", 8, 2, {s: _pairs(s) for s in _DISTINCT_SELECTORS},
-                            "chunks of 8: selector bits 1:0 and 3:2 give the positions of the first and "
-                            "second stored two-wide sub-chunk, which must differ (PTX mma.sp .s4 / .u4, 4:8 "
-                            "pair-wise sparsity: 0b0000, 0b0101, 0b1010, 0b1111 are invalid)"),
-    "ordered8": SparseRule("ordered8", 8, 2, {s: _pairs(s) for s in _INCREASING_SELECTORS},
-                           "chunks of 8: selector bits 1:0 and 3:2 pick two adjacent pairs in increasing "
-                           "order (PTX mma.sp::ordered_metadata, 4:8 pair-wise sparsity)", ordered=True),
-    "smfmac4": SparseRule("smfmac4", 4, 1, {s: _pairs(s) for s in _INCREASING_SELECTORS},
-                          "chunks of 4: index bits 1:0 and 3:2 give the positions of the first and second "
-                          "stored element, index0 < index1 (AMD CDNA3 v_smfmac)"),
+    "distinct8": _index_pairs("distinct8", 8, 2, _DISTINCT_SELECTORS,
+                              "chunks of 8: " + _DISTINCT.format(what="two-wide sub-chunk", extra="; mma.sp .s4 / "
+                                                                 ".u4, 4:8 pair-wise sparsity")),
+    "ordered8": _index_pairs("ordered8", 8, 2, _INCREASING_SELECTORS,
+                             "chunks of 8: " + _ORDERED.format(what="pick two adjacent pairs",
+                                                               extra=", 4:8 pair-wise sparsity"), ordered=True),
+    "smfmac4": _index_pairs("smfmac4", 4, 1, _INCREASING_SELECTORS,
+                            "chunks of 4: index bits 1:0 and 3:2 give the positions of the first and second "
+                            "stored element, index0 < index1 (AMD CDNA3 v_smfmac)"),
 }
 
 
