@@ -16,6 +16,10 @@ FAMILIES = [
     ("H100", "wgmma.mma_async.m64n16k16.f32.f16.f16", "d"),
     ("B200", "tcgen05.mma.kind::f16.m64n8k16.f32.bf16.bf16", "d"),
     ("MI300X", "v_mfma.m32n32k1.f32.f32.f32", "d"),
+    ("MI300X", "v_smfmac.sp.m16n16k32.f32.f16.f16", "a"),
+    ("A100", "mma.sp.m16n8k32.f32.f16.f16", "sparse_metadata"),
+    ("B200", "tcgen05.mma.sp.kind::f16.m128n16k32.f32.f16.f16", "sparse_metadata"),
+    ("B200", "tcgen05.mma.kind::mxf4.block_scale.scale_vec::2X.m128n16k64.f32.e2m1.e2m1.ue8m0", "scale_a"),
 ]
 
 
@@ -24,10 +28,16 @@ def test_text_table_lists_every_element_once(arch, ins, op, capsys):
     assert main(["layout", arch, ins, "--operand", op]) == 0
     out = capsys.readouterr().out
     L = mmasim.MMA(arch, ins).layout(op)
-    cells = re.findall(r"\b([TL]\d+:c?\d+)\b", out)
+    cells = re.findall(r"\b(T\d+:\d+|L\d+:c\d+(?:[hbn]\d+)?)\b", out)
     assert len(cells) == L.rows * L.cols == len(set(cells))
     lane, i = L.owner(L.rows - 1, L.cols - 1)
-    assert out.rstrip().endswith(f"{'L' if L.storage == 'tmem' else 'T'}{lane}:{'c' if L.storage == 'tmem' else ''}{i}")
+    if L.storage == "tmem":      # lane, 32-bit column and, for sub-word elements, the unit within it
+        column, bit = L.register(i)
+        unit = {16: "h", 8: "b", 4: "n"}.get(L.bits, "")
+        last = f"L{lane}:c{column}" + (f"{unit}{bit // L.bits}" if L.bits < 32 else "")
+    else:
+        last = f"T{lane}:{i}"
+    assert out.rstrip().endswith(last)
 
 
 @pytest.mark.parametrize("arch,ins,op", FAMILIES)

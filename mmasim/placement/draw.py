@@ -1,6 +1,7 @@
 """Fragment maps as the ISA figures draw them: a grid of the operand matrix, each cell
 labelled with the lane (thread) and the element that holds it, coloured by lane (TMEM: the lane,
-column and, for byte-sized elements such as block scales, the byte)."""
+column and, for sub-word elements, the half (h), byte (b: block scales) or nibble (n: sparse
+metadata) of the column)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import numpy as np
 def _label(L, lane, i) -> str:
     if L.storage != "tmem":
         return f"T{lane}:{i}"
-    column, bit = L.register(i)     # sub-word TMEM elements (block scales): byte b of the column
-    return f"L{lane}:c{column}" + (f"b{bit // 8}" if L.bits < 32 else "")
+    column, bit = L.register(i)     # sub-word TMEM elements: which byte / nibble / half of the column
+    if L.bits >= 32:
+        return f"L{lane}:c{column}"
+    unit = {16: "h", 8: "b", 4: "n"}.get(L.bits)
+    return f"L{lane}:c{column}" + (f"{unit}{bit // L.bits}" if unit else f"@{bit}")
 
 
 def title(L, arch: str = "", instruction: str = "") -> str:
