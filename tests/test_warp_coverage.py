@@ -13,9 +13,9 @@ only (``m.fragments``, the shared-memory images of ``mmasim.harness.nv_async.ope
 their descriptors, ``a_tmem_layout``); the expectation is the matrix form ``m(A, B, C, ...)``,
 which neither registers nor images enter.
 
-``EXPECTED_REFUSALS`` names what warp() still refuses, each with its reason; a case there must
-raise ``UnsupportedDatapath`` -- when one starts to run, the test fails and the set is shrunk.
-``python tests/test_warp_coverage.py`` prints the list grouped by reason.
+Nothing is refused: every case must run, on the numpy and the numba backend, and equal the
+matrix form computed by the numpy reference.  ``python tests/test_warp_coverage.py`` prints
+anything refused, grouped by reason.
 """
 
 from __future__ import annotations
@@ -28,25 +28,12 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim.errors import UnsupportedDatapath
 from mmasim.harness import nv_async as nv
 from mmasim.placement import a_tmem_layout, compress
 from mmasim.registry import datapath_identity, get_registry
 from mmasim.wordgen import sparse_metadata, words
 
 OPS = ("mma.sync", "wgmma.mma_async", "tcgen05.mma", "v_mfma", "v_smfmac")
-
-
-#: what warp() still refuses (UnsupportedDatapath), by reason -> predicate on the datapath; a
-#: refusal added here must name its reason. Empty: every instruction of every architecture runs.
-EXPECTED_REFUSALS: dict = {}
-
-
-def _refusal(dp):
-    for reason, pred in EXPECTED_REFUSALS.items():
-        if pred(dp):
-            return reason
-    return None
 
 
 def _instruction(reg, dp, M, N):
@@ -120,10 +107,11 @@ def run_case(arch, instruction, a_in_tmem=False, seed=0, backend="numpy"):
         ekw.update(scale_a=SA, scale_b=SB)
     blocks = ld.blocks
     if blocks == 1:
-        expected = m(A, B, C, **ekw)
+        expected = m(A, B, C, backend="numpy", **ekw)
     else:                   # independent matrices stacked along rows (Volta quad pairs, AMD blocks)
         mb, kbb = Mr // blocks, kb // blocks
-        expected = np.concatenate([m(A[i * mb:(i + 1) * mb], B[i * kbb:(i + 1) * kbb], C[i * mb:(i + 1) * mb])
+        expected = np.concatenate([m(A[i * mb:(i + 1) * mb], B[i * kbb:(i + 1) * kbb], C[i * mb:(i + 1) * mb],
+                                     backend="numpy")
                                    for i in range(blocks)])
     c = m.fragments("c", C)
     if registers:
@@ -188,28 +176,20 @@ def test_enumeration_touches_every_distinct_instruction_of_every_architecture():
             assert ms and all((q, sp, M, t) in lay for M in ms for t in (False, True))
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
 @pytest.mark.parametrize("op", OPS)
-def test_warp_runs_every_instruction_and_equals_the_matrix_form(op):
+def test_warp_runs_every_instruction_and_equals_the_matrix_form(op, backend):
+    """warp() on the backend under test equals the matrix form computed by the numpy reference."""
+    if backend == "numba":
+        pytest.importorskip("numba")
     failures = collections.defaultdict(list)
     count = 0
     for arch, ins, tmem, dp in cases():
         if dp.op != op:
             continue
         count += 1
-        reason = _refusal(dp)
-        if reason:
-            try:
-                run_case(arch, ins, tmem)
-            except UnsupportedDatapath as exc:
-                assert re.search(r"SCALE_A|scale|sparse metadata|cta_group::2", str(exc)), (reason, str(exc))
-                continue
-            except Exception as exc:        # noqa: BLE001
-                failures[f"expected UnsupportedDatapath ({reason}), got {_reason(exc)}"].append((arch, ins, tmem))
-                continue
-            failures[f"now runs; remove it from EXPECTED_REFUSALS: {reason}"].append((arch, ins, tmem))
-            continue
         try:
-            got, want = run_case(arch, ins, tmem)
+            got, want = run_case(arch, ins, tmem, backend=backend)
         except Exception as exc:            # noqa: BLE001
             failures[_reason(exc)].append((arch, ins, tmem))
             continue
