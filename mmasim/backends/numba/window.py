@@ -17,9 +17,9 @@ from collections import namedtuple
 
 import numpy as np
 
-from .primitives import (FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _clip, _decode, _decode_ab,
-                         _decode_scales, _f32_decode, _fmt, _is_f32, _jit, _inline, _note_special, _pack, _pack_rz,
-                         _product_class, _rows, _shift, _special_result, _trunc, row_kernel)
+from .primitives import (F32_SPEC, FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _clip, _decode, _decode_ab,
+                         _decode_scales, _fmt, _is_f32, _jit, _inline, _note_special, _pack, _product_class, _rows,
+                         _rz_enc, _shift, _special_result, _trunc, row_kernel)
 
 #: The window's parameters (mmasim.accumulators.window): F, the zero rule (``excl``, or
 #: e_zero ``ezero``), ``group``, the scale floor (``has_sf``, ``sf``), C-dominant
@@ -137,15 +137,42 @@ def _group_sum(pm, pq, pn, lo, hi, clog):
 
 
 @_inline
-def _group_total(G, step, pm, pq, pn, plr, psr, max_sr, bufs, quantum, cterm, R):
-    """The window's sum of one step after the products, at ``quantum``: the group sums
-    (``group`` > 1) truncated, the C-relative truncation, the C-dominant sums (groups of
-    ``cdG``), the truncated C, the subnormal redo.  ``plr``: each product's raw exponent
-    (NEG for a zero); ``bufs``: work arrays (contributions, group sums, their q, their
-    largest raw exponent); ``cterm``: C live, C r, C sign, C magnitude, C q, and whether
-    C dominates.  Returns ``(total, bad)`` (``bad``: a sum the reference refuses)."""
-    contrib, gs, gq, gr = bufs
+def _window_sum(G, gs, gq, gr, contrib, quantum, cterm, ctot, psr, sgroup, max_sr, R):
+    """The window's sum of one step from its group values, at ``quantum``, in both
+    kernels' layouts: each group's exact sum ``gs`` (at q ``gq``, largest raw
+    exponent ``gr``: NEG for none) truncated, the C-relative truncation, the sum
+    ``ctot`` of the truncated C-dominant groups in place of the groups' when C
+    dominates, the truncated C, the subnormal redo (``psr``: the scale raw of each
+    of ``sgroup`` products per group; ``gr`` is then overwritten).  ``contrib``: a
+    work array (the contributions); ``cterm``: C live, C r, C sign, C magnitude, C
+    q, and whether C dominates."""
     c_live, cr, c_neg, c_mag, cq, cdom = cterm
+    qrel = max(cr - R.crF, quantum)
+    ptot = np.int64(0)
+    for g in range(G):
+        v = gs[g]
+        t = _trunc(v < 0, abs(v), gq[g], quantum)
+        if R.has_cr == 1:
+            t = _c_relative(t, v < 0, abs(v), gq[g], gr[g], c_live, cr, qrel, quantum)
+        contrib[g] = t
+        ptot += t
+    if R.has_cd == 1 and R.cdG != R.group and cdom:
+        ptot = ctot
+    ctr = _trunc(c_neg, c_mag, cq, quantum)
+    total = ptot + ctr
+    if R.has_sr == 1 and not cdom:
+        total = _subnormal_redo(total, quantum, ctr, contrib, psr, sgroup, G, gr, R.srT, max_sr)
+    return total
+
+
+@_inline
+def _group_total(G, step, pm, pq, pn, plr, psr, max_sr, bufs, quantum, cterm, R):
+    """The window's sum of one step from its products (:func:`_window_sum`): the group
+    sums (``group`` > 1, :func:`_group_sum`) and the C-dominant sums (groups of ``cdG``)
+    formed from the products.  ``plr``: each product's raw exponent (NEG for a zero);
+    ``bufs``: work arrays (contributions, group sums, their q, their largest raw
+    exponent).  Returns ``(total, bad)`` (``bad``: a sum the reference refuses)."""
+    contrib, gs, gq, gr = bufs
     group = R.group
     bad = False
     for g in range(G):
@@ -162,27 +189,13 @@ def _group_total(G, step, pm, pq, pn, plr, psr, max_sr, bufs, quantum, cterm, R)
             gs[g] = tot
             gq[g] = qmin
             gr[g] = grm
-        contrib[g] = _trunc(gs[g] < 0, abs(gs[g]), gq[g], quantum)
-    if R.has_cr == 1:
-        qrel = max(cr - R.crF, quantum)
-        for g in range(G):
-            contrib[g] = _c_relative(contrib[g], gs[g] < 0, abs(gs[g]), gq[g], gr[g], c_live, cr, qrel, quantum)
-    ptot = np.int64(0)
-    for g in range(G):
-        ptot += contrib[g]
+    ctot = np.int64(0)
     if R.has_cd == 1 and R.cdG != group:
-        ctot = np.int64(0)
         for h in range(step // R.cdG):
             tot, qmin, b = _group_sum(pm, pq, pn, h * R.cdG, h * R.cdG + R.cdG, R.clog_cd)
             bad = bad or b
             ctot += _trunc(tot < 0, abs(tot), qmin, quantum)
-        if cdom:
-            ptot = ctot
-    ctr = _trunc(c_neg, c_mag, cq, quantum)
-    total = ptot + ctr
-    if R.has_sr == 1 and not cdom:
-        total = _subnormal_redo(total, quantum, ctr, contrib, psr, group, G, gr, R.srT, max_sr)
-    return total, bad
+    return _window_sum(G, gs, gq, gr, contrib, quantum, cterm, ctot, psr, group, max_sr, R), bad
 
 
 # ------------------------------------------------------------------ kernels
@@ -271,7 +284,6 @@ def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, 
     c_f32 = _is_f32(fp2)
     d_f32 = _is_f32(fp3)
     rz = ENC[0] == 0 and ENC[2] == ENC[3]
-    efrac, ebias, einf, esb = ENC[2], ENC[1], ENC[4], ENC[5]
     G = step // group
     per = block // group
     contrib = np.zeros(G, np.int64)
@@ -289,7 +301,7 @@ def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, 
         spec[d] = False
         ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
         if c_f32:
-            ccls, csg, cm, cq, cr = _f32_decode(np.int64(wc[rc]))
+            ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), F32_SPEC, TAB)
         else:
             ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
         special = ccls >= INF
@@ -334,37 +346,25 @@ def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, 
             c_mag = cm if c_live else np.int64(0)
             c_neg = csg == 1
             quantum, cdom = _window_quantum(max_r, any_live, False, c_live, cr, max_sr, R)
-            qrel = max(cr - R.crF, quantum)
-            ptot = np.int64(0)
-            for g in range(G):
-                v = gs[g]
-                t = _trunc(v < 0, abs(v), gq[g], quantum)
-                if R.has_cr == 1:
-                    t = _c_relative(t, v < 0, abs(v), gq[g], gr[g], c_live, cr, qrel, quantum)
-                contrib[g] = t
-                ptot += t
+            ctot = np.int64(0)
             if R.has_cd == 1 and R.cdG != group and cdom:
                 # the C-dominant groups of cdG elements: sums of groups inside one block (one q)
                 r = R.cdG // group
-                ctot = np.int64(0)
                 for h in range(0, G, r):
                     cs = np.int64(0)
                     for g in range(h, h + r):
                         cs += gs[g]
                     ctot += _trunc(cs < 0, abs(cs), gq[h], quantum)
-                ptot = ctot
-            ctr = _trunc(c_neg, c_mag, cq, quantum)
-            total = ptot + ctr
-            if R.has_sr == 1 and not cdom:
-                total = _subnormal_redo(total, quantum, ctr, contrib, gsr, 1, G, gsr, R.srT, max_sr)
+            total = _window_sum(G, gs, gq, gr, contrib, quantum, (c_live, cr, c_neg, c_mag, cq, cdom), ctot, gsr, 1,
+                                max_sr, R)
             oneg, omag, e0 = _d_or_c(total, quantum, True, any_live, c_neg, c_mag, cq)
             if rz:
-                word = _pack_rz(oneg, omag, e0, efrac, ebias, einf, esb)
+                word = _pack(oneg, omag, e0, False, False, False, False, _rz_enc(ENC))
             else:
                 word = _pack(oneg, omag, e0, False, False, False, False, ENC)
             if s0 + step < K:
                 if d_f32:
-                    ccls, csg, cm, cq, cr = _f32_decode(word & ENC[7])
+                    ccls, csg, cm, cq, cr = _decode(word & ENC[7], F32_SPEC, TAB)
                 else:
                     ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
                 if ccls >= INF:
