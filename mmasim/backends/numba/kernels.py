@@ -85,20 +85,43 @@ class Kernel:
 
     def __call__(self, args, n):
         """``(D words, flags or None)`` of ``n`` rows; ``args``: see :func:`mmasim.backends.numba.kernel_args`."""
-        if self.out_kind == "f64":
-            vals = np.empty(n, dtype=np.float64)
-        elif self.out_kind == "f32":
-            vals = np.empty(n, dtype=np.float32)
-        else:
-            vals = np.empty(n, dtype=self.encoding.dtype)
+        args = wide_args(args)
+        vals = np.empty(n, dtype=_OUT_DTYPES[self.out_kind])
         flags = np.empty(n, dtype=np.bool_)
         nflag = self.fn(*args, self.TAB, self.FM, self.R, self.ENC, self.step, self.block, vals, flags, *self.extra)
         if self.out_kind != "word":
             word = np.uint64 if self.out_kind == "f64" else np.uint32
-            words = vals.view(word if self.out_kind == "f64" else np.uint32)
-            words = np.where(np.isnan(vals), word(self.encoding.nan_word), words).astype(self.encoding.dtype)
-            vals = words
-        return vals, (flags if nflag else None)
+            words = vals.view(word)
+            vals = np.where(np.isnan(vals), word(self.encoding.nan_word), words)
+        return self.narrow(vals), (flags if nflag else None)
+
+    def narrow(self, vals):
+        """The words ``vals`` (int64, or unsigned of the result's width) in the encoding's dtype."""
+        dt = np.dtype(self.encoding.dtype)
+        if vals.dtype.itemsize == dt.itemsize:
+            return vals.view(dt)
+        return vals.astype(dt)
+
+
+#: the array a kernel writes, per out_kind: every word kernel writes int64 words (one
+#: compiled signature whatever the encoding's width; narrowed after the call)
+_OUT_DTYPES = {"word": np.int64, "f64": np.float64, "f32": np.float32}
+
+
+def _wide(x):
+    """Word array ``x`` as int64 (one compiled signature per kernel whatever the container
+    width): a view of 64-bit words (the kernels read every word as int64), a copy of
+    narrower ones (zero-extended, as the kernels' ``np.int64(word)``)."""
+    if x.dtype == np.int64:
+        return x
+    if x.dtype.itemsize == 8:
+        return x.view(np.int64)
+    return x.astype(np.int64)
+
+
+def wide_args(args):
+    """Kernel arguments (``kernel_args``) with the five word arrays as int64."""
+    return (*(_wide(x) for x in args[:5]), *args[5:])
 
 
 class LeanWindowKernel(Kernel):
@@ -106,9 +129,10 @@ class LeanWindowKernel(Kernel):
     by the general :func:`window_kernel`, rows it flags by the numpy reference."""
 
     def __call__(self, args, n):
+        args = wide_args(args)
         wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols = args
         step = self.step
-        vals = np.empty(n, dtype=self.encoding.dtype)
+        vals = np.empty(n, dtype=np.int64)
         flags = np.empty(n, dtype=np.bool_)
         spec = np.empty(n, dtype=np.bool_)
         nflag, nspec = self.fn(*args, self.TAB, self.FM, self.R, self.ENC, step, self.block, vals, flags,
@@ -126,7 +150,7 @@ class LeanWindowKernel(Kernel):
                                    self.block, sub, subf)
             vals[d] = sub
             flags[d] = subf
-        return vals, (flags if nflag else None)
+        return self.narrow(vals), (flags if nflag else None)
 
 
 _EMPTY_TAB = np.zeros(1, dtype=np.int64)
