@@ -18,7 +18,7 @@ from ..numpy import NumpyBackend
 _numba_ok: bool | None = None
 
 _NO_INDEX = np.zeros(0, dtype=np.int64)
-_NO_SCALE = np.zeros((1, 1), dtype=np.int64)
+_NO_SCALE = np.zeros((1, 1), dtype=np.uint8)
 
 
 def numba_available() -> bool:

@@ -44,9 +44,9 @@ from ...decode import decode_float, decode_int
 from ..numpy.lean import LeanGrouped
 from .families import (exact_sum_kernel, fma_f32_kernel, fma_f64_kernel, ftz_mul_add_kernel, group_scaled_kernel,
                        integer_kernel, integer_xor_kernel, mul_add_f32_kernel, mul_add_f64_kernel, two_stage_kernel)
-from .primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO
+from .primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO, _is_f32
 from .tiles import LSQ, LZQ, PACK_M, _c_kind, lean_variant
-from .window import GDEAD, WindowRecord, window_grouped_kernel, window_kernel
+from .window import GDEAD, WindowRecord, grouped_variant, window_kernel
 
 # --------------------------------------------------------- parameter records
 #: group_scaled_window: F, group, e_zero, ceil(log2(group)).
@@ -81,47 +81,25 @@ class Kernel:
                              sign_bit, enc.nan_word, (1 << enc.word_bits) - 1 if enc.word_bits < 64 else -1],
                             dtype=np.int64)
         self.block = int(plan.datapath.block or 1)
+        self.scaled = plan.scaled
         self.extra = ()                     # further arrays of the kernel (the lean window's tables)
 
     def __call__(self, args, n):
         """``(D words, flags or None)`` of ``n`` rows; ``args``: see :func:`mmasim.backends.numba.kernel_args`."""
-        args = wide_args(args)
-        vals = np.empty(n, dtype=_OUT_DTYPES[self.out_kind])
+        if self.out_kind == "f64":
+            vals = np.empty(n, dtype=np.float64)
+        elif self.out_kind == "f32":
+            vals = np.empty(n, dtype=np.float32)
+        else:
+            vals = np.empty(n, dtype=self.encoding.dtype)
         flags = np.empty(n, dtype=np.bool_)
         nflag = self.fn(*args, self.TAB, self.FM, self.R, self.ENC, self.step, self.block, vals, flags, *self.extra)
         if self.out_kind != "word":
             word = np.uint64 if self.out_kind == "f64" else np.uint32
-            words = vals.view(word)
-            vals = np.where(np.isnan(vals), word(self.encoding.nan_word), words)
-        return self.narrow(vals), (flags if nflag else None)
-
-    def narrow(self, vals):
-        """The words ``vals`` (int64, or unsigned of the result's width) in the encoding's dtype."""
-        dt = np.dtype(self.encoding.dtype)
-        if vals.dtype.itemsize == dt.itemsize:
-            return vals.view(dt)
-        return vals.astype(dt)
-
-
-#: the array a kernel writes, per out_kind: every word kernel writes int64 words (one
-#: compiled signature whatever the encoding's width; narrowed after the call)
-_OUT_DTYPES = {"word": np.int64, "f64": np.float64, "f32": np.float32}
-
-
-def _wide(x):
-    """Word array ``x`` as int64 (one compiled signature per kernel whatever the container
-    width): a view of 64-bit words (the kernels read every word as int64), a copy of
-    narrower ones (zero-extended, as the kernels' ``np.int64(word)``)."""
-    if x.dtype == np.int64:
-        return x
-    if x.dtype.itemsize == 8:
-        return x.view(np.int64)
-    return x.astype(np.int64)
-
-
-def wide_args(args):
-    """Kernel arguments (``kernel_args``) with the five word arrays as int64."""
-    return (*(_wide(x) for x in args[:5]), *args[5:])
+            words = vals.view(word if self.out_kind == "f64" else np.uint32)
+            words = np.where(np.isnan(vals), word(self.encoding.nan_word), words).astype(self.encoding.dtype)
+            vals = words
+        return vals, (flags if nflag else None)
 
 
 class LeanWindowKernel(Kernel):
@@ -129,31 +107,41 @@ class LeanWindowKernel(Kernel):
     by the general :func:`window_kernel`, rows it flags by the numpy reference."""
 
     def __call__(self, args, n):
-        args = wide_args(args)
         wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols = args
         step = self.step
-        vals = np.empty(n, dtype=np.int64)
+        vals = np.empty(n, dtype=self.encoding.dtype)
         flags = np.empty(n, dtype=np.bool_)
         spec = np.empty(n, dtype=np.bool_)
         nflag, nspec = self.fn(*args, self.TAB, self.FM, self.R, self.ENC, step, self.block, vals, flags,
                                *self.extra, spec)
         if nspec:
+            # the rows with a special value, gathered as int64 words and computed into
+            # int64 words: the general kernel then compiles one signature for every lean
+            # kernel, whatever their formats (copying A and B of every row to int64
+            # instead cost the lean kernels 15-65 % in benchmarks/bench.py)
             d = np.flatnonzero(spec)
             if ncols > 0:
                 i = d // ncols
                 j = d - i * ncols
                 rows = (i, j, d, i, j)
             else:
-                rows = tuple(np.ascontiguousarray(x[d]) if x.shape[0] else d for x in (ia, ib, ic, isa, isb))
-            sub, subf = np.empty(len(d), dtype=vals.dtype), np.empty(len(d), dtype=np.bool_)
-            nflag += window_kernel(wa, wb, wc, sa, sb, *rows, 0, self.TAB, self.FM, self.R, self.ENC, step,
+                rows = tuple(x[d] if x.shape[0] else d for x in (ia, ib, ic, isa, isb))
+            ops = (wa, wb, wc) + ((sa, sb) if self.scaled else ())
+            sub_ops = [np.ascontiguousarray(w[r], dtype=np.int64) for w, r in zip(ops, rows)]
+            if not self.scaled:
+                sub_ops += [_NO_SCALE, _NO_SCALE]
+            sub, subf = np.empty(len(d), dtype=np.int64), np.empty(len(d), dtype=np.bool_)
+            ni = _NO_INDEX
+            nflag += window_kernel(*sub_ops, ni, ni, ni, ni, ni, 0, self.TAB, self.FM, self.R, self.ENC, step,
                                    self.block, sub, subf)
             vals[d] = sub
             flags[d] = subf
-        return self.narrow(vals), (flags if nflag else None)
+        return vals, (flags if nflag else None)
 
 
 _EMPTY_TAB = np.zeros(1, dtype=np.int64)
+_NO_INDEX = np.zeros(0, dtype=np.int64)
+_NO_SCALE = np.zeros((1, 1), dtype=np.int64)
 
 
 def _packed_table(fmt, decoder):
@@ -287,7 +275,7 @@ def _make(plan, fn, R, out_kind="word"):
 
 
 def _grouped_table(plan, lg):
-    """The tables of :func:`window_grouped_kernel`: rows 0-1 the joint A x B table of
+    """The tables of the grouped window kernel (``grouped_variant``): rows 0-1 the joint A x B table of
     ``lg`` (a LeanGrouped), rows 2-5 per scale word (built by the registered decoder):
     the signed significand (0 for a zero or inf / NaN), q, r, and 1 for inf / NaN."""
     fmt = plan.scale_format
@@ -335,7 +323,9 @@ def _window(plan):
     if group > 1 or cd is not None:
         lg = LeanGrouped(plan)
         if lg.ok and lg.DEAD == GDEAD:
-            k = LeanWindowKernel(plan, window_grouped_kernel, R._replace(roff=lg.roff))
+            f32 = all(_is_f32.py_func([int(x) for x in row]) for row in general.FM[2:4])
+            rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
+            k = LeanWindowKernel(plan, grouped_variant(f32, rz), R._replace(roff=lg.roff))
             if k.FM is not None:
                 k.extra = (_grouped_table(plan, lg), np.array([lg.bshift, lg.q0], dtype=np.int64))
                 return k

@@ -220,6 +220,12 @@ def _pack(neg, mag, e0, nan, inf, inf_neg, zero_neg, ENC):
 
 
 @_inline
+def _enc(ENC):
+    """Encoding ``ENC`` as a tuple (the type of :func:`_rz_enc`'s)."""
+    return (ENC[0], ENC[1], ENC[2], ENC[3], ENC[4], ENC[5], ENC[6], ENC[7])
+
+
+@_inline
 def _rz_enc(ENC):
     """Encoding ``ENC`` as a tuple whose rounding mode (RZ) and word fraction width (the
     fraction width itself) are constants: ``_pack(..., _rz_enc(ENC))`` of a finite value

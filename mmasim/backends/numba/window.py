@@ -5,7 +5,7 @@ Each rule of :mod:`mmasim.accumulators.window` is one inlined function here:
 :func:`_window_quantum` (E, the zero rule, the scale floor, the C-dominant
 quantum), :func:`_c_relative`, :func:`_subnormal_redo`, :func:`_d_or_c` (no live
 product: D is C), the exact group sums (:func:`_group_sum`).  The kernels
-(:func:`window_kernel`: every parameter, every word; :func:`window_grouped_kernel`:
+(:func:`window_kernel`: every parameter, every word; :func:`grouped_variant`:
 the B200 FP4 groups on a joint A x B table) and the tile kernels of :mod:`.tiles`
 compose them.  ``R`` is the window's parameter record
 (:class:`mmasim.backends.numba.kernels.WindowRecord`).
@@ -18,8 +18,8 @@ from collections import namedtuple
 import numpy as np
 
 from .primitives import (F32_SPEC, FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _clip, _decode, _decode_ab,
-                         _decode_scales, _fmt, _is_f32, _jit, _inline, _note_special, _pack, _product_class, _rows,
-                         _rz_enc, _shift, _special_result, _trunc, row_kernel)
+                         _decode_scales, _enc, _fmt, _jit, _inline, _note_special, _pack, _product_class,
+                         _rows, _rz_enc, _shift, _special_result, _trunc, row_kernel)
 
 #: The window's parameters (mmasim.accumulators.window): F, the zero rule (``excl``, or
 #: e_zero ``ezero``), ``group``, the scale floor (``has_sf``, ``sf``), C-dominant
@@ -262,116 +262,125 @@ def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, 
 window_kernel = row_kernel(_window_step, "window_kernel")
 
 
-@_jit
-def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags,
-                          LT, LS, spec):
-    """The grouped block-scaled window (B200 NVFP4 / MXF4) where every group lies in one
-    scale block and the A / B formats are narrow (``LeanGrouped`` of the numpy backend
-    decides, and proves the int64 bounds): A and B are decoded pairwise through one joint
-    table (``LT[0]`` the signed significand product aligned to the formats' smallest q,
-    ``LT[1]`` the sum of the two q, ``GDEAD`` with a zero factor), a group's exact sum is
-    the sum of those integers times the block's scale product, and the group rules
-    (the same primitives as :func:`window_kernel`) follow on group values.  No row is
-    refused (the bounds hold for every word); rows with an inf / NaN are marked in
-    ``spec`` (:func:`window_kernel` computes them)."""
-    n = out.shape[0]
-    K = wa.shape[1]
-    fp2, fp3 = _fmt(FM, 2), _fmt(FM, 3)
-    R = _window_params(RA[0])
-    group = R.group
-    bsh = LS[0]
-    q0 = LS[1]
-    c_f32 = _is_f32(fp2)
-    d_f32 = _is_f32(fp3)
-    rz = ENC[0] == 0 and ENC[2] == ENC[3]
-    G = step // group
-    per = block // group
-    contrib = np.zeros(G, np.int64)
-    gs = np.zeros(G, np.int64)
-    gq = np.zeros(G, np.int64)
-    gr = np.zeros(G, np.int64)
-    gsr = np.zeros(G, np.int64)
-    nb = sa.shape[1]
-    bsm = np.zeros(nb, np.int64)
-    bqs = np.zeros(nb, np.int64)
-    bsr = np.zeros(nb, np.int64)
-    nspec = 0
-    for d in range(n):
-        flags[d] = False
-        spec[d] = False
-        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
-        if c_f32:
-            ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), F32_SPEC, TAB)
-        else:
+def _grouped_variant(F32, RZ):
+    """The grouped window kernel for C and D in binary32 or not (``F32``) and for the
+    round-toward-zero encoder into the word's own fraction width or not (``RZ``):
+    constants of the closure, so that the C / D decode and the pack fold them."""
+
+    def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out,
+                              flags, LT, LS, spec):
+        """The grouped block-scaled window (B200 NVFP4 / MXF4) where every group lies in one
+        scale block and the A / B formats are narrow (``LeanGrouped`` of the numpy backend
+        decides, and proves the int64 bounds): A and B are decoded pairwise through one joint
+        table (``LT[0]`` the signed significand product aligned to the formats' smallest q,
+        ``LT[1]`` the sum of the two q, ``GDEAD`` with a zero factor), a group's exact sum is
+        the sum of those integers times the block's scale product, and the group rules
+        (the same primitives as :func:`window_kernel`) follow on group values.  No row is
+        refused (the bounds hold for every word); rows with an inf / NaN are marked in
+        ``spec`` (:func:`window_kernel` computes them)."""
+        n = out.shape[0]
+        K = wa.shape[1]
+        fp2, fp3 = _fmt(FM, 2), _fmt(FM, 3)
+        if F32:        # C and D in binary32: the constant spec (folded into the steps)
+            fp2, fp3 = F32_SPEC, F32_SPEC
+        enc = _rz_enc(ENC) if RZ else _enc(ENC)
+        R = _window_params(RA[0])
+        group = R.group
+        bsh = LS[0]
+        q0 = LS[1]
+        G = step // group
+        per = block // group
+        contrib = np.zeros(G, np.int64)
+        gs = np.zeros(G, np.int64)
+        gq = np.zeros(G, np.int64)
+        gr = np.zeros(G, np.int64)
+        gsr = np.zeros(G, np.int64)
+        nb = sa.shape[1]
+        bsm = np.zeros(nb, np.int64)
+        bqs = np.zeros(nb, np.int64)
+        bsr = np.zeros(nb, np.int64)
+        nspec = 0
+        for d in range(n):
+            flags[d] = False
+            spec[d] = False
+            ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
             ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
-        special = ccls >= INF
-        # the scales through the per-word table (rows 2-5 of LT): signed m, q, r, inf / NaN
-        for blk in range(nb):
-            x = np.int64(sa[rsa, blk])
-            y = np.int64(sb[rsb, blk])
-            if LT[5, x] + LT[5, y] != 0:
-                special = True
-            bsm[blk] = LT[2, x] * LT[2, y]
-            bqs[blk] = LT[3, x] + LT[3, y] + q0
-            bsr[blk] = LT[4, x] + LT[4, y]
-        word = np.int64(0)
-        for s0 in range(0, K, step):
-            if special:
-                break
-            max_r = np.int64(NEG)
-            max_sr = np.int64(NEG)
-            any_live = False
-            for blk in range(s0 // block, (s0 + step) // block):
-                bm = bsm[blk]
-                bs = bsr[blk]
-                brr = R.roff + bs
-                g0 = (blk * block - s0) // group
-                for g in range(g0, g0 + per):
-                    tot = np.int64(0)
-                    qm = np.int64(GDEAD)
-                    for kk in range(s0 + g * group, s0 + g * group + group):
-                        j = (np.int64(wa[ra, kk]) << bsh) | np.int64(wb[rb, kk])
-                        tot += LT[0, j]
-                        qm = max(qm, LT[1, j])
-                    gs[g] = tot * bm
-                    gq[g] = bqs[blk]
-                    gsr[g] = bs
-                    gr[g] = NEG
-                    if qm > GDEAD // 2 and bm != 0:
-                        gr[g] = qm + brr
-                        any_live = True
-                        max_r = max(max_r, gr[g])
-                        max_sr = max(max_sr, bs)     # the blocks holding a nonzero product
-            c_live = ccls == FINITE
-            c_mag = cm if c_live else np.int64(0)
-            c_neg = csg == 1
-            quantum, cdom = _window_quantum(max_r, any_live, False, c_live, cr, max_sr, R)
-            ctot = np.int64(0)
-            if R.has_cd == 1 and R.cdG != group and cdom:
-                # the C-dominant groups of cdG elements: sums of groups inside one block (one q)
-                r = R.cdG // group
-                for h in range(0, G, r):
-                    cs = np.int64(0)
-                    for g in range(h, h + r):
-                        cs += gs[g]
-                    ctot += _trunc(cs < 0, abs(cs), gq[h], quantum)
-            total = _window_sum(G, gs, gq, gr, contrib, quantum, (c_live, cr, c_neg, c_mag, cq, cdom), ctot, gsr, 1,
-                                max_sr, R)
-            oneg, omag, e0 = _d_or_c(total, quantum, True, any_live, c_neg, c_mag, cq)
-            if rz:
-                word = _pack(oneg, omag, e0, False, False, False, False, _rz_enc(ENC))
-            else:
-                word = _pack(oneg, omag, e0, False, False, False, False, ENC)
-            if s0 + step < K:
-                if d_f32:
-                    ccls, csg, cm, cq, cr = _decode(word & ENC[7], F32_SPEC, TAB)
-                else:
-                    ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
-                if ccls >= INF:
+            special = ccls >= INF
+            # the scales through the per-word table (rows 2-5 of LT): signed m, q, r, inf / NaN
+            for blk in range(nb):
+                x = np.int64(sa[rsa, blk])
+                y = np.int64(sb[rsb, blk])
+                if LT[5, x] + LT[5, y] != 0:
                     special = True
-        if special:
-            spec[d] = True
-            nspec += 1
-            continue
-        out[d] = word
-    return 0, nspec
+                bsm[blk] = LT[2, x] * LT[2, y]
+                bqs[blk] = LT[3, x] + LT[3, y] + q0
+                bsr[blk] = LT[4, x] + LT[4, y]
+            word = np.int64(0)
+            for s0 in range(0, K, step):
+                if special:
+                    break
+                max_r = np.int64(NEG)
+                max_sr = np.int64(NEG)
+                any_live = False
+                for blk in range(s0 // block, (s0 + step) // block):
+                    bm = bsm[blk]
+                    bs = bsr[blk]
+                    brr = R.roff + bs
+                    g0 = (blk * block - s0) // group
+                    for g in range(g0, g0 + per):
+                        tot = np.int64(0)
+                        qm = np.int64(GDEAD)
+                        for kk in range(s0 + g * group, s0 + g * group + group):
+                            j = (np.int64(wa[ra, kk]) << bsh) | np.int64(wb[rb, kk])
+                            tot += LT[0, j]
+                            qm = max(qm, LT[1, j])
+                        gs[g] = tot * bm
+                        gq[g] = bqs[blk]
+                        gsr[g] = bs
+                        gr[g] = NEG
+                        if qm > GDEAD // 2 and bm != 0:
+                            gr[g] = qm + brr
+                            any_live = True
+                            max_r = max(max_r, gr[g])
+                            max_sr = max(max_sr, bs)     # the blocks holding a nonzero product
+                c_live = ccls == FINITE
+                c_mag = cm if c_live else np.int64(0)
+                c_neg = csg == 1
+                quantum, cdom = _window_quantum(max_r, any_live, False, c_live, cr, max_sr, R)
+                ctot = np.int64(0)
+                if R.has_cd == 1 and R.cdG != group and cdom:
+                    # the C-dominant groups of cdG elements: sums of groups inside one block (one q)
+                    r = R.cdG // group
+                    for h in range(0, G, r):
+                        cs = np.int64(0)
+                        for g in range(h, h + r):
+                            cs += gs[g]
+                        ctot += _trunc(cs < 0, abs(cs), gq[h], quantum)
+                cterm = (c_live, cr, c_neg, c_mag, cq, cdom)
+                total = _window_sum(G, gs, gq, gr, contrib, quantum, cterm, ctot, gsr, 1, max_sr, R)
+                oneg, omag, e0 = _d_or_c(total, quantum, True, any_live, c_neg, c_mag, cq)
+                word = _pack(oneg, omag, e0, False, False, False, False, enc)
+                if s0 + step < K:
+                    ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
+                    if ccls >= INF:
+                        special = True
+            if special:
+                spec[d] = True
+                nspec += 1
+                continue
+            out[d] = word
+        return 0, nspec
+
+    window_grouped_kernel.__qualname__ = window_grouped_kernel.__name__ = "window_grouped_kernel_%d_%d" % (F32, RZ)
+    return _jit(window_grouped_kernel)
+
+
+_GROUPED_VARIANTS = {}
+
+
+def grouped_variant(f32, rz):
+    """:func:`_grouped_variant`, made on first use (numba compiles it on its first call)."""
+    key = (bool(f32), bool(rz))
+    if key not in _GROUPED_VARIANTS:
+        _GROUPED_VARIANTS[key] = _grouped_variant(*key)
+    return _GROUPED_VARIANTS[key]
