@@ -311,18 +311,6 @@ NO_SPECIAL = (False, False, False)
 WORK_ROWS = 9
 
 
-@_inline
-def _decode_ab(wa, wb, ra, rb, k, fp, TAB):
-    """``(cls, sign, m, q, r)`` of element ``k`` of A row ``ra`` and B row ``rb``."""
-    return _decode(np.int64(wa[ra, k]), fp[0], TAB), _decode(np.int64(wb[rb, k]), fp[1], TAB)
-
-
-@_inline
-def _decode_scales(sa, sb, rsa, rsb, blk, fp, TAB):
-    """``(cls, sign, m, q, r)`` of the scales of block ``blk`` of rows ``rsa`` / ``rsb``."""
-    return _decode(np.int64(sa[rsa, blk]), fp[2], TAB), _decode(np.int64(sb[rsb, blk]), fp[2], TAB)
-
-
 def row_kernel(step_fn, name):
     """The kernel of a fixed-point family from its step function, one row at a time:
     decode C, then per hardware step ``word, bad = step_fn(...)`` (D of the step;

@@ -17,8 +17,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from .primitives import (F32_SPEC, FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _clip, _decode, _decode_ab,
-                         _decode_scales, _enc, _fmt, _jit, _inline, _note_special, _pack, _product_class,
+from .primitives import (F32_SPEC, FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _clip, _decode, _enc,
+                         _fmt, _jit, _inline, _note_special, _pack, _product_class,
                          _rows, _rz_enc, _shift, _special_result, _trunc, row_kernel)
 
 #: The window's parameters (mmasim.accumulators.window): F, the zero rule (``excl``, or
@@ -214,7 +214,8 @@ def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, 
     dead = False
     for k in range(step):
         kk = s0 + k
-        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, kk, fp, TAB)
+        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp[0], TAB)
+        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp[1], TAB)
         nanf = ac == NAN or bc == NAN
         inff = ac == INF or bc == INF
         zf = ac == ZERO or bc == ZERO
@@ -223,7 +224,8 @@ def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, 
         q = aq + bq
         r = ar + br
         if scaled:
-            (xc, xsg, xm, xq, xr), (yc, ysg, ym, yq, yr) = _decode_scales(sa, sb, rsa, rsb, kk // block, fp, TAB)
+            xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, kk // block]), fp[2], TAB)
+            yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, kk // block]), fp[2], TAB)
             nanf = nanf or xc == NAN or yc == NAN
             inff = inff or xc == INF or yc == INF
             zf = zf or xc == ZERO or yc == ZERO
