@@ -27,12 +27,12 @@ def _datapaths():
 
 def _warm(part, nparts):
     """Run one small batch through numba for every ``nparts``-th compiled signature (from
-    ``part``) among the datapaths: a kernel and its A and B word dtypes (the backend
-    passes C, the scales and the result as int64 whatever the formats), which the
-    datapaths sharing them share.  Part 0 runs words with inf / NaN, which also
-    compiles the general window kernel (the lean kernels' rows with a special value,
-    passed as int64 words: one signature); the others run finite words near one,
-    which keep their lean kernels from compiling it again."""
+    ``part``) among the datapaths: a kernel and the word and result dtypes it is called
+    with (the datapaths sharing them share its compiled code).  Part 0 also takes the first lean window
+    kernel and runs words with inf / NaN, which compiles the general window kernel too
+    (the lean kernels' rows with a special value, passed as int64 words: one signature
+    for all); the others run finite words near one, which keep their lean kernels from
+    compiling it again."""
     from mmasim import backends, wordgen
     from mmasim.model import Model
     from mmasim.registry import get_registry
@@ -41,16 +41,24 @@ def _warm(part, nparts):
     rng = np.random.default_rng(0)
     kind = "mixed" if part == 0 else "near_one"
     seen = set()
+    first_lean, dealt = True, 0
     for dp in _datapaths():
         try:
             m = Model(dp, reg, backend="numba")
             kern = backends.kernel_for(m)
-            key = None if kern is None else (kern.fn.__name__, type(kern).__name__, *m.plan.word_dtypes[:2])
+            key = None if kern is None else (kern.fn.__name__, type(kern).__name__, m.plan.word_dtypes,
+                                             kern.encoding.dtype, kern.out_kind)
             if key is None or key in seen:
                 continue
             seen.add(key)
-            if len(seen) % nparts != part:
-                continue
+            if first_lean and type(kern).__name__ == "LeanWindowKernel":
+                first_lean = False
+                if part != 0:      # part 0 runs it with inf / NaN: window_kernel compiles too
+                    continue
+            else:
+                dealt += 1
+                if dealt % nparts != part:
+                    continue
             rows = 64
             a = wordgen.words(m.a_format, (rows, m.k), rng, kind)
             b = wordgen.words(m.b_format, (rows, m.k), rng, kind)
