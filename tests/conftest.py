@@ -3,7 +3,7 @@
 Under pytest-xdist (the project's default, ``addopts`` in pyproject.toml) every worker is
 its own process and would compile each numba kernel it meets itself, the same kernels in
 every worker at the same time.  The controlling process compiles them once instead, before
-the workers start: one small batch per distinct compiled signature through the numba backend fills numba's
+the workers start: one small batch per compiled signature through the numba backend fills numba's
 on-disk cache, which the workers then load.  This changes no test: it only moves compilation.
 """
 
@@ -25,32 +25,44 @@ def _datapaths():
                 yield dp
 
 
-def _warm(families):
-    """Run one small batch through numba for each distinct compiled signature among the
-    datapaths of these accumulator families: the kernel, and the word and result dtypes
-    it is called with (the datapaths sharing them share the compiled code)."""
+def _warm(part, nparts):
+    """Run one small batch through numba for every ``nparts``-th compiled signature (from
+    ``part``) among the datapaths: a kernel and the word and result dtypes it is called
+    with (the datapaths sharing them share its compiled code).  Part 0 also takes the first lean window
+    kernel and runs words with inf / NaN, which compiles the general window kernel too
+    (the lean kernels' rows with a special value, passed as int64 words: one signature
+    for all); the others run finite words near one, which keep their lean kernels from
+    compiling it again."""
     from mmasim import backends, wordgen
     from mmasim.model import Model
     from mmasim.registry import get_registry
 
     reg = get_registry()
     rng = np.random.default_rng(0)
+    kind = "mixed" if part == 0 else "near_one"
     seen = set()
+    first_lean, dealt = True, 0
     for dp in _datapaths():
-        if dp.accumulator not in families:
-            continue
         try:
             m = Model(dp, reg, backend="numba")
             kern = backends.kernel_for(m)
-            key = None if kern is None else (kern.fn, type(kern), m.plan.word_dtypes, kern.encoding.dtype,
-                                             kern.out_kind)
+            key = None if kern is None else (kern.fn.__name__, type(kern).__name__, m.plan.word_dtypes,
+                                             kern.encoding.dtype, kern.out_kind)
             if key is None or key in seen:
                 continue
             seen.add(key)
+            if first_lean and type(kern).__name__ == "LeanWindowKernel":
+                first_lean = False
+                if part != 0:      # part 0 runs it with inf / NaN: window_kernel compiles too
+                    continue
+            else:
+                dealt += 1
+                if dealt % nparts != part:
+                    continue
             rows = 64
-            a = wordgen.words(m.a_format, (rows, m.k), rng, "mixed")
-            b = wordgen.words(m.b_format, (rows, m.k), rng, "mixed")
-            c = wordgen.words(m.c_format, (rows,), rng, "mixed")
+            a = wordgen.words(m.a_format, (rows, m.k), rng, kind)
+            b = wordgen.words(m.b_format, (rows, m.k), rng, kind)
+            c = wordgen.words(m.c_format, (rows,), rng, kind)
             kw = {}
             if dp.scale:
                 kw = {s: wordgen.words(m.scale_format, (rows, dp.blocks), rng, "near_one")
@@ -65,13 +77,10 @@ def _warm_numba_cache(workers):
         import numba  # noqa: F401
     except ImportError:
         return
-    # the window family's kernels (the most variants) in one process, the other families'
-    # in the others: different kernels compile side by side, none twice
-    families = sorted({dp.accumulator for dp in _datapaths()} - {"window"})
-    rest = max(1, workers - 1)
-    parts = [["window"]] + [families[i::rest] for i in range(rest)]
-    with ProcessPoolExecutor(len(parts)) as pool:
-        list(pool.map(_warm, parts))
+    # the signatures dealt round-robin to the processes: different kernels compile side
+    # by side, none twice
+    with ProcessPoolExecutor(workers) as pool:
+        list(pool.map(_warm, range(workers), [workers] * workers))
 
 
 def pytest_configure(config):

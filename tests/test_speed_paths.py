@@ -233,7 +233,7 @@ def test_compiled_grouped_window_matches_reference(ins):
     pytest.importorskip("numba")
     model = mmasim.MMA("B200", ins)
     kern = kernel_for(model)
-    assert kern is not None and kern.fn.__name__ == "window_grouped_kernel"
+    assert kern is not None and kern.fn.__name__.startswith("window_grouped_kernel")
     rng = np.random.default_rng(zlib.crc32(ins.encode()) + 1)
     cases = _grouped_cases(model, rng)
     for kind, a, b, c, kw in _inputs(model, rng):

@@ -44,9 +44,9 @@ from ...decode import decode_float, decode_int
 from ..numpy.lean import LeanGrouped
 from .families import (exact_sum_kernel, fma_f32_kernel, fma_f64_kernel, ftz_mul_add_kernel, group_scaled_kernel,
                        integer_kernel, integer_xor_kernel, mul_add_f32_kernel, mul_add_f64_kernel, two_stage_kernel)
-from .primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO
+from .primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO, _is_f32
 from .tiles import LSQ, LZQ, PACK_M, _c_kind, lean_variant
-from .window import GDEAD, WindowRecord, window_grouped_kernel, window_kernel
+from .window import GDEAD, WindowRecord, grouped_variant, window_kernel
 
 # --------------------------------------------------------- parameter records
 #: group_scaled_window: F, group, e_zero, ceil(log2(group)).
@@ -81,6 +81,7 @@ class Kernel:
                              sign_bit, enc.nan_word, (1 << enc.word_bits) - 1 if enc.word_bits < 64 else -1],
                             dtype=np.int64)
         self.block = int(plan.datapath.block or 1)
+        self.scaled = plan.scaled
         self.extra = ()                     # further arrays of the kernel (the lean window's tables)
 
     def __call__(self, args, n):
@@ -114,15 +115,24 @@ class LeanWindowKernel(Kernel):
         nflag, nspec = self.fn(*args, self.TAB, self.FM, self.R, self.ENC, step, self.block, vals, flags,
                                *self.extra, spec)
         if nspec:
+            # the rows with a special value, gathered as int64 words and computed into
+            # int64 words: the general kernel then compiles one signature for every lean
+            # kernel, whatever their formats (copying A and B of every row to int64
+            # instead cost the lean kernels 15-65 % in benchmarks/bench.py)
             d = np.flatnonzero(spec)
             if ncols > 0:
                 i = d // ncols
                 j = d - i * ncols
                 rows = (i, j, d, i, j)
             else:
-                rows = tuple(np.ascontiguousarray(x[d]) if x.shape[0] else d for x in (ia, ib, ic, isa, isb))
-            sub, subf = np.empty(len(d), dtype=vals.dtype), np.empty(len(d), dtype=np.bool_)
-            nflag += window_kernel(wa, wb, wc, sa, sb, *rows, 0, self.TAB, self.FM, self.R, self.ENC, step,
+                rows = tuple(x[d] if x.shape[0] else d for x in (ia, ib, ic, isa, isb))
+            ops = (wa, wb, wc) + ((sa, sb) if self.scaled else ())
+            sub_ops = [np.ascontiguousarray(w[r], dtype=np.int64) for w, r in zip(ops, rows)]
+            if not self.scaled:
+                sub_ops += [_NO_SCALE, _NO_SCALE]
+            sub, subf = np.empty(len(d), dtype=np.int64), np.empty(len(d), dtype=np.bool_)
+            ni = _NO_INDEX
+            nflag += window_kernel(*sub_ops, ni, ni, ni, ni, ni, 0, self.TAB, self.FM, self.R, self.ENC, step,
                                    self.block, sub, subf)
             vals[d] = sub
             flags[d] = subf
@@ -130,6 +140,8 @@ class LeanWindowKernel(Kernel):
 
 
 _EMPTY_TAB = np.zeros(1, dtype=np.int64)
+_NO_INDEX = np.zeros(0, dtype=np.int64)
+_NO_SCALE = np.zeros((1, 1), dtype=np.int64)
 
 
 def _packed_table(fmt, decoder):
@@ -263,7 +275,7 @@ def _make(plan, fn, R, out_kind="word"):
 
 
 def _grouped_table(plan, lg):
-    """The tables of :func:`window_grouped_kernel`: rows 0-1 the joint A x B table of
+    """The tables of the grouped window kernel (``grouped_variant``): rows 0-1 the joint A x B table of
     ``lg`` (a LeanGrouped), rows 2-5 per scale word (built by the registered decoder):
     the signed significand (0 for a zero or inf / NaN), q, r, and 1 for inf / NaN."""
     fmt = plan.scale_format
@@ -311,7 +323,9 @@ def _window(plan):
     if group > 1 or cd is not None:
         lg = LeanGrouped(plan)
         if lg.ok and lg.DEAD == GDEAD:
-            k = LeanWindowKernel(plan, window_grouped_kernel, R._replace(roff=lg.roff))
+            f32 = all(_is_f32.py_func([int(x) for x in row]) for row in general.FM[2:4])
+            rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
+            k = LeanWindowKernel(plan, grouped_variant(f32, rz), R._replace(roff=lg.roff))
             if k.FM is not None:
                 k.extra = (_grouped_table(plan, lg), np.array([lg.bshift, lg.q0], dtype=np.int64))
                 return k

@@ -165,36 +165,11 @@ def _decode(w, fp, TAB):
 _decode_call = numba.njit(cache=True, nogil=True)(_decode.py_func)
 
 
-@_inline
-def _ieee_decode(w, fp):
-    """decode.decode_float for a signed IEEE format with subnormals (NaN rule "ieee",
-    field under 64 bits): the C / D decode of the lean kernels."""
-    E = fp[5]
-    M = fp[6]
-    x = (w >> fp[3]) & ((np.int64(1) << fp[4]) - 1)
-    s = (x >> (E + M)) & 1
-    emask = (np.int64(1) << E) - 1
-    e = (x >> M) & emask
-    f = x & ((np.int64(1) << M) - 1)
-    nrm = e != 0
-    m = (f | (np.int64(1) << M)) if nrm else f
-    r = (e if nrm else np.int64(1)) - fp[7]
-    cls = FINITE if m != 0 else ZERO
-    if e == emask:
-        cls = INF if f == 0 else NAN
-        m = np.int64(0)
-    return cls, s, m, r - M, r
-
-
 #: The decode spec (an ``FM`` row) of binary32 decoded arithmetically: no table, a float,
 #: field at bit 0 of 32 bits, E 8, M 23, bias 127, signed, NaN rule "ieee", subnormals.
+#: ``_decode(w, F32_SPEC, TAB)`` is the binary32 decode: the spec is a constant, which
+#: LLVM folds into the steps (no table read, no rule branches).
 F32_SPEC = (0, 0, 0, 0, 32, 8, 23, 127, 1, 0, 1, 0)
-
-
-@_inline
-def _f32_decode(w):
-    """_ieee_decode of binary32: the spec is a constant, which LLVM folds into the steps."""
-    return _ieee_decode(w, F32_SPEC)
 
 
 @_inline
@@ -245,20 +220,19 @@ def _pack(neg, mag, e0, nan, inf, inf_neg, zero_neg, ENC):
 
 
 @_inline
-def _pack_rz(neg, mag, e0, frac, bias, infw, sbit):
-    """_pack for round-toward-zero with the word's fraction width (no inf / NaN
-    inputs, no negative zero): the same words, without the RNE and relayout steps."""
-    lead = e0 + np.int64(63) - np.int64(leading_zeros(mag))    # e0 - 1 for mag == 0, as _pack
-    emin = 1 - bias
-    ml = lead if lead > emin else emin
-    drop = ml - frac - e0
-    keep = (mag << _clip(-drop, 0, 62)) >> _clip(drop, 0, 63)
-    wmag = ((ml - emin) << frac) + keep
-    if mag == 0:
-        wmag = np.int64(0)
-    if wmag >= infw or (lead > bias and mag != 0):
-        wmag = infw
-    return wmag | (sbit if (neg and wmag != 0) else np.int64(0))
+def _enc(ENC):
+    """Encoding ``ENC`` as a tuple (the type of :func:`_rz_enc`'s)."""
+    return (ENC[0], ENC[1], ENC[2], ENC[3], ENC[4], ENC[5], ENC[6], ENC[7])
+
+
+@_inline
+def _rz_enc(ENC):
+    """Encoding ``ENC`` as a tuple whose rounding mode (RZ) and word fraction width (the
+    fraction width itself) are constants: ``_pack(..., _rz_enc(ENC))`` of a finite value
+    without negative zero (``nan``, ``inf``, ``zero_neg`` literal False) folds away the
+    RNE and relayout steps of :func:`_pack` (the RZ encoder of the lean kernels)."""
+    frac = ENC[2]
+    return (np.int64(0), ENC[1], frac, frac, ENC[4], ENC[5], ENC[6], ENC[7])
 
 
 @_inline
@@ -335,18 +309,6 @@ NO_SPECIAL = (False, False, False)
 # ---------------------------------------------------------------- row kernels
 #: rows of the int64 work array of a step function (products, groups), each step + 1 long
 WORK_ROWS = 9
-
-
-@_inline
-def _decode_ab(wa, wb, ra, rb, k, fp, TAB):
-    """``(cls, sign, m, q, r)`` of element ``k`` of A row ``ra`` and B row ``rb``."""
-    return _decode(np.int64(wa[ra, k]), fp[0], TAB), _decode(np.int64(wb[rb, k]), fp[1], TAB)
-
-
-@_inline
-def _decode_scales(sa, sb, rsa, rsb, blk, fp, TAB):
-    """``(cls, sign, m, q, r)`` of the scales of block ``blk`` of rows ``rsa`` / ``rsb``."""
-    return _decode(np.int64(sa[rsa, blk]), fp[2], TAB), _decode(np.int64(sb[rsb, blk]), fp[2], TAB)
 
 
 def row_kernel(step_fn, name):

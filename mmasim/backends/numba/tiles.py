@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .primitives import (FINITE, INF, NEG, ZERO, _decode_call, _f32_decode, _fmt, _ieee_decode, _is_f32, _jit,
-                         _inline, _pack, _pack_rz, _rows, _trunc)
+from .primitives import (F32_SPEC, FINITE, INF, NEG, ZERO, _decode, _decode_call, _enc, _fmt, _is_f32, _jit,
+                         _inline, _pack, _rows, _rz_enc, _trunc)
 from .window import _d_or_c, _window_params, _window_quantum
 
 LZQ = -(1 << 30)     # q of a zero element
@@ -143,15 +143,15 @@ def _c_put(r, dec, cdec, sp):
 
 
 @_inline
-def _c_tile(kind, cw, nr, fp, cdec, sp):
-    """Decode the C words of a tile: ``kind`` 2 binary32 (the format's constants),
-    1 another IEEE format with subnormals (its fields at run time)."""
-    if kind == 2:
-        for r in range(nr):
-            _c_put(r, _f32_decode(cw[r]), cdec, sp)
-    else:
-        for r in range(nr):
-            _c_put(r, _ieee_decode(cw[r], fp), cdec, sp)
+def _c_tile(kind, cw, nr, fp, TAB, cdec, sp):
+    """Decode the C words of a tile with :func:`_decode`, its spec constant where the
+    ``kind`` fixes it (LLVM folds it into the steps): 2 binary32 (``F32_SPEC``), 1
+    another IEEE format with subnormals (the fields of ``fp`` at run time, the rest
+    constant).  One inlined decode either way (each costs compile time)."""
+    z, o = np.int64(0), np.int64(1)
+    spec = F32_SPEC if kind == 2 else (z, z, z, fp[3], fp[4], fp[5], fp[6], fp[7], o, z, o, z)
+    for r in range(nr):
+        _c_put(r, _decode(cw[r], spec, TAB), cdec, sp)
 
 
 def _c_kind(fp):
@@ -253,17 +253,15 @@ def _tile_sum(nr, step, R, hoff, px, pu, win, cdec, sp, tot):
 @_inline
 def _tile_pack(nr, rz, excl, tot, win, cdec, sp, ENC, cw):
     """Encode the D words of a tile into ``cw`` (0 for rows marked in ``sp``); ``rz``:
-    round toward zero into the word's own fraction width (``_pack_rz``)."""
-    efrac, ebias, einf, esb, dmask = ENC[2], ENC[1], ENC[4], ENC[5], ENC[7]
+    round toward zero into the word's own fraction width (``_pack`` of ``_rz_enc(ENC)``)."""
+    dmask = ENC[7]
+    enc = _rz_enc(ENC) if rz else _enc(ENC)    # one inlined _pack; rz is a constant
     hi, lo, msr, qu = win
     ccm, ccq, ccr, clive = cdec
     for r in range(nr):
         cm = ccm[r] if clive[r] else np.int64(0)
         oneg, omag, e0 = _d_or_c(tot[r], qu[r], excl, hi[r] > LZT, cm < 0, abs(cm), ccq[r])
-        if rz:
-            word = _pack_rz(oneg, omag, e0, efrac, ebias, einf, esb)
-        else:
-            word = _pack(oneg, omag, e0, False, False, False, False, ENC)
+        word = _pack(oneg, omag, e0, False, False, False, False, enc)
         cw[r] = np.int64(0) if sp[r] else word & dmask
 
 
@@ -318,10 +316,12 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
             else:
                 _tile_in(ops, idx, ncols, t0, nr, 1, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl)
             for s0 in range(0, K, step):
-                if s0 == 0:
-                    _c_tile(CKIND, cw, nr, fp2, cdec, sp)
+                if CKIND == DKIND:      # one inlined decode for C and D
+                    _c_tile(CKIND, cw, nr, fp2 if s0 == 0 else fp3, TAB, cdec, sp)
+                elif s0 == 0:
+                    _c_tile(CKIND, cw, nr, fp2, TAB, cdec, sp)
                 else:
-                    _c_tile(DKIND, cw, nr, fp3, cdec, sp)
+                    _c_tile(DKIND, cw, nr, fp3, TAB, cdec, sp)
                 if SCALED:
                     _tile_products_scaled(tiles, s0, step, block, nr, la, lb, LT, S, px, pu, win, scl)
                 elif AMODE == 0:

@@ -5,7 +5,7 @@ Each rule of :mod:`mmasim.accumulators.window` is one inlined function here:
 :func:`_window_quantum` (E, the zero rule, the scale floor, the C-dominant
 quantum), :func:`_c_relative`, :func:`_subnormal_redo`, :func:`_d_or_c` (no live
 product: D is C), the exact group sums (:func:`_group_sum`).  The kernels
-(:func:`window_kernel`: every parameter, every word; :func:`window_grouped_kernel`:
+(:func:`window_kernel`: every parameter, every word; :func:`grouped_variant`:
 the B200 FP4 groups on a joint A x B table) and the tile kernels of :mod:`.tiles`
 compose them.  ``R`` is the window's parameter record
 (:class:`mmasim.backends.numba.kernels.WindowRecord`).
@@ -17,9 +17,9 @@ from collections import namedtuple
 
 import numpy as np
 
-from .primitives import (FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _clip, _decode, _decode_ab,
-                         _decode_scales, _f32_decode, _fmt, _is_f32, _jit, _inline, _note_special, _pack, _pack_rz,
-                         _product_class, _rows, _shift, _special_result, _trunc, row_kernel)
+from .primitives import (F32_SPEC, FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _clip, _decode, _enc,
+                         _fmt, _jit, _inline, _note_special, _pack, _product_class,
+                         _rows, _rz_enc, _shift, _special_result, _trunc, row_kernel)
 
 #: The window's parameters (mmasim.accumulators.window): F, the zero rule (``excl``, or
 #: e_zero ``ezero``), ``group``, the scale floor (``has_sf``, ``sf``), C-dominant
@@ -137,15 +137,42 @@ def _group_sum(pm, pq, pn, lo, hi, clog):
 
 
 @_inline
-def _group_total(G, step, pm, pq, pn, plr, psr, max_sr, bufs, quantum, cterm, R):
-    """The window's sum of one step after the products, at ``quantum``: the group sums
-    (``group`` > 1) truncated, the C-relative truncation, the C-dominant sums (groups of
-    ``cdG``), the truncated C, the subnormal redo.  ``plr``: each product's raw exponent
-    (NEG for a zero); ``bufs``: work arrays (contributions, group sums, their q, their
-    largest raw exponent); ``cterm``: C live, C r, C sign, C magnitude, C q, and whether
-    C dominates.  Returns ``(total, bad)`` (``bad``: a sum the reference refuses)."""
-    contrib, gs, gq, gr = bufs
+def _window_sum(G, gs, gq, gr, contrib, quantum, cterm, ctot, psr, sgroup, max_sr, R):
+    """The window's sum of one step from its group values, at ``quantum``, in both
+    kernels' layouts: each group's exact sum ``gs`` (at q ``gq``, largest raw
+    exponent ``gr``: NEG for none) truncated, the C-relative truncation, the sum
+    ``ctot`` of the truncated C-dominant groups in place of the groups' when C
+    dominates, the truncated C, the subnormal redo (``psr``: the scale raw of each
+    of ``sgroup`` products per group; ``gr`` is then overwritten).  ``contrib``: a
+    work array (the contributions); ``cterm``: C live, C r, C sign, C magnitude, C
+    q, and whether C dominates."""
     c_live, cr, c_neg, c_mag, cq, cdom = cterm
+    qrel = max(cr - R.crF, quantum)
+    ptot = np.int64(0)
+    for g in range(G):
+        v = gs[g]
+        t = _trunc(v < 0, abs(v), gq[g], quantum)
+        if R.has_cr == 1:
+            t = _c_relative(t, v < 0, abs(v), gq[g], gr[g], c_live, cr, qrel, quantum)
+        contrib[g] = t
+        ptot += t
+    if R.has_cd == 1 and R.cdG != R.group and cdom:
+        ptot = ctot
+    ctr = _trunc(c_neg, c_mag, cq, quantum)
+    total = ptot + ctr
+    if R.has_sr == 1 and not cdom:
+        total = _subnormal_redo(total, quantum, ctr, contrib, psr, sgroup, G, gr, R.srT, max_sr)
+    return total
+
+
+@_inline
+def _group_total(G, step, pm, pq, pn, plr, psr, max_sr, bufs, quantum, cterm, R):
+    """The window's sum of one step from its products (:func:`_window_sum`): the group
+    sums (``group`` > 1, :func:`_group_sum`) and the C-dominant sums (groups of ``cdG``)
+    formed from the products.  ``plr``: each product's raw exponent (NEG for a zero);
+    ``bufs``: work arrays (contributions, group sums, their q, their largest raw
+    exponent).  Returns ``(total, bad)`` (``bad``: a sum the reference refuses)."""
+    contrib, gs, gq, gr = bufs
     group = R.group
     bad = False
     for g in range(G):
@@ -162,27 +189,13 @@ def _group_total(G, step, pm, pq, pn, plr, psr, max_sr, bufs, quantum, cterm, R)
             gs[g] = tot
             gq[g] = qmin
             gr[g] = grm
-        contrib[g] = _trunc(gs[g] < 0, abs(gs[g]), gq[g], quantum)
-    if R.has_cr == 1:
-        qrel = max(cr - R.crF, quantum)
-        for g in range(G):
-            contrib[g] = _c_relative(contrib[g], gs[g] < 0, abs(gs[g]), gq[g], gr[g], c_live, cr, qrel, quantum)
-    ptot = np.int64(0)
-    for g in range(G):
-        ptot += contrib[g]
+    ctot = np.int64(0)
     if R.has_cd == 1 and R.cdG != group:
-        ctot = np.int64(0)
         for h in range(step // R.cdG):
             tot, qmin, b = _group_sum(pm, pq, pn, h * R.cdG, h * R.cdG + R.cdG, R.clog_cd)
             bad = bad or b
             ctot += _trunc(tot < 0, abs(tot), qmin, quantum)
-        if cdom:
-            ptot = ctot
-    ctr = _trunc(c_neg, c_mag, cq, quantum)
-    total = ptot + ctr
-    if R.has_sr == 1 and not cdom:
-        total = _subnormal_redo(total, quantum, ctr, contrib, psr, group, G, gr, R.srT, max_sr)
-    return total, bad
+    return _window_sum(G, gs, gq, gr, contrib, quantum, cterm, ctot, psr, group, max_sr, R), bad
 
 
 # ------------------------------------------------------------------ kernels
@@ -201,7 +214,8 @@ def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, 
     dead = False
     for k in range(step):
         kk = s0 + k
-        (ac, asg, am, aq, ar), (bc, bsg, bm, bq, br) = _decode_ab(wa, wb, ra, rb, kk, fp, TAB)
+        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp[0], TAB)
+        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp[1], TAB)
         nanf = ac == NAN or bc == NAN
         inff = ac == INF or bc == INF
         zf = ac == ZERO or bc == ZERO
@@ -210,7 +224,8 @@ def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, 
         q = aq + bq
         r = ar + br
         if scaled:
-            (xc, xsg, xm, xq, xr), (yc, ysg, ym, yq, yr) = _decode_scales(sa, sb, rsa, rsb, kk // block, fp, TAB)
+            xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, kk // block]), fp[2], TAB)
+            yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, kk // block]), fp[2], TAB)
             nanf = nanf or xc == NAN or yc == NAN
             inff = inff or xc == INF or yc == INF
             zf = zf or xc == ZERO or yc == ZERO
@@ -249,129 +264,125 @@ def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, 
 window_kernel = row_kernel(_window_step, "window_kernel")
 
 
-@_jit
-def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags,
-                          LT, LS, spec):
-    """The grouped block-scaled window (B200 NVFP4 / MXF4) where every group lies in one
-    scale block and the A / B formats are narrow (``LeanGrouped`` of the numpy backend
-    decides, and proves the int64 bounds): A and B are decoded pairwise through one joint
-    table (``LT[0]`` the signed significand product aligned to the formats' smallest q,
-    ``LT[1]`` the sum of the two q, ``GDEAD`` with a zero factor), a group's exact sum is
-    the sum of those integers times the block's scale product, and the group rules
-    (the same primitives as :func:`window_kernel`) follow on group values.  No row is
-    refused (the bounds hold for every word); rows with an inf / NaN are marked in
-    ``spec`` (:func:`window_kernel` computes them)."""
-    n = out.shape[0]
-    K = wa.shape[1]
-    fp2, fp3 = _fmt(FM, 2), _fmt(FM, 3)
-    R = _window_params(RA[0])
-    group = R.group
-    bsh = LS[0]
-    q0 = LS[1]
-    c_f32 = _is_f32(fp2)
-    d_f32 = _is_f32(fp3)
-    rz = ENC[0] == 0 and ENC[2] == ENC[3]
-    efrac, ebias, einf, esb = ENC[2], ENC[1], ENC[4], ENC[5]
-    G = step // group
-    per = block // group
-    contrib = np.zeros(G, np.int64)
-    gs = np.zeros(G, np.int64)
-    gq = np.zeros(G, np.int64)
-    gr = np.zeros(G, np.int64)
-    gsr = np.zeros(G, np.int64)
-    nb = sa.shape[1]
-    bsm = np.zeros(nb, np.int64)
-    bqs = np.zeros(nb, np.int64)
-    bsr = np.zeros(nb, np.int64)
-    nspec = 0
-    for d in range(n):
-        flags[d] = False
-        spec[d] = False
-        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
-        if c_f32:
-            ccls, csg, cm, cq, cr = _f32_decode(np.int64(wc[rc]))
-        else:
+def _grouped_variant(F32, RZ):
+    """The grouped window kernel for C and D in binary32 or not (``F32``) and for the
+    round-toward-zero encoder into the word's own fraction width or not (``RZ``):
+    constants of the closure, so that the C / D decode and the pack fold them."""
+
+    def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out,
+                              flags, LT, LS, spec):
+        """The grouped block-scaled window (B200 NVFP4 / MXF4) where every group lies in one
+        scale block and the A / B formats are narrow (``LeanGrouped`` of the numpy backend
+        decides, and proves the int64 bounds): A and B are decoded pairwise through one joint
+        table (``LT[0]`` the signed significand product aligned to the formats' smallest q,
+        ``LT[1]`` the sum of the two q, ``GDEAD`` with a zero factor), a group's exact sum is
+        the sum of those integers times the block's scale product, and the group rules
+        (the same primitives as :func:`window_kernel`) follow on group values.  No row is
+        refused (the bounds hold for every word); rows with an inf / NaN are marked in
+        ``spec`` (:func:`window_kernel` computes them)."""
+        n = out.shape[0]
+        K = wa.shape[1]
+        fp2, fp3 = _fmt(FM, 2), _fmt(FM, 3)
+        if F32:        # C and D in binary32: the constant spec (folded into the steps)
+            fp2, fp3 = F32_SPEC, F32_SPEC
+        enc = _rz_enc(ENC) if RZ else _enc(ENC)
+        R = _window_params(RA[0])
+        group = R.group
+        bsh = LS[0]
+        q0 = LS[1]
+        G = step // group
+        per = block // group
+        contrib = np.zeros(G, np.int64)
+        gs = np.zeros(G, np.int64)
+        gq = np.zeros(G, np.int64)
+        gr = np.zeros(G, np.int64)
+        gsr = np.zeros(G, np.int64)
+        nb = sa.shape[1]
+        bsm = np.zeros(nb, np.int64)
+        bqs = np.zeros(nb, np.int64)
+        bsr = np.zeros(nb, np.int64)
+        nspec = 0
+        for d in range(n):
+            flags[d] = False
+            spec[d] = False
+            ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
             ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
-        special = ccls >= INF
-        # the scales through the per-word table (rows 2-5 of LT): signed m, q, r, inf / NaN
-        for blk in range(nb):
-            x = np.int64(sa[rsa, blk])
-            y = np.int64(sb[rsb, blk])
-            if LT[5, x] + LT[5, y] != 0:
-                special = True
-            bsm[blk] = LT[2, x] * LT[2, y]
-            bqs[blk] = LT[3, x] + LT[3, y] + q0
-            bsr[blk] = LT[4, x] + LT[4, y]
-        word = np.int64(0)
-        for s0 in range(0, K, step):
-            if special:
-                break
-            max_r = np.int64(NEG)
-            max_sr = np.int64(NEG)
-            any_live = False
-            for blk in range(s0 // block, (s0 + step) // block):
-                bm = bsm[blk]
-                bs = bsr[blk]
-                brr = R.roff + bs
-                g0 = (blk * block - s0) // group
-                for g in range(g0, g0 + per):
-                    tot = np.int64(0)
-                    qm = np.int64(GDEAD)
-                    for kk in range(s0 + g * group, s0 + g * group + group):
-                        j = (np.int64(wa[ra, kk]) << bsh) | np.int64(wb[rb, kk])
-                        tot += LT[0, j]
-                        qm = max(qm, LT[1, j])
-                    gs[g] = tot * bm
-                    gq[g] = bqs[blk]
-                    gsr[g] = bs
-                    gr[g] = NEG
-                    if qm > GDEAD // 2 and bm != 0:
-                        gr[g] = qm + brr
-                        any_live = True
-                        max_r = max(max_r, gr[g])
-                        max_sr = max(max_sr, bs)     # the blocks holding a nonzero product
-            c_live = ccls == FINITE
-            c_mag = cm if c_live else np.int64(0)
-            c_neg = csg == 1
-            quantum, cdom = _window_quantum(max_r, any_live, False, c_live, cr, max_sr, R)
-            qrel = max(cr - R.crF, quantum)
-            ptot = np.int64(0)
-            for g in range(G):
-                v = gs[g]
-                t = _trunc(v < 0, abs(v), gq[g], quantum)
-                if R.has_cr == 1:
-                    t = _c_relative(t, v < 0, abs(v), gq[g], gr[g], c_live, cr, qrel, quantum)
-                contrib[g] = t
-                ptot += t
-            if R.has_cd == 1 and R.cdG != group and cdom:
-                # the C-dominant groups of cdG elements: sums of groups inside one block (one q)
-                r = R.cdG // group
-                ctot = np.int64(0)
-                for h in range(0, G, r):
-                    cs = np.int64(0)
-                    for g in range(h, h + r):
-                        cs += gs[g]
-                    ctot += _trunc(cs < 0, abs(cs), gq[h], quantum)
-                ptot = ctot
-            ctr = _trunc(c_neg, c_mag, cq, quantum)
-            total = ptot + ctr
-            if R.has_sr == 1 and not cdom:
-                total = _subnormal_redo(total, quantum, ctr, contrib, gsr, 1, G, gsr, R.srT, max_sr)
-            oneg, omag, e0 = _d_or_c(total, quantum, True, any_live, c_neg, c_mag, cq)
-            if rz:
-                word = _pack_rz(oneg, omag, e0, efrac, ebias, einf, esb)
-            else:
-                word = _pack(oneg, omag, e0, False, False, False, False, ENC)
-            if s0 + step < K:
-                if d_f32:
-                    ccls, csg, cm, cq, cr = _f32_decode(word & ENC[7])
-                else:
-                    ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
-                if ccls >= INF:
+            special = ccls >= INF
+            # the scales through the per-word table (rows 2-5 of LT): signed m, q, r, inf / NaN
+            for blk in range(nb):
+                x = np.int64(sa[rsa, blk])
+                y = np.int64(sb[rsb, blk])
+                if LT[5, x] + LT[5, y] != 0:
                     special = True
-        if special:
-            spec[d] = True
-            nspec += 1
-            continue
-        out[d] = word
-    return 0, nspec
+                bsm[blk] = LT[2, x] * LT[2, y]
+                bqs[blk] = LT[3, x] + LT[3, y] + q0
+                bsr[blk] = LT[4, x] + LT[4, y]
+            word = np.int64(0)
+            for s0 in range(0, K, step):
+                if special:
+                    break
+                max_r = np.int64(NEG)
+                max_sr = np.int64(NEG)
+                any_live = False
+                for blk in range(s0 // block, (s0 + step) // block):
+                    bm = bsm[blk]
+                    bs = bsr[blk]
+                    brr = R.roff + bs
+                    g0 = (blk * block - s0) // group
+                    for g in range(g0, g0 + per):
+                        tot = np.int64(0)
+                        qm = np.int64(GDEAD)
+                        for kk in range(s0 + g * group, s0 + g * group + group):
+                            j = (np.int64(wa[ra, kk]) << bsh) | np.int64(wb[rb, kk])
+                            tot += LT[0, j]
+                            qm = max(qm, LT[1, j])
+                        gs[g] = tot * bm
+                        gq[g] = bqs[blk]
+                        gsr[g] = bs
+                        gr[g] = NEG
+                        if qm > GDEAD // 2 and bm != 0:
+                            gr[g] = qm + brr
+                            any_live = True
+                            max_r = max(max_r, gr[g])
+                            max_sr = max(max_sr, bs)     # the blocks holding a nonzero product
+                c_live = ccls == FINITE
+                c_mag = cm if c_live else np.int64(0)
+                c_neg = csg == 1
+                quantum, cdom = _window_quantum(max_r, any_live, False, c_live, cr, max_sr, R)
+                ctot = np.int64(0)
+                if R.has_cd == 1 and R.cdG != group and cdom:
+                    # the C-dominant groups of cdG elements: sums of groups inside one block (one q)
+                    r = R.cdG // group
+                    for h in range(0, G, r):
+                        cs = np.int64(0)
+                        for g in range(h, h + r):
+                            cs += gs[g]
+                        ctot += _trunc(cs < 0, abs(cs), gq[h], quantum)
+                cterm = (c_live, cr, c_neg, c_mag, cq, cdom)
+                total = _window_sum(G, gs, gq, gr, contrib, quantum, cterm, ctot, gsr, 1, max_sr, R)
+                oneg, omag, e0 = _d_or_c(total, quantum, True, any_live, c_neg, c_mag, cq)
+                word = _pack(oneg, omag, e0, False, False, False, False, enc)
+                if s0 + step < K:
+                    ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
+                    if ccls >= INF:
+                        special = True
+            if special:
+                spec[d] = True
+                nspec += 1
+                continue
+            out[d] = word
+        return 0, nspec
+
+    window_grouped_kernel.__qualname__ = window_grouped_kernel.__name__ = "window_grouped_kernel_%d_%d" % (F32, RZ)
+    return _jit(window_grouped_kernel)
+
+
+_GROUPED_VARIANTS = {}
+
+
+def grouped_variant(f32, rz):
+    """:func:`_grouped_variant`, made on first use (numba compiles it on its first call)."""
+    key = (bool(f32), bool(rz))
+    if key not in _GROUPED_VARIANTS:
+        _GROUPED_VARIANTS[key] = _grouped_variant(*key)
+    return _GROUPED_VARIANTS[key]
