@@ -21,6 +21,16 @@ MXF8 = "tcgen05.mma.kind::mxf8f6f4.block_scale.scale_vec::1X.m128n{n}k32.f32.{a}
 MXF4 = "tcgen05.mma.kind::mxf4.block_scale.scale_vec::2X.m128n{n}k64.f32.e2m1.e2m1.ue8m0"
 NVF4_2X = "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::2X.m128n{n}k64.f32.e2m1.e2m1.ue8m0"
 NVF4_4X = "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X.m128n{n}k64.f32.e2m1.e2m1.ue4m3"
+PAIR_MXF8 = "tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.m256n{n}k32.f32.{a}.{b}.ue8m0"
+PAIR_MXF4 = "tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m256n{n}k64.f32.e2m1.e2m1.ue8m0"
+PAIR_NVF4 = "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.m256n{n}k64.f32.e2m1.e2m1.ue4m3"
+SP_MXF8 = "tcgen05.mma.sp.kind::mxf8f6f4.block_scale.scale_vec::1X.m128n{n}k64.f32.{a}.{b}.ue8m0"
+SP_MXF4 = "tcgen05.mma.sp.kind::mxf4.block_scale.scale_vec::2X.m128n{n}k128.f32.e2m1.e2m1.ue8m0"
+SP_NVF4 = "tcgen05.mma.sp.kind::mxf4nvf4.block_scale.scale_vec::4X.m128n{n}k128.f32.e2m1.e2m1.ue4m3"
+SP_PAIR_NVF4 = "tcgen05.mma.sp.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.m256n{n}k128.f32.e2m1.e2m1.ue4m3"
+SP_PAIR_MXF8 = "tcgen05.mma.sp.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.m256n{n}k64.f32.{a}.{b}.ue8m0"
+PAIR128_MXF4 = "tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m128n{n}k64.f32.e2m1.e2m1.ue8m0"
+PAIR128_NVF4 = "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.m128n{n}k64.f32.e2m1.e2m1.ue4m3"
 
 
 def _m(ins, backend="numpy"):
@@ -143,8 +153,12 @@ def test_layout_text_labels_a_scale_factor_with_its_tmem_lane_column_and_byte():
 # ------------------------------------------------------------------ round trips
 @pytest.mark.parametrize("ins,ids", [(MXF8.format(n=8, a="e2m1", b="e3m2"), (0, 1, 2, 3)),
                                      (MXF4.format(n=48), (0, 2)), (NVF4_2X.format(n=16), (0, 2)),
-                                     (NVF4_4X.format(n=256), (0,))])
+                                     (NVF4_4X.format(n=256), (0,)),
+                                     (PAIR_MXF8.format(n=48, a="e2m1", b="e3m2"), (0, 1, 2, 3)),
+                                     (PAIR_MXF4.format(n=256), (0, 2)), (SP_PAIR_NVF4.format(n=32), (0,)),
+                                     (PAIR128_MXF4.format(n=16), (0, 2)), (PAIR128_NVF4.format(n=176), (0,))])
 def test_scale_layouts_round_trip_and_coords_are_a_bijection(ins, ids):
+    """cta_group::1 and the CTA pair (whose image is the two CTAs' 256 lanes)."""
     m = _m(ins)
     rng = np.random.default_rng(seed(ins))
     for operand in ("scale_a", "scale_b"):
@@ -156,7 +170,8 @@ def test_scale_layouts_round_trip_and_coords_are_a_bijection(ins, ids):
                 assert L.owner(*L.coords(int(lane), int(i))) == (lane, i)
             X = words(m.scale_format, L.shape, rng, "uniform")
             regs = m.fragments(operand, X, byte_id=b)
-            assert regs.dtype == np.uint32 and regs.shape == (128, L.registers)
+            lanes = 256 if "cta_group::2" in m.datapath.qualifiers else 128
+            assert regs.dtype == np.uint32 and regs.shape == (lanes, L.registers)
             np.testing.assert_array_equal(m.unfragment(operand, regs, byte_id=b).astype(np.uint64), X)
 
 
@@ -362,16 +377,6 @@ def test_bad_sub_byte_reads_raise_specific_errors():
 
 
 # ------------------------------------------------------------------ cta_group::2 (M = 256) and .sp
-PAIR_MXF8 = "tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.m256n{n}k32.f32.{a}.{b}.ue8m0"
-PAIR_MXF4 = "tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m256n{n}k64.f32.e2m1.e2m1.ue8m0"
-PAIR_NVF4 = "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.m256n{n}k64.f32.e2m1.e2m1.ue4m3"
-SP_MXF8 = "tcgen05.mma.sp.kind::mxf8f6f4.block_scale.scale_vec::1X.m128n{n}k64.f32.{a}.{b}.ue8m0"
-SP_MXF4 = "tcgen05.mma.sp.kind::mxf4.block_scale.scale_vec::2X.m128n{n}k128.f32.e2m1.e2m1.ue8m0"
-SP_NVF4 = "tcgen05.mma.sp.kind::mxf4nvf4.block_scale.scale_vec::4X.m128n{n}k128.f32.e2m1.e2m1.ue4m3"
-SP_PAIR_NVF4 = "tcgen05.mma.sp.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.m256n{n}k128.f32.e2m1.e2m1.ue4m3"
-SP_PAIR_MXF8 = "tcgen05.mma.sp.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X.m256n{n}k64.f32.{a}.{b}.ue8m0"
-PAIR128_MXF4 = "tcgen05.mma.cta_group::2.kind::mxf4.block_scale.scale_vec::2X.m128n{n}k64.f32.e2m1.e2m1.ue8m0"
-PAIR128_NVF4 = "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.m128n{n}k64.f32.e2m1.e2m1.ue4m3"
 
 
 @pytest.mark.parametrize("ins,V", [(PAIR_MXF8.format(n=32, a="e4m3", b="e4m3"), 1), (PAIR_MXF4.format(n=32), 2),
@@ -419,23 +424,6 @@ def test_m256_pair_scale_lane_and_column_agree_with_cutlass_4x1_atom_in_each_cta
             assert (got[0], L.register(got[1])) == (128 * cta + lane, (byte // 4, 8 * (byte % 4)))
 
 
-@pytest.mark.parametrize("ins,ids", [(PAIR_MXF8.format(n=48, a="e2m1", b="e3m2"), (0, 1, 2, 3)),
-                                     (PAIR_MXF4.format(n=256), (0, 2)), (SP_PAIR_NVF4.format(n=32), (0,)),
-                                     (PAIR128_MXF4.format(n=16), (0, 2)), (PAIR128_NVF4.format(n=176), (0,))])
-def test_pair_scale_layouts_round_trip_and_coords_are_a_bijection(ins, ids):
-    m = _m(ins)
-    rng = np.random.default_rng(seed(ins))
-    for operand in ("scale_a", "scale_b"):
-        for b in ids:
-            L = m.layout(operand, byte_id=b)
-            rows, cols, valid = L.table()
-            assert sorted(zip(rows[valid], cols[valid])) == [(r, c) for r in range(L.rows) for c in range(L.cols)]
-            for lane, i in zip(*np.nonzero(valid)):
-                assert L.owner(*L.coords(int(lane), int(i))) == (lane, i)
-            X = words(m.scale_format, L.shape, rng, "uniform")
-            regs = m.fragments(operand, X, byte_id=b)
-            assert regs.shape == (256, L.registers)
-            np.testing.assert_array_equal(m.unfragment(operand, regs, byte_id=b).astype(np.uint64), X)
 
 
 def _pair_or_sparse_call(m, rng, id_a=0, id_b=0):
