@@ -13,6 +13,7 @@ installed (``.ci/run`` installs the PyPI wheels ``nvidia-cuda-nvcc`` and
 ``nvidia-cuda-nvcc-cu12``).
 """
 import os
+from concurrent.futures import ThreadPoolExecutor
 import re
 import warnings
 
@@ -149,3 +150,19 @@ def test_a_complete_generated_source_with_host_main_compiles(compiled, arch):
     if isinstance(result, ToolchainError):
         raise AssertionError(f"{spec.name}: {result}")
     assert os.path.getsize(result) > 0
+
+
+def test_concurrent_compiles_of_one_cache_entry_all_succeed_and_leave_no_scratch_files(tmp_path, monkeypatch):
+    """Two workers compiling the same source at once (pytest-xdist, two tools) each write their own
+    scratch files; the product appears by an atomic rename.  They once shared one ``.tmp`` name and
+    one lost its rename (FileNotFoundError)."""
+    nvcc, why = _compiler("sm_80")
+    if nvcc is None:
+        pytest.skip(why)
+    monkeypatch.setenv("MMASIM_HARNESS_CACHE", str(tmp_path))
+    source = "__global__ void k(int *p) { p[threadIdx.x] += 1; }\n"
+    with ThreadPoolExecutor(4) as pool:
+        products = list(pool.map(lambda _: toolchain.compile_source(source, "sm_80", device_only=True), range(4)))
+    assert len(set(products)) == 1 and products[0].stat().st_size > 0
+    left = [p.name for p in tmp_path.rglob("*") if p.is_file() and p != products[0]]
+    assert left == []

@@ -17,8 +17,8 @@ import pathlib
 import re
 import shutil
 import subprocess
-
 import sysconfig
+import uuid
 
 import attrs
 
@@ -141,6 +141,13 @@ def find_ptxas(target: str):
     return None
 
 
+def _scratch(path: pathlib.Path, suffix: str) -> pathlib.Path:
+    """A file name beside ``path`` that no other process uses: concurrent compiles of the same
+    cache entry (pytest-xdist workers, two tools) each write their own files, and the product
+    appears by an atomic rename (the last of identical products wins)."""
+    return path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{suffix}")
+
+
 def _retarget_compile(source: str, target: str, product: pathlib.Path, d: pathlib.Path, key: str):
     compute, old, version = RETARGET[target]
     nvcc = find_nvcc(old)
@@ -148,23 +155,26 @@ def _retarget_compile(source: str, target: str, product: pathlib.Path, d: pathli
     if ptxas is None:
         raise ToolchainError(f"no nvcc and no ptxas found that know {target} (CUDA 13 dropped it): "
                              "pip install nvidia-cuda-nvcc-cu12 (its ptxas) or set MMASIM_PTXAS")
-    src, ptx = d / (key + ".cu"), d / (key + ".ptx")
+    src, ptx = _scratch(d / key, ".cu"), _scratch(d / key, ".ptx")
+    tmp = _scratch(product, ".tmp")
     src.write_text(source)
     r = subprocess.run([nvcc.path, f"-arch={compute}", "-std=c++17", "-ptx", "-o", str(ptx), str(src)],
                        capture_output=True, text=True, env=_env_for(nvcc.path))
     if r.returncode != 0:
+        src.unlink(missing_ok=True)
         raise ToolchainError(f"nvcc -ptx ({compute}, for {target}) failed (exit {r.returncode}):\n{r.stderr.strip()}")
     text = ptx.read_text()
     text = re.sub(r"^\.version .*$", f".version {version}", text, count=1, flags=re.M)
     text = re.sub(rf"^\.target {old}\b", f".target {target}", text, count=1, flags=re.M)
     ptx.write_text(text)
-    r = subprocess.run([ptxas, f"-arch={target}", "-O0", "-o", str(product) + ".tmp", str(ptx)],
+    r = subprocess.run([ptxas, f"-arch={target}", "-O0", "-o", str(tmp), str(ptx)],
                        capture_output=True, text=True)
-    if r.returncode != 0:
-        raise ToolchainError(f"ptxas {target} failed (exit {r.returncode}):\n{r.stderr.strip()}")
-    os.replace(str(product) + ".tmp", product)
     src.unlink(missing_ok=True)
     ptx.unlink(missing_ok=True)
+    if r.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise ToolchainError(f"ptxas {target} failed (exit {r.returncode}):\n{r.stderr.strip()}")
+    os.replace(tmp, product)
 
 
 def cache_dir() -> pathlib.Path:
@@ -246,19 +256,20 @@ def compile_source(source: str, target: str, *, link: bool = False, device_only:
     product = cache_path(key, {"exe": ".bin", "cubin": ".cubin", "obj": ".o"}[mode])
     if not (cache and product.exists()):
         product.parent.mkdir(parents=True, exist_ok=True)
-        src = product.with_suffix(".cu")
+        src, tmp = _scratch(product.with_suffix(""), ".cu"), _scratch(product, ".tmp")
         src.write_text(source)
         cmd = [nvcc.path, *arch_flag(target), "-std=c++17", *flags]
         # a device-only check does not need optimised code: cicc -O0 passes the inline PTX through
         # unchanged and ptxas -O0 still parses and checks every instruction for the target
         # (cuts the compile time by about a third)
         cmd += {"exe": [], "cubin": ["-cubin", "-Xcicc", "-O0", "-Xptxas", "-O0"], "obj": ["-c"]}[mode]
-        cmd += ["-o", str(product) + ".tmp", str(src)]
+        cmd += ["-o", str(tmp), str(src)]
         r = subprocess.run(cmd, capture_output=True, text=True, env=_env_for(nvcc.path))
-        if r.returncode != 0:
-            raise ToolchainError(f"nvcc {target} failed (exit {r.returncode}):\n{r.stderr.strip()}")
-        os.replace(str(product) + ".tmp", product)
         src.unlink(missing_ok=True)
+        if r.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise ToolchainError(f"nvcc {target} failed (exit {r.returncode}):\n{r.stderr.strip()}")
+        os.replace(tmp, product)
     if out is not None:
         out = pathlib.Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
