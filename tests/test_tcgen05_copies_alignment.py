@@ -16,6 +16,7 @@ import mmasim
 from mmasim.errors import CopyMismatch, OperandError, TableError, UnsupportedDatapath
 from mmasim.harness import nv_async as nv
 from mmasim.placement import FragmentRule, a_tmem_layout, compress, load_layouts, metadata_words
+from cute_layouts import at as cute_at, size as cute_size
 from test_warp_coverage import run_case
 
 WS_F16 = "tcgen05.mma.ws.sp.kind::f16.m{m}n64k32.f32.f16.f16"
@@ -25,22 +26,6 @@ WS_I8 = "tcgen05.mma.ws.sp.kind::i8.m{m}n64k64.s32.s8.s8"
 
 def _m(ins, backend="numpy"):
     return mmasim.MMA("B200", ins, backend=backend)
-
-
-def _cute(shape, stride, coord):
-    """A CuTe layout (nested shape : stride) at a 1-D coordinate (colexicographic)."""
-    if isinstance(shape, int):
-        return coord * stride
-    out = 0
-    for s, d in zip(shape, stride):
-        size = int(np.prod(_flat(s)))
-        out += _cute(s, d, coord % size)
-        coord //= size
-    return out
-
-
-def _flat(s):
-    return [s] if isinstance(s, int) else [x for e in s for x in _flat(e)]
 
 
 def _nibble(img, lane, nib):
@@ -70,7 +55,7 @@ def test_cutlass_tmem_e_frg_ws_16_and_32_bit_atoms_place_each_chunk_in_every_lan
         img = m.fragments("sparse_metadata", metadata_words(nib), selector=sel)
         for row in range(M):
             for k in range(0, m.datapath.k, chunk):
-                base = _cute(*m_shape, row) + _cute(*k_shape, k)
+                base = cute_at(*m_shape, row) + cute_at(*k_shape, k)
                 for d in range(copies):
                     v = base + step * d
                     lane, bit = v % 128, (v // 128) * per_k
@@ -87,8 +72,8 @@ def test_cutlass_tmem_e_frg_ws_8_bit_atoms_place_row_in_lane_k_along_bits_in_eve
     img = m.fragments("sparse_metadata", metadata_words(nib))
     chunk = m.sparse_rule.chunk
     for row in range(M):
-        for kk in range(_flat(ks)[0] * _flat(ks)[1]):       # the K mode with its copy mode folded in
-            v = _cute(ms, md, row) + _cute(ks, kd, kk)
+        for kk in range(cute_size(ks)):       # the K mode with its copy mode folded in
+            v = cute_at(ms, md, row) + cute_at(ks, kd, kk)
             k = kk % 64
             lane, bit = v % 128, v // 128
             assert _nibble(img, lane, bit // 4) == nib[row, k // chunk]

@@ -17,6 +17,8 @@ from mmasim.errors import OperandError, ScaleError, ShapeError, SparseMetadataEr
 from mmasim.harness import nv_async as nv
 from mmasim.placement import a_tmem_layout, compress, metadata_words, tcgen05_warp
 
+from cute_layouts import at as cute_at
+
 F16_SP = "tcgen05.mma.sp.cta_group::1.kind::f16.m128n16k32.f32.f16.f16"
 TF32_SP = "tcgen05.mma.sp.cta_group::1.kind::tf32.m128n16k16.f32.tf32.tf32"
 I8_SP = "tcgen05.mma.sp.cta_group::1.kind::i8.m128n16k64.s32.s8.u8"
@@ -98,22 +100,6 @@ def test_tcgen05_warp_with_f16_accumulator_equals_matrix_form(ins):
 
 
 # ---------------------------------------------------------------- sparse metadata layouts
-def _cute(shape, stride, coord):
-    """A CuTe layout (nested shape : stride) evaluated at a natural (column-major) coordinate."""
-    if isinstance(shape, int):
-        return coord * stride
-    out = 0
-    for s, d in zip(shape, stride):
-        size = _size(s)
-        out += _cute(s, d, coord % size)
-        coord //= size
-    return out
-
-
-def _size(s):
-    return s if isinstance(s, int) else int(np.prod([_size(x) for x in s]))
-
-
 @pytest.mark.parametrize("ins,m_shape,k_shape,bits_per_k", [
     # CUTLASS tmem_e_frg (cute/atom/mma_traits_sm100_frag.hpp): FP16 128x32 atom, 1 bit per logical A
     # element of K; TF32 128x16 atom addressed in 2-bit units (upcast<2>)
@@ -129,7 +115,7 @@ def test_cutlass_tmem_e_frg_16_and_32_bit_atoms_place_each_chunk_as_mmasim(ins, 
         assert (L.lanes, L.registers, L.rows, L.cols) == (128, 2, 128, 8)
         for row in range(128):
             for k in range(0, K, chunk):
-                v = _cute(m_shape[0], m_shape[1], row) + _cute(k_shape[0], k_shape[1], k)
+                v = cute_at(m_shape[0], m_shape[1], row) + cute_at(k_shape[0], k_shape[1], k)
                 lane, bit = v % 128, (v // 128) * bits_per_k        # virtual address: lane + 128 * bit unit
                 assert L.owner(row, k // chunk) == (lane, 8 * sel + bit // 4), (row, k)
 
