@@ -20,30 +20,27 @@ from .smem_packed import read_model_operand
 from .tcgen05_warp import warp as _tcgen05_warp     # .sp, the CTA pair, A in TMEM, 16-bit D
 
 
-def _smem_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, M, N):
-    """A and B of ``wgmma.mma_async`` / ``tcgen05.mma``: B (and A when ``a_descriptor`` is
-    given) read from shared-memory images through their descriptors
-    (:func:`mmasim.placement.smem.read_operand`), A otherwise unpacked with ``la`` (the
-    warpgroup's registers; tcgen05: A in Tensor Memory, ``None`` when A must be an image)."""
+def _wgmma_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, M, N):
+    """A and B of ``wgmma.mma_async``: B (and A when ``a_descriptor`` is given) read from
+    shared-memory images through their descriptors (:func:`mmasim.placement.smem.read_operand`),
+    A otherwise unpacked from the warpgroup's registers with ``la``."""
     dp = model.datapath
-    target = "tcgen05" if dp.op == "tcgen05.mma" else "wgmma"
     for name, major, fmt in (("a_major", a_major, model.a_format), ("b_major", b_major, model.b_format)):
         if major not in ("K", "MN"):
             raise OperandError(f"{name} must be 'K' or 'MN'; got {major!r}")
-        if target == "wgmma" and major == "MN" and fmt.name not in ("f16", "bf16"):
+        if major == "MN" and fmt.name not in ("f16", "bf16"):
             raise OperandError(f"{model.instruction}: {name}='MN' (the transpose) exists only for .f16 / .bf16 "
                                f"operands, not .{fmt.name}")
-    for name, desc in (("b", b_descriptor),) + ((("a", a_descriptor),) if la is None else ()):
-        if desc is None:
-            raise OperandError(f"{model.instruction}: {name.upper()} is a shared-memory image; pass "
-                               f"{name}_descriptor (its 64-bit matrix descriptor, start address relative to the image)")
-    B = read_model_operand(model, "b", b, b_descriptor, N, dp.k, b_major, target).T
+    if b_descriptor is None:
+        raise OperandError(f"{model.instruction}: B is a shared-memory image; pass b_descriptor (its 64-bit "
+                           "matrix descriptor, start address relative to the image)")
+    B = read_model_operand(model, "b", b, b_descriptor, N, dp.k, b_major, "wgmma").T
     if a_descriptor is None:
         if a_major != "K":
             raise OperandError(f"{model.instruction}: a_major applies to A in shared memory (pass a_descriptor)")
         return la.unpack(a), B
     ka = dp.stored_k if dp.sparse else dp.k
-    return read_model_operand(model, "a", a, a_descriptor, M, ka, a_major, target), B
+    return read_model_operand(model, "a", a, a_descriptor, M, ka, a_major, "wgmma"), B
 
 
 def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, backend=None,
@@ -85,24 +82,17 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
         raise OperandError("warp takes the selectors as byte_id_a, thread_id_a, byte_id_b, thread_id_b and "
                            "sparsity_selector")
     dp = model.datapath
-    if dp.op == "tcgen05.mma" and (
-            "cta_group::2" in dp.qualifiers or dp.sparse or a_descriptor is None
-            or model.format_of("d").container_bits < 32):
+    if dp.op == "tcgen05.mma":      # shared-memory / Tensor Memory images: mmasim.placement.tcgen05_warp
         return _tcgen05_warp(model, a_regs, b_regs, c_regs, sparse_metadata=sparse_metadata, backend=backend,
                              sparsity_selector=sparsity_selector, a_descriptor=a_descriptor,
                              b_descriptor=b_descriptor, a_major=a_major, b_major=b_major, scale_a=scale_a,
                              scale_b=scale_b, byte_id_a=byte_id_a, byte_id_b=byte_id_b, thread_id_a=thread_id_a,
                              thread_id_b=thread_id_b, lane_alignment=lane_alignment, **options)
-    if lane_alignment and dp.op != "tcgen05.mma":
+    if lane_alignment:
         layout(model, "d", lane_alignment=lane_alignment, **options)    # OperandError: no such selector
-    if dp.op == "tcgen05.mma":     # cta_group::1, dense, A in shared memory, 32-bit D
-        lc, ld = (layout(model, o, lane_alignment=lane_alignment, **options) for o in ("c", "d"))
-        A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, None,
-                              ld.rows, ld.cols)
-        la = lb = ld
-    elif dp.op == "wgmma.mma_async":
+    if dp.op == "wgmma.mma_async":
         la, lc, ld = (layout(model, o, **options) for o in ("a", "c", "d"))
-        A, B = _smem_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, la,
+        A, B = _wgmma_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, la,
                               la.rows, ld.cols)
         lb = la
     else:
