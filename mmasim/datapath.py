@@ -109,6 +109,11 @@ class Datapath:
     rounding: str                            # encoding key
     params: tuple = attrs.field(converter=_freeze, factory=tuple)
     chunk: int | None = None                 # elements per hardware step (L); None: all of K
+    # K dealt to the steps in runs of this many elements (0: contiguous steps); see step_order
+    interleave: int = 0
+    # encoding key: the steps start from +0 and C is added to the last step's D by one
+    # IEEE addition rounded by this encoding (None: C enters the first step)
+    c_add: str | None = None
     scale: str | None = None                 # scale format key
     block: int | None = None                 # elements per scale block
     scale_vec: str | None = None             # "1X", "2X", "4X"
@@ -151,6 +156,17 @@ class Datapath:
         """Elements per hardware step: ``chunk``, at most the stored K (C of each
         step is D of the previous one; docs/datapaths.md §1)."""
         return min(self.chunk or self.stored_k, self.stored_k)
+
+    @property
+    def step_order(self):
+        """The stored K positions in the order the steps take them, or ``None`` when
+        step ``s`` takes the contiguous elements ``s * step ..``.  With ``interleave``
+        ``r``, the elements are dealt to the steps in runs of ``r``: position ``k``
+        belongs to step ``(k // r) % steps`` (docs/datapaths.md §1)."""
+        if not self.interleave:
+            return None
+        steps, r = self.stored_k // self.step, self.interleave
+        return tuple(k for s in range(steps) for k in range(self.stored_k) if (k // r) % steps == s)
 
     @property
     def blocks(self) -> int:

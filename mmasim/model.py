@@ -10,7 +10,7 @@ from .datapath import Datapath
 from .errors import DtypeError, ScaleError, ShapeError, SparseMetadataError
 from .lookup import Resolution, lookup_instruction
 from .registry import Registry, get_registry
-from .plan import Plan, Rows
+from .plan import Plan, Rows, compute
 from .special import rules_for as special_rules
 from .tensors import accepts_tensors
 from .words import VALUES, as_array, from_words, to_words, typed_dtype
@@ -194,7 +194,7 @@ class Model:
         plan = self.plan
 
         def work(s, e):
-            out[s:e] = be.compute(plan, rows.chunk(s, e))
+            out[s:e] = compute(be, plan, rows.chunk(s, e))
 
         _threads.run(n, chunk, work, _threads.workers(threads, n, k), k)
         return out
@@ -291,7 +291,7 @@ class Model:
         nworkers = _threads.workers(threads, M, k * N)
         if nworkers <= 1:
             rows = Rows.outer(A, B.T, C.reshape(-1), *((scale_a, scale_b.T) if dp.scale else ()))
-            return be.compute(plan, rows).reshape(M, N)
+            return compute(be, plan, rows).reshape(M, N)
         # on several threads: blocks of A's rows (and C's), each against the whole of B,
         # whose words are made contiguous once, not once per block
         dts = plan.word_dtypes
@@ -301,7 +301,7 @@ class Model:
 
         def work(s, e):
             extra = (scale_a[s:e], sbt) if dp.scale else ()
-            out[s:e] = be.compute(plan, Rows.outer(A[s:e], bt, C[s:e].reshape(-1), *extra)).reshape(e - s, N)
+            out[s:e] = compute(be, plan, Rows.outer(A[s:e], bt, C[s:e].reshape(-1), *extra)).reshape(e - s, N)
 
         _threads.run(M, M, work, nworkers, k * N)
         return out
@@ -332,7 +332,12 @@ class Model:
         lines.append(
             f"  steps: {dp.stored_k // chunk} x {chunk} elements"
             + (" (C of each step is D of the previous one, rounded)" if chunk < dp.stored_k else " (one window over the whole K)")
+            + (f"; K dealt to the steps in runs of {dp.interleave} (step s takes the elements k with "
+               f"(k // {dp.interleave}) % {dp.stored_k // chunk} == s)" if dp.interleave else "")
         )
+        if dp.c_add:
+            lines.append(f"  C: added after the steps (which start from +0) by one IEEE addition, "
+                         f"{self.plan.c_add.key}: {self.plan.c_add.description}")
         lines.append(f"  rounding: {self.encoding.key}: {self.encoding.description}")
         specials = special_rules(dp.accumulator, self.accumulator)
         if dp.status.special_values:

@@ -6,6 +6,10 @@ with ``backend.compute(plan, rows)``.  The plan is everything a backend needs to
 know of the datapath, resolved once: the five formats, the output encoding, the
 accumulator and its parameters, the elements per hardware step, the sparse
 selection rule and the registered decoders.
+
+:func:`compute` is how every caller runs a backend: it applies what the table
+says happens around the steps (the order in which the steps take K, and C
+added after them) the same way for every backend.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from . import ieee
 from .accumulators import BUILTIN_ACCUMULATORS
 from .datapath import Datapath
 from .sparse import RULES as SPARSE_RULES
@@ -30,7 +35,10 @@ class Plan:
     """One datapath resolved against the registry: what every backend computes from.
 
     ``step``: elements per hardware step (the datapath's ``chunk``, at most the
-    stored K); C of each step is D of the previous one.  ``builtin``: the
+    stored K); C of each step is D of the previous one.  ``order``: the stored K
+    positions in the order the steps take them (``None``: as stored).  ``c_add``:
+    the encoding of the IEEE addition that adds C after the steps (``None``: C
+    enters the first step).  ``builtin``: the
     accumulator is mmasim's own function of that name (compiled kernels
     transcribe only those).  ``cache``: per-plan objects a backend builds once
     (a compiled kernel, a lean numpy path), keyed by the backend.
@@ -48,6 +56,8 @@ class Plan:
     sparse_rule: object
     decoders: dict               # format key -> decode(fmt, words)
     builtin: bool
+    order: object = None
+    c_add: object = None
     cache: dict = attrs.field(factory=dict, repr=False)
 
     @classmethod
@@ -63,6 +73,8 @@ class Plan:
             SPARSE_RULES[datapath.sparse] if datapath.sparse else None,
             {x.key: registry.decoders[x.decoder] for x in fmts + ([scale] if scale else [])},
             own is not None and getattr(acc, "function", acc) is getattr(own, "function", own),
+            None if datapath.step_order is None else np.asarray(datapath.step_order, dtype=np.int64),
+            registry.encodings[datapath.c_add] if datapath.c_add else None,
         )
 
     @property
@@ -232,3 +244,39 @@ class Rows:
         """The rows at positions ``sel``, materialized."""
         arrays = [self.words(i, sel) for i in range(len(self.operands))]
         return Rows.batch(arrays, (len(arrays[0]),), 0, len(arrays[0]))
+
+
+def compute(backend, plan: Plan, rows: Rows) -> np.ndarray:
+    """D words of ``rows`` on ``backend``: the steps in the plan's order and, where the
+    plan adds C after the steps, the steps from +0 and C added by one IEEE addition
+    (docs/datapaths.md §1)."""
+    if plan.order is None and plan.c_add is None:
+        return backend.compute(plan, rows)
+    n = len(rows)
+    c = rows.words(2)
+    order = slice(None) if plan.order is None else plan.order
+    zero = np.zeros(n, dtype=c.dtype) if plan.c_add is not None else c
+    rest = tuple(rows.operands[3:])
+    if rows.ncols:      # the matrix form: reorder the matrices' K once, not per row
+        a, bt, cm = rows.operands[:3]
+        staged = Rows((a[:, order], bt[:, order], np.zeros_like(cm) if plan.c_add is not None else cm) + rest,
+                      rows.start, rows.stop, rows.ncols)
+    else:
+        arrays = [rows.words(0)[:, order], rows.words(1)[:, order], zero] + [rows.words(i) for i in range(3, len(rows.operands))]
+        staged = Rows.batch(arrays, (n,), 0, n)
+    d = backend.compute(plan, staged)
+    if plan.c_add is None:
+        return d
+    return add_c(plan, d, c)
+
+
+def add_c(plan: Plan, d: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``d + c`` as one IEEE addition rounded by ``plan.c_add`` (both in D's format):
+    exact binary64 sums (or rounded to odd) packed by the integer encoder; NaN in,
+    or inf - inf, gives the encoding's NaN word."""
+    x = ieee.values(plan.decode(plan.d_format, d))
+    y = ieee.values(plan.decode(plan.c_format, c))
+    finite = np.isfinite(x) & np.isfinite(y)
+    with np.errstate(invalid="ignore"):
+        total = np.where(finite, ieee.odd_sum(np.where(finite, x, 0.0), np.where(finite, y, 0.0)), x + y)
+    return ieee.pack(total, plan.c_add)

@@ -114,6 +114,18 @@ def _check_references(reg, dp: Datapath, where: str) -> None:
         raise TableError(f"{where}: field 'block': K {dp.stored_k} is not a multiple of block {dp.block}")
     if dp.stored_k % dp.step:
         raise TableError(f"{where}: field 'chunk': K {dp.stored_k} is not a multiple of chunk {dp.chunk}")
+    if dp.interleave and (dp.sparse or dp.scale):
+        raise TableError(f"{where}: field 'interleave': not defined for sparse or block-scaled datapaths")
+    if dp.interleave and dp.stored_k % (dp.interleave * (dp.stored_k // dp.step)):
+        raise TableError(f"{where}: field 'interleave': runs of {dp.interleave} do not deal K {dp.stored_k} "
+                         f"evenly to {dp.stored_k // dp.step} steps")
+    if dp.c_add is not None:
+        enc = reg.encodings.get(dp.c_add)
+        if enc is None:
+            raise TableError(f"{where}: field 'c_add': unknown rounding {dp.c_add!r}")
+        if enc.format != dp.d or enc.mode != "rne" or dp.c != dp.d:
+            raise TableError(f"{where}: field 'c_add': C is added by one IEEE addition in D's format: "
+                             f"an RNE encoding into {dp.d} with C of that format, not {dp.c_add!r}")
 
 
 # ------------------------------------------------------------------ hook results

@@ -36,7 +36,7 @@ except ModuleNotFoundError:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 _DATAPATH_KEYS = {
-    "op", "kind", "a", "b", "c", "d", "k", "accumulator", "rounding", "params", "chunk",
+    "op", "kind", "a", "b", "c", "d", "k", "accumulator", "rounding", "params", "chunk", "interleave", "c_add",
     "scale", "block", "scale_vec", "sparse", "saturate", "m", "n", "names", "default_for",
     "refuse", "status", "notes", "qualifiers",
 }
@@ -170,7 +170,7 @@ def _check_item(item: dict, here: str) -> None:
     for field in ("op", "a", "b", "d", "k", "accumulator", "rounding"):
         if field not in item:
             raise TableError(f"{here}: missing key {field!r}")
-    for field in ("op", "kind", "a", "b", "c", "d", "accumulator", "rounding", "scale", "refuse", "notes"):
+    for field in ("op", "kind", "a", "b", "c", "d", "accumulator", "rounding", "scale", "refuse", "notes", "c_add"):
         if field in item and not isinstance(item[field], str):
             bad(field, f"must be a string, not {_show(item[field])}")
     if not item["op"]:
@@ -180,7 +180,7 @@ def _check_item(item: dict, here: str) -> None:
         bad("k", f"K must be an integer, not {_show(k)}")
     if not 1 <= k <= MAX_K:
         bad("k", f"K = {k} is outside 1..{MAX_K}")
-    for field in ("chunk", "block"):
+    for field in ("chunk", "block", "interleave"):
         value = item.get(field)
         if value is not None and not (_is_int(value) and 1 <= value <= MAX_K):
             bad(field, f"must be an integer in 1..{MAX_K}, not {_show(value)}")
@@ -385,6 +385,8 @@ def build_architecture(data: dict, accumulators: dict | None = None) -> Architec
                     rounding=item["rounding"],
                     params=item.get("params", {}),
                     chunk=item.get("chunk"),
+                    interleave=item.get("interleave", 0),
+                    c_add=item.get("c_add"),
                     scale=item.get("scale"),
                     block=item.get("block"),
                     scale_vec=item.get("scale_vec"),
