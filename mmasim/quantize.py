@@ -142,7 +142,7 @@ def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise
         own = plain[scheme]
         cont = _container(own, container, scheme)
         fmt = _rounding_format(own)
-        words = casts.cast(fmt, values, saturate=bool(saturate) if saturate is not None else False, nan=nan,
+        words = casts.cast(fmt, values, saturate=False if saturate is None else saturate, nan=nan,
                            what=f"quantize(x, {scheme!r})")
         return Quantized(_recontainer(words, fmt, cont), None, own.name, cont.key, None, None, None, None,
                          scheme, None)
