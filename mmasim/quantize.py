@@ -183,10 +183,15 @@ def _container(fmt: Format, container, scheme: str) -> Format:
     return f
 
 
+_VALUE_SET = ("exp_bits", "man_bits", "bias", "signed", "nan", "subnormals")
+
+
 def _rounding_format(fmt: Format) -> Format:
-    """The format values are rounded in: the one registered under the format's own name
-    (e2m1 for the 4-bit code e2m1x and RTX Blackwell's container), else ``fmt``."""
-    return get_registry().formats.get(fmt.name, fmt)
+    """The format values are rounded in: ``fmt`` itself, unless the format registered under its
+    name holds other values (RTX Blackwell's e2m1 container reads 6 bits: its values are rounded
+    in e2m1, then placed)."""
+    own = get_registry().formats.get(fmt.name, fmt)
+    return fmt if all(getattr(fmt, a) == getattr(own, a) for a in _VALUE_SET) else own
 
 
 def _recontainer(words, src: Format, dst: Format) -> np.ndarray:
@@ -258,7 +263,7 @@ def _blocks(x: np.ndarray, axis, block: int, scheme: str):
 
 def _unblock(b: np.ndarray, axis: int) -> np.ndarray:
     """The inverse of :func:`_blocks` for words of the same shape."""
-    return np.moveaxis(b.reshape(*b.shape[:-2], -1), -1, axis)
+    return np.moveaxis(b.reshape(*b.shape[:-2], b.shape[-2] * b.shape[-1]), -1, axis)
 
 
 def _nan_word(fmt: Format) -> int:

@@ -208,3 +208,19 @@ def test_option_values_are_checked():
         mmasim.quantize([1.0], "e4m3", container="e5m2")
     with pytest.raises(mmasim.UnknownScheme, match="container"):
         mmasim.quantize([1.0], "e4m3", container="nope")
+
+
+def test_torch_tensors_are_read_as_values():
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([1.5, -0.25, 3.0], dtype=torch.bfloat16)
+    assert words(np.array([1.5, -0.25, 3.0]), "e4m3") == [int(w) for w in mmasim.quantize(t, "e4m3").words]
+    q = mmasim.quantize(torch.ones(32), "mxfp8_e4m3")
+    assert isinstance(q.words, np.ndarray) and q.scales.tolist() == [0x77]     # amax 1: 2^(0 - 8)
+    with pytest.raises(mmasim.DtypeError, match="integers"):
+        mmasim.quantize(torch.ones(4, dtype=torch.int32), "bf16")
+
+
+def test_empty_inputs():
+    assert mmasim.quantize(np.zeros(0), "bf16").words.shape == (0,)
+    q = mmasim.quantize(np.zeros((0, 32), dtype=np.float32), "nvfp4")
+    assert q.words.shape == (0, 32) and q.scales.shape == (0, 2)
