@@ -340,10 +340,12 @@ def _tile(tile, shape, axis: int, scheme: str) -> tuple:
 
 
 def _deepseek(s: Scheme, x, fmt: Format, axis, nan: str, tile) -> Quantized:
-    """DeepGEMM's per-token / per-block FP8 cast (``use_ue8m0=False``), in binary32:
-    per tile ``amax = max(max |x|, 1e-4)``, scale ``sf = amax / 448``, elements
-    ``e4m3(x * (1 / sf))`` rounded to nearest even (``|x * (1 / sf)|`` stays below
-    e4m3's overflow threshold 464, so no value saturates)."""
+    """DeepGEMM's per-token / per-block FP8 cast (``use_ue8m0=False``) on CUDA tensors, in
+    binary32: per tile ``amax = max(max |x|, 1e-4)``, scale ``sf = amax / 448``, which PyTorch
+    computes as ``amax * (1 / 448)`` for a Python-number divisor on the GPU
+    (``aten/src/ATen/native/cuda/BinaryDivTrueKernel.cu``, ``div_true_kernel_cuda``), elements
+    ``e4m3(x * (1 / sf))`` rounded to nearest even (``|x * (1 / sf)|`` stays below e4m3's
+    overflow threshold 464, so no value saturates)."""
     x = _binary32(x, s.name, nan)
     if x.ndim != 2:
         raise BlockShapeError(f"{s.name}: x must be a matrix (2-D), not of shape {x.shape}")
@@ -352,7 +354,7 @@ def _deepseek(s: Scheme, x, fmt: Format, axis, nan: str, tile) -> Quantized:
     m, n = x.shape
     xt = x.reshape(m // t0, t0, n // t1, t1)
     amax = np.maximum(np.max(np.abs(xt), axis=(1, 3), initial=F32(0)), F32(1e-4))
-    sf = amax / F32(448)
+    sf = amax * (F32(1) / F32(448))
     scaled = xt * (F32(1) / sf)[:, None, :, None]
     words = casts.cast(fmt, scaled, what=f"quantize(x, {s.name!r})")
     return Quantized(words.reshape(m, n), sf, fmt.name, fmt.key, s.scale_format, (t0, t1), axis, None, s.name,

@@ -2,8 +2,12 @@
 by hand from DeepGEMM's ``per_token_cast_to_fp8`` / ``per_block_cast_to_fp8``
 (``deep_gemm/utils/math.py``, ``use_ue8m0=False``), every step a binary32 operation RN():
 
-    amax = max(max |x| over the tile, RN(1e-4))      sf = RN(amax / 448)
+    amax = max(max |x| over the tile, RN(1e-4))      sf = RN(amax * RN(1 / 448))
     element = e4m3(RN(x * RN(1 / sf)))                (round to nearest even)
+
+``x_amax / 448.0`` is ``amax * RN(1 / 448)`` because DeepGEMM runs on CUDA tensors, where PyTorch
+turns a division by a Python number into a multiplication by its reciprocal
+(``aten/src/ATen/native/cuda/BinaryDivTrueKernel.cu``, ``div_true_kernel_cuda``).
 
 ``rn32`` (an independent IEEE reference, tests/ieee_reference.py) does the binary32 steps
 with Fractions.  The scales are applied outside the tensor core, at promotion.
@@ -29,14 +33,16 @@ EPS = Fraction(float(np.float32(1e-4)))         # torch's clamp(1e-4) on a float
 
 def test_one_by_128_tiles_of_activations():
     x = np.zeros((2, 256), dtype=np.float32)
-    x[0, :3] = [448, -3, 0.1]          # tile (0, 0): amax 448 -> sf = RN(448 / 448) = 1, elements e4m3(x)
+    x[0, :3] = [448, -3, 0.1]          # tile (0, 0): amax 448 -> sf = RN(448 * RN(1 / 448)) = 1 (see below)
     x[0, 128:130] = [1.0, 0.5]         # tile (0, 1): amax 1 -> sf = RN(1 / 448)
     x[1, 128] = 2.0**-20               # tile (1, 1): amax below 1e-4 -> clamped; tile (1, 0): zeros
     q = mmasim.quantize(x, "deepseek_fp8")
     assert (q.format, q.scale_format, q.block, q.axis, q.scale_use) == ("e4m3", "f32", (1, 128), 1, "promotion")
     assert q.scales.dtype == np.float32 and q.scales.shape == (2, 2)
-    sf_one = rn32(Fraction(1, 448))
-    sf_eps = rn32(EPS / 448)
+    inv448 = rn32(Fraction(1, 448))
+    assert rn32(448 * inv448) == 1
+    sf_one = inv448
+    sf_eps = rn32(EPS * inv448)
     assert [[Fraction(float(s)) for s in row] for row in q.scales] == [[1, sf_one], [sf_eps, sf_eps]]
     # 448 -> 0x7E; -3 = -1.5 * 2 -> 0xC4; f32(0.1) = 12.8 steps of 2^-7 in [2^-4, 2^-3) -> 13 * 2^-7 =
     # 1.625 * 2^-4: field 3, fraction 101: 0x1D
@@ -63,7 +69,7 @@ def test_128_by_128_blocks_of_weights():
     for i in range(2):
         for j in range(3):
             amax = Fraction(float(np.abs(W[128 * i:128 * (i + 1), 128 * j:128 * (j + 1)]).max()))
-            assert Fraction(float(q.scales[i, j])) == rn32(max(amax, EPS) / 448)
+            assert Fraction(float(q.scales[i, j])) == rn32(max(amax, EPS) * rn32(Fraction(1, 448)))
     # one element by hand through the binary32 steps, then e4m3 by the grid
     sf = Fraction(float(q.scales[1, 2]))
     y = rn32(Fraction(float(W[200, 300])) * rn32(1 / sf))
