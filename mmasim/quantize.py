@@ -141,7 +141,7 @@ def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise
             raise QuantizeError(f"{scheme}: tile= is for deepseek_fp8, not a plain cast")
         own = plain[scheme]
         cont = _container(own, container, scheme)
-        fmt = _rounding_format(own)
+        fmt = _rounding_format(cont)
         words = casts.cast(fmt, values, saturate=False if saturate is None else saturate, nan=nan,
                            what=f"quantize(x, {scheme!r})")
         return Quantized(_recontainer(words, fmt, cont), None, own.name, cont.key, None, None, None, None,
