@@ -8,12 +8,16 @@
 
 from .errors import (
     AmbiguousInstruction,
+    BlockShapeError,
     CopyMismatch,
     DtypeError,
+    FormatRangeError,
     MMAError,
+    NonFiniteError,
     OperandError,
     PluginConflict,
     PluginError,
+    QuantizeError,
     ScaleError,
     ShapeError,
     SparseMetadataError,
@@ -22,6 +26,7 @@ from .errors import (
     UnknownArchitecture,
     UnknownInstruction,
     UnknownQualifier,
+    UnknownScheme,
     UnsupportedDatapath,
     WordRangeError,
 )
@@ -29,6 +34,8 @@ from .gemm import gemm
 from .lookup import resolve, resolve_arch
 from .model import Model
 from .plugins import hookimpl, register, unregister
+from .quantize import Quantized, quantize
+from .quantize import schemes as quantize_schemes
 from .registry import get_registry
 
 __version__ = "0.1.0"
@@ -91,9 +98,10 @@ def layouts(arch: str | None = None) -> list:
 
 
 __all__ = [
-    "MMA", "Model", "gemm", "architectures", "aliases", "instructions", "datapaths", "layouts",
+    "MMA", "Model", "gemm", "quantize", "Quantized", "quantize_schemes", "architectures", "aliases", "instructions", "datapaths", "layouts",
     "register", "unregister", "hookimpl",
     "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier",
     "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",
     "ScaleError", "SparseMetadataError", "CopyMismatch", "TableError", "ThreadCountError", "PluginError", "PluginConflict",
+    "QuantizeError", "UnknownScheme", "BlockShapeError", "NonFiniteError", "FormatRangeError",
 ]

@@ -49,6 +49,31 @@ class CopyMismatch(OperandError):
     """A Tensor Memory image whose duplicated lane groups (a layout's ``copies``) hold different words."""
 
 
+class QuantizeError(MMAError, ValueError):
+    """A float tensor that ``mmasim.quantize`` cannot convert as asked (an option value it does not
+    accept; the subclasses below name the other problems)."""
+
+
+class UnknownScheme(QuantizeError, LookupError):
+    """A quantization scheme (or element container) ``mmasim.quantize`` does not know; the
+    message lists the accepted names."""
+
+
+class BlockShapeError(QuantizeError):
+    """The tensor's shape does not fit the scheme's blocks: a bad ``axis``, an axis length that is
+    not a multiple of the block, a tile that does not divide the tensor."""
+
+
+class NonFiniteError(QuantizeError):
+    """A NaN or infinity that the NaN policy (``nan=``) or the scheme refuses, or a NaN for a
+    format without one."""
+
+
+class FormatRangeError(QuantizeError):
+    """A finite value that rounds past the largest finite value of a format without infinity,
+    and saturation was not asked for."""
+
+
 class ThreadCountError(MMAError, ValueError):
     """A thread count (the ``threads=`` argument or ``MMASIM_THREADS``) that is not a positive integer."""
 

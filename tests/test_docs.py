@@ -52,6 +52,15 @@ def test_user_guide_examples_run():
         exec(compile(body, f"user-guide.md block {i}", "exec"), scope)
 
 
+def test_quantize_page_examples_run():
+    text = (DOCS / "quantize.md").read_text(encoding="utf-8")
+    blocks = _blocks(text, "python")
+    assert blocks
+    scope = {}
+    for i, (_, body) in enumerate(blocks):
+        exec(compile(body, f"quantize.md block {i}", "exec"), scope)
+
+
 def test_user_guide_covers_the_topics():
     text = (DOCS / "user-guide.md").read_text(encoding="utf-8").lower()
     for topic in ("raw words", "typed arrays", "matrix form", "block scales", "sparsity", "errors"):
