@@ -167,7 +167,7 @@ class FragmentRule(Layout):
                     f"of this instruction take no such selector")
         if self.legal and not self._legal(V, selectors):
             return (", ".join(f"{k}={selectors.get(k, 0)}" for k in self.selectors)
-                    + f" is not valid here: {self.legal_values(V)}")
+                    + f" is not a valid selector value: {self.legal_values(V)}")
         return ""
 
     def _legal(self, V: int, selectors: dict) -> bool:
