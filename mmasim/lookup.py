@@ -9,6 +9,9 @@ Datapaths may also list literal extra names (``names`` in the table).
 
 The rules:
 
+- An instruction string is printable ASCII without spaces or line breaks
+  (:func:`instruction_text`); each token is read whole (shapes in ASCII decimal digits).
+  Keyword qualifiers are read by their types (:func:`qualifier_value`).
 - Every token is read, or the lookup fails with :class:`UnknownInstruction`
   naming it; two tokens for one field (two kinds, two shapes, two layouts for A,
   a repeated ``satfinite``) fail naming both.  Type names, kinds and shapes

@@ -369,7 +369,8 @@ class Model:
         """Where ``operand`` ("a", "b", "c", "d"; "scale_a", "scale_b" of a block-scaled
         instruction, "sparse_metadata" of a sparse one) lives: ``.lanes``, ``.registers``,
         ``.elements``, ``.coords(lane, i)``, ``.owner(row, col)`` (see :mod:`mmasim.placement`).
-        ``options``: ``alayout`` / ``blayout`` ("row" / "col", for m8n8k4 .f16), ``byte_id`` /
+        ``options``: ``alayout`` / ``blayout`` ("row" / "col", for m8n8k4 .f16; default the pair the
+        instruction string names, else row / col; any other pair is refused), ``byte_id`` /
         ``thread_id`` (the scales' selectors), ``selector`` (the sparsity selector)."""
         from . import placement
         return placement.layout(self, operand, **options)

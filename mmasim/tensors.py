@@ -17,6 +17,9 @@ A tensor becomes a numpy array of the same meaning (docs/user-guide.md,
   element ``2i`` in the low nibble (torch's own packing), and becomes an
   ``ml_dtypes.float4_e2m1fn`` array whose last axis is twice as long.
 
+Every decorated API function also refuses numpy masked arrays (:func:`refuse_masked`): a
+masked element has no word, and computing with the data under the mask would ignore it.
+
 CUDA (and other device) tensors are copied to the host first.  Results go back
 as tensors on the device of the first tensor operand: D words as ``uint16`` /
 ``uint32`` / ``uint64`` tensors, values as the torch dtype of D's format.
