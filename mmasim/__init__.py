@@ -17,6 +17,7 @@ from .errors import (
     OperandError,
     PluginConflict,
     PluginError,
+    QualifierValueError,
     QuantizeError,
     ScaleError,
     ShapeError,
@@ -29,6 +30,7 @@ from .errors import (
     UnknownScheme,
     UnsupportedDatapath,
     WordRangeError,
+    WordSyntaxError,
 )
 from .gemm import gemm
 from .lookup import resolve, resolve_arch
@@ -50,7 +52,10 @@ def MMA(arch: str, instruction: str, backend: str | None = None, **qualifiers) -
     ``instruction``: PTX-style qualifiers (MMA-Sim 2.1.1 strings accepted).
     ``qualifiers``: ``a_type``, ``b_type``, ``c_type``, ``d_type``,
     ``scale_type``, ``saturate``, ``sparse``, ``block``, ``scale_vec``, ``kind``
-    (any other raises :class:`UnknownQualifier`).  A lookup that leaves several
+    (any other raises :class:`UnknownQualifier`), each read by its type: format
+    names and kinds as strings (any case), ``scale_vec`` as ``"1X"``/``"2X"``/``"4X"``,
+    ``block`` as an int, ``saturate`` and ``sparse`` as ``True``/``False``; any
+    other value raises :class:`QualifierValueError`.  A lookup that leaves several
     datapaths open raises :class:`AmbiguousInstruction`; ``Model.resolution``
     records the shape the string named and any qualifier a table default filled.
     ``backend``: ``"numpy"``, ``"numba"`` or ``"auto"`` for this model's
@@ -100,8 +105,8 @@ def layouts(arch: str | None = None) -> list:
 __all__ = [
     "MMA", "Model", "gemm", "quantize", "Quantized", "quantize_schemes", "architectures", "aliases", "instructions", "datapaths", "layouts",
     "register", "unregister", "hookimpl",
-    "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier",
-    "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",
+    "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier", "QualifierValueError",
+    "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError", "WordSyntaxError",
     "ScaleError", "SparseMetadataError", "CopyMismatch", "TableError", "ThreadCountError", "PluginError", "PluginConflict",
     "QuantizeError", "UnknownScheme", "BlockShapeError", "NonFiniteError", "FormatRangeError",
 ]

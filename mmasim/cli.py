@@ -18,8 +18,9 @@ import sys
 
 from . import DISTRIBUTION, MMA, architectures, get_registry
 from .display import hex_word, number_text, one_line, safe
-from .errors import MMAError
+from .errors import MMAError, WordSyntaxError
 from .lookup import resolve_arch
+from .text import parse_count, parse_words
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,26 +50,29 @@ def _dump(doc) -> None:
 
 
 # ------------------------------------------------------------ argument types
-def _int_word(text: str) -> int:
+def _words(text: str, what: str) -> list:
+    """Hex words separated by spaces or commas (:func:`mmasim.text.parse_words`); a bad one is a
+    usage error."""
     try:
-        value = int(text, 0) if text.lower().startswith(("0x", "0b", "0o")) else int(text, 16)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a hex word: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"not a hex word: {text!r} (words are non-negative)")
-    return value
+        return parse_words(text, what)
+    except WordSyntaxError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _words(text: str) -> list:
-    return [_int_word(t) for t in text.replace(",", " ").split()]
+def _word(text: str, what: str) -> int:
+    words = _words(text, what)
+    if len(words) != 1:
+        raise argparse.ArgumentTypeError(f"{what}: one hex word, not {text!r}")
+    return words[0]
 
 
 def _count(minimum: int, what: str):
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer, not {text!r}") from None
+        value = parse_count(text)
+        if value is None:
+            if text.startswith("-") and parse_count(text[1:]) is not None:
+                raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {text}")
+            raise argparse.ArgumentTypeError(f"must be an integer (decimal digits), not {text!r}")
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
         return value
@@ -172,14 +176,14 @@ def cmd_explain(args) -> int:
 
 def cmd_run(args) -> int:
     model = MMA(args.arch, args.instruction, **_qualifiers(args))
-    a, b = _words(args.a), _words(args.b)
-    c = _int_word(args.c)
+    a, b = _words(args.a, "--a"), _words(args.b, "--b")
+    c = _word(args.c, "--c")
     kw = {}
     if args.scale_a is not None or args.scale_b is not None:
-        kw["scale_a"] = _words(args.scale_a or "")
-        kw["scale_b"] = _words(args.scale_b or "")
+        kw["scale_a"] = _words(args.scale_a or "", "--scale-a")
+        kw["scale_b"] = _words(args.scale_b or "", "--scale-b")
     if args.sparse_metadata is not None:
-        kw["sparse_metadata"] = _words(args.sparse_metadata)
+        kw["sparse_metadata"] = _words(args.sparse_metadata, "--sparse-metadata")
     d = int(model.dot(a, b, c, **kw))
     bits = model.encoding.word_bits
     if args.json:
@@ -424,7 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("run", help="one dot product on hex container words")
     add_instruction(s)
-    s.add_argument("--a", required=True, help="K hex words of A, separated by spaces or commas")
+    s.add_argument("--a", required=True,
+                   help="K hex words of A (hex digits, optionally after 0x), separated by spaces or commas")
     s.add_argument("--b", required=True, help="K hex words of B")
     s.add_argument("--c", required=True, help="the hex word of C")
     s.add_argument("--scale-a", help="hex scale words of A (block-scaled kinds)")
@@ -478,13 +483,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--operand", choices=("a", "b", "c", "d", "scale_a", "scale_b", "sparse_metadata"), default="a",
                    help="the operand (default a; scale_a / scale_b of block-scaled mma.sync, sparse_metadata "
                         "of mma.sp, whose A is the compressed A)")
-    s.add_argument("--byte-id", type=int, default=0, help="byte-id selector of scale_a / scale_b (default 0)")
-    s.add_argument("--thread-id", type=int, default=0, help="thread-id selector of scale_a / scale_b (default 0)")
-    s.add_argument("--selector", type=int, default=0, help="sparsity selector of sparse_metadata (default 0)")
-    s.add_argument("--lane-alignment", type=int, default=0,
+    s.add_argument("--byte-id", type=_count(0, "--byte-id"), default=0,
+                   help="byte-id selector of scale_a / scale_b (default 0)")
+    s.add_argument("--thread-id", type=_count(0, "--thread-id"), default=0,
+                   help="thread-id selector of scale_a / scale_b (default 0)")
+    s.add_argument("--selector", type=_count(0, "--selector"), default=0,
+                   help="sparsity selector of sparse_metadata (default 0)")
+    s.add_argument("--lane-alignment", type=_count(0, "--lane-alignment"), default=0,
                    help="TMEM lane alignment (0 or 16) of the half-data-path tcgen05 layouts C and F (default 0)")
-    s.add_argument("--alayout", choices=("row", "col"), default="row", help="A's .row/.col (m8n8k4 .f16)")
-    s.add_argument("--blayout", choices=("row", "col"), default="col", help="B's .row/.col (m8n8k4 .f16)")
+    s.add_argument("--alayout", choices=("row", "col"),
+                   help="A's .row/.col (mma.sync m8n8k4 .f16; default: the instruction's, else row)")
+    s.add_argument("--blayout", choices=("row", "col"),
+                   help="B's .row/.col (mma.sync m8n8k4 .f16; default: the instruction's, else col)")
     s.add_argument("--out", metavar="FIG.png", type=_plot_path,
                    help="draw the map into an image (needs matplotlib); the type comes from the extension")
     s.set_defaults(func=cmd_layout)

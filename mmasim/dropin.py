@@ -34,7 +34,7 @@ import numpy as np
 
 from .errors import ScaleError, ShapeError, UnknownInstruction
 from .model import Model
-from .tensors import dtype_name, host_bits, is_tensor, to_numpy
+from .tensors import dtype_name, host_bits, is_tensor, plain_array, to_numpy
 
 #: the torch dtype MMA-Sim 2.1.1 uses for each format ("uint8": one byte per fp6 / fp4 element)
 MMA_SIM_DTYPE = {
@@ -111,7 +111,7 @@ class Operation:
                 return host_bits(x).astype(np.uint64)      # MMA-Sim's own dtype: its bits are the word
             x = to_numpy(x, operand)
         else:
-            x = np.asarray(x)
+            x = plain_array(x, operand)
             if packed and x.dtype == np.uint8:
                 return _unpack_high_first(x)
         return np.asarray(self.model.operand_words(operand, x)).astype(np.uint64)

@@ -21,6 +21,12 @@ class AmbiguousInstruction(MMAError, LookupError):
         self.candidates = tuple(candidates)
 
 
+class QualifierValueError(MMAError, ValueError):
+    """A keyword qualifier of ``MMA(...)`` (or of a vector file's ``qualifiers``) whose value is
+    not one its type accepts: a format name, a kind, ``"1X"``/``"2X"``/``"4X"``, a block size,
+    ``True``/``False``; the message lists the accepted values."""
+
+
 class OperandError(MMAError, ValueError):
     """An operand has the wrong shape, dtype, word range, scale count or sparse selector."""
 
@@ -35,6 +41,10 @@ class DtypeError(OperandError):
 
 class WordRangeError(OperandError):
     """A container word lies outside the container's range."""
+
+
+class WordSyntaxError(OperandError):
+    """A word written as text (the command line) that is not hex digits with an optional ``0x``."""
 
 
 class ScaleError(OperandError):

@@ -116,6 +116,9 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
         sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
     M, K, N, order = check(model, A.shape, B.shape, C.shape, k_order,
                            *(None if x is None else np.shape(x) for x in (scale_a, scale_b, sparse_metadata)))
+    if model.datapath.sparse:       # checked whole, in the order the tiles run: an error names row and K tile
+        tiles = np.swapaxes(sparse_metadata.reshape(M, len(order), -1)[:, list(order)], 0, 1)
+        model._metadata(tiles, lambda at: f"row {at[1]}, K tile {order[at[0]]} of sparse_metadata")
     bar = _bar(progress, len(order), f"mmasim.gemm {M}x{N}x{K}")
     try:
         nworkers = _threads.workers(threads, M, K * N)

@@ -9,6 +9,9 @@ Datapaths may also list literal extra names (``names`` in the table).
 
 The rules:
 
+- An instruction string is printable ASCII without spaces or line breaks
+  (:func:`instruction_text`); each token is read whole (shapes in ASCII decimal digits).
+  Keyword qualifiers are read by their types (:func:`qualifier_value`).
 - Every token is read, or the lookup fails with :class:`UnknownInstruction`
   naming it; two tokens for one field (two kinds, two shapes, two layouts for A,
   a repeated ``satfinite``) fail naming both.  Type names, kinds and shapes
@@ -43,12 +46,15 @@ check that a table extending an architecture changes no existing name.
 from __future__ import annotations
 
 import difflib
+import numbers
 import re
 
 import attrs
+import numpy as np
 
 from .errors import (
     AmbiguousInstruction,
+    QualifierValueError,
     UnknownArchitecture,
     UnknownInstruction,
     UnknownQualifier,
@@ -56,11 +62,13 @@ from .errors import (
 )
 from .sparse import RULES as SPARSE_RULES
 
-_SHAPE = re.compile(r"^m(\d+)n(\d+)k(\d+)$")
-_KSHAPE = re.compile(r"^k(\d+)$")
-_BLOCK = re.compile(r"^block(\d+)$")
-_VEC = re.compile(r"^(?:scale_vec::)?([124])x$")
-_CTA = re.compile(r"^cta_group::(\w+)$")
+# each read with fullmatch: ASCII digits without leading zeros, nothing after the token
+_N = "([1-9][0-9]*)"
+_SHAPE = re.compile(f"m{_N}n{_N}k{_N}", re.ASCII)
+_KSHAPE = re.compile(f"k{_N}", re.ASCII)
+_BLOCK = re.compile(f"block{_N}", re.ASCII)
+_VEC = re.compile(r"(?:scale_vec::)?([124])x", re.ASCII)
+_CTA = re.compile(r"cta_group::([0-9A-Za-z_]+)", re.ASCII)
 
 
 @attrs.frozen
@@ -96,13 +104,14 @@ _FIELD_NAME = {"a": "a_type", "b": "b_type", "c": "c_type", "d": "d_type", "scal
 @attrs.frozen
 class Resolution:
     """What a lookup resolved to: the datapath, the shape the string named (``None``
-    where it named none) and the qualifiers a table default filled,
-    as ``((qualifier, value, reason), ...)``."""
+    where it named none), the qualifiers a table default filled,
+    as ``((qualifier, value, reason), ...)``, and the ``.row`` / ``.col`` pair it named."""
 
     datapath: object
     m: int | None = None
     n: int | None = None
     defaulted: tuple = ()
+    layout: tuple | None = None     # the string's (.alayout, .blayout), e.g. ("col", "row"); None: not named
 
     @property
     def status(self):
@@ -116,6 +125,9 @@ def normalize_name(name: str) -> str:
 
 
 def resolve_arch(reg, arch: str) -> str:
+    if not isinstance(arch, str) or not arch.isascii():
+        raise UnknownArchitecture(f"unknown architecture {arch!r}: an architecture name is an ASCII string "
+                                  f"(see mmasim.architectures())")
     key = normalize_name(arch)
     if key in reg.arch_index:
         return reg.arch_index[key]
@@ -167,11 +179,26 @@ def _lead(tokens: list, ops) -> tuple:
     return best
 
 
+def instruction_text(instruction) -> str:
+    """``instruction`` as the lookup reads it: printable ASCII without spaces, tabs or line
+    breaks (PTX qualifiers joined by '.'), spaces around it dropped; anything else is
+    :class:`UnknownInstruction` naming the first character it cannot take."""
+    if not isinstance(instruction, str):
+        raise UnknownInstruction(f"an instruction is a string, not {type(instruction).__name__} {instruction!r}")
+    text = instruction.strip(" ")
+    for i, ch in enumerate(text):
+        if not "!" <= ch <= "~":
+            raise UnknownInstruction(
+                f"instruction {text!r}: character {ascii(ch)} (U+{ord(ch):04X}) at position {i}: an instruction "
+                "string is printable ASCII without spaces, tabs or line breaks (PTX qualifiers joined by '.')")
+    return text
+
+
 def parse_instruction(text: str, reg) -> dict:
     """Constraints an instruction string places on a datapath (raises on any token it cannot read)."""
     names, kinds, ops = _vocabulary(reg)
     scale_names = {reg.formats[k].name.lower() for k in ("ue8m0", "ue4m3") if k in reg.formats}
-    text = str(text).strip()
+    text = instruction_text(text)
     tokens = text.split(".")
     if not text or any(not t for t in tokens):
         raise UnknownInstruction(f"instruction {text!r}: empty qualifier (stray '.')" if text
@@ -218,20 +245,20 @@ def parse_instruction(text: str, reg) -> dict:
             want.put(f"qualifier {low}", True, tok, text)
             want.setdefault("qualifiers", set()).add(low)
             want.setdefault("ops", set()).add(frozenset({NAMING[low]}))
-        elif (m := _CTA.match(low)):
+        elif (m := _CTA.fullmatch(low)):
             if m.group(1) not in ("1", "2"):
                 raise UnknownInstruction(f"instruction {text!r}: {tok!r}: PTX defines cta_group::1 and cta_group::2")
             want.put("cta_group", int(m.group(1)), tok, text)
             if m.group(1) == "2":
                 want.setdefault("qualifiers", set()).add(low)
             want.setdefault("ops", set()).add(frozenset({"tcgen05.mma"}))
-        elif (m := _SHAPE.match(low)):
+        elif (m := _SHAPE.fullmatch(low)):
             want.put("shape", tuple(int(x) for x in m.groups()), tok, text)
-        elif (m := _KSHAPE.match(low)):
+        elif (m := _KSHAPE.fullmatch(low)):
             want.put("k", int(m.group(1)), tok, text)
-        elif (m := _BLOCK.match(low)):
+        elif (m := _BLOCK.fullmatch(low)):
             want.put("block", int(m.group(1)), tok, text)
-        elif (m := _VEC.match(low)):
+        elif (m := _VEC.fullmatch(low)):
             want.put("scale_vec", f"{m.group(1)}X", tok, text)
         elif low in scale_names:
             want.put("scale", names[low], tok, text)
@@ -304,8 +331,41 @@ def _token_hint(low: str, names: dict, kinds: dict) -> str:
     return f"; did you mean {', '.join(repr(pool[c] if c in pool else c) for c in close)}?" if close else ""
 
 
+def qualifier_value(key: str, value, reg):
+    """The value of keyword qualifier ``key`` as a lookup compares it, read strictly by the
+    qualifier's type: a format name or a kind (strings, any case), ``scale_vec`` ``"1X"`` /
+    ``"2X"`` / ``"4X"``, ``block`` an int, ``saturate`` / ``sparse`` a bool.  Anything else is
+    :class:`QualifierValueError` listing what ``key`` takes."""
+    def refused(takes):
+        return QualifierValueError(f"{key}={value!r} is not accepted: {key} takes {takes}")
+
+    text = value.lower() if isinstance(value, str) and value.isascii() else None
+    if key in _TYPE_FIELD or key == "kind":
+        names, kinds, _ = _vocabulary(reg)
+        if key == "kind":
+            low = None if text is None else text.removeprefix("kind::")
+            if low in kinds:
+                return kinds[low]
+            raise refused(f"a kind, in any case, 'kind::' optional: {', '.join(sorted(kinds.values()))}")
+        if text in names:
+            return names[text]
+        raise refused(f"a format name, in any case: {', '.join(sorted(names.values()))}")
+    if key == "scale_vec":
+        m = None if text is None else _VEC.fullmatch(text)
+        if m:
+            return f"{m.group(1)}X"
+        raise refused("'1X', '2X' or '4X', in any case, 'scale_vec::' optional")
+    if key == "block":
+        blocks = sorted({dp.block for a in reg.architectures.values() for dp in a.datapaths if dp.block})
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) in blocks:
+            return int(value)
+        raise refused(f"an int, the elements per scale: {', '.join(map(str, blocks))}")
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise refused("True or False (a bool: no string or number is read as one)")
+
+
 def _apply_qualifiers(want: dict, qualifiers: dict, reg) -> dict:
-    names, kinds, _ = _vocabulary(reg)
     out = _Want()
     out.update(want)
     out.tokens = dict(getattr(want, "tokens", {}))
@@ -318,20 +378,7 @@ def _apply_qualifiers(want: dict, qualifiers: dict, reg) -> dict:
         if value is None:
             continue
         field = _TYPE_FIELD.get(key, key)
-        if field in ("a", "b", "c", "d", "scale"):
-            low = str(value).lower()
-            if low not in names:
-                raise UnknownInstruction(f"{key}={value!r} is not a format; known: {', '.join(sorted(names.values()))}")
-            value = names[low]
-        elif field == "kind":
-            low = str(value).lower().removeprefix("kind::")
-            if low not in kinds:
-                raise UnknownInstruction(f"kind={value!r} is unknown; known: {', '.join(sorted(kinds.values()))}")
-            value = kinds[low]
-        elif field == "scale_vec":
-            value = str(value).upper().replace("SCALE_VEC::", "")
-        elif field in ("sparse", "saturate"):
-            value = bool(value)
+        value = qualifier_value(key, value, reg)
         if field in out and out[field] != value:
             raise UnknownInstruction(
                 f"qualifier {key}={value!r} contradicts the instruction string ({out.tokens.get(field, field)!r})"
@@ -429,7 +476,11 @@ def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Re
     """Resolve a lookup to one datapath, or raise (see the module docstring for the rules)."""
     name = resolve_arch(reg, arch)
     architecture = reg.architectures[name]
-    low = str(instruction).strip().lower()
+    try:
+        text = instruction_text(instruction)
+    except UnknownInstruction as exc:
+        raise UnknownInstruction(f"{name}: {exc}") from None
+    low = text.lower()
     literal = [dp for dp in architecture.datapaths if low in {n.lower() for n in dp.names}]
     want = _Want()
     if literal and not qualifiers:
@@ -463,21 +514,36 @@ def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Re
             candidates=listing,
         )
     dp = candidates[0]
-    if "layout" in want:
-        _check_layout(dp, want, instruction, reg)
+    if "layout" in want and want["layout"] not in layouts_of(dp, reg):
+        raise UnknownInstruction(
+            f"{instruction!r}: layout {want.tokens['layout']!r}: {layout_rule(dp, reg)}")
     if dp.refuse:
         raise UnsupportedDatapath(f"{dp.canonical(reg.formats)} on {name}: {dp.refuse}")
-    return Resolution(dp, m=want.get("m"), n=want.get("n"), defaulted=_defaulted(dp, want, reg))
+    return Resolution(dp, m=want.get("m"), n=want.get("n"), defaulted=_defaulted(dp, want, reg),
+                      layout=want.get("layout"))
 
 
-def _check_layout(dp, want, instruction, reg):
-    """PTX (mma): ``.alayout.blayout`` may be any of row/col only for the f16 m8n8k4
-    forms; every other shape is ``.row.col``."""
+_PAIRS = (("row", "col"), ("row", "row"), ("col", "row"), ("col", "col"))
+
+
+def layouts_of(dp, reg) -> tuple:
+    """The ``(.alayout, .blayout)`` pairs PTX allows ``dp`` (mma): any of row/col only for the
+    f16 m8n8k4 forms, ``.row.col`` for every other shape; none for a family without them."""
+    syntax = SYNTAX.get(dp.op)
+    if syntax is None or not syntax.layouts:
+        return ()
     free = dp.m == (8,) and dp.n == (8,) and dp.k == 4 and reg.formats[dp.a].name == "f16"
-    if not free and want["layout"] != ("row", "col"):
-        raise UnknownInstruction(
-            f"{instruction!r}: layout {want.tokens['layout']!r}: PTX allows only .row.col for "
-            f"{dp.canonical(reg.formats)} (any .row/.col pair only for the f16 m8n8k4)")
+    return _PAIRS if free else _PAIRS[:1]
+
+
+def layout_rule(dp, reg) -> str:
+    """:func:`layouts_of` in words, for error messages."""
+    pairs = layouts_of(dp, reg)
+    if not pairs:
+        return f"{dp.op} takes no .row / .col qualifiers"
+    if len(pairs) == 1:
+        return f"PTX allows only .row.col for {dp.canonical(reg.formats)} (any .row/.col pair only for the f16 m8n8k4)"
+    return f"{dp.canonical(reg.formats)} takes any of " + ", ".join(f".{a}.{b}" for a, b in pairs)
 
 
 def resolve(reg, arch: str, instruction: str, qualifiers: dict):

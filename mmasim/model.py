@@ -11,6 +11,7 @@ from .errors import DtypeError, ScaleError, ShapeError, SparseMetadataError
 from .lookup import Resolution, lookup_instruction
 from .registry import Registry, get_registry
 from .plan import Plan, Rows, compute
+from .sparse import check as check_selectors
 from .special import rules_for as special_rules
 from .tensors import accepts_tensors
 from .words import VALUES, as_array, from_words, to_words, typed_dtype
@@ -155,15 +156,7 @@ class Model:
         if self.sparse_rule:
             if sparse_metadata is None:
                 raise SparseMetadataError(f"{self.instruction} is sparse: pass sparse_metadata")
-            md = np.asarray(sparse_metadata)
-            nwords = self.sparse_rule.words(dp.k)
-            if md.dtype.kind not in "iu" or md.ndim == 0 or md.shape[-1] != nwords:
-                raise SparseMetadataError(
-                    f"sparse_metadata must be integer words of shape (..., {nwords}); got {md.dtype} {md.shape}"
-                )
-            if md.size and (md.min() < 0 or int(md.max()) > 0xFFFFFFFF):
-                raise SparseMetadataError("sparse_metadata words must be 32-bit (0 <= word <= 0xFFFFFFFF)")
-            extra.append(md)
+            extra.append(self._metadata(np.asarray(sparse_metadata)))
         elif sparse_metadata is not None:
             raise SparseMetadataError(f"{self.instruction} is dense: sparse_metadata must be None")
         try:
@@ -176,6 +169,20 @@ class Model:
         # the result dtype depends only on the datapath: D words in the encoding's unsigned
         # dtype, or (for values in) the D format's float dtype; integer D is always words
         return from_words(d, self.d_format) if values and not self.d_format.integer else d
+
+    def _metadata(self, md, where=None):
+        """``md`` checked as the sparse metadata words ``(..., words)`` of :meth:`dot`: integer
+        32-bit words whose every selector is legal (an error names the case in the whole batch,
+        or ``where(index)``)."""
+        nwords = self.sparse_rule.words(self.datapath.k)
+        if md.dtype.kind not in "iu" or md.ndim == 0 or md.shape[-1] != nwords:
+            raise SparseMetadataError(
+                f"sparse_metadata must be integer words of shape (..., {nwords}); got {md.dtype} {md.shape}"
+            )
+        if md.size and (md.min() < 0 or int(md.max()) > 0xFFFFFFFF):
+            raise SparseMetadataError("sparse_metadata words must be 32-bit (0 <= word <= 0xFFFFFFFF)")
+        check_selectors(self.sparse_rule, self.datapath.k, md, where)
+        return md
 
     # rows per chunk: bounded temporaries (numpy) and bounded gathers (both backends)
     CHUNK_ELEMENTS = 1 << 17
@@ -254,7 +261,7 @@ class Model:
                     f"matrix form of {self.instruction}: sparse_metadata must be (M, words) = ({M}, {nwords}) "
                     f"(A is the sparse operand); got {md.shape}"
                 )
-            sparse_metadata = md
+            sparse_metadata = self._metadata(md, lambda at: f"row {at[0]} of sparse_metadata")
         fast = self._matrix_fast(A, B, C, scale_a, scale_b, sparse_metadata, backend, threads)
         if fast is not None:
             return fast
@@ -306,9 +313,17 @@ class Model:
         _threads.run(M, M, work, nworkers, k * N)
         return out
 
+    @accepts_tensors
     def decode(self, operand: str, words):
-        """Decode words of ``operand`` ("a", "b", "c", "d" or "scale") with this datapath's formats."""
-        return self.plan.decode(self.format_of(operand), np.asarray(words))
+        """Decode words of ``operand`` ("a", "b", "c", "d" or "scale") with this datapath's formats.
+        ``words`` are container words, checked as :meth:`dot` checks them (values, bools and
+        words outside the container raise)."""
+        fmt = self.format_of(operand)
+        arr, mode = as_array(words, operand)
+        if mode == VALUES:
+            raise DtypeError(f"operand {operand}: decode takes container words (integers), not {arr.dtype} values; "
+                             "Model.operand_words converts values to words")
+        return self.plan.decode(fmt, _operand(arr, mode, fmt, operand))
 
     # ----------------------------------------------------------- explanation
     def describe(self) -> str:
@@ -359,7 +374,8 @@ class Model:
         """Where ``operand`` ("a", "b", "c", "d"; "scale_a", "scale_b" of a block-scaled
         instruction, "sparse_metadata" of a sparse one) lives: ``.lanes``, ``.registers``,
         ``.elements``, ``.coords(lane, i)``, ``.owner(row, col)`` (see :mod:`mmasim.placement`).
-        ``options``: ``alayout`` / ``blayout`` ("row" / "col", for m8n8k4 .f16), ``byte_id`` /
+        ``options``: ``alayout`` / ``blayout`` ("row" / "col", for m8n8k4 .f16; default the pair the
+        instruction string names, else row / col; any other pair is refused), ``byte_id`` /
         ``thread_id`` (the scales' selectors), ``selector`` (the sparsity selector)."""
         from . import placement
         return placement.layout(self, operand, **options)

@@ -99,16 +99,26 @@ def nibbles(metadata: np.ndarray, count: int) -> np.ndarray:
     return nib[..., :count].astype(np.int64)
 
 
-def select(rule: SparseRule, k: int, metadata: np.ndarray, *operands):
-    """Gather the selected elements of each operand ``(N, k)`` -> ``(N, k/2)``."""
+def check(rule: SparseRule, k: int, metadata: np.ndarray, where=None) -> np.ndarray:
+    """The selector nibbles ``(..., chunks)`` of metadata words ``(..., W)``, every one legal, else
+    :class:`~mmasim.SparseMetadataError` naming the first illegal one: its chunk and
+    ``where(index)``, ``index`` its place among the metadata's rows (default
+    ``sparse_metadata[i, j]``, as the caller indexes the array it passed)."""
     nib = nibbles(metadata, rule.chunks(k))
     legal = np.isin(nib, list(rule.selectors))
     if not legal.all():
-        where = np.argwhere(~legal)[0]
-        bad = int(nib[tuple(where)])
+        at = tuple(int(i) for i in np.argwhere(~legal)[0])
+        bad = int(nib[at])
+        place = where(at[:-1]) if where is not None else (
+            f"sparse_metadata[{', '.join(map(str, at[:-1]))}]" if len(at) > 1 else "sparse_metadata")
         raise SparseMetadataError(
-            f"illegal sparse selector 0x{bad:X} for chunk {int(where[-1])} of case {int(where[0])} "
+            f"illegal sparse selector 0x{bad:X} for chunk {at[-1]} of {place} "
             f"({rule.description}); legal selectors: {', '.join(f'0x{s:X}' for s in rule.selectors)}"
         )
-    pos = rule.positions(nib)
+    return nib
+
+
+def select(rule: SparseRule, k: int, metadata: np.ndarray, *operands):
+    """Gather the selected elements of each operand ``(N, k)`` -> ``(N, k/2)`` (selectors checked)."""
+    pos = rule.positions(check(rule, k, metadata))
     return tuple(np.take_along_axis(x, pos, axis=-1) for x in operands)

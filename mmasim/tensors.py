@@ -17,6 +17,9 @@ A tensor becomes a numpy array of the same meaning (docs/user-guide.md,
   element ``2i`` in the low nibble (torch's own packing), and becomes an
   ``ml_dtypes.float4_e2m1fn`` array whose last axis is twice as long.
 
+Every decorated API function also refuses numpy masked arrays (:func:`refuse_masked`): a
+masked element has no word, and computing with the data under the mask would ignore it.
+
 CUDA (and other device) tensors are copied to the host first.  Results go back
 as tensors on the device of the first tensor operand: D words as ``uint16`` /
 ``uint32`` / ``uint64`` tensors, values as the torch dtype of D's format.
@@ -116,6 +119,20 @@ def from_numpy(arr, device=None):
     return out if device is None or str(device) == "cpu" else out.to(device)
 
 
+def refuse_masked(x, what: str = "operand") -> None:
+    """A numpy masked array is a :class:`~mmasim.DtypeError`: a masked element has no word, and
+    computing with the data under the mask would ignore it."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise DtypeError(f"operand {what}: a numpy masked array cannot carry an operand (a masked element has no "
+                         "word); pass x.filled(value) or the plain array np.asarray(x)")
+
+
+def plain_array(x, what: str = "operand") -> np.ndarray:
+    """``np.asarray(x)`` for an array that comes in, a masked array refused (:func:`refuse_masked`)."""
+    refuse_masked(x, what)
+    return np.asarray(x)
+
+
 def _first_tensor(args, kwargs):
     for x in (*args, *kwargs.values()):
         if is_tensor(x):
@@ -124,13 +141,18 @@ def _first_tensor(args, kwargs):
 
 
 def accepts_tensors(fn):
-    """Decorate an API function (or method) so that its torch tensor arguments are read
+    """Decorate an API function (or method) so that its numpy masked arrays are refused
+    (:func:`refuse_masked`) and its torch tensor arguments are read
     as numpy arrays (:func:`to_numpy`) and, when any was given, a numpy result comes back
     as a tensor on the first tensor's device.  Without torch imported it costs one
     dictionary look-up."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        for i, x in enumerate(args):
+            refuse_masked(x, fn.__code__.co_varnames[i] if i < fn.__code__.co_argcount else "operand")
+        for k, x in kwargs.items():
+            refuse_masked(x, k)
         if "torch" not in sys.modules:
             return fn(*args, **kwargs)
         first = _first_tensor(args, kwargs)

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .errors import ThreadCountError
+from .text import parse_count
 
 __all__ = ["ENV", "MIN_ELEMENTS_PER_THREAD", "default_threads", "check", "resolve", "workers", "run"]
 
@@ -58,13 +59,11 @@ def check(threads=None):
     reads ``MMASIM_THREADS``).  Cheap: the core count is asked only when a batch is shared out."""
     if threads is None:
         raw = os.environ.get(ENV)
-        if raw is None or not raw.strip():
+        text = None if raw is None else raw.strip(" \t\r\n")
+        if not text:
             return None
-        try:
-            value = int(raw.strip(), 10)
-        except ValueError:
-            value = 0
-        if value < 1:
+        value = parse_count(text)
+        if value is None or value < 1:
             raise ThreadCountError(
                 f"environment variable {ENV} must be a positive integer (the threads to compute on), "
                 f"not {raw!r}; unset it to use every core ({default_threads()})"

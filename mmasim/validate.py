@@ -13,7 +13,7 @@ import time
 
 import attrs
 
-from . import vectors
+from . import threads, vectors
 from .display import hex_word, one_line, safe, value_text
 from .errors import MMAError
 
@@ -133,8 +133,10 @@ def validate(paths=None, show: int = 3, progress=None) -> list:
     """Validate every vector file under ``paths`` (default: the bundled vectors).
 
     ``progress(i, n, path)`` is called before each file.  A path that does not
-    exist gives an error row.
+    exist gives an error row.  A bad ``MMASIM_THREADS`` is a
+    :class:`~mmasim.ThreadCountError`, raised before any file is read.
     """
+    threads.check()
     files = vectors.find(paths)
     results = []
     for i, path in enumerate(files, 1):

@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import DtypeError, WordRangeError
 from .formats import Format
-from .tensors import is_tensor, to_numpy as tensor_to_numpy
+from .tensors import is_tensor, refuse_masked, to_numpy as tensor_to_numpy
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -71,6 +71,7 @@ def as_array(x, what: str):
     turn silently into something else."""
     if type(x) is np.ndarray and x.dtype.kind in "iu":     # the common case, first
         return x, WORDS
+    refuse_masked(x, what)
     if not isinstance(x, np.ndarray):
         if isinstance(x, np.generic):
             x = np.asarray(x)
@@ -175,7 +176,8 @@ def _checked_words(arr, fmt: Format, what: str):
         raise WordRangeError(
             f"operand {what}: container words must be non-negative {fmt.container_bits}-bit "
             f"patterns of {fmt.name}; got {int(arr.min())}"
-            + (f" (pass {fmt.typed} for two's complement values)" if fmt.integer and fmt.typed else "")
+            + (f" (pass {fmt.typed} for two's complement values)" if fmt.integer and fmt.signed and fmt.typed
+               else "")
         )
     words = arr.astype(np.uint64)
     limit = 1 << fmt.container_bits

@@ -148,7 +148,23 @@ def test_first_warm_rows_run_before_any_other_thread_starts():
     assert order[0] == (0, me)
 
 
-def test_a_failing_chunk_raises_the_error_one_thread_raises(spread):
+def test_a_failing_chunk_raises_the_error_one_thread_raises():
+    # chunks fail at rows 300 and 900; on one thread the chunk at 300 fails first, and on
+    # four threads (where the chunk at 900 may fail first) the error must be the same one
+    def work(s, e):
+        for bad in (300, 900):
+            if s <= bad < e:
+                raise mmasim.OperandError(f"row {bad}")
+
+    said = []
+    for n in (1, 4):
+        with pytest.raises(mmasim.OperandError) as err:
+            mt.run(1000, 50, work, n, elements_per_row=16)
+        said.append(str(err.value))
+    assert said == ["row 300", "row 300"]
+
+
+def test_an_illegal_selector_is_named_by_its_case_in_the_whole_batch_on_any_thread_count(spread):
     m = mmasim.MMA(*FAMILIES["sparse window"])
     a, b, c, kw = _batch(m, "failing", rows=1000)
     md = kw["sparse_metadata"].copy()
@@ -156,13 +172,10 @@ def test_a_failing_chunk_raises_the_error_one_thread_raises(spread):
     md[300, 0] = (md[300, 0] & ~np.uint64(0xF)) | np.uint64(illegal[0])
     md[900, 0] = (md[900, 0] & ~np.uint64(0xF)) | np.uint64(illegal[-1])
     kw["sparse_metadata"] = md
-    said = []
     for n in (1, 4):
-        with pytest.raises(mmasim.SparseMetadataError, match=f"selector 0x{illegal[0]:X} ") as err:
+        with pytest.raises(mmasim.SparseMetadataError,
+                           match=rf"selector 0x{illegal[0]:X} for chunk 0 of sparse_metadata\[300\] "):
             m.dot(a, b, c, threads=n, **kw)
-        said.append(str(err.value))
-    assert said[0] == said[1]       # the same words, naming the same case
-    assert spread[-1] == 4
 
 
 def test_small_batches_stay_on_the_calling_thread():
@@ -249,9 +262,9 @@ def test_a_forked_child_computes_on_several_threads_without_hanging(spread):
     assert ready and os.read(r, 1) == b"1"
 
 
-def test_gemm_on_threads_raises_the_error_one_thread_raises(spread):
-    # one thread chains K tile 0 over every row first, so row 30's bad selector in tile 0 is met
-    # before row 2's in tile 2; blocks of rows on threads meet row 2's first, yet must say the same
+def test_gemm_names_the_first_illegal_selector_in_k_tile_order(spread):
+    # gemm runs K tile 0 over every row before tile 2: row 30's bad selector in tile 0 is the
+    # first one met, before row 2's in tile 2, on any thread count
     m = mmasim.MMA(*FAMILIES["sparse window"])
     A, B, C, kw = _matrices(m, "gemm error", 32, 8, tiles=3)
     md = kw["sparse_metadata"]
@@ -260,6 +273,8 @@ def test_gemm_on_threads_raises_the_error_one_thread_raises(spread):
     md[2, 2] = (md[2, 2] & ~np.uint64(0xF)) | np.uint64(illegal[0])
     md[30, 0] = (md[30, 0] & ~np.uint64(0xF)) | np.uint64(illegal[-1])
     for n in (1, 2, 4):
-        with pytest.raises(mmasim.SparseMetadataError, match=f"selector 0x{illegal[-1]:X} "):
+        with pytest.raises(mmasim.SparseMetadataError,
+                           match=f"selector 0x{illegal[-1]:X} for chunk 0 of row 30, K tile 0 of sparse_metadata"):
             mmasim.gemm(A, B, C, model=m, threads=n, **kw)
-    assert max(spread) == 4
+    with pytest.raises(mmasim.SparseMetadataError, match="row 2, K tile 2 of sparse_metadata"):
+        mmasim.gemm(A, B, C, model=m, k_order="reverse", **kw)

@@ -12,6 +12,8 @@ import numpy as np
 
 from .. import sparse as _sparse
 from ..errors import OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
+from ..lookup import layout_rule, layouts_of
+from ..tensors import plain_array
 from .expr import SELECTORS
 from .fragment import OPERANDS, FragmentRule
 from .tcgen05_scales import replicate, unpack_scale
@@ -68,20 +70,42 @@ def _matrix_shape(model, operand, M, N):
     return (M, N)
 
 
-def layout(model, operand: str, alayout: str = "row", blayout: str = "col", byte_id: int = 0, thread_id: int = 0,
-           selector: int = 0, lane_alignment: int = 0):
+def _majors(model, alayout, blayout) -> tuple:
+    """The ``(.alayout, .blayout)`` of a layout: those given, else the instruction string's, else
+    ``.row.col``; a pair the instruction does not take, or one that contradicts its string, is an
+    :class:`OperandError`."""
+    for name, v in (("alayout", alayout), ("blayout", blayout)):
+        if v is not None and v not in _MAJOR:
+            raise OperandError(f"{name} must be 'row' or 'col'; got {v!r}")
+    named = model.resolution.layout
+    pair = named or _MAJOR
+    if alayout is None and blayout is None:
+        return pair
+    chosen = (alayout or pair[0], blayout or pair[1])
+    given = ", ".join(f"{k}={v!r}" for k, v in (("alayout", alayout), ("blayout", blayout)) if v is not None)
+    reg = model._reg
+    if named and chosen != named:
+        raise OperandError(f"{model.instruction}: {given} contradicts the instruction string's "
+                           f".{named[0]}.{named[1]}")
+    if chosen not in layouts_of(model.datapath, reg):
+        raise OperandError(f"{model.instruction}: {given}: {layout_rule(model.datapath, reg)}")
+    return chosen
+
+
+def layout(model, operand: str, alayout: str | None = None, blayout: str | None = None, byte_id: int = 0,
+           thread_id: int = 0, selector: int = 0, lane_alignment: int = 0):
     """The :class:`~mmasim.placement.fragment.Fragment` of ``operand`` of ``model``.
 
-    ``byte_id`` / ``thread_id``: the ``{byte-id, thread-id}`` selector of ``scale_a`` /
+    ``alayout`` / ``blayout``: ``"row"`` / ``"col"`` of A and B (mma.sync; PTX allows a pair
+    other than ``.row.col`` only for the f16 m8n8k4), default the instruction string's, else
+    ``.row.col``.  ``byte_id`` / ``thread_id``: the ``{byte-id, thread-id}`` selector of ``scale_a`` /
     ``scale_b`` (block-scaled ``mma.sync``); ``selector``: the sparsity selector of
     ``sparse_metadata`` (``mma.sp``); ``lane_alignment``: 0 or 16, where the half-data-path
     tcgen05 layouts C and F start within each 32-lane sub-partition (PTX §9.7.16.10.5).  Each
     defaults to 0 and must be a value the ISA allows."""
     if operand not in OPERANDS:
         raise OperandError(f"operand must be one of {', '.join(OPERANDS)}; got {operand!r}")
-    for name, v in (("alayout", alayout), ("blayout", blayout)):
-        if v not in _MAJOR:
-            raise OperandError(f"{name} must be 'row' or 'col'; got {v!r}")
+    alayout, blayout = _majors(model, alayout, blayout)
     selectors = {"byte_id": byte_id, "thread_id": thread_id, "selector": selector, "lane_alignment": lane_alignment}
     for name, v in selectors.items():
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -136,7 +160,7 @@ def _options(options):
 def metadata_words(nibbles) -> np.ndarray:
     """``uint32 (M, words)``: a matrix of 4-bit chunk selectors ``(M, chunks)`` as the matrix
     form's sparse metadata words (nibble ``j`` of row ``r`` at bits ``4 (j % 8)`` of word ``j // 8``)."""
-    nib = np.asarray(nibbles)
+    nib = plain_array(nibbles, "nibbles")
     if nib.ndim != 2 or nib.dtype.kind not in "iu" or (nib.size and (nib.min() < 0 or nib.max() > 15)):
         raise SparseMetadataError(f"metadata_words takes a 2-D integer matrix of 4-bit chunk selectors (0..15); "
                                   f"got {nib.dtype} {nib.shape}")
@@ -150,7 +174,7 @@ def metadata_words(nibbles) -> np.ndarray:
 
 
 def _metadata_nibbles(model, X, chunks):
-    md = np.asarray(X)
+    md = plain_array(X, "sparse_metadata")
     nwords = model.sparse_rule.words(model.datapath.k)
     if md.ndim != 2 or md.dtype.kind not in "iu" or md.shape[1] != nwords:
         raise SparseMetadataError(
@@ -192,7 +216,7 @@ def compress(model, A, sparse_metadata) -> np.ndarray:
     words = model.operand_words("a", A)
     if words.ndim != 2 or words.shape[1] != dp.k:
         raise ShapeError(f"{model.instruction}: A must be (M, {dp.k}) (the logical K); got {words.shape}")
-    md = np.asarray(sparse_metadata)
+    md = plain_array(sparse_metadata, "sparse_metadata")
     _metadata_nibbles(model, md, model.sparse_rule.chunks(dp.k))
     if md.shape[0] != words.shape[0]:
         raise ShapeError(f"{model.instruction}: sparse_metadata has {md.shape[0]} rows, A {words.shape[0]}")
@@ -203,8 +227,8 @@ def expand(model, compressed, sparse_metadata) -> np.ndarray:
     """The logical A ``(M, K)`` whose selected elements are ``compressed`` ``(M, K/2)``
     (the others 0): the inverse of :func:`compress` on the selected positions."""
     dp = model.datapath
-    Ac = np.asarray(compressed)
-    md = np.asarray(sparse_metadata)
+    Ac = plain_array(compressed, "compressed")
+    md = plain_array(sparse_metadata, "sparse_metadata")
     rule = model.sparse_rule
     nib = _metadata_nibbles(model, md, rule.chunks(dp.k))
     if Ac.ndim != 2 or Ac.shape[1] != dp.stored_k or md.shape[0] != Ac.shape[0]:

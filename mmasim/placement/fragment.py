@@ -15,11 +15,14 @@ registers, low half first (the ``{lo, hi}`` pair of a ``.b64`` / 64-bit VGPR pai
 from __future__ import annotations
 
 import functools
+import itertools
+from math import prod
 
 import attrs
 import numpy as np
 
 from ..errors import CopyMismatch, ShapeError, TableError
+from ..tensors import plain_array
 from .base import Layout
 from .expr import SELECTORS, compile_expr, environment, evaluate
 
@@ -162,12 +165,39 @@ class FragmentRule(Layout):
         if unused:
             return (f"{', '.join(f'{k}={v}' for k, v in unused.items())}: operand(s) {', '.join(self.operands)} "
                     f"of this instruction take no such selector")
-        if self.legal:
-            env = {**environment(1, 1, 0, 0, 0, V, **selectors)}
-            if not bool(evaluate(compile_expr(self.legal), env)):
-                return (", ".join(f"{k}={selectors.get(k, 0)}" for k in self.selectors)
-                        + f" is not a valid selector value ({self.legal})")
+        if self.legal and not self._legal(V, selectors):
+            return (", ".join(f"{k}={selectors.get(k, 0)}" for k in self.selectors)
+                    + f" is not a valid selector value: {self.legal_values(V)}")
         return ""
+
+    def _legal(self, V: int, selectors: dict) -> bool:
+        return bool(evaluate(compile_expr(self.legal), environment(1, 1, 0, 0, 0, V, **selectors)))
+
+    #: selector values tried when the legal ones are listed (the ISA's are small: 0..3, 0 / 16)
+    LISTED = 64
+
+    def legal_values(self, V: int = 0) -> str:
+        """The selector values :attr:`legal` allows, in words: ``selector is 0 or 1``;
+        ``byte_id is 0 or 2, thread_id is 0 or 1`` where each selector's values do not depend on
+        the others', else the legal combinations."""
+        names = self.selectors
+        grid = np.array(list(itertools.product(range(self.LISTED), repeat=len(names))), dtype=np.int64)
+        env = {**environment(1, 1, 0, 0, 0, V), **{n: grid[:, j] for j, n in enumerate(names)}}
+        legal = np.broadcast_to(np.asarray(evaluate(compile_expr(self.legal), env), dtype=bool), grid.shape[:1])
+        ok = [tuple(int(x) for x in row) for row in grid[legal]]
+        if not ok:
+            return "no value is valid for this instruction"
+        each = [sorted({c[j] for c in ok}) for j in range(len(names))]
+        more = any(self.LISTED - 1 in vals for vals in each)
+
+        def one_of(vals):
+            text = " or ".join(map(str, vals)) if len(vals) <= 2 else ", ".join(map(str, vals[:-1])) + f" or {vals[-1]}"
+            return text + (" or more" if more else "")
+
+        if len(ok) == prod(len(v) for v in each):         # each selector's values on their own
+            return ", ".join(f"{n} is {one_of(v)}" for n, v in zip(names, each))
+        combos = "; ".join(", ".join(f"{n}={v}" for n, v in zip(names, c)) for c in ok[:16])
+        return f"the valid ({', '.join(names)}) are {combos}" + ("; ..." if len(ok) > 16 or more else "")
 
 
 @functools.lru_cache(maxsize=512)
@@ -332,7 +362,7 @@ class Fragment:
     def pack(self, words) -> np.ndarray:
         """``uint32 (lanes, registers)``: container words of the ``(rows, cols)`` matrix
         placed as the hardware holds them (slots holding no element are 0)."""
-        w = np.asarray(words)
+        w = plain_array(words, "words")
         if w.shape != (self.rows, self.cols):
             raise ShapeError(f"{self.name}: operand {self.operand.upper()} must be {self.rows}x{self.cols}"
                              + (f" ({self.blocks} blocks stacked along rows)" if self.blocks > 1 else "")
@@ -357,7 +387,7 @@ class Fragment:
     def unpack(self, registers) -> np.ndarray:
         """The ``(rows, cols)`` matrix of container words held in ``registers``
         ``(lanes, registers)`` (unsigned words of the element's container size)."""
-        r = np.asarray(registers)
+        r = plain_array(registers, "registers")
         if r.shape != (self.lanes, self.registers):
             raise ShapeError(f"{self.name}: {self.operand.upper()} registers must be (lanes, registers) = "
                              f"({self.lanes}, {self.registers}); got {r.shape}")

@@ -7,6 +7,7 @@ import attrs
 import numpy as np
 
 from ..errors import ShapeError
+from ..tensors import plain_array
 from .base import Layout
 
 
@@ -34,7 +35,7 @@ class ResultSlice(Layout):
 
     def extract(self, image) -> np.ndarray:
         """The result words, in slice order, from an image indexed ``[thread, register]``."""
-        img = np.asarray(image)
+        img = plain_array(image, "image")
         threads = max(t for t, _ in self.pairs) + 1
         regs = max(r for _, r in self.pairs) + 1
         if img.ndim < 2 or img.shape[0] < threads or img.shape[1] < regs:
@@ -44,7 +45,7 @@ class ResultSlice(Layout):
 
     def place(self, values, threads: int = 32, registers: int | None = None, fill=0) -> np.ndarray:
         """An image ``[thread, register]`` holding ``values`` at the slice's words."""
-        vals = np.asarray(values)
+        vals = plain_array(values, "values")
         if vals.shape[:1] != (self.size,):
             raise ShapeError(f"{self.name}: expected {self.size} values, got {vals.shape}")
         regs = registers or max(r for _, r in self.pairs) + 1

@@ -35,6 +35,7 @@ import attrs
 import numpy as np
 
 from ..errors import ShapeError, TableError
+from ..tensors import plain_array
 from .base import Layout
 
 SWIZZLES = (0, 32, 64, 128)
@@ -137,7 +138,7 @@ class SmemLayout(Layout):
 
     def to_image(self, matrix, fill=0) -> np.ndarray:
         """Flat shared-memory image (in elements) of a logical ``(rows, K)`` operand."""
-        mat = np.asarray(matrix)
+        mat = plain_array(matrix, "matrix")
         if mat.ndim != 2:
             raise ShapeError(f"{self.name}: expected a 2-D (rows, K) operand, got {mat.shape}")
         off = self._offsets(*mat.shape)
@@ -147,7 +148,7 @@ class SmemLayout(Layout):
 
     def from_image(self, image, rows: int, depth: int) -> np.ndarray:
         """The logical ``(rows, K)`` operand read back from a flat image (in elements)."""
-        img = np.asarray(image)
+        img = plain_array(image, "image")
         off = self._offsets(rows, depth)
         if img.ndim != 1 or img.size <= int(off.max()):
             raise ShapeError(f"{self.name}: image needs at least {int(off.max()) + 1} elements, got {img.shape}")
@@ -268,7 +269,7 @@ def decode_descriptor(word: int, target: str = "wgmma") -> Descriptor:
 
 # ------------------------------------------------------------------ reading an operand through a descriptor
 def _image_bytes(image) -> np.ndarray:
-    img = np.asarray(image)
+    img = plain_array(image, "image")
     if img.ndim != 1 or img.dtype not in (np.uint8, np.uint32):
         raise ShapeError(f"a shared-memory image is a flat uint8 (bytes) or uint32 (little-endian words) array; "
                          f"got {img.dtype} {img.shape}")

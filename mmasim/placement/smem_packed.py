@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError, UnsupportedDatapath
+from ..tensors import plain_array
 from .smem import SmemLayout, read_operand
 
 #: what each packing form rests on (docs/layouts.md, "Not yet checked against the documents")
@@ -90,7 +91,7 @@ def read_packed_operand(image, descriptor, rows: int, depth: int, pack: tuple, *
 def packed_image(layout: SmemLayout, words, pack: tuple, *, field_shift: int = 0) -> np.ndarray:
     """Flat ``uint8`` shared-memory image of the ``(rows, K)`` container ``words`` packed as ``pack``
     and placed with ``layout`` (a layout of byte elements: ``element_bits=8``); padding bits 0."""
-    w = np.asarray(words)
+    w = plain_array(words, "words")
     if w.ndim != 2 or w.dtype.kind not in "iu":
         raise ShapeError(f"expected a (rows, K) integer operand; got {w.dtype} {w.shape}")
     if layout.element_bits != 8:
