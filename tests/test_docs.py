@@ -1,5 +1,6 @@
 """The docs stay true: the generated reference, the user guide's examples, the
-plugin guide's example plugin (installed and run as written), the vector format."""
+plugin guide's example plugin (registered and loaded through its entry point; its install
+line: tests/test_docs_install_lines.py), the vector format."""
 
 import os
 import pathlib
@@ -127,36 +128,6 @@ def test_plugin_example_loads_through_its_entry_point(tmp_path):
     assert r.returncode == 0 and "F=20" in r.stdout
 
 
-def _can_build_wheels():
-    try:
-        import setuptools
-    except ImportError:
-        return False
-    major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
-    if (major, minor) >= (70, 1):
-        return True
-    try:
-        import wheel  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
-def test_plugin_example_pip_installs_and_is_found_by_its_entry_point(tmp_path):
-    """The guide's package, pip-installed (offline, with this environment's pip and
-    setuptools) into a target directory, is found through the mmasim entry-point group."""
-    assert _can_build_wheels(), "the test extra installs setuptools>=70.1"
-    pkg, snippets = _write_example(tmp_path)
-    target = tmp_path / "site"
-    r = _run([sys.executable, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--no-deps", "-q",
-              "--target", str(target), str(pkg)], env=_env())
-    assert r.returncode == 0, r.stdout + r.stderr
-    (tmp_path / "usage.py").write_text(snippets["usage"])
-    r = _run([sys.executable, str(tmp_path / "usage.py")], env=_env(PYTHONPATH=str(target)), cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert "mma.sync.m16n8k8.f32.toy8.toy8" in r.stdout
-
-
 def test_readme_python_examples_run(capsys):
     text = (DOCS.parent / "README.md").read_text(encoding="utf-8")
     scope = {}
@@ -168,7 +139,8 @@ def test_readme_python_examples_run(capsys):
     assert "0x41100000" in out and "0x3f800000" in out and "0x42800000" in out   # the values the README states
 
 
-_SETUP = ("pip install", "python3 -m venv", "python -m venv", ". .venv/bin/activate")
+# installation (tests/test_docs_install_lines.py runs those lines), venv set-up, the test suite
+_SETUP = ("pip install", "python3 -m venv", "python -m venv", ". .venv/bin/activate", "pytest")
 
 
 def _readme_commands():
