@@ -200,15 +200,18 @@ def _documented_schemas():
     return {d["schema"]: d for d in docs}
 
 
-def test_json_output_schemas_are_documented(tmp_path, capsys):
+def test_json_output_schemas_are_documented(tmp_path, capsys, monkeypatch):
     """Every command's --json document has the keys docs/user-guide.md ("JSON output") shows for its schema."""
     import json
 
     from mmasim.cli import main
+    from mmasim.harness import run as hrun
 
     documented = _documented_schemas()
     assert set(documented) == {f"mmasim.{c}/1" for c in ("list", "explain", "run", "compare", "validate", "plugins",
-                                                                     "layout")}
+                                                         "layout", "harness-generate", "harness-run", "error")}
+    # harness run on the simulator of the placed registers (no GPU needed)
+    monkeypatch.setattr(hrun, "CudaDevice", lambda: hrun.SimulatedDevice("simulated GPU", "8.0"))
     good = ROOT / "vectors" / "hardware" / "blackwell" / "tf32-probe-ladder.hardware.npz"
     runs = {
         "list": ["list", "B200"],
@@ -219,9 +222,14 @@ def test_json_output_schemas_are_documented(tmp_path, capsys):
         "validate": ["validate", "-q", str(good)],
         "plugins": ["plugins"],
         "layout": ["layout", "A100", "mma.sync.m16n8k16.f32.f16.f16"],
+        "harness-generate": ["harness", "generate", "Ampere", "mma.sync.m16n8k8.f32.tf32.tf32", "mma.sync.m8n8k4.f16.f16.f16",
+                             "--out", str(tmp_path / "k")],
+        "harness-run": ["harness", "run", "Ampere", "mma.sync.m16n8k8.f32.tf32.tf32", "mma.sync.m16n8k32.s32.s8.s8",
+                        "--probes", "--cases", "1", "--out", str(tmp_path / "v")],
+        "error": ["run", "B200", "nope", "--a", "0", "--b", "0", "--c", "0"],
     }
 
-    open_maps = ("parameters", "by_kind")        # keys depend on the datapath / the generators
+    open_maps = ("parameters", "by_kind", "device")   # keys depend on the datapath / the generators / the device
 
     def same_keys(doc, got, where):
         assert set(doc) == set(got), (where, sorted(doc), sorted(got))
@@ -234,8 +242,21 @@ def test_json_output_schemas_are_documented(tmp_path, capsys):
                 same_keys(value[0], got[key][0], f"{where}.{key}[0]")
 
     for cmd, argv in runs.items():
-        assert main(argv + ["--json"]) == 0, cmd
+        assert main(argv + ["--json"]) == (1 if cmd == "error" else 0), cmd
         got = json.loads(capsys.readouterr().out)
         doc = documented[f"mmasim.{cmd}/1"]
         assert got["schema"] == doc["schema"]
         same_keys(doc, got, cmd)
+
+
+def test_plugins_json_example_is_a_real_record(capsys):
+    """The user guide's mmasim.plugins/1 example is, value for value, what mmasim plugins --json
+    prints for that plugin (source spelling, null distribution and entry point, availability)."""
+    import json
+
+    from mmasim.cli import main
+
+    (example,) = _documented_schemas()["mmasim.plugins/1"]["plugins"]
+    assert main(["plugins", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["plugins"]}
+    assert rows[example["name"]] == example
