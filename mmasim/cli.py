@@ -268,7 +268,9 @@ def cmd_compare(args, parser) -> int:
     models = [MMA(names[0], instruction, **q)]
     others = names[1:] or names[:1]
     models += [MMA(name, args.instruction_b or instruction, **q) for name in others]
-    steps = cmp.STEPS * len(others) + (cmp.plot_steps(others) if args.plot else 0)
+    if args.plot:
+        cmp.check_plottable(models[0])
+    steps = cmp.STEPS * len(others) + (cmp.plot_steps(len(others)) if args.plot else 0)
     bar = progress_bar(steps, "mmasim compare", " step", False if args.json else None)
     try:
         results = cmp.compare_many(models, cases=args.cases, seed=args.seed, bar=bar)

@@ -377,3 +377,13 @@ def test_dyadic_parts_of_exact_values():
     assert exact.dyadic(Fraction(1, 3)) is None and exact.dyadic(Fraction(0)) is None
     assert exact.binade(Fraction(1)) == 0 and exact.binade(Fraction(-3, 8)) == -2 and exact.binade(Fraction(255, 256)) == -1
 
+
+
+def test_plot_of_an_integer_output_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
+    def never(*a, **kw):
+        raise AssertionError("the comparison ran before the plot was refused")
+
+    monkeypatch.setattr(cmp, "compare_many", never)
+    rc = cli.main(["compare", "A100", "H100", "mma.sync.m16n8k32.s32.s8.s8", "--plot", str(tmp_path / "i.png")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "output format is an integer" in err and not (tmp_path / "i.png").exists()

@@ -43,10 +43,17 @@ def abs_errors(model, grid, exact, words) -> tuple:
     return np.asarray(out, dtype=np.float64), skipped
 
 
-def plot_steps(results) -> int:
-    """The progress steps :func:`plot` takes: the exact results, one per datapath, the image."""
-    results = [results] if isinstance(results, Comparison) else list(results)
-    return len(results) + 3
+def plot_steps(pairs: int) -> int:
+    """The progress steps :func:`plot` of ``pairs`` comparisons takes: the exact results, one
+    per datapath, the image."""
+    return pairs + 3
+
+
+def check_plottable(model) -> None:
+    """:class:`IncompatibleDatapaths` when ``model``'s results cannot be drawn (an integer
+    output has no ULPs); ``mmasim compare`` asks before it runs anything."""
+    if model.d_format.integer:
+        raise IncompatibleDatapaths("--plot draws float errors; the output format is an integer")
 
 
 def _bars(ax, categories, series, title, ylabel):
@@ -89,8 +96,7 @@ def plot(results, path, max_points: int = 20000, bar=None) -> None:
     plt = pyplot()
     first = results[0]
     ma = first.model_a
-    if ma.d_format.integer:
-        raise IncompatibleDatapaths("--plot draws float errors; the output format is an integer")
+    check_plottable(ma)
     grid = output_grid(ma, *(r.model_b for r in results))
     names = size_bins(grid)[1]
     n = min(first.cases, max_points)
