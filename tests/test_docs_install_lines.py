@@ -116,6 +116,10 @@ def _wheel(folder: pathlib.Path, name, version, requires=(), extras=(), python=N
 
 
 def _pip_env(index: pathlib.Path, **pip):
+    """The environment of a pip run against the stand-in index.  Builds use this environment's
+    setuptools (``PIP_NO_BUILD_ISOLATION=0`` is how pip reads ``--no-build-isolation`` from the
+    environment; an isolated build would fetch setuptools from the index, which holds only its
+    metadata)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and k != "PYTHONPATH"}
     env.update(PATH=os.pathsep.join([str(pathlib.Path(sys.executable).parent), os.environ.get("PATH", "")]),
                PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(index),
@@ -139,8 +143,8 @@ def stand_in(tmp_path_factory):
     installed = set()
     for dist in importlib.metadata.distributions():
         name = dist.metadata["Name"]
-        key = canonicalize_name(name)
-        if key in installed or key == DISTRIBUTION:
+        key = canonicalize_name(name or "")
+        if not name or key in installed or key in (DISTRIBUTION, "mmasim"):
             continue
         installed.add(key)
         _wheel(index, name, dist.version, dist.requires or (), dist.metadata.get_all("Provides-Extra") or (),
