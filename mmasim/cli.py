@@ -23,11 +23,24 @@ from .lookup import resolve_arch
 from .text import parse_count, parse_words
 
 
+class _UsageError(Exception):
+    """A usage error of the command ``prog`` (exit status 2)."""
+
+    def __init__(self, prog: str, message):
+        super().__init__(one_line(message))
+        self.prog = prog
+
+
+class _Failure(Exception):
+    """A failure a command reports (exit status 1), such as an optional dependency it lacks."""
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line usage errors: ``mmasim compare: error: ...`` (exit 2)."""
+    """argparse whose usage errors reach :func:`main`, which prints them as one line,
+    ``mmasim compare: error: ...`` (and under ``--json`` as a JSON document too)."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+        raise _UsageError(self.prog, message)
 
 
 def _version() -> str:
@@ -212,21 +225,25 @@ def cmd_run(args) -> int:
 
 def cmd_validate(args) -> int:
     from . import validate as v
+    from .progress import bar as progress_bar, doing, done
 
-    progress = None
-    if not args.quiet:
-        tty = sys.stderr.isatty()
+    bar = None
+    show = False if args.quiet or args.json else None   # a bar on a terminal only, never under --json
 
-        def progress(i, n, path):
-            shown = safe(str(path))
-            if tty:
-                print(f"\rvalidating [{i}/{n}] {shown[-60:]:60s}", end="", file=sys.stderr, flush=True)
-            elif i == 1 or i == n or i % 50 == 0:
-                print(f"validating [{i}/{n}] {shown}", file=sys.stderr, flush=True)
+    def progress(i, n, path):
+        nonlocal bar
+        if i == 1:
+            bar = progress_bar(n, "mmasim validate", " file", show)
+        else:
+            done(bar)
+        doing(bar, safe(str(path))[-48:])
 
-    results = v.validate(args.paths or None, show=args.show, progress=progress)
-    if progress is not None and sys.stderr.isatty():
-        print("\r" + " " * 80 + "\r", end="", file=sys.stderr, flush=True)
+    try:
+        results = v.validate(args.paths or None, show=args.show, progress=progress)
+        done(bar)
+    finally:
+        if bar is not None:
+            bar.close()
     if args.json:
         _dump(v.to_json(results))
     else:
@@ -240,35 +257,45 @@ def cmd_validate(args) -> int:
 
 def cmd_compare(args, parser) -> int:
     from . import compare as cmp
+    from .progress import bar as progress_bar
 
     names = list(args.archs)
     instruction = names.pop()
     if not names or (len(names) == 1 and not args.instruction_b):
         parser.error("compare needs two or more architectures (or one with --instruction-b)")
+    if args.plot:
+        try:
+            cmp.pyplot()
+        except ImportError as exc:            # before the run, not after it
+            raise _Failure(f"{exc}; nothing was run") from None
     q = _qualifiers(args)
     models = [MMA(names[0], instruction, **q)]
     others = names[1:] or names[:1]
     models += [MMA(name, args.instruction_b or instruction, **q) for name in others]
-    results = cmp.compare_many(models, cases=args.cases, seed=args.seed)
+    if args.plot:
+        cmp.check_plottable(models[0])
+    steps = cmp.STEPS * len(others) + (cmp.plot_steps(len(others)) if args.plot else 0)
+    bar = progress_bar(steps, "mmasim compare", " step", False if args.json else None)
+    try:
+        results = cmp.compare_many(models, cases=args.cases, seed=args.seed, bar=bar)
+        if args.plot:
+            cmp.plot(results, args.plot, bar=bar)
+    finally:
+        if bar is not None:
+            bar.close()
     if args.json:
         _dump(cmp.to_json(results, args.cases, args.seed))
-    else:
-        print("\n\n".join(safe(cmp.report(r), newlines=True) for r in results))
-        if len(results) > 1:
-            print(f"\nsummary: each against {safe(models[0].arch)} {safe(models[0].instruction)}, "
-                  f"{args.cases:,} cases, seed {args.seed}")
-            for r in results:
-                mx = r.max_ulps
-                print(f"  {safe(r.model_b.arch):16s} differs in {r.count:6,} cases"
-                      + (f"; largest {number_text(mx)} {r.unit}" if mx is not None else ""))
+        return 0
+    print("\n\n".join(safe(cmp.report(r), newlines=True) for r in results))
+    if len(results) > 1:
+        print(f"\nsummary: each against {safe(models[0].arch)} {safe(models[0].instruction)}, "
+              f"{args.cases:,} cases, seed {args.seed}")
+        for r in results:
+            mx = r.max_ulps
+            print(f"  {safe(r.model_b.arch):16s} differs in {r.count:6,} cases"
+                  + (f"; largest {number_text(mx)} {r.unit}" if mx is not None else ""))
     if args.plot:
-        try:
-            cmp.plot(results, args.plot)
-        except ImportError as exc:
-            print(f"mmasim: error: {one_line(exc)}; no plot written", file=sys.stderr)
-            return 1
-        if not args.json:
-            print(f"plot written to {safe(args.plot)}")
+        print(f"plot written to {safe(args.plot)}")
     return 0
 
 
@@ -297,10 +324,21 @@ def cmd_characterize(args) -> int:
     return 0 if prop.consistent else 1
 
 
+def _skipped_json(pairs) -> list:
+    return [{"instruction": ins, "reason": why} for ins, why in pairs]
+
+
 def cmd_harness_generate(args) -> int:
     from .harness.generate import generate
     arch = resolve_arch(get_registry(), args.arch)
     res = generate(arch, args.instructions or None, args.out)
+    if args.json:
+        _dump({"schema": "mmasim.harness-generate/1", "arch": arch, "out": str(args.out),
+               "build": str(pathlib.Path(args.out) / "build.sh"),
+               "kernels": [{"instruction": spec.instruction, "kernel": spec.name, "target": spec.target,
+                            "source": path} for spec, path in res.kernels],
+               "skipped": _skipped_json(res.skipped)})
+        return 0
     print(f"{len(res.kernels)} kernel(s) of {arch} written to {safe(str(args.out))} (build: {safe(str(args.out))}/build.sh)")
     for ins, why in res.skipped:
         print(f"  {safe(ins)}: {safe(one_line(why))}")
@@ -311,8 +349,13 @@ def cmd_harness_run(args) -> int:
     from .harness.run import run
     arch = resolve_arch(get_registry(), args.arch)
     res = run(arch, args.out, cases=args.cases, probes=args.probes, seed=args.seed,
-              instructions=args.instructions or None, progress=False if args.quiet else None)
+              instructions=args.instructions or None, progress=False if args.quiet or args.json else None)
     dev = res["device"]
+    if args.json:
+        _dump({"schema": "mmasim.harness-run/1", "arch": arch, "out": str(args.out), "device": dev,
+               "written": list(res["written"]), "skipped": _skipped_json(res["skipped"]),
+               "unprobed": _skipped_json(res.get("unprobed", []))})
+        return 0
     print(f"{len(res['written'])} vector file(s) from {safe(dev.get('name', '?'))} "
           f"(compute capability {safe(dev.get('compute_capability', '?'))}) written to {safe(str(args.out))}; "
           f"check them with: mmasim validate {safe(str(args.out))}")
@@ -324,35 +367,21 @@ def cmd_harness_run(args) -> int:
 def cmd_plugins(args) -> int:
     from . import plugins
 
-    status = getattr(plugins, "status", None)
-    if status is not None:
-        records = [{"name": r.name, "source": r.source, "distribution": r.distribution,
-                    "entry_point": r.entry_point, "ok": bool(r.ok), "error": r.error or ""} for r in status()]
-    else:
-        pm = plugins.get_plugin_manager()
-        dists = {id(p): d for p, d in pm.list_plugin_distinfo()}
-        records = []
-        for name, plugin in pm.list_name_plugin():
-            dist = dists.get(id(plugin))
-            builtin = name in plugins.DEFAULT_PLUGINS
-            records.append({
-                "name": name,
-                "source": "built-in" if builtin else ("entry point" if dist is not None else "registered"),
-                "distribution": getattr(dist, "project_name", "") or (DISTRIBUTION if builtin else ""),
-                "entry_point": name if dist is not None else "",
-                "ok": True,
-                "error": "",
-            })
+    records = [{"name": r.name, "source": r.source, "distribution": r.distribution, "entry_point": r.entry_point,
+                "ok": bool(r.ok), "error": r.error or "", "available": bool(r.ok) and not r.unavailable,
+                "why_unavailable": r.unavailable or ""} for r in plugins.status()]
     if args.json:
         _dump({"schema": "mmasim.plugins/1", "plugins": records})
     else:
         w = max([len(safe(r["name"])) for r in records] + [6])
         for r in records:
             where = r["source"] + (f", {r['distribution']}" if r["distribution"] else "")
-            state = "ok" if r["ok"] else f"FAILED: {one_line(r['error'])}"
-            print(f"{safe(r['name']):{w}s}  {safe(where):32s}  {state}")
+            state = (f"FAILED: {one_line(r['error'])}" if not r["ok"] else
+                     f"unavailable: {one_line(r['why_unavailable'])}" if not r["available"] else "ok")
+            print(f"{safe(r['name']):{w}s}  {safe(where):32s}  {safe(state)}")
         bad = sum(1 for r in records if not r["ok"])
-        print(f"{len(records)} plugins, {bad} failed")
+        off = sum(1 for r in records if r["ok"] and not r["available"])
+        print(f"{len(records)} plugins, {bad} failed" + (f", {off} unavailable" if off else ""))
     return 0 if all(r["ok"] for r in records) else 1
 
 
@@ -368,7 +397,7 @@ def cmd_layout(args) -> int:
         try:
             draw.figure(lay, args.out, model.arch, model.instruction)
         except ImportError as exc:
-            return _fail(f"{exc}; no picture written")
+            raise _Failure(f"{exc}; no picture written") from None
     if args.json:
         _dump({
             "schema": "mmasim.layout/1",
@@ -397,6 +426,9 @@ def cmd_layout(args) -> int:
 
 
 # -------------------------------------------------------------------- parser
+_ARCH_HELP = "an architecture: a family, a product or sm_XX, as mmasim list prints them"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mmasim", description="Bit-exact GPU matrix-multiply-accumulate simulator",
                 epilog="Exit status: 0 success, 1 failure, 2 usage error.")
@@ -407,18 +439,24 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--json", action="store_true", help="one JSON document on stdout (docs/user-guide.md)")
 
     s = sub.add_parser("list", help="architectures, or the instructions of one")
-    s.add_argument("arch", nargs="?")
+    s.add_argument("arch", nargs="?", help=_ARCH_HELP + "; without it, every architecture")
     add_json(s)
     s.set_defaults(func=cmd_list)
 
     def add_qualifiers(s):
-        for key in ("a_type", "b_type", "c_type", "d_type", "scale_type"):
-            s.add_argument(f"--{key.replace('_', '-')}", dest=key)
+        helps = {"a_type": "A's number format, where the instruction string leaves it open: a format name as "
+                           "mmasim list ARCH prints it (f16, bf16, tf32, e4m3, e2m1, s8, ...)",
+                 "b_type": "B's number format (as --a-type)", "c_type": "C's number format (as --a-type)",
+                 "d_type": "D's number format (as --a-type)",
+                 "scale_type": "the block scales' format (ue8m0, ue4m3), where the instruction string leaves it open"}
+        for key, text in helps.items():
+            s.add_argument(f"--{key.replace('_', '-')}", dest=key, metavar="FORMAT", help=text)
         s.add_argument("--saturate", action="store_true", help="saturating integer datapath")
 
     def add_instruction(s):
-        s.add_argument("arch")
-        s.add_argument("instruction")
+        s.add_argument("arch", help=_ARCH_HELP)
+        s.add_argument("instruction", help="an instruction string, as mmasim list ARCH prints it or shorter "
+                                           "(docs/user-guide.md)")
         add_qualifiers(s)
         add_json(s)
 
@@ -469,8 +507,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="number of generated cases, at least 1 (default 4096)")
     s.add_argument("--seed", type=_count(0, "--seed"), default=0, help="random seed, a non-negative integer (default 0)")
     s.add_argument("--plot", metavar="FILE.png", type=_plot_path,
-                   help="histogram of each datapath's error against the exact result, log scale (needs matplotlib); "
-                        "the type comes from the extension (.png, .pdf, .svg, ...)")
+                   help="bar charts of how far the results are apart and how far each is from the exact result, "
+                        "in ULPs (needs matplotlib: the [plot] extra); the type comes from the extension "
+                        "(.png, .pdf, .svg, ...)")
     add_qualifiers(s)
     add_json(s)
     s.set_defaults(func=cmd_compare)
@@ -515,13 +554,14 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the measured words as vector files for mmasim validate (docs/harness.md).")
     hsub = s.add_subparsers(dest="harness_command", required=True, parser_class=_Parser)
     h = hsub.add_parser("generate", help="one self-contained source per instruction, its spec and build.sh")
-    h.add_argument("arch")
+    h.add_argument("arch", help=_ARCH_HELP)
     h.add_argument("instructions", nargs="*", metavar="INSTRUCTION",
                    help="instructions (default: every instruction of the architecture)")
     h.add_argument("--out", required=True, type=pathlib.Path, help="output folder")
+    add_json(h)
     h.set_defaults(func=cmd_harness_generate)
     h = hsub.add_parser("run", help="build with nvcc (hipcc for AMD), run on the GPU, write one vector file per instruction")
-    h.add_argument("arch")
+    h.add_argument("arch", help=_ARCH_HELP)
     h.add_argument("instructions", nargs="*", metavar="INSTRUCTION",
                    help="instructions (default: every instruction of the architecture)")
     h.add_argument("--out", required=True, type=pathlib.Path, help="output folder for the vector files")
@@ -531,6 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--probes", action="store_true", help="also run the probe ladders (docs/characterize.md)")
     h.add_argument("--seed", type=_count(0, "--seed"), default=0, help="random seed (default 0)")
     h.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_json(h)
     h.set_defaults(func=cmd_harness_run)
 
     s = sub.add_parser("plugins", help="every plugin with its status (exit 1 when one failed to load)")
@@ -539,39 +580,73 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _fail(message) -> int:
-    print(f"mmasim: error: {one_line(message)}", file=sys.stderr)
-    return 1
+def _json_wanted(args, argv) -> bool:
+    if args is not None:
+        return bool(getattr(args, "json", False))
+    return "--json" in (argv[:argv.index("--")] if "--" in argv else argv)
+
+
+def _command_of(argv) -> str | None:
+    """The command words at the start of ``argv`` (``"harness run"``), or None."""
+    words, choices = [], _subcommands(build_parser())
+    for token in argv:
+        if token not in choices:
+            break
+        words.append(token)
+        choices = _subcommands(choices[token])
+    return " ".join(words) or None
+
+
+def _subcommands(parser) -> dict:
+    return {name: sub for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+            for name, sub in a.choices.items()}
+
+
+def _error(args, argv, status: int, kind: str, message, prog: str = "mmasim") -> int:
+    """Report an error: one line on stderr, ``PROG: error: MESSAGE``; under ``--json`` also
+    the ``mmasim.error/1`` document on stdout.  Returns the exit status."""
+    message = one_line(message)
+    hint = f" (see {prog} --help)" if status == 2 else ""
+    print(f"{prog}: error: {message}{hint}", file=sys.stderr)
+    if _json_wanted(args, argv):
+        if args is not None:
+            command = " ".join(x for x in (args.command, getattr(args, "harness_command", None)) if x)
+        else:
+            command = prog.partition(" ")[2] or _command_of(argv)
+        _dump({"schema": "mmasim.error/1", "command": command, "error": kind, "message": message,
+               "exit_status": status})
+    return status
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     parser = build_parser()
+    args = None
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:           # usage errors (2), --help and --version (0)
-        return exc.code if isinstance(exc.code, int) else 2
-    try:
         if args.func is cmd_compare:
             return cmd_compare(args, parser._subparsers._group_actions[0].choices["compare"])
         return args.func(args)
-    except SystemExit as exc:           # a usage error found after parsing
+    except _UsageError as exc:
+        return _error(args, argv, 2, "usage", exc, exc.prog)
+    except SystemExit as exc:           # --help and --version (0)
         return exc.code if isinstance(exc.code, int) else 2
-    except argparse.ArgumentTypeError as exc:
-        sub = parser._subparsers._group_actions[0].choices[args.command]
-        print(f"{sub.prog}: error: {one_line(exc)} (see {sub.prog} --help)", file=sys.stderr)
-        return 2
+    except argparse.ArgumentTypeError as exc:   # a value checked after parsing (a word of run)
+        return _error(args, argv, 2, "usage", exc, f"mmasim {args.command}")
     except MMAError as exc:
-        return _fail(exc)
+        return _error(args, argv, 1, type(exc).__name__, exc)
+    except _Failure as exc:
+        return _error(args, argv, 1, "failure", exc)
     except OSError as exc:
         if isinstance(exc, BrokenPipeError):  # pragma: no cover - the reader went away
             return 0
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        return _fail(f"{where}{exc.strerror or exc}")
+        return _error(args, argv, 1, type(exc).__name__, f"{where}{exc.strerror or exc}")
     except KeyboardInterrupt:  # pragma: no cover
         print("mmasim: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug: still one line, and say so
-        return _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)")
+        return _error(args, argv, 1, "internal", f"internal error: {type(exc).__name__}: {exc} (please report this)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""Beyond one machine: :func:`mmasim.gemm` on dask arrays (``pip install 'mmasim[dask]'``).
+"""Beyond one machine: :func:`mmasim.gemm` on dask arrays (``pip install 'mmasim-exact[dask]'``).
 
 ``mmasim.gemm(A, B, C, ...)`` with a dask array among its operands returns a dask
 array: a blockwise graph with one task per ``(M, N)`` block of D.  Each task is

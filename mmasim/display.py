@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from fractions import Fraction
 
@@ -80,10 +81,21 @@ def _dyadic_text(sign: str, m: int, q: int) -> str:
     return f"{sign}{m}*2^{q}" if q else f"{sign}{m}"
 
 
-def number_text(x) -> str:
-    """A count or distance for people: an integer as an integer, else four significant digits."""
+def number_text(x, signed: bool = False) -> str:
+    """A count or a distance (ULPs, units) for people, in one form everywhere: an integer
+    as an integer; a fraction in fixed point with four significant digits (at least one
+    decimal), an exponent only below 1e-4 or from 1e15 on; ``signed``: ``+`` before a
+    positive number."""
     x = float(x)
-    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:.4g}"
+    sign = "+" if signed and x > 0 else ""
+    if math.isinf(x) or math.isnan(x):
+        return sign + str(x)
+    if x.is_integer() and abs(x) < 1e15:
+        return f"{sign}{int(x)}"
+    if not 1e-4 <= abs(x) < 1e15:
+        return f"{sign}{x:.4g}"
+    text = f"{x:.{max(1, 3 - math.floor(math.log10(abs(x))))}f}".rstrip("0")
+    return sign + (text + "0" if text.endswith(".") else text)
 
 
 def fraction_text(x) -> str:

@@ -10,7 +10,6 @@ kernel's loop order, or an explicit permutation to study its effect.
 
 from __future__ import annotations
 
-import sys
 import threading
 
 import numpy as np
@@ -18,6 +17,7 @@ import numpy as np
 from . import dask_gemm
 from .errors import OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
 from .model import Model, matrices, matrix_shapes
+from .progress import bar as progress_bar
 from .tensors import accepts_tensors
 from . import threads as _threads
 from .threads import check as check_threads
@@ -58,22 +58,7 @@ def _bar(progress, tiles: int, desc: str):
     ``None`` only on a terminal and only once the work has run :data:`PROGRESS_DELAY` s."""
     if progress is not None and not isinstance(progress, (bool, np.bool_)):
         raise OperandError(f"gemm: progress must be None (automatic), True or False, not {progress!r}")
-    if progress is not None:
-        progress = bool(progress)
-    if progress is False:
-        return None
-    stream = sys.stderr
-    if progress is None:
-        try:
-            if stream is None or not stream.isatty():
-                return None
-        except (AttributeError, ValueError):
-            return None
-    try:
-        from tqdm import tqdm
-    except ImportError:     # tqdm is a dependency; a stripped install computes without a bar
-        return None
-    return tqdm(total=tiles, desc=desc, unit=" K tile", file=stream, delay=0 if progress else PROGRESS_DELAY)
+    return progress_bar(tiles, desc, " K tile", None if progress is None else bool(progress), PROGRESS_DELAY)
 
 
 @accepts_tensors

@@ -96,3 +96,14 @@ def mmasim_kernels():
     leaves the datapath to numpy.  A plugin registered later replaces an earlier
     plugin's builder of the same name.  The built-in kernels are registered
     through this hook by :mod:`mmasim.backends.numba`."""
+
+
+# --------------------------------------------------------------- availability
+@hookspec
+def mmasim_unavailable():
+    """Return why what this plugin adds cannot be used here (an optional dependency that
+    is not installed, with the line that installs it), or ``None`` when it can.
+
+    The plugin stays loaded; :func:`mmasim.plugins.status` and ``mmasim plugins``
+    report it as unavailable with this reason.  The built-in numba backend says so
+    where numba cannot be imported."""

@@ -50,6 +50,7 @@ class PluginStatus:
     entry_point: str | None = None      # "name = module:attr" (entry points)
     ok: bool = True
     error: str | None = None
+    unavailable: str | None = None      # loaded, but what it adds cannot be used here, and why
 
     def describe(self) -> str:
         """The plugin as error messages name it."""

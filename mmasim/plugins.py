@@ -45,17 +45,33 @@ from .plugin_manager import (
 )
 
 
+def _unavailable(pm) -> dict:
+    """``{plugin name: reason}`` from the ``mmasim_unavailable`` hook (a hook that raises
+    makes its plugin unavailable, the failure its reason)."""
+    out = {}
+    for impl in pm.hook.mmasim_unavailable.get_hookimpls():
+        try:
+            why = impl.function()
+        except Exception as exc:  # noqa: BLE001 - the plugin's failure, named
+            why = f"hook mmasim_unavailable() failed: {type(exc).__name__}: {exc}"
+        if why:
+            out[impl.plugin_name] = str(why)
+    return out
+
+
 def status() -> list:
-    """Every plugin, built-in or third-party, as a :class:`PluginStatus` (``ok`` or its ``error``)."""
+    """Every plugin, built-in or third-party, as a :class:`PluginStatus` (``ok`` or its
+    ``error``; ``unavailable``: why what a loaded plugin adds cannot be used here)."""
     failures = registry.get_registry().failures
     pm = get_plugin_manager()
+    unavailable = _unavailable(pm)
     out = []
     for name, plugin in pm.list_name_plugin():
         if plugin is None:
             continue
         error = failures.get(name)
         out.append(attrs.evolve(plugin_status(name), ok=error is None,
-                                error=None if error is None else str(error)))
+                                error=None if error is None else str(error), unavailable=unavailable.get(name)))
     return out + plugin_manager.failed()
 
 

@@ -181,7 +181,8 @@ def test_plugins_lists_every_plugin_with_status(capsys):
     rows = {r["name"]: r for r in doc["plugins"]}
     assert set(plugins.DEFAULT_PLUGINS) <= set(rows)
     for r in rows.values():
-        assert set(r) == {"name", "source", "distribution", "entry_point", "ok", "error"}
+        assert set(r) == {"name", "source", "distribution", "entry_point", "ok", "error", "available",
+                          "why_unavailable"}
     assert rows["mmasim_plugins.blackwell"]["ok"] is True
 
 
@@ -198,6 +199,7 @@ def test_plugins_shows_a_failed_plugin(capsys, monkeypatch):
         entry_point: str
         ok: bool
         error: str
+        unavailable: str | None = None
 
     monkeypatch.setattr(plugins, "status", lambda: [
         Rec("good", "entry point", "good-dist", "good", True, ""),

@@ -1,5 +1,6 @@
 """`mmasim compare`: input generation, the difference search, the report."""
 
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -55,7 +56,40 @@ def test_window_f24_vs_f25_differ_and_the_example_is_shrunk(toys):
     assert ex.support <= 6
     text = cmp.report(res)
     assert "F: 24 vs 25" in text and "elements per step (L): 8 vs 16" in text
-    assert "smallest example found" in text and "exact c + sum(a*b)" in text
+    assert "exact c + sum(a*b)" in text
+
+
+def test_a_shrunk_example_names_its_case_and_says_it_is_not_counted(toys):
+    ma, mb = toys
+    res = cmp.compare(ma, mb, cases=2000, seed=1)
+    ex = res.example
+    # the case it started from is one of the counted ones, and differs there
+    original = res.inputs.row(ex.origin)
+    assert res.differ[ex.origin]
+    assert int(ma.dot(original.a, original.b, original.c)[0]) != int(mb.dot(original.a, original.b, original.c)[0])
+    assert ex.shrunk and not np.array_equal(original.a, ex.inputs.a)
+    text = cmp.report(res)
+    assert f"example, shrunk from generated case {ex.origin} ({res.inputs.kind[ex.origin]})" in text
+    assert "the shrunk case is not one of the 2,000 counted cases" in text
+    doc = cmp.to_json([res], 2000, 1)["pairs"][0]["example"]
+    assert doc["from_case"] == ex.origin and doc["shrunk"] is True
+    # without shrinking, the example is the generated case itself, and says nothing of the kind
+    plain = cmp.compare(ma, mb, cases=2000, seed=1, shrink_example=False)
+    assert not plain.example.shrunk and np.array_equal(plain.example.inputs.a, res.inputs.row(plain.example.origin).a)
+    assert "not one of" not in cmp.report(plain) and f"example, generated case {plain.example.origin}" in cmp.report(plain)
+
+
+def test_every_ulp_difference_reads_in_one_form(toys):
+    """The error against the exact result and the difference between the results are both
+    integers or fixed-point numbers, never one in exponent form beside the other."""
+    from mmasim.display import number_text
+
+    assert number_text(-40960.0, signed=True) == "-40960" and number_text(40960) == "40960"
+    assert number_text(-0.75, signed=True) == "-0.75" and number_text(1, signed=True) == "+1"
+    assert number_text(-40960.5) == "-40960.5" and number_text(0.3333333) == "0.3333"
+    ma, mb = toys
+    text = cmp.report(cmp.compare(ma, mb, cases=2000, seed=1))
+    assert not re.search(r"\de[+-]\d+ ulp", text), text
 
 
 def test_identical_datapaths_never_differ():
@@ -159,7 +193,7 @@ def test_a100_vs_h100_f16_finds_and_explains_a_difference(capsys):
     # Ampere: F=24 in two chained steps of 8; Hopper: F=25 over all 16 (docs/datapaths.md section 3)
     assert "F: 24 vs 25" in out
     assert "results differ in 0 " not in out
-    assert "smallest example found" in out
+    assert "example, shrunk from generated case" in out
     assert "A: Ampere" in out and "B: Hopper" in out
     ma = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32")
     mb = mmasim.MMA("H100", "m16n8k16.f32.f16.f16.f32")
@@ -177,11 +211,16 @@ def test_plot_without_matplotlib_is_a_clear_message(toys, tmp_path, monkeypatch,
             raise ImportError("No module named 'matplotlib'")
         return real_import(name, *args, **kwargs)
 
+    def never(*a, **kw):
+        raise AssertionError("the comparison ran before matplotlib was found missing")
+
     monkeypatch.setattr(builtins, "__import__", fake_import)
+    monkeypatch.setattr(cmp, "compare_many", never)       # asked before anything runs
     rc = cli.main(["compare", "ToyF24", "ToyF25", "m16n8k16.f32.f16.f16.f32", "--cases", "200",
                    "--plot", str(tmp_path / "d.png")])
     err = capsys.readouterr().err
     assert rc == 1 and "needs matplotlib" in err and err.startswith("mmasim: error: ")
+    assert "mmasim-exact[plot]" in err and "nothing was run" in err
     assert not (tmp_path / "d.png").exists()
 
 
@@ -226,7 +265,10 @@ def test_fp8_differences_are_counted_in_ulps_of_e8m13():
     assert "ULPs of E8M13" in cmp.report(res)
 
 
-def test_plot_log_scale_axis_in_ulps_of_the_output_format(tmp_path):
+def test_plot_shows_how_far_the_results_are_apart_and_from_exact_in_size_bins(tmp_path):
+    """Two bar charts over the text report's size bins (every sub-ULP difference in one bin,
+    so no axis runs down to 2^-97): the other datapaths against the reference over every case,
+    and each datapath against the exact result; one color per datapath in both."""
     pytest.importorskip("matplotlib")
     import matplotlib
 
@@ -237,13 +279,14 @@ def test_plot_log_scale_axis_in_ulps_of_the_output_format(tmp_path):
     rtx = mmasim.MMA("RTX 5090", "mma.sync.m16n8k32.f32.e4m3.e4m3")
     hop = mmasim.MMA("H100", "wgmma.mma_async.k32.f32.e4m3.e4m3")
     results = cmp.compare_many([ada, rtx, hop], cases=300, seed=0)
-    seen = {}
+    seen = []
     real_savefig = matplotlib.figure.Figure.savefig
 
     def spy(fig, path, *a, **kw):
-        ax = fig.axes[0]
-        seen.update(xscale=ax.get_xscale(), yscale=ax.get_yscale(), xlabel=ax.get_xlabel(), ylabel=ax.get_ylabel(),
-                    title=ax.get_title(), legend=[t.get_text() for t in ax.get_legend().get_texts()])
+        seen.append([{"ticks": [t.get_text() for t in ax.get_xticklabels()], "yscale": ax.get_yscale(),
+                      "xlabel": ax.get_xlabel(), "title": ax.get_title(loc="left"),
+                      "bars": [([round(r.get_height()) for r in c], c.patches[0].get_facecolor(), c.get_label())
+                               for c in ax.containers]} for ax in fig.axes])
         return real_savefig(fig, path, *a, **kw)
 
     matplotlib.figure.Figure.savefig = spy
@@ -255,11 +298,20 @@ def test_plot_log_scale_axis_in_ulps_of_the_output_format(tmp_path):
     assert (tmp_path / "fp8.png").read_bytes()[:4] == b"\x89PNG"
     assert b"<svg" in (tmp_path / "fp8.svg").read_bytes()[:400]
     plt.close("all")
-    assert seen["xscale"] == "log" and seen["yscale"] == "log"
-    assert "units of the last place" in seen["xlabel"] and "E8M13" in seen["xlabel"] and "log scale" in seen["xlabel"]
-    assert "number of cases" in seen["ylabel"]
-    assert "exact" in seen["title"]
-    assert any(t.startswith("Ada Lovelace: exact in") for t in seen["legend"])
+    top, bottom = seen[0]
+    names = cmp.size_bins(results[0].grid)[1]
+    assert top["ticks"][0] == "equal" and set(top["ticks"][1:]) <= set(names) | {"inf/NaN differs"}
+    assert bottom["ticks"][0] == "exact" and set(bottom["ticks"][1:]) <= set(names)
+    assert "<1" in top["ticks"] and top["yscale"] == bottom["yscale"] == "log"
+    assert "E8M13" in top["title"] and "below 1 ULP" in bottom["xlabel"]
+    for (heights, _, label), r in zip(top["bars"], results):
+        assert sum(heights) == r.cases and heights[0] == r.cases - r.count      # every case in one bin
+        assert label.startswith(f"{r.model_b.arch} vs Ada Lovelace: differ in {r.count:,} of 300")
+    # RTX Blackwell keeps f32, Ada rounds to E8M13 (docs/datapaths.md section 2): sub-ULP differences
+    assert top["bars"][0][0][top["ticks"].index("<1")] > 0
+    assert [label.split(":")[0] for _, _, label in bottom["bars"]] == ["Ada Lovelace", "RTX Blackwell", "Hopper"]
+    assert [c for _, c, _ in top["bars"]] == [c for _, c, _ in bottom["bars"][1:]]   # one color per datapath
+    assert len(seen[1]) == 2 and len(seen[1][0]["bars"]) == 1
 
 
 # ------------------------------------------------------------------ the word generator (mmasim.wordgen)
@@ -325,3 +377,13 @@ def test_dyadic_parts_of_exact_values():
     assert exact.dyadic(Fraction(1, 3)) is None and exact.dyadic(Fraction(0)) is None
     assert exact.binade(Fraction(1)) == 0 and exact.binade(Fraction(-3, 8)) == -2 and exact.binade(Fraction(255, 256)) == -1
 
+
+
+def test_plot_of_an_integer_output_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
+    def never(*a, **kw):
+        raise AssertionError("the comparison ran before the plot was refused")
+
+    monkeypatch.setattr(cmp, "compare_many", never)
+    rc = cli.main(["compare", "A100", "H100", "mma.sync.m16n8k32.s32.s8.s8", "--plot", str(tmp_path / "i.png")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "output format is an integer" in err and not (tmp_path / "i.png").exists()

@@ -9,7 +9,7 @@ import mmasim
 from helpers import f16, f32
 from wordgen import gemm_operands, seed
 
-da = pytest.importorskip("dask.array", reason="dask is not installed (pip install 'mmasim[dask]')")
+da = pytest.importorskip("dask.array", reason="dask is not installed (pip install 'mmasim-exact[dask]')")
 
 AMPERE = ("Ampere", "m16n8k16.f32.f16.f16.f32")
 NVFP4 = ("B200", "tcgen05.kind::mxf4nvf4.4X")
@@ -130,7 +130,7 @@ def test_shape_and_dtype_errors_are_raised_before_anything_is_computed():
 
 def test_dask_gemm_on_a_local_cluster_of_two_worker_processes():
     distributed = pytest.importorskip("dask.distributed", reason="dask.distributed is not installed "
-                                      "(pip install 'mmasim[dask]')")
+                                      "(pip install 'mmasim-exact[dask]')")
     m = mmasim.MMA(*NVFP4)
     A, B, C, kw = _operands(m, 256, 32, 2, "cluster")
     want = mmasim.gemm(A, B, C, model=m, threads=1, **kw)

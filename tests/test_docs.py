@@ -1,5 +1,6 @@
 """The docs stay true: the generated reference, the user guide's examples, the
-plugin guide's example plugin (installed and run as written), the vector format."""
+plugin guide's example plugin (registered and loaded through its entry point; its install
+line: tests/test_docs_install_lines.py), the vector format."""
 
 import os
 import pathlib
@@ -136,36 +137,6 @@ def test_plugin_example_loads_through_its_entry_point(tmp_path):
     assert r.returncode == 0 and "F=20" in r.stdout
 
 
-def _can_build_wheels():
-    try:
-        import setuptools
-    except ImportError:
-        return False
-    major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
-    if (major, minor) >= (70, 1):
-        return True
-    try:
-        import wheel  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
-def test_plugin_example_pip_installs_and_is_found_by_its_entry_point(tmp_path):
-    """The guide's package, pip-installed (offline, with this environment's pip and
-    setuptools) into a target directory, is found through the mmasim entry-point group."""
-    assert _can_build_wheels(), "the test extra installs setuptools>=70.1"
-    pkg, snippets = _write_example(tmp_path)
-    target = tmp_path / "site"
-    r = _run([sys.executable, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--no-deps", "-q",
-              "--target", str(target), str(pkg)], env=_env())
-    assert r.returncode == 0, r.stdout + r.stderr
-    (tmp_path / "usage.py").write_text(snippets["usage"])
-    r = _run([sys.executable, str(tmp_path / "usage.py")], env=_env(PYTHONPATH=str(target)), cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert "mma.sync.m16n8k8.f32.toy8.toy8" in r.stdout
-
-
 def test_readme_python_examples_run(capsys):
     text = (DOCS.parent / "README.md").read_text(encoding="utf-8")
     scope = {}
@@ -177,7 +148,8 @@ def test_readme_python_examples_run(capsys):
     assert "0x41100000" in out and "0x3f800000" in out and "0x42800000" in out   # the values the README states
 
 
-_SETUP = ("pip install", "python3 -m venv", "python -m venv", ". .venv/bin/activate")
+# installation (tests/test_docs_install_lines.py runs those lines), venv set-up, the test suite
+_SETUP = ("pip install", "python3 -m venv", "python -m venv", ". .venv/bin/activate", "pytest")
 
 
 def _readme_commands():
@@ -237,15 +209,18 @@ def _documented_schemas():
     return {d["schema"]: d for d in docs}
 
 
-def test_json_output_schemas_are_documented(tmp_path, capsys):
+def test_json_output_schemas_are_documented(tmp_path, capsys, monkeypatch):
     """Every command's --json document has the keys docs/user-guide.md ("JSON output") shows for its schema."""
     import json
 
     from mmasim.cli import main
+    from mmasim.harness import run as hrun
 
     documented = _documented_schemas()
     assert set(documented) == {f"mmasim.{c}/1" for c in ("list", "explain", "run", "compare", "validate", "plugins",
-                                                                     "layout")}
+                                                         "layout", "harness-generate", "harness-run", "error")}
+    # harness run on the simulator of the placed registers (no GPU needed)
+    monkeypatch.setattr(hrun, "CudaDevice", lambda: hrun.SimulatedDevice("simulated GPU", "8.0"))
     good = ROOT / "vectors" / "hardware" / "blackwell" / "tf32-probe-ladder.hardware.npz"
     runs = {
         "list": ["list", "B200"],
@@ -256,9 +231,14 @@ def test_json_output_schemas_are_documented(tmp_path, capsys):
         "validate": ["validate", "-q", str(good)],
         "plugins": ["plugins"],
         "layout": ["layout", "A100", "mma.sync.m16n8k16.f32.f16.f16"],
+        "harness-generate": ["harness", "generate", "Ampere", "mma.sync.m16n8k8.f32.tf32.tf32", "mma.sync.m8n8k4.f16.f16.f16",
+                             "--out", str(tmp_path / "k")],
+        "harness-run": ["harness", "run", "Ampere", "mma.sync.m16n8k8.f32.tf32.tf32", "mma.sync.m16n8k32.s32.s8.s8",
+                        "--probes", "--cases", "1", "--out", str(tmp_path / "v")],
+        "error": ["run", "B200", "nope", "--a", "0", "--b", "0", "--c", "0"],
     }
 
-    open_maps = ("parameters", "by_kind")        # keys depend on the datapath / the generators
+    open_maps = ("parameters", "by_kind", "device")   # keys depend on the datapath / the generators / the device
 
     def same_keys(doc, got, where):
         assert set(doc) == set(got), (where, sorted(doc), sorted(got))
@@ -271,8 +251,21 @@ def test_json_output_schemas_are_documented(tmp_path, capsys):
                 same_keys(value[0], got[key][0], f"{where}.{key}[0]")
 
     for cmd, argv in runs.items():
-        assert main(argv + ["--json"]) == 0, cmd
+        assert main(argv + ["--json"]) == (1 if cmd == "error" else 0), cmd
         got = json.loads(capsys.readouterr().out)
         doc = documented[f"mmasim.{cmd}/1"]
         assert got["schema"] == doc["schema"]
         same_keys(doc, got, cmd)
+
+
+def test_plugins_json_example_is_a_real_record(capsys):
+    """The user guide's mmasim.plugins/1 example is, value for value, what mmasim plugins --json
+    prints for that plugin (source spelling, null distribution and entry point, availability)."""
+    import json
+
+    from mmasim.cli import main
+
+    (example,) = _documented_schemas()["mmasim.plugins/1"]["plugins"]
+    assert main(["plugins", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["plugins"]}
+    assert rows[example["name"]] == example

@@ -188,8 +188,8 @@ def test_core_matrix_layout_still_constructs_from_element_units():
 ])
 def test_ptx_tcgen05_datapath_layouts_a_to_g(letter, n, where):
     """PTX ISA 9.0 §9.7.16.10.5 'Data Path Layout Organization' table (checked: A 4x1, B 2x2, C 4x1
-    half, D 4x1, E '2x3' as printed, F 4x1 half, G 1x4) and Figures 205-218 (the placement; read in an
-    earlier session, not re-checked here), per CTA: A (M=256, cta_group::2) and D (M=128): row i
+    half, D 4x1, E '2x3' as printed, F 4x1 half, G 1x4) and Figures 205-218 (the placement, read from the
+    figures and not compared with them cell by cell), per CTA: A (M=256, cta_group::2) and D (M=128): row i
     in TMEM lane i; B (M=128 cta_group::2 dense) and E (M=64 .ws): element [i, j] in lane
     i + 64 * (j // (N/2)), column j % (N/2); C (M=128 cta_group::2 sparse) and F (M=64):
     row i in lane 32 * (i // 16) + i % 16; G (M=32 .ws): [i, j] in lane i + 32 * (j // (N/4)),

@@ -8,7 +8,7 @@ often the output words differ, the largest difference in ULPs of the output
 grid, and the smallest differing example it can find (greedily shrunk by
 zeroing terms); :mod:`.report` shows it with every operand decoded and the
 exact rational result (:mod:`mmasim.exact`) for reference, :mod:`.plot`
-draws the errors against the exact result.
+draws how far the results are apart and how far each is from the exact result.
 
 Nothing here knows an architecture: the generators read the formats of the
 models.
@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from ..exact import encode_exact, exact_results, ulp_distance, ulp_of
 from .inputs import KINDS, SHARE, STRATEGIES, IncompatibleDatapaths, Inputs, Kind, check_compatible, generate
-from .plot import PLOT_TYPES, abs_errors, plot
-from .report import example_table, report, to_json
-from .search import Comparison, Example, OutputGrid, compare, compare_many, ordered, output_grid, run, shrink
+from .plot import PLOT_TYPES, abs_errors, check_plottable, plot, plot_steps, pyplot
+from .report import example_heading, example_table, report, to_json
+from .search import (STEPS, Comparison, Example, OutputGrid, bin_counts, compare, compare_many, ordered, output_grid,
+                     run, shrink, size_bins)
 
 __all__ = ["KINDS", "SHARE", "STRATEGIES", "IncompatibleDatapaths", "Inputs", "Kind", "check_compatible", "generate",
-           "PLOT_TYPES", "abs_errors", "plot", "example_table", "report", "to_json", "Comparison", "Example",
-           "OutputGrid", "compare", "compare_many", "ordered", "output_grid", "run", "shrink", "encode_exact",
-           "exact_results", "ulp_distance", "ulp_of"]
+           "PLOT_TYPES", "abs_errors", "check_plottable", "plot", "plot_steps", "pyplot", "example_heading", "example_table", "report",
+           "to_json", "STEPS", "Comparison", "Example", "OutputGrid", "bin_counts", "compare", "compare_many",
+           "ordered", "output_grid", "run", "shrink", "size_bins", "encode_exact", "exact_results", "ulp_distance",
+           "ulp_of"]

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..display import fraction_text, hex_word, number_text, safe, value_text
 from ..exact import exact_results, exact_values, ulp_distance, ulp_of
-from .search import Comparison, ordered
+from .search import Comparison, bin_counts, ordered, size_bins
 
 def _params_diff(ma, mb) -> list:
     da, db = ma.datapath, mb.datapath
@@ -81,7 +81,7 @@ def example_table(cmp: Comparison) -> list:
             vd = exact_values(model.decode("d", np.array([d], dtype=np.uint64)))[0]
             if isinstance(vd, Fraction):
                 e = (vd - exact) / ulp_of(cmp.grid, exact)
-                err = f"   error vs exact: {float(e):+.4g} ulp"
+                err = f"   error vs exact: {number_text(e, signed=True)} ulp"
         lines.append(f"    {name:20s} D = {hex_word(d, bits)} ({value_text(model, 'd', d)}){err}")
     if ma.d_format.integer:
         oa = ordered(np.array([ex.da]), ma)[0]
@@ -93,6 +93,19 @@ def example_table(cmp: Comparison) -> list:
         lines.append(f"    difference: {number_text(ulp_distance(cmp.grid, x, y))} ulp of {cmp.grid.name}"
                      " (at the smaller nonzero result)")
     return lines
+
+
+def example_heading(cmp: Comparison) -> list:
+    """Where the example comes from, as text lines: the generated case it started from and,
+    when it was shrunk, that it is not one of the counted cases."""
+    ex = cmp.example
+    terms = f"{ex.support} nonzero terms incl. C, of K={cmp.model_a.k} products + C"
+    origin = f"generated case {ex.origin} ({cmp.inputs.kind[ex.origin]})"
+    if not ex.shrunk:
+        return [f"example, {origin}: {terms}"]
+    return [f"example, shrunk from {origin} to {terms}:",
+            f"  (terms zeroed, B elements and scales set to 1 while the two results still differ; the shrunk "
+            f"case is not one of the {cmp.cases:,} counted cases)"]
 
 
 def report(cmp: Comparison) -> str:
@@ -120,16 +133,11 @@ def report(cmp: Comparison) -> str:
         lines.append(f"largest difference: {number_text(mx) if mx is not None else '-'} {unit}"
                      + ("" if ma.d_format.integer else " (at the smaller nonzero result)")
                      + (f"; {cmp.special_differences} cases differ in a special value (inf/NaN)" if cmp.special_differences else ""))
-        finite = cmp.ulps[cmp.differ & np.isfinite(cmp.ulps)]
-        if finite.size:
-            top = cmp.grid.man_bits if cmp.grid is not None else 23
-            edges = [0, 1, 2, 4, 16, 256, 2 ** top]
-            names = ["<1", "1", "2-3", "4-15", "16-255", f"256-2^{top}", f">=2^{top}"]
-            which = np.searchsorted(edges, finite, side="right") - 1
-            parts = [f"{names[j]}: {int((which == j).sum())}" for j in range(len(names)) if (which == j).any()]
+        counts = bin_counts(cmp.ulps[cmp.differ], cmp.grid)
+        if any(counts):
+            parts = [f"{name}: {n}" for name, n in zip(size_bins(cmp.grid)[1], counts) if n]
             lines.append(f"  differences by size ({unit}): " + ", ".join(parts))
-        ex = cmp.example
-        lines.append(f"smallest example found ({ex.support} nonzero terms incl. C, of K={ma.k} products + C):")
+        lines += example_heading(cmp)
         lines += example_table(cmp)
     else:
         lines.append("no difference found")
@@ -160,6 +168,8 @@ def to_json(results, cases: int, seed: int) -> dict:
                 "d_reference": hex_word(r.example.da, r.model_a.encoding.word_bits),
                 "d_other": hex_word(r.example.db, r.model_b.encoding.word_bits),
                 "nonzero_terms": r.example.support,
+                "from_case": r.example.origin,
+                "shrunk": r.example.shrunk,
             }
         pairs.append({
             "other": _side(r.model_b),

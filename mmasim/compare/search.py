@@ -12,6 +12,7 @@ import numpy as np
 from ..decode import NAN, ZERO
 from ..errors import MMAError
 from ..exact import encode_exact, exact_values, ulp_distance
+from ..progress import doing, done
 from .inputs import IncompatibleDatapaths, Inputs, Kind, check_compatible, generate
 
 
@@ -44,6 +45,23 @@ def output_grid(*models) -> OutputGrid:
     return min(grids, key=lambda g: g.man_bits)
 
 
+def size_bins(grid: OutputGrid | None):
+    """The bins differences are counted in, in ULPs of ``grid`` (units for an integer output):
+    ``(edges, names)``, bin ``j`` holding ``edges[j] <= x < edges[j + 1]`` (the last one open);
+    every difference below one ULP is in the first bin."""
+    top = grid.man_bits if grid is not None else 23
+    edges = [0, 1, 2, 4, 16, 256, 2 ** top]
+    return edges, ["<1", "1", "2-3", "4-15", "16-255", f"256-2^{top}", f">=2^{top}"]
+
+
+def bin_counts(values, grid: OutputGrid | None) -> list:
+    """How many of the finite ``values`` (non-negative) fall in each of :func:`size_bins`."""
+    edges, names = size_bins(grid)
+    values = np.asarray(values, dtype=np.float64)
+    which = np.searchsorted(edges, values[np.isfinite(values)], side="right") - 1
+    return [int((which == j).sum()) for j in range(len(names))]
+
+
 def ordered(words, model) -> np.ndarray:
     """``model``'s output words as integers on which a difference of 1 is one ULP
     (float) or one unit (integer)."""
@@ -59,12 +77,16 @@ def ordered(words, model) -> np.ndarray:
 
 @attrs.frozen(eq=False)
 class Example:
-    """A differing case, shrunk."""
+    """A differing case: generated case ``origin``, shrunk (``shrunk``: terms zeroed, B
+    elements and scales set to 1, while the results still differ) into a case that need
+    not be one of the counted ones."""
 
     inputs: Inputs
     da: int
     db: int
     support: int
+    origin: int = 0
+    shrunk: bool = False
 
 
 @attrs.frozen(eq=False)
@@ -176,13 +198,27 @@ def shrink(ma, mb, inputs: Inputs) -> Inputs:
     return cur
 
 
-def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: bool = True) -> Comparison:
-    """Run both models on ``cases`` generated rows and analyse where they differ."""
+#: progress steps of one :func:`compare` (inputs, A, B, differences, example)
+STEPS = 5
+
+
+def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: bool = True,
+            bar=None) -> Comparison:
+    """Run both models on ``cases`` generated rows and analyse where they differ.
+    ``bar``: a progress bar (:mod:`mmasim.progress`) advanced by :data:`STEPS` steps."""
     check_compatible(model_a, model_b)
     if cases < 1:
         raise ValueError("cases must be at least 1")
+    doing(bar, f"{model_b.arch}: generating inputs")
     inputs = generate(model_a, model_b, cases, seed)
-    da, db = run(model_a, inputs), run(model_b, inputs)
+    done(bar)
+    doing(bar, f"running {model_a.arch}")
+    da = run(model_a, inputs)
+    done(bar)
+    doing(bar, f"running {model_b.arch}")
+    db = run(model_b, inputs)
+    done(bar)
+    doing(bar, f"{model_b.arch}: measuring the differences")
     differ, nan_only = _differs(model_a, model_b, da, db)
     fd = model_a.d_format
     grid = None if fd.integer else output_grid(model_a, model_b)
@@ -195,28 +231,32 @@ def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: 
         vb = exact_values(model_b.decode("d", db[idx]))
         for i, x, y in zip(idx, va, vb):
             ulps[i] = ulp_distance(grid, x, y)
+    done(bar)
+    doing(bar, f"{model_b.arch}: shrinking an example")
     example = None
     idx = np.flatnonzero(differ)
     if idx.size:
         # prefer finite differences, then the fewest nonzero terms, then the largest difference
         cand = idx[np.argsort(~np.isfinite(ulps[idx]), kind="stable")][:256]
-        best = min(cand, key=lambda i: (not np.isfinite(ulps[i]), _support(model_a, inputs, int(i)), -ulps[i]))
-        row = inputs.row(int(best))
-        if shrink_example:
-            row = shrink(model_a, model_b, row)
+        best = int(min(cand, key=lambda i: (not np.isfinite(ulps[i]), _support(model_a, inputs, int(i)), -ulps[i])))
+        original = inputs.row(best)
+        row = shrink(model_a, model_b, original) if shrink_example else original
         ea, eb = int(run(model_a, row)[0]), int(run(model_b, row)[0])
-        example = Example(row, ea, eb, _support(model_a, row, 0))
+        example = Example(row, ea, eb, _support(model_a, row, 0), best, row is not original)
+    done(bar)
     return Comparison(model_a, model_b, inputs, da, db, differ, nan_only, ulps, example, grid, seed)
 
 
-def compare_many(models, cases: int = 4096, seed: int = 0, shrink_example: bool = True) -> list:
+def compare_many(models, cases: int = 4096, seed: int = 0, shrink_example: bool = True, bar=None) -> list:
     """Each of ``models[1:]`` against ``models[0]`` (the reference): one :class:`Comparison` each.
 
-    All pairs are checked for compatibility before anything runs.
+    All pairs are checked for compatibility before anything runs.  ``bar``: a progress bar
+    advanced by :data:`STEPS` steps per pair.
     """
     models = list(models)
     if len(models) < 2:
         raise IncompatibleDatapaths("compare needs at least two datapaths")
     for m in models[1:]:
         check_compatible(models[0], m)
-    return [compare(models[0], m, cases=cases, seed=seed, shrink_example=shrink_example) for m in models[1:]]
+    return [compare(models[0], m, cases=cases, seed=seed, shrink_example=shrink_example, bar=bar)
+            for m in models[1:]]

@@ -18,13 +18,13 @@ import datetime
 import pathlib
 import re
 import subprocess
-import sys
 
 import numpy as np
 
 from .. import vectors
 from ..errors import CharacterizeError, HarnessError, MMAError, UnsupportedDatapath
 from .. import wordgen
+from ..progress import bar as progress_bar
 from . import generate as gen
 from . import host, toolchain
 from .amd import HipDevice
@@ -281,16 +281,6 @@ def _concat(parts):
     return {k: np.concatenate([p[k] for p in parts]) for k in keys}
 
 
-def _bar(total, desc, progress):
-    if progress is False or (progress is None and not sys.stderr.isatty()):
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=desc, unit=" kernel", file=sys.stderr)
-
-
 def file_name(instruction: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", instruction.replace("::", "__")) + ".npz"
 
@@ -324,7 +314,7 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     written = []
-    bar = _bar(len(pairs), f"harness {arch}", progress)
+    bar = progress_bar(len(pairs), f"harness {arch}", " kernel", progress)
     for model, spec in pairs:
         try:
             mod = gen.emitter(model)

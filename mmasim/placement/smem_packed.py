@@ -34,7 +34,7 @@ PACKING_EVIDENCE = {
             "assumed (lowest first, as every other sub-word packing)",
     "padded": "partly checked: PTX ISA 9.0 §9.7.16.10.4.4 text ('contiguously packed along with padding', "
               ".kind::mxf8f6f4) checked; 16 codes to a 16-byte chunk, lowest element in the lowest bits, is drawn "
-              "in Figures 202 / 203 (not read here) and agrees with the .b4x16_p64 / .b6x16_p32 names; the same "
+              "in Figures 202 / 203 (not compared with mmasim's formula) and agrees with the .b4x16_p64 / .b6x16_p32 names; the same "
               "form for .kind::f8f6f4 is assumed",
 }
 #: the ``.kind``s whose 4- / 6-bit floating-point operands are padded to 16-byte chunks

@@ -48,7 +48,7 @@ _LD_FIG = {"32x32b": (32, 32, 183), "16x64b": (16, 64, 184), "16x128b": (16, 128
 LD_EVIDENCE_X2 = ("partly checked: PTX ISA 9.0 §9.7.16.8.3 (text: 'The shape .16x32bx2 performs two accesses into "
                   "Tensor Memory of the shape .16x32b', the first at taddr, the second at taddr + immHalfSplitoff; "
                   "Table 49: .num registers - checked); which threads make which access is drawn only in the "
-                  "figure (not read here): threads 0-15 the first, 16-31 the second, thread l reading TMEM lane "
+                  "figure (not compared with mmasim's formula): threads 0-15 the first, 16-31 the second, thread l reading TMEM lane "
                   "l % 16, as CUTLASS's SM100_TMEM_LOAD_16dp32b1x / 2x copy traits state (DstLayout "
                   "((16,2),32N):((64N,32N),1), cute/atom/copy_traits_sm100.hpp)")
 
@@ -107,8 +107,8 @@ _DP_ORG = {
 }
 DATAPATH_EVIDENCE = {
     x: (f"partly checked: PTX ISA 9.0 §9.7.16.10.5 table (layout {x}: {org}) checked; the per-lane "
-        f"placement is drawn in Figures {fig} (no formula in the text), read in an earlier session and "
-        "not re-checked" + ("; mmasim models lane alignment 0" if "or 16" in org else ""))
+        f"placement is drawn in Figures {fig} (no formula in the text), mmasim's placement is read from "
+        "those figures, not compared with them cell by cell" + ("; mmasim models lane alignment 0" if "or 16" in org else ""))
     for x, (org, fig) in _DP_ORG.items()
 }
 

@@ -16,6 +16,7 @@ from ...plugin_manager import describe, get_plugin_manager
 from ..numpy import NumpyBackend
 
 _numba_ok: bool | None = None
+_numba_error = ""
 
 _NO_INDEX = np.zeros(0, dtype=np.int64)
 _NO_SCALE = np.zeros((1, 1), dtype=np.uint8)
@@ -23,13 +24,13 @@ _NO_SCALE = np.zeros((1, 1), dtype=np.uint8)
 
 def numba_available() -> bool:
     """Whether numba can be imported here."""
-    global _numba_ok
+    global _numba_ok, _numba_error
     if _numba_ok is None:
         try:
             import numba  # noqa: F401
             _numba_ok = True
-        except Exception:  # ImportError, or a broken llvmlite
-            _numba_ok = False
+        except Exception as exc:  # ImportError, or a broken llvmlite
+            _numba_ok, _numba_error = False, f"{type(exc).__name__}: {exc}"
     return _numba_ok
 
 
@@ -107,6 +108,14 @@ def kernel_coverage(model) -> str:
     if kernel_for(model) is None:
         return f"the {family!r} kernel does not cover this datapath's formats or parameters"
     return "compiled"
+
+
+@hookimpl
+def mmasim_unavailable():
+    if numba_available():
+        return None
+    return (f"numba cannot be imported ({_numba_error}): pip install 'mmasim-exact[fast]'; "
+            "until then the numpy backend computes every result")
 
 
 @hookimpl
