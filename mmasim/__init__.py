@@ -10,6 +10,7 @@ from .errors import (
     AmbiguousInstruction,
     CopyMismatch,
     DtypeError,
+    GemmOptionError,
     MMAError,
     OperandError,
     PluginConflict,
@@ -95,5 +96,5 @@ __all__ = [
     "register", "unregister", "hookimpl",
     "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier",
     "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",
-    "ScaleError", "SparseMetadataError", "CopyMismatch", "TableError", "ThreadCountError", "PluginError", "PluginConflict",
+    "ScaleError", "SparseMetadataError", "GemmOptionError", "CopyMismatch", "TableError", "ThreadCountError", "PluginError", "PluginConflict",
 ]
