@@ -26,6 +26,7 @@ ElementOutput``); every conversion into binary32 of a narrower format is exact.
 from __future__ import annotations
 
 import math
+import numbers
 
 import attrs
 import numpy as np
@@ -76,12 +77,9 @@ def values(fmt: Format, words) -> np.ndarray:
 
 def _scalar(value, what: str) -> float:
     """A binary32 scalar; anything else (not a real number, NaN, not exact in binary32) is refused."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise GemmOptionError(f"gemm: {what} must be a binary32 number, not {value!r}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise GemmOptionError(f"gemm: {what} must be a binary32 number, not {value!r}") from None
+    v = float(value)
     if math.isnan(v):
         raise GemmOptionError(f"gemm: {what} is NaN")
     if math.isfinite(v) and float(binary32.from_words(binary32.to_words(np.float64(v)))) != v:
