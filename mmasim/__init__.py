@@ -7,6 +7,7 @@
 """
 
 from .errors import (
+    AccuracyError,
     AmbiguousInstruction,
     CopyMismatch,
     DtypeError,
@@ -27,6 +28,7 @@ from .errors import (
     WordRangeError,
 )
 from .gemm import gemm
+from .accuracy import accuracy
 from .lookup import resolve, resolve_arch
 from .model import Model
 from .plugins import hookimpl, register, unregister
@@ -92,9 +94,9 @@ def layouts(arch: str | None = None) -> list:
 
 
 __all__ = [
-    "MMA", "Model", "gemm", "architectures", "aliases", "instructions", "datapaths", "layouts",
+    "MMA", "Model", "gemm", "accuracy", "architectures", "aliases", "instructions", "datapaths", "layouts",
     "register", "unregister", "hookimpl",
     "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier",
     "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",
-    "ScaleError", "SparseMetadataError", "GemmOptionError", "CopyMismatch", "TableError", "ThreadCountError", "PluginError", "PluginConflict",
+    "ScaleError", "SparseMetadataError", "GemmOptionError", "AccuracyError", "CopyMismatch", "TableError", "ThreadCountError", "PluginError", "PluginConflict",
 ]

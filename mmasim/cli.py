@@ -268,6 +268,12 @@ def cmd_compare(args, parser) -> int:
     return 0
 
 
+def cmd_accuracy(args, parser) -> int:
+    from .accuracy import cli as accuracy_cli
+
+    return accuracy_cli.run(args, _qualifiers(args), parser)
+
+
 def cmd_characterize(args) -> int:
     from . import characterize as char
     model = MMA(args.arch, args.instruction, **_qualifiers(args))
@@ -470,6 +476,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_json(s)
     s.set_defaults(func=cmd_compare)
 
+    from .accuracy import cli as accuracy_cli
+
+    s = accuracy_cli.add_parser(sub, add_qualifiers, add_json, _plot_path, _count)
+    s.set_defaults(func=cmd_accuracy)
+
     s = sub.add_parser(
         "layout", help="which lane and register hold each element of an operand (text table or picture)",
         description="The fragment map of an operand as the ISA figures draw it: the matrix, each cell naming "
@@ -541,8 +552,8 @@ def main(argv=None) -> int:
     except SystemExit as exc:           # usage errors (2), --help and --version (0)
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        if args.func is cmd_compare:
-            return cmd_compare(args, parser._subparsers._group_actions[0].choices["compare"])
+        if args.func in (cmd_compare, cmd_accuracy):
+            return args.func(args, parser._subparsers._group_actions[0].choices[args.command])
         return args.func(args)
     except SystemExit as exc:           # a usage error found after parsing
         return exc.code if isinstance(exc.code, int) else 2

@@ -51,6 +51,11 @@ class GemmOptionError(OperandError):
     the instruction."""
 
 
+class AccuracyError(MMAError, ValueError):
+    """An accuracy study that cannot run: an unknown input distribution, an input format with no
+    cast, a scheme without :mod:`mmasim.quantize`, inputs whose exact result is not a number."""
+
+
 class CopyMismatch(OperandError):
     """A Tensor Memory image whose duplicated lane groups (a layout's ``copies``) hold different words."""
 

@@ -55,7 +55,7 @@ def _order(k_order, tiles: int):
     return order
 
 
-def _bar(progress, tiles: int, desc: str):
+def progress_bar(progress, tiles: int, desc: str, unit: str = " K tile"):
     """A tqdm bar on stderr, or ``None``: ``progress=True`` always, ``False`` never,
     ``None`` only on a terminal and only once the work has run :data:`PROGRESS_DELAY` s."""
     if progress is not None and not isinstance(progress, (bool, np.bool_)):
@@ -75,7 +75,7 @@ def _bar(progress, tiles: int, desc: str):
         from tqdm import tqdm
     except ImportError:     # tqdm is a dependency; a stripped install computes without a bar
         return None
-    return tqdm(total=tiles, desc=desc, unit=" K tile", file=stream, delay=0 if progress else PROGRESS_DELAY)
+    return tqdm(total=tiles, desc=desc, unit=unit, file=stream, delay=0 if progress else PROGRESS_DELAY)
 
 
 @accepts_tensors
@@ -143,7 +143,7 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
                             promotion_scale_a=promotion_scale_a, promotion_scale_b=promotion_scale_b,
                             alpha=alpha, beta=beta, out_format=out_format, saturate=saturate,
                             backend=backend, progress=progress, threads=threads,
-                            check=check, bar=_bar, by_rows=by_rows)
+                            check=check, bar=progress_bar, by_rows=by_rows)
     if C is None:
         C = compose.zero_c(model, A, B)
     if dask_gemm.any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
@@ -158,7 +158,7 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
         sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
     M, K, N, order = check(model, A.shape, B.shape, C.shape, k_order,
                            *(None if x is None else np.shape(x) for x in (scale_a, scale_b, sparse_metadata)))
-    bar = _bar(progress, len(order), f"mmasim.gemm {M}x{N}x{K}")
+    bar = progress_bar(progress, len(order), f"mmasim.gemm {M}x{N}x{K}")
     try:
         nworkers = _threads.workers(threads, M, K * N)
         if nworkers <= 1:
