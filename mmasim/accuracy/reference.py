@@ -42,8 +42,14 @@ class Terms:
 
     @classmethod
     def of_values(cls, x) -> "Terms":
-        """Terms of finite binary64 values (exact)."""
-        return cls.of(ieee.decompose(np.asarray(x, dtype=np.float64).reshape(-1)), "a scale")._reshaped(np.shape(x))
+        """Terms of finite binary64 values (exact), significands without trailing zero bits."""
+        t = cls.of(ieee.decompose(np.asarray(x, dtype=np.float64).reshape(-1)), "a scale")._reshaped(np.shape(x))
+        sig, exp = t.sig.copy(), t.exp.copy()
+        for shift in (32, 16, 8, 4, 2, 1):
+            even = (sig != 0) & (sig % (1 << shift) == 0)
+            sig = np.where(even, sig >> shift, sig)
+            exp = np.where(even, exp + shift, exp)
+        return cls(sig, exp)
 
     def _reshaped(self, shape) -> "Terms":
         return Terms(self.sig.reshape(shape), self.exp.reshape(shape))
