@@ -25,7 +25,7 @@ def plot(results, path) -> None:
         raise ImportError("--plot needs matplotlib (pip install matplotlib); it is an optional dependency") from exc
     ks = sorted({r.k for res in results for r in res.rows})
     positive = [v for res in results for r in res.rows for v in (r.median_rel_error, r.max_rel_error) if v]
-    floor = min(positive + [2.0 ** -24]) / 4
+    floor = min(positive + [2.0 ** -24]) / 2.0 ** (3 + len(results))     # where a zero error is drawn
     fig, ax = plt.subplots(figsize=(9, 6))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     markers = "osD^vP*X"
@@ -40,18 +40,18 @@ def plot(results, path) -> None:
                 alpha=0.8)
         for r, y in zip(res.rows, med):
             if not r.median_rel_error:
-                ax.annotate("exact", (r.k, y), textcoords="offset points", xytext=(0, -12 - 9 * i), ha="center",
+                ax.annotate("exact", (r.k, y), textcoords="offset points", xytext=(0, 7 + 9 * i), ha="center",
                             fontsize=7, color=color)
     ax.axhline(2.0 ** -24, color="gray", linestyle=":", linewidth=1)
-    ax.annotate("binary32 unit roundoff 2^-24", (ks[0], 2.0 ** -24), textcoords="offset points", xytext=(6, 3),
-                ha="left", fontsize=7, color="gray")
+    ax.annotate("binary32 unit roundoff 2^-24", (ks[-1], 2.0 ** -24), textcoords="offset points", xytext=(-4, -10),
+                ha="right", fontsize=7, color="gray")
     ax.plot([], [], "-", color="black", label="solid: median relative error")
     ax.plot([], [], "--", color="black", linewidth=1.0, label="dashed: largest relative error")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(ks)
     ax.set_xticklabels([str(k) for k in ks])
-    ax.set_ylim(bottom=floor / 2.0 ** (2 + len(results)))
+    ax.set_ylim(bottom=floor / 2)
     ax.set_xlabel("K (length of each dot product)")
     ax.set_ylabel("relative error |D - exact| / |exact| (log scale)")
     right = ax.secondary_yaxis("right", functions=(lambda y: -np.log2(np.maximum(y, 1e-300)),
