@@ -257,21 +257,27 @@ def cmd_compare(args, parser) -> int:
                 mx = r.max_ulps
                 print(f"  {safe(r.model_b.arch):16s} differs in {r.count:6,} cases"
                       + (f"; largest {number_text(mx)} {r.unit}" if mx is not None else ""))
+    return _plot(cmp.plot, results, args)
+
+
+def _plot(draw, results, args) -> int:
+    """``draw(results, args.plot)`` when ``--plot`` was given; exit status 1 without matplotlib."""
     if args.plot:
         try:
-            cmp.plot(results, args.plot)
+            draw(results, args.plot)
         except ImportError as exc:
             print(f"mmasim: error: {one_line(exc)}; no plot written", file=sys.stderr)
             return 1
         if not args.json:
-            print(f"plot written to {safe(args.plot)}")
+            print(f"plot written to {safe(str(args.plot))}")
     return 0
 
 
 def cmd_accuracy(args, parser) -> int:
     from .accuracy import cli as accuracy_cli
+    from .accuracy.plot import plot
 
-    return accuracy_cli.run(args, _qualifiers(args), parser)
+    return _plot(plot, accuracy_cli.run(args, _qualifiers(args), parser), args)
 
 
 def cmd_characterize(args) -> int:

@@ -14,12 +14,17 @@ AMPERE_F16 = ("A100", "m16n8k16.f32.f16.f16.f32")
 B200_MXF8 = ("B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e4m3.e4m3.ue8m0")
 
 
+def near_one(rng, shape, exp_bits, man_bits, exponents, dtype):
+    """Random words of a float format: any sign and fraction, the exponent field in ``exponents``."""
+    e = rng.integers(*exponents, size=shape)
+    f = rng.integers(0, 1 << man_bits, size=shape)
+    s = rng.integers(0, 2, size=shape)
+    return ((s << (exp_bits + man_bits)) | (e << man_bits) | f).astype(dtype)
+
+
 def e4m3_words(rng, shape):
     """Random finite e4m3 words with exponents near one (no NaN: 0x7F / 0xFF excluded)."""
-    e = rng.integers(4, 10, size=shape)
-    f = rng.integers(0, 8, size=shape)
-    s = rng.integers(0, 2, size=shape)
-    return ((s << 7) | (e << 3) | f).astype(np.uint8)
+    return near_one(rng, shape, 4, 3, (4, 10), np.uint8)
 
 
 def f32(words):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from ..display import safe
 from .inputs import DISTRIBUTIONS
@@ -68,7 +67,8 @@ def add_parser(sub, add_qualifiers, add_json, plot_path, count):
     return s
 
 
-def run(args, qualifiers: dict, parser) -> int:
+def run(args, qualifiers: dict, parser) -> list:
+    """Run the studies and print them; returns the :class:`~mmasim.accuracy.Accuracy` results."""
     from . import studies
 
     if len(args.pairs) % 2:
@@ -84,17 +84,6 @@ def run(args, qualifiers: dict, parser) -> int:
                           "settings": [r.to_json() for r in results]}, indent=2))
     else:
         print("\n\n".join(safe(r.table(), newlines=True) for r in results))
-    if args.plot:
-        from .plot import plot
-
-        try:
-            plot(results, args.plot)
-        except ImportError as exc:
-            print(f"mmasim: error: {exc}; no plot written", file=sys.stderr)
-            return 1
-        if not args.json:
-            print(f"plot written to {safe(str(args.plot))}")
-    return 0
-
+    return results
 
 __all__ = ["add_parser", "run"]
