@@ -31,8 +31,7 @@ import numbers
 import attrs
 import numpy as np
 
-from . import binary32, ieee
-from .decode import decode_float
+from . import binary32
 from .errors import GemmOptionError
 from .formats import Format
 from .words import typed_dtype, to_words
@@ -63,16 +62,11 @@ class Epilogue:
         source words ``source`` (in the output format; read only when ``beta != 0``)."""
         acc = np.asarray(acc, dtype=np.float64)
         if self.reads_source:
-            x = binary32.mul(self.beta, values(self.out, source))
+            x = binary32.mul(self.beta, binary32.values(self.out, source))
             d = binary32.fma(self.alpha, acc, x)
         else:
             d = binary32.mul(self.alpha, acc)
         return convert(d, self.out, self.saturate)
-
-
-def values(fmt: Format, words) -> np.ndarray:
-    """Words of a float format as float64 values (exact)."""
-    return ieee.values(decode_float(fmt, np.asarray(words)))
 
 
 def _scalar(value, what: str) -> float:
@@ -134,4 +128,4 @@ def convert(d, fmt: Format, saturate: bool) -> np.ndarray:
 _WORD = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
-__all__ = ["Epilogue", "build", "convert", "values", "OUTPUT_FORMATS"]
+__all__ = ["Epilogue", "build", "convert", "OUTPUT_FORMATS"]

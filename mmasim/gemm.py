@@ -123,7 +123,7 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
 
     ``A`` and ``B`` may be quantized tensors (:mod:`mmasim.gemm_operands`): their words,
     their instruction or promotion scales, and their tensor scales (which multiply
-    ``alpha``: ``alpha * (ts_a * ts_b)``, binary32).  Without an epilogue the result is
+    ``alpha``: ``alpha * (ts_a * ts_b)``, binary32; they imply the epilogue).  Without an epilogue the result is
     the binary32 accumulator's f32 words (float32 values when the operands were values);
     with one, words (or values) of ``out_format``.  ``C`` may be ``None``: a zero start,
     or no source.

@@ -45,7 +45,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from . import binary32, ieee
+from . import binary32
 from .errors import GemmOptionError
 
 SPLIT_REDUCE = ("sequential", "tree")
@@ -121,7 +121,7 @@ def check(model, loop: Loop, K: int, N: int) -> None:
 
 
 def _values(model, words) -> np.ndarray:
-    return ieee.values(model.decode("d", words))
+    return binary32.values(model.d_format, words)
 
 
 def _part(ops: dict, model, t0: int, t1: int) -> dict:
@@ -168,7 +168,7 @@ def run(model, loop: Loop, ops: dict, C, rows: slice, backend=None, bar=None) ->
             words = _chain_tiles(model, ops, t0, t0 + tiles, zero_words if start is None else start, backend, bar)
             results.append(_values(model, words))
             continue
-        acc = np.zeros((M, N)) if start is None else ieee.values(model.decode("c", start))
+        acc = np.zeros((M, N)) if start is None else binary32.values(model.c_format, start)
         per = loop.promote_every // k
         for c0 in range(t0, t0 + tiles, per):
             c1 = min(c0 + per, t0 + tiles)

@@ -166,3 +166,9 @@ def test_quantized_operands_must_match_the_instruction(hopper):
     with pytest.raises(mmasim.ScaleError, match="not block-scaled"):
         mmasim.gemm(stand_in(A, "e4m3", np.zeros((64, 2), np.uint8), "ue8m0", "instruction"), B, None,
                     model=hopper)
+
+
+def test_a_missing_c_is_a_zero_start_of_the_plain_chain(hopper):
+    rng = np.random.default_rng(7)
+    A, B = e4m3_words(rng, (64, 96)), e4m3_words(rng, (96, 8))
+    assert (mmasim.gemm(A, B, None, model=hopper, backend="numpy") == chain(hopper, A, B, zeros(64, 8), 0, 3)).all()

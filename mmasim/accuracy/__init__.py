@@ -27,7 +27,7 @@ from fractions import Fraction
 import attrs
 import numpy as np
 
-from .. import epilogue
+from .. import binary32
 from ..errors import AccuracyError
 from ..exact import ulp_of
 from ..gemm import gemm, progress_bar
@@ -188,7 +188,7 @@ def _setting(model, k, m, n, dist, seed, promote_every, split_k, split_reduce, s
         if split_reduce != "sequential":
             kw["split_reduce"] = split_reduce
         d = gemm(A, B, None, model=model, backend=backend, threads=threads, progress=False, **kw)
-        vals = epilogue.values(fmt, np.asarray(d).view(_UINT[fmt.container_bits])).ravel()
+        vals = binary32.values(fmt, np.asarray(d).view(_UINT[fmt.container_bits])).ravel()
         got = [Fraction(float(v)) if math.isfinite(v) else None for v in vals]
         rows.append(statistics(K, got, exact_result(model, A, B).fractions(), fmt))
         if bar is not None:
