@@ -172,3 +172,24 @@ def test_a_missing_c_is_a_zero_start_of_the_plain_chain(hopper):
     rng = np.random.default_rng(7)
     A, B = e4m3_words(rng, (64, 96)), e4m3_words(rng, (96, 8))
     assert (mmasim.gemm(A, B, None, model=hopper, backend="numpy") == chain(hopper, A, B, zeros(64, 8), 0, 3)).all()
+
+
+def test_promotion_of_a_sparse_instruction_reads_each_chunks_metadata():
+    from gemm_compositions import near_one
+
+    m = mmasim.MMA("A100", "mma.sync.sp.m16n8k32.f32.f16.f16")
+    rng = np.random.default_rng(8)
+    M, N, K = 16, 8, 128
+    A, B = near_one(rng, (M, K), 5, 10, (13, 17), np.uint16), near_one(rng, (K, N), 5, 10, (13, 17), np.uint16)
+    sel = np.array(sorted(m.sparse_rule.selectors), np.uint64)
+    nibbles = sel[rng.integers(0, len(sel), (M, K // 32, 8))]
+    md = (nibbles << (np.arange(8, dtype=np.uint64) * np.uint64(4))).sum(axis=-1).astype(np.uint32)
+    acc = np.zeros((M, N), np.float32)
+    for c in range(2):
+        D = zeros(M, N)
+        for t in (2 * c, 2 * c + 1):
+            cut = slice(32 * t, 32 * (t + 1))
+            D = m.dot(A[:, None, cut], B[cut].T[None], D, sparse_metadata=md[:, None, t:t + 1], backend="numpy")
+        acc = (acc + f32(D)).astype(np.float32)
+    got = mmasim.gemm(A, B, None, model=m, sparse_metadata=md, promote_every=64, backend="numpy")
+    assert (got == words(acc)).all()
