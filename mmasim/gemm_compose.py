@@ -9,7 +9,7 @@ import numpy as np
 
 from . import binary32, epilogue as ep, mainloop
 from . import threads as _threads
-from .errors import DtypeError, GemmOptionError, ScaleError
+from .errors import DtypeError, GemmOptionError, ScaleError, ShapeError
 from .gemm_operands import is_quantized, operand, promotion_blocks
 from .registry import get_registry
 from .words import as_array, from_words, is_value_dtype
@@ -23,6 +23,7 @@ def requested(A, B, promote_every, split_k, psa, psb, alpha, beta, out_format, s
 
 def zero_c(model, A, B):
     """A zero C for the plain chain: words, or values when A is given as values."""
+    _matrices(np.shape(A), np.shape(B))
     shape = (np.shape(A)[0], np.shape(B)[1])
     dtype = getattr(A, "dtype", None)
     if dtype is None:
@@ -30,6 +31,11 @@ def zero_c(model, A, B):
     if is_value_dtype(np.dtype(dtype)):
         return np.zeros(shape, dtype=from_words(np.zeros(1, dtype=np.uint64), model.c_format).dtype)
     return np.zeros(shape, dtype=model.encoding.dtype)
+
+
+def _matrices(a_shape, b_shape) -> None:
+    if len(a_shape) != 2 or len(b_shape) != 2:
+        raise ShapeError(f"gemm: A must be (M, K) and B (K, N); got {tuple(a_shape)} and {tuple(b_shape)}")
 
 
 def _count(value, what: str, default: int | None):
@@ -74,9 +80,8 @@ def gemm(model, A, B, C, *, scale_a, scale_b, sparse_metadata, promote_every, sp
         psa, psb = qa.promotion, qb.promotion
     if sparse_metadata is not None and dp.sparse:
         sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
+    _matrices(qa.words.shape, qb.words.shape)
     M, K, N = qa.words.shape[0], qa.words.shape[-1], qb.words.shape[-1]
-    if qa.words.ndim != 2 or qb.words.ndim != 2:
-        raise GemmOptionError(f"gemm: A and B must be matrices; got {qa.words.shape} and {qb.words.shape}")
 
     ts = [q.tensor_scale for q in (qa, qb) if q.tensor_scale is not None]
     epi = ep.build(formats, alpha, beta, out_format, saturate)
