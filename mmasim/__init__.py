@@ -7,11 +7,13 @@
 """
 
 from .errors import (
+    AccuracyError,
     AmbiguousInstruction,
     BlockShapeError,
     CopyMismatch,
     DtypeError,
     FormatRangeError,
+    GemmOptionError,
     MMAError,
     NonFiniteError,
     OperandError,
@@ -33,6 +35,7 @@ from .errors import (
     WordSyntaxError,
 )
 from .gemm import gemm
+from .accuracy import accuracy
 from .lookup import resolve, resolve_arch
 from .model import Model
 from .plugins import hookimpl, register, unregister
@@ -103,10 +106,11 @@ def layouts(arch: str | None = None) -> list:
 
 
 __all__ = [
-    "MMA", "Model", "gemm", "quantize", "Quantized", "quantize_schemes", "architectures", "aliases", "instructions", "datapaths", "layouts",
-    "register", "unregister", "hookimpl",
+    "MMA", "Model", "gemm", "accuracy", "quantize", "Quantized", "quantize_schemes", "architectures", "aliases",
+    "instructions", "datapaths", "layouts", "register", "unregister", "hookimpl",
     "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier", "QualifierValueError",
     "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError", "WordSyntaxError",
-    "ScaleError", "SparseMetadataError", "CopyMismatch", "TableError", "ThreadCountError", "PluginError", "PluginConflict",
+    "ScaleError", "SparseMetadataError", "GemmOptionError", "AccuracyError", "CopyMismatch", "TableError",
+    "ThreadCountError", "PluginError", "PluginConflict",
     "QuantizeError", "UnknownScheme", "BlockShapeError", "NonFiniteError", "FormatRangeError",
 ]

@@ -299,6 +299,26 @@ def cmd_compare(args, parser) -> int:
     return 0
 
 
+def _plot(draw, results, args) -> int:
+    """``draw(results, args.plot)`` when ``--plot`` was given; exit status 1 without matplotlib."""
+    if args.plot:
+        try:
+            draw(results, args.plot)
+        except ImportError as exc:
+            print(f"mmasim: error: {one_line(exc)}; no plot written", file=sys.stderr)
+            return 1
+        if not args.json:
+            print(f"plot written to {safe(str(args.plot))}")
+    return 0
+
+
+def cmd_accuracy(args, parser) -> int:
+    from .accuracy import cli as accuracy_cli
+    from .accuracy.plot import plot
+
+    return _plot(plot, accuracy_cli.run(args, _qualifiers(args), parser), args)
+
+
 def cmd_characterize(args) -> int:
     from . import characterize as char
     model = MMA(args.arch, args.instruction, **_qualifiers(args))
@@ -514,6 +534,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_json(s)
     s.set_defaults(func=cmd_compare)
 
+    from .accuracy import cli as accuracy_cli
+
+    s = accuracy_cli.add_parser(sub, add_qualifiers, add_json, _plot_path, _count)
+    s.set_defaults(func=cmd_accuracy)
+
     s = sub.add_parser(
         "layout", help="which lane and register hold each element of an operand (text table or picture)",
         description="The fragment map of an operand as the ISA figures draw it: the matrix, each cell naming "
@@ -624,8 +649,8 @@ def main(argv=None) -> int:
     args = None
     try:
         args = parser.parse_args(argv)
-        if args.func is cmd_compare:
-            return cmd_compare(args, parser._subparsers._group_actions[0].choices["compare"])
+        if args.func in (cmd_compare, cmd_accuracy):
+            return args.func(args, parser._subparsers._group_actions[0].choices[args.command])
         return args.func(args)
     except _UsageError as exc:
         return _error(args, argv, 2, "usage", exc, exc.prog)

@@ -55,6 +55,17 @@ class SparseMetadataError(OperandError):
     """Sparse metadata is missing, has the wrong shape, or holds an illegal selector."""
 
 
+class GemmOptionError(OperandError):
+    """A GEMM composition option (``promote_every``, ``split_k``, ``split_reduce``, ``alpha``,
+    ``beta``, ``out_format``, ``saturate``, promotion scales) that does not fit the operands or
+    the instruction."""
+
+
+class AccuracyError(MMAError, ValueError):
+    """An accuracy study that cannot run: an unknown input distribution, an input format with no
+    cast, a scheme without :mod:`mmasim.quantize`, inputs whose exact result is not a number."""
+
+
 class CopyMismatch(OperandError):
     """A Tensor Memory image whose duplicated lane groups (a layout's ``copies``) hold different words."""
 

@@ -15,9 +15,11 @@ import threading
 import numpy as np
 
 from . import dask_gemm
-from .errors import OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
+from . import gemm_compose as compose
+from .errors import GemmOptionError, OperandError, ScaleError, ShapeError, SparseMetadataError, UnsupportedDatapath
+from .mainloop import chain
 from .model import Model, matrices, matrix_shapes
-from .progress import bar as progress_bar
+from .progress import bar as _tqdm_bar
 from .tensors import accepts_tensors
 from . import threads as _threads
 from .threads import check as check_threads
@@ -53,18 +55,19 @@ def _order(k_order, tiles: int):
     return order
 
 
-def _bar(progress, tiles: int, desc: str):
+def progress_bar(progress, tiles: int, desc: str, unit: str = " K tile"):
     """A tqdm bar on stderr, or ``None``: ``progress=True`` always, ``False`` never,
     ``None`` only on a terminal and only once the work has run :data:`PROGRESS_DELAY` s."""
     if progress is not None and not isinstance(progress, (bool, np.bool_)):
         raise OperandError(f"gemm: progress must be None (automatic), True or False, not {progress!r}")
-    return progress_bar(tiles, desc, " K tile", None if progress is None else bool(progress), PROGRESS_DELAY)
+    return _tqdm_bar(tiles, desc, unit, None if progress is None else bool(progress), PROGRESS_DELAY)
 
 
 @accepts_tensors
-def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=None, scale_b=None,
-         sparse_metadata=None, backend=None, progress=None, model: Model | None = None, threads=None,
-         **qualifiers):
+def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_a=None, scale_b=None,
+         sparse_metadata=None, promote_every=None, split_k=None, split_reduce="sequential",
+         promotion_scale_a=None, promotion_scale_b=None, alpha=None, beta=None, out_format=None, saturate=None,
+         backend=None, progress=None, model: Model | None = None, threads=None, **qualifiers):
     """``A @ B + C`` as ``instruction`` on ``arch`` computes it, K tile after K tile.
 
     ``A``: ``(M, K)``, ``B``: ``(K, N)``, ``C``: ``(M, N)``, all container words
@@ -87,8 +90,47 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
     Dask arrays in (any operand): a dask array out, a graph of one task per
     ``(M, N)`` block, each chaining its K tiles as above (:mod:`mmasim.dask_gemm`;
     ``threads`` then defaults to 1 per task).
+
+    The GEMM a kernel runs (docs/user-guide.md, "Whole GEMMs"), composable:
+
+    * ``promote_every=P``: K in chunks of P elements (a multiple of the instruction's
+      K), each chained from a zero accumulator and added into a binary32 accumulator
+      that starts at C (:mod:`mmasim.mainloop`); ``promotion_scale_a`` ``(M, K / bk)``
+      and ``promotion_scale_b`` ``(K / bk, N / bn)``: float32 scales applied at
+      promotion (``acc = fma(partial, sa * sb, acc)``);
+    * ``split_k=S``, ``split_reduce="sequential"`` or ``"tree"``: S slices of K, the
+      first from C, reduced in binary32;
+    * an epilogue (any of ``alpha``, ``beta``, ``out_format``, ``saturate``):
+      ``D = convert(alpha * acc + beta * C)`` as CUTLASS's linear combination computes
+      it (:mod:`mmasim.epilogue`): the K loop then starts from zero, C is the source,
+      in ``out_format`` (``"f32"`` (default), ``"f16"``, ``"bf16"``, ``"e4m3"``,
+      ``"e5m2"``), and ``beta`` must be given with C.
+
+    ``A`` and ``B`` may be quantized tensors (:mod:`mmasim.gemm_operands`): their words,
+    their instruction or promotion scales, and their tensor scales (which multiply
+    ``alpha``: ``alpha * (ts_a * ts_b)``, binary32; they imply the epilogue).  Without an epilogue the result is
+    the binary32 accumulator's f32 words (float32 values when the operands were values);
+    with one, words (or values) of ``out_format``.  ``C`` may be ``None``: a zero start,
+    or no source.
     """
     model = _model(model, arch, instruction, qualifiers)
+    composed = compose.requested(A, B, promote_every, split_k, promotion_scale_a, promotion_scale_b,
+                                 alpha, beta, out_format, saturate) or split_reduce != "sequential"
+    if composed:
+        if dask_gemm.any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
+            raise GemmOptionError("gemm on dask arrays chains the instruction only: promotion, split-K, the "
+                                  "epilogue and quantized operands need numpy arrays")
+        if not (isinstance(k_order, str) and k_order == "forward"):
+            raise GemmOptionError("gemm: k_order applies to the plain chain; with promotion, split-K or an "
+                                  f"epilogue the K tiles run forward (got k_order={k_order!r})")
+        return compose.gemm(model, A, B, C, scale_a=scale_a, scale_b=scale_b, sparse_metadata=sparse_metadata,
+                            promote_every=promote_every, split_k=split_k, split_reduce=split_reduce,
+                            promotion_scale_a=promotion_scale_a, promotion_scale_b=promotion_scale_b,
+                            alpha=alpha, beta=beta, out_format=out_format, saturate=saturate,
+                            backend=backend, progress=progress, threads=threads,
+                            check=check, bar=progress_bar, by_rows=by_rows)
+    if C is None:
+        C = compose.zero_c(model, A, B)
     if dask_gemm.any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
         return dask_gemm.gemm(model, A, B, C, k_order=k_order, scale_a=scale_a, scale_b=scale_b,
                               sparse_metadata=sparse_metadata, backend=backend, progress=progress, threads=threads,
@@ -104,11 +146,11 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
     if model.datapath.sparse:       # checked whole, in the order the tiles run: an error names row and K tile
         tiles = np.swapaxes(sparse_metadata.reshape(M, len(order), -1)[:, list(order)], 0, 1)
         model._metadata(tiles, lambda at: f"row {at[1]}, K tile {order[at[0]]} of sparse_metadata")
-    bar = _bar(progress, len(order), f"mmasim.gemm {M}x{N}x{K}")
+    bar = progress_bar(progress, len(order), f"mmasim.gemm {M}x{N}x{K}")
     try:
         nworkers = _threads.workers(threads, M, K * N)
         if nworkers <= 1:
-            return _chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar)
+            return chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar)
         # an error is raised as one thread raises it (threads.run computes again on one thread)
         return _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M)
     finally:
@@ -116,49 +158,35 @@ def gemm(A, B, C, arch=None, instruction=None, *, k_order="forward", scale_a=Non
             bar.close()
 
 
-def _chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar):
-    """D of rows of A and C against B: the instruction chained over the K tiles in ``order``
-    (each tile's matrix form on ``threads``); ``bar`` advanced by one per tile."""
-    dp = model.datapath
-    k = dp.k
-    nwords = model.sparse_rule.words(k) if dp.sparse else 0
-    per_tile = k // dp.block if dp.scale else 0
-    D = C
-    for t in order:
-        cut = slice(t * k, (t + 1) * k)
-        kw = {}
-        if dp.scale:
-            blocks = slice(t * per_tile, (t + 1) * per_tile)
-            kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
-        if dp.sparse:
-            kw["sparse_metadata"] = sparse_metadata[:, t * nwords:(t + 1) * nwords]
-        D = model._matrix(A[:, cut], B[cut, :], D, backend=backend, threads=threads, **kw)
-        if bar is not None:
-            bar.update(1)
-    return D
-
-
 def _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M):
-    """:func:`_chain` on blocks of rows, on ``nworkers`` threads: each block chains every K
-    tile (one hand-off per block, not one per tile); the blocks stacked in row order."""
+    """:func:`~mmasim.mainloop.chain` on blocks of rows, on ``nworkers`` threads."""
+    def block(rows):
+        return chain(model, A[rows], B, C[rows], order, None if scale_a is None else scale_a[rows], scale_b,
+                     None if sparse_metadata is None else sparse_metadata[rows], backend, 1, None)
+
+    def warm():     # the first K tile of one row: compiles the kernel and fills the caches once
+        chain(model, A[:1], B, C[:1], order[:1], None if scale_a is None else scale_a[:1], scale_b,
+              None if sparse_metadata is None else sparse_metadata[:1], backend, 1, None)
+
+    return by_rows(M, A.shape[1] * B.shape[1], block, nworkers, bar, len(order), warm)
+
+
+def by_rows(M: int, per_row: int, block, nworkers: int, bar, tiles: int, warm=None):
+    """``block(rows)`` on blocks of rows, on ``nworkers`` threads: each block does all of its
+    work (one hand-off per block, not one per K tile); the blocks stacked in row order.
+    ``bar`` is advanced by ``tiles`` per row's worth of work, in whole steps."""
     done, lock, rows_done = {}, threading.Lock(), [0]
 
     def work(s, e):
-        rows = slice(s, e)
-        d = _chain(model, A[rows], B, C[rows], order, None if scale_a is None else scale_a[rows], scale_b,
-                   None if sparse_metadata is None else sparse_metadata[rows], backend, 1, None)
+        d = block(slice(s, e))
         with lock:
             done[s] = d
             if bar is not None:     # whole K tiles' worth of rows done, in whole steps
-                before = len(order) * rows_done[0] // M
+                before = tiles * rows_done[0] // M
                 rows_done[0] += e - s
-                bar.update(len(order) * rows_done[0] // M - before)
+                bar.update(tiles * rows_done[0] // M - before)
 
-    def warm():     # the first K tile of one row: compiles the kernel and fills the caches once
-        _chain(model, A[:1], B, C[:1], order[:1], None if scale_a is None else scale_a[:1], scale_b,
-               None if sparse_metadata is None else sparse_metadata[:1], backend, 1, None)
-
-    _threads.run(M, M, work, nworkers, A.shape[1] * B.shape[1], warm=warm, per_thread=GEMM_CHUNKS_PER_THREAD)
+    _threads.run(M, M, work, nworkers, per_row, warm=warm, per_thread=GEMM_CHUNKS_PER_THREAD)
     return np.concatenate([done[s] for s in sorted(done)], axis=0)
 
 

@@ -193,3 +193,29 @@ def test_hostile_run_special_words(folder, dp, a, b, c, flags):
     rc, out, err = _check(["run", arch, instruction, "--a", " ".join(a[:k]), "--b", ",".join(b[:k]), "--c", c,
                            *flags], folder)
     assert rc == 0, err
+
+
+ACCURACY_INSTRS = ["wgmma.mma_async.k32.f32.e4m3.e4m3", "tcgen05.mma.kind::f8f6f4.f32.e4m3.e4m3",
+                   "m16n8k16.f32.f16.f16.f32", "tcgen05.kind::mxf4nvf4.4X", "m8n8k4.f64.f64.f64.f64",
+                   "m16n8k32.s32.s8.s8.s32", "m16n8k8.f32.tf32.tf32.f32"]
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.sampled_from(["H100", "B200", "A100"]), st.sampled_from(ACCURACY_INSTRS), arch, instr),
+                max_size=4),
+       _maybe(st.lists(st.tuples(st.sampled_from(["--promote-every", "--split-k", "--split-reduce", "--dist",
+                                                  "--scheme", "--seed", "--plot", "--m"]),
+                                 numberish | st.sampled_from(["none,32", "32", "48", "tree", "normal", "cauchy",
+                                                              "{tmp}/a.png", "{tmp}/nope/a.png", "{tmp}/a"]))
+                       .map(list), min_size=1, max_size=2).map(lambda xs: sum(xs, []))),
+       st.sampled_from(["32", "64", "0", "x", "32,64", "", "-32", "32,,"]),
+       _maybe(qualifier_flags), _maybe(stray))
+def test_hostile_accuracy(folder, pairs, opts, k, q, extra):
+    tmp = str(folder / "plots")
+    os.makedirs(tmp, exist_ok=True)
+    opts = [o.replace("{tmp}", tmp) for o in opts]
+    for i, o in enumerate(opts[:-1]):       # a valid --m stays small (this test must take seconds)
+        if o == "--m" and opts[i + 1].strip().isdigit() and int(opts[i + 1]) > 128:
+            opts[i + 1] = "64"
+    with mock.patch.dict(os.environ, {"MMASIM_BACKEND": "numpy"}):
+        _check(["accuracy", *pairs, *opts, *q, *extra, "--n", "8", "-q", "--k", k], folder)

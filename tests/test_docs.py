@@ -218,7 +218,7 @@ def test_json_output_schemas_are_documented(tmp_path, capsys, monkeypatch):
 
     documented = _documented_schemas()
     assert set(documented) == {f"mmasim.{c}/1" for c in ("list", "explain", "run", "compare", "validate", "plugins",
-                                                         "layout", "harness-generate", "harness-run", "error")}
+                                                         "layout", "harness-generate", "harness-run", "error", "accuracy")}
     # harness run on the simulator of the placed registers (no GPU needed)
     monkeypatch.setattr(hrun, "CudaDevice", lambda: hrun.SimulatedDevice("simulated GPU", "8.0"))
     good = ROOT / "vectors" / "hardware" / "blackwell" / "tf32-probe-ladder.hardware.npz"
@@ -236,6 +236,8 @@ def test_json_output_schemas_are_documented(tmp_path, capsys, monkeypatch):
         "harness-run": ["harness", "run", "Ampere", "mma.sync.m16n8k8.f32.tf32.tf32", "mma.sync.m16n8k32.s32.s8.s8",
                         "--probes", "--cases", "1", "--out", str(tmp_path / "v")],
         "error": ["run", "B200", "nope", "--a", "0", "--b", "0", "--c", "0"],
+        "accuracy": ["accuracy", "H100", "wgmma.mma_async.k32.f32.e4m3.e4m3", "--k", "32", "--n", "8",
+                     "--promote-every", "32"],
     }
 
     open_maps = ("parameters", "by_kind", "device")   # keys depend on the datapath / the generators / the device
@@ -269,3 +271,25 @@ def test_plugins_json_example_is_a_real_record(capsys):
     assert main(["plugins", "--json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["plugins"]}
     assert rows[example["name"]] == example
+
+
+def test_accuracy_page_commands_print_what_it_shows(tmp_path):
+    """docs/accuracy.md: each ``sh`` block is one command followed by a ``text`` block with
+    what it prints; each runs as written (in a scratch folder, so the figure lands there)
+    and prints exactly that."""
+    text = (DOCS / "accuracy.md").read_text(encoding="utf-8")
+    blocks = _blocks(text)
+    pairs = [(cmd.strip(), out) for (lang, cmd), (nxt, out) in zip(blocks, blocks[1:])
+             if lang == "sh" and nxt == "text"]
+    assert len(pairs) == sum(1 for lang, _ in blocks if lang == "sh") >= 3
+    (tmp_path / "docs").mkdir()
+    env = _env(PATH=os.pathsep.join([str(pathlib.Path(sys.executable).parent), os.environ.get("PATH", "")]),
+               MMASIM_BACKEND="numpy")
+    for cmd, shown in pairs:
+        assert cmd.startswith("mmasim accuracy ") and "\n" not in cmd
+        r = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
+        assert r.returncode == 0, (cmd, r.stderr[-2000:])
+        assert r.stdout == shown, cmd
+    for figure in re.findall(r"!\[[^]]*\]\(([^)]+)\)", text):
+        assert (DOCS / figure).stat().st_size > 10000, figure          # the committed figure
+        assert (tmp_path / "docs" / figure).stat().st_size > 10000, figure   # and the one the command drew

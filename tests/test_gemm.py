@@ -4,16 +4,14 @@ import numpy as np
 import pytest
 
 import mmasim
+from gemm_compositions import near_one
 from helpers import f16, f32
 
 AMPERE = ("Ampere", "m16n8k16.f32.f16.f16.f32")
 
 
 def _near_one_f16(rng, shape):
-    e = rng.integers(13, 17, size=shape)
-    f = rng.integers(0, 1024, size=shape)
-    s = rng.integers(0, 2, size=shape)
-    return ((s << 15) | (e << 10) | f).astype(np.uint16)
+    return near_one(rng, shape, 5, 10, (13, 17), np.uint16)
 
 
 def test_k_tiles_chain_like_manual_dot_calls():
