@@ -1,0 +1,17 @@
+"""torch layers and models through bit-exact GEMMs (docs/torch.md).
+
+- :class:`Emulation`, :func:`preset`, :func:`presets`: the instruction and settings of the
+  GEMMs of a layer (forward, input and weight gradient);
+- :func:`matmul`: one emulated GEMM on float numpy matrices;
+- :func:`linear`: ``torch.nn.functional.linear`` with autograd, every GEMM emulated;
+- :func:`emulate`: a context manager routing every ``nn.Linear`` of a model through it.
+
+May import: the public mmasim API (``gemm``, ``quantize``, models, words). torch is imported
+only when a function that needs it runs.
+"""
+
+from .emulation import PRESETS, Emulation, preset, presets
+from .linear import emulate, linear
+from .matmul import matmul
+
+__all__ = ["Emulation", "PRESETS", "preset", "presets", "matmul", "linear", "emulate"]
