@@ -137,3 +137,18 @@ def test_bad_emulation_and_tensors_are_refused():
         mt.linear(torch.ones(2, 2).to_sparse(), torch.ones(2, 2), emulation=A100)
     with pytest.raises(mmasim.MMAError, match="meta"):
         mt.linear(torch.ones(2, 2, device="meta"), torch.ones(2, 2), emulation=A100)
+
+
+@pytest.mark.parametrize("name", ["H100-fp8-deepseek", "B200-mxfp8", "B200-nvfp4"])
+def test_scheme_presets_are_quantize_and_gemm_called_directly(name):
+    em = mt.preset(name)
+    m = em.model()
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((128, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 128)).astype(np.float32)
+    qa = mmasim.quantize(a, em.scheme, axis=-1)
+    qb = mmasim.quantize(b, em.scheme, axis=0)
+    kw = {"promote_every": em.promote_every} if em.promote_every else {}
+    d = np.asarray(mmasim.gemm(qa, qb, None, model=m, **kw))
+    want = d.view(np.float32) if d.dtype == np.uint32 else d.astype(np.float32)
+    assert np.array_equal(mt.matmul(a, b, em), want)

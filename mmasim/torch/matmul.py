@@ -2,7 +2,7 @@
 
 Floats become words (a cast, per-tensor FP8 scaling, or a ``mmasim.quantize`` scheme), the
 matrices are padded with zeros to whole instruction tiles (zero rows, columns and K elements,
-as a kernel pads a partial tile), :func:`mmasim.gemm` computes D from a zero C, and D's words
+as a kernel pads a partial tile), :func:`mmasim.gemm` computes D from a zero start (C = None), and D's words
 become float32 values (scaled back in binary32 for per-tensor scaling, rounded to the output
 format where one is named).  numpy in, numpy out; :mod:`mmasim.torch.linear` wraps it for torch.
 """
@@ -97,14 +97,13 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None) -> np
     ap, bp = _pad(a, Mp, Kp), _pad(b, Kp, Np)
     qa, sa = _operand(ap, model.a_format, em, axis=-1)
     qb, sb = _operand(bp, model.b_format, em, axis=0)
-    c = np.zeros((Mp, Np), dtype=np.uint64 if model.c_format.container_bits > 32 else np.uint32)
     kwargs = {}
     if em.promote_every:
         kwargs["promote_every"] = em.promote_every
     if em.split_k:
         kwargs["split_k"] = em.split_k
         kwargs["split_reduce"] = em.split_reduce
-    d = gemm(qa, qb, c, model=model, progress=progress, threads=threads, backend=backend, **kwargs)
+    d = gemm(qa, qb, None, model=model, progress=progress, threads=threads, backend=backend, **kwargs)
     d = np.asarray(d)
     if d.dtype.kind in "ui":        # D's words, or binary32 words where gemm accumulates in f32
         fmt = model.d_format if d.dtype.itemsize * 8 == model.d_format.container_bits else _f32()
