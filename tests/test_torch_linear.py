@@ -147,7 +147,9 @@ def test_scheme_presets_are_quantize_and_gemm_called_directly(name):
     a = rng.standard_normal((128, 256)).astype(np.float32)
     b = rng.standard_normal((256, 128)).astype(np.float32)
     qa = mmasim.quantize(a, em.scheme, axis=-1)
-    qb = mmasim.quantize(b, em.scheme, axis=0)
+    qb = mmasim.quantize(b, em.scheme, axis=0, **({"tile": em.b_tile} if em.b_tile else {}))
+    if name == "H100-fp8-deepseek":
+        assert qb.scales.shape == (2, 1)                 # 128 x 128 weight blocks
     kw = {"promote_every": em.promote_every} if em.promote_every else {}
     d = np.asarray(mmasim.gemm(qa, qb, None, model=m, **kw))
     want = d.view(np.float32) if d.dtype == np.uint32 else d.astype(np.float32)

@@ -46,6 +46,8 @@ class Emulation:
       (``mmasim.quantize`` with ``scheme``: OCP MX, NVFP4, DeepSeek FP8; block scales go to the
       instruction or, for DeepSeek, are applied at promotion by :func:`mmasim.gemm`).
     - ``promote_every``, ``split_k``, ``split_reduce``: passed to :func:`mmasim.gemm`.
+    - ``b_tile``: the tile of B's scales for ``deepseek_fp8`` (``(128, 128)``: DeepSeek's weight
+      blocks; ``None``: the scheme's default, 128 x 1 groups along K, as for activations).
     - ``output``: ``None`` (the float32 values of D) or a format key (``"bf16"``, ``"f16"``)
       that D is rounded to (RNE) before it becomes float32 again.
     """
@@ -59,6 +61,7 @@ class Emulation:
     split_k: int | None = attrs.field(default=None, validator=_positive_or_none)
     split_reduce: str = "sequential"
     output: str | None = None
+    b_tile: tuple | None = attrs.field(default=None, converter=lambda t: None if t is None else tuple(t))
     qualifiers: tuple = attrs.field(default=(), converter=lambda q: tuple(sorted(dict(q).items())))
     dgrad: "Emulation | None" = attrs.field(default=None, validator=_optional_emulation)
     wgrad: "Emulation | None" = attrs.field(default=None, validator=_optional_emulation)
@@ -103,9 +106,11 @@ def _presets() -> dict:
             description="H100 FP8 with per-tensor scaling (Transformer Engine's HYBRID recipe: e4m3 forward, "
                         "e5m2 gradients), wgmma fp8 accumulating the whole K in its F = 13 window chain, no promotion"),
         "H100-fp8-deepseek": Emulation(
-            "H100", h100_e4m3, scaling="scheme", scheme="deepseek_fp8", promote_every=128,
+            "H100", h100_e4m3, scaling="scheme", scheme="deepseek_fp8", promote_every=128, b_tile=(128, 128),
+            wgrad=Emulation("H100", h100_e4m3, scaling="scheme", scheme="deepseek_fp8", promote_every=128),
             description="H100 FP8 as DeepSeek-V3 / DeepGEMM run it: e4m3 with 1x128 activation and 128x128 weight "
-                        "scales, the tensor-core partial sums promoted to f32 every 128 elements of K"),
+                        "scales (the weight gradient's operands both in 1x128 groups), the tensor-core partial sums "
+                        "promoted to f32 every 128 elements of K"),
         "B200-mxfp8": Emulation(
             "B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.f32.e4m3.e4m3.ue8m0", scaling="scheme",
             scheme="mxfp8_e4m3",

@@ -66,7 +66,8 @@ def _operand(x: np.ndarray, fmt, em, axis: int):
     """(words or Quantized, binary32 decode scale to multiply D by) of one operand."""
     from .. import quantize
     if em.scaling == "scheme":      # block and tensor scales travel with the operand into gemm
-        return quantize(x, em.scheme, axis=axis), np.float32(1)
+        tile = em.b_tile if axis == 0 and em.b_tile else None
+        return quantize(x, em.scheme, axis=axis, **({"tile": tile} if tile else {})), np.float32(1)
     if em.scaling == "tensor":
         s = _tensor_scale(x, fmt)
         with np.errstate(over="ignore"):
