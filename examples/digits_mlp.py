@@ -46,7 +46,7 @@ def train(emulation, epochs: int, batch: int = 128, seed: int = 0, steps: int | 
 
     (xtr, ytr), (xte, yte) = data(seed)
     net = model(seed)
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.5)
     rng = np.random.default_rng(seed)
     losses, accs = [], []
     xte_t, yte_t = torch.from_numpy(xte), torch.from_numpy(yte)
@@ -95,14 +95,20 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             losses, accs, _ = train(name, args.epochs, progress=bar)
             runs[name or "FP32 (torch)"] = (losses, accs, time.perf_counter() - t0)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for label, (losses, accs, _) in runs.items():
-        ax1.plot(np.arange(1, len(losses) + 1), losses, label=label, lw=1.2)
-        ax2.plot(np.arange(1, len(accs) + 1), np.array(accs) * 100, marker="o", label=label, lw=1.2)
+    fig, (ax1, ax3, ax2) = plt.subplots(1, 3, figsize=(15, 4.4))
+    base = np.array(runs["FP32 (torch)"][0])
+    for i, (label, (losses, accs, _)) in enumerate(runs.items()):
+        color = f"C{i}"
+        steps = np.arange(1, len(losses) + 1)
+        ax1.plot(steps, losses, label=label, lw=1.2, color=color)
+        if i:
+            ax3.plot(steps, np.maximum(np.abs(np.array(losses) - base), 1e-9), label=label, lw=1.0, color=color)
+        ax2.plot(np.arange(1, len(accs) + 1), np.array(accs) * 100, marker="o", label=label, lw=1.2, color=color)
     ax1.set(xlabel="step", ylabel="training loss (cross-entropy)", yscale="log", title="Loss")
+    ax3.set(xlabel="step", ylabel="|loss - FP32 loss|", yscale="log", title="How far each run is from FP32")
     ax2.set(xlabel="epoch", ylabel="test accuracy (%)", title="Accuracy (360 held-out digits)")
-    ax1.grid(alpha=0.3)
-    ax2.grid(alpha=0.3)
+    for ax in (ax1, ax2, ax3):
+        ax.grid(alpha=0.3)
     ax2.legend(fontsize=8, loc="lower right")
     fig.suptitle("MLP 64-64-10 on scikit-learn digits: every GEMM emulated bit for bit by mmasim")
     fig.tight_layout()
