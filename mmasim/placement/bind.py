@@ -40,15 +40,24 @@ def _shape(model, operand):
                      f"(e.g. m{ms[0] if ms else 64}n{ns[0] if ns else 8}k{model.k})")
 
 
-def _format_bits(model, operand):
-    """(format name, container bits) of ``operand``'s elements."""
+def _format_bits(dp, formats, operand):
+    """(format name, container bits) of ``operand``'s elements in datapath ``dp``."""
     if operand == "sparse_metadata":
         return "4-bit selector", 4
-    if operand in ("c", "d") and model.datapath.op == "tcgen05.mma":
+    fmt = formats[dp.scale if operand in ("scale_a", "scale_b") else getattr(dp, operand)]
+    if operand in ("c", "d") and dp.op == "tcgen05.mma":
         # one element per 32-bit TMEM word, not packed (PTX §9.7.16.10.4.1; mmasim.placement.tcgen05_warp)
-        return model.format_of(operand).name, 32
-    fmt = model.format_of("scale" if operand in ("scale_a", "scale_b") else operand)
+        return fmt.name, 32
     return fmt.name, fmt.container_bits
+
+
+def rule_key(dp, formats, operand: str, M, N, alayout: str = "row", blayout: str = "col") -> dict:
+    """What :meth:`FragmentRule.matches` reads of ``operand`` of datapath ``dp`` at shape
+    ``M x N`` (``formats``: the registry's formats): the one description of an instruction's
+    operand that every layout look-up and the registry's layout claims use."""
+    return dict(op=dp.op, m=M, n=N, k=dp.k, operand=operand, bits=_format_bits(dp, formats, operand)[1],
+                arch=dp.arch, kind=dp.kind, a_type=dp.a, a_bits=formats[dp.a].container_bits, alayout=alayout,
+                blayout=blayout, sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
 
 
 def _matrix_shape(model, operand, M, N):
@@ -94,10 +103,8 @@ def layout(model, operand: str, alayout: str = "row", blayout: str = "col", byte
     if operand == "sparse_metadata" and not dp.sparse:
         raise UnsupportedDatapath(f"{model.instruction} is dense: it has no sparse_metadata operand")
     M, N = _shape(model, operand)
-    fname, bits = _format_bits(model, operand)
-    key = dict(op=dp.op, m=M, n=N, k=dp.k, operand=operand, bits=bits, arch=model.arch, kind=dp.kind,
-               a_type=dp.a, a_bits=model.a_format.container_bits, alayout=alayout, blayout=blayout,
-               sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
+    fname, bits = _format_bits(dp, model._reg.formats, operand)
+    key = rule_key(dp, model._reg.formats, operand, M, N, alayout, blayout)
     rules = [r for r in model._reg.layouts.values() if isinstance(r, FragmentRule) and r.matches(**key)]
     if not rules:
         raise UnsupportedDatapath(
