@@ -45,6 +45,11 @@ class SparseMetadataError(OperandError):
     """Sparse metadata is missing, has the wrong shape, or holds an illegal selector."""
 
 
+class UnknownOption(OperandError, TypeError):
+    """A keyword argument a layout call (``layout``, ``fragments``, ``unfragment``, ``warp``) does
+    not take (a ``TypeError`` too, as Python's own unknown keywords)."""
+
+
 class CopyMismatch(OperandError):
     """A Tensor Memory image whose duplicated lane groups (a layout's ``copies``) hold different words."""
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import sparse as _sparse
-from ..errors import OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
+from ..errors import (OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnknownOption,
+                      UnsupportedDatapath)
 from .expr import SELECTORS
 from .fragment import OPERANDS, FragmentRule
 from .tcgen05_scales import replicate, unpack_scale
@@ -78,14 +79,16 @@ def _matrix_shape(model, operand, M, N):
 
 
 def layout(model, operand: str, alayout: str = "row", blayout: str = "col", byte_id: int = 0, thread_id: int = 0,
-           selector: int = 0, lane_alignment: int = 0):
+           selector: int = 0, lane_alignment: int = 0, **unknown):
     """The :class:`~mmasim.placement.fragment.Fragment` of ``operand`` of ``model``.
 
     ``byte_id`` / ``thread_id``: the ``{byte-id, thread-id}`` selector of ``scale_a`` /
     ``scale_b`` (block-scaled ``mma.sync``); ``selector``: the sparsity selector of
     ``sparse_metadata`` (``mma.sp``); ``lane_alignment``: 0 or 16, where the half-data-path
     tcgen05 layouts C and F start within each 32-lane sub-partition (PTX §9.7.16.10.5).  Each
-    defaults to 0 and must be a value the ISA allows."""
+    defaults to 0 and must be a value the ISA allows.  Any other keyword is an
+    :class:`~mmasim.errors.UnknownOption`."""
+    _options(unknown)
     if operand not in OPERANDS:
         raise OperandError(f"operand must be one of {', '.join(OPERANDS)}; got {operand!r}")
     for name, v in (("alayout", alayout), ("blayout", blayout)):
@@ -131,12 +134,13 @@ def layout(model, operand: str, alayout: str = "row", blayout: str = "col", byte
                      **{k: v for k, v in selectors.items() if k in rule.selectors})
 
 
-def _options(options):
-    """Check the keyword options a layout takes (alayout, blayout and the selectors)."""
+def _options(options, also=()):
+    """Check the keyword options a layout takes (alayout, blayout and the selectors; ``also``:
+    the caller's own keywords, for the message)."""
     bad = [k for k in options if k not in ("alayout", "blayout") + SELECTORS]
     if bad:
-        raise OperandError(f"unknown layout option(s) {', '.join(bad)} (known: alayout, blayout, "
-                           + ", ".join(SELECTORS) + ")")
+        raise UnknownOption(f"unknown keyword(s) {', '.join(map(repr, bad))} (known: "
+                            + ", ".join(("alayout", "blayout") + SELECTORS + tuple(also)) + ")")
     return options
 
 
