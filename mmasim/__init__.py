@@ -94,7 +94,7 @@ def layouts(arch: str | None = None) -> list:
 __all__ = [
     "MMA", "Model", "gemm", "architectures", "aliases", "instructions", "datapaths", "layouts",
     "register", "unregister", "hookimpl",
-    "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier", "UnknownOption",
-    "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",
+    "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier",
+    "UnknownOption", "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError",
     "ScaleError", "SparseMetadataError", "CopyMismatch", "TableError", "ThreadCountError", "PluginError", "PluginConflict",
 ]

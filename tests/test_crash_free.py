@@ -95,6 +95,7 @@ def test_dropin_block_scale_takes_torch_scales_of_other_dtypes():
 
 
 # ------------------------------------------------------------------ tensors without plain elements
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")
 def test_meta_sparse_and_quantized_tensors_are_refused_naming_the_operand():
     torch = pytest.importorskip("torch")
     m = mmasim.MMA("A100", AMPERE)

@@ -13,6 +13,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_layout_plugins import SYNC_TABLE
 
 import mmasim
 from mmasim import cli
@@ -90,25 +91,8 @@ def test_build_script_is_one_command_or_one_comment_per_line(tmp_path):
 
 
 def test_plugin_architecture_whose_name_would_break_a_source_is_refused(tmp_path):
-    table = """
-[architecture]
-name = 'Quote"Arch'
-vendor = "Example"
-
-[[datapath]]
-op = "mma.sync"
-a = "f16"
-b = "f16"
-c = "f32"
-d = "f32"
-m = [16]
-n = [8]
-k = 8
-accumulator = "window"
-params = { F = 24, zeros = -132 }
-rounding = "rz-f32"
-status = { kind = "assumed", evidence = "test" }
-"""
+    table = SYNC_TABLE.replace('name = "SyncToy"', "name = 'Quote\"Arch'")
+    assert "Quote" in table
 
     class Plugin:
         @mmasim.hookimpl

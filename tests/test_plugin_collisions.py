@@ -106,8 +106,8 @@ def test_kernel_hook_that_raises_is_skipped_and_reported_not_fatal(entry_points)
     entry_points.append(FakeEntryPoint("raiser", make_plugin("raiser_mod", mmasim_kernels=RuntimeError("boom"))))
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        m = mmasim.MMA("A100", AMPERE_F16)          # the default backend
-        assert window_facts(m) == WINDOW_FACTS
+        for backend in [None] + (["numba"] if backends.numba_available() else []):   # None: the default
+            assert window_facts(mmasim.MMA("A100", AMPERE_F16, backend=backend)) == WINDOW_FACTS, backend
     assert any("'raiser'" in w and "boom" in w for w in plugin_warnings(record))
     st_ = _status("raiser")
     assert not st_.ok and "mmasim_kernels" in st_.error and "RuntimeError: boom" in st_.error

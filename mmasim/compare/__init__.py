@@ -20,8 +20,8 @@ from ..exact import encode_exact, exact_results, ulp_distance, ulp_of
 from .inputs import KINDS, SHARE, STRATEGIES, IncompatibleDatapaths, Inputs, Kind, check_compatible, generate
 from .plot import PLOT_TYPES, abs_errors, plot
 from .report import example_table, report, to_json
-from .search import (MAX_WORDS, CaseCountError, Comparison, Example, OutputGrid, compare, compare_many, max_cases, ordered,
-                     output_grid, run, shrink)
+from .search import (MAX_WORDS, CaseCountError, Comparison, Example, OutputGrid, compare, compare_many, max_cases,
+                     ordered, output_grid, run, shrink)
 
 __all__ = ["KINDS", "SHARE", "STRATEGIES", "IncompatibleDatapaths", "Inputs", "Kind", "check_compatible", "generate",
            "PLOT_TYPES", "abs_errors", "plot", "example_table", "report", "to_json", "Comparison", "Example",
