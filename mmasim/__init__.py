@@ -28,6 +28,7 @@ from .errors import (
     ThreadCountError,
     UnknownArchitecture,
     UnknownInstruction,
+    UnknownOption,
     UnknownQualifier,
     UnknownScheme,
     UnsupportedDatapath,
@@ -108,7 +109,7 @@ def layouts(arch: str | None = None) -> list:
 __all__ = [
     "MMA", "Model", "gemm", "accuracy", "quantize", "Quantized", "quantize_schemes", "architectures", "aliases",
     "instructions", "datapaths", "layouts", "register", "unregister", "hookimpl",
-    "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier", "QualifierValueError",
+    "MMAError", "UnknownArchitecture", "UnknownInstruction", "AmbiguousInstruction", "UnknownQualifier", "QualifierValueError", "UnknownOption",
     "UnsupportedDatapath", "OperandError", "ShapeError", "DtypeError", "WordRangeError", "WordSyntaxError",
     "ScaleError", "SparseMetadataError", "GemmOptionError", "AccuracyError", "CopyMismatch", "TableError",
     "ThreadCountError", "PluginError", "PluginConflict",

@@ -101,20 +101,23 @@ class Operation:
         return f"<{type(self).__module__}.{type(self).__name__} {self.arch} {self.shape_and_type}: {self.model!r}>"
 
     # ------------------------------------------------------------ operands
-    def _words(self, x, operand: str, fmt, packed: bool = False):
-        """Container words (a uint64 numpy array) of operand ``x`` as MMA-Sim passes it."""
+    def _words(self, x, operand: str, packed: bool = False, what: str | None = None):
+        """Container words (a uint64 numpy array) of operand ``x`` ("a", "b", "c" or "scale",
+        named ``what`` in messages) as MMA-Sim passes it."""
+        fmt = self.model.format_of(operand)
+        what = what or operand
         if is_tensor(x):
             name = dtype_name(x)
             if packed and name == "uint8":
-                return _unpack_high_first(host_bits(x))
+                return _unpack_high_first(host_bits(x, what))
             if name == MMA_SIM_DTYPE.get(fmt.name) and x.is_floating_point():
-                return host_bits(x).astype(np.uint64)      # MMA-Sim's own dtype: its bits are the word
-            x = to_numpy(x, operand)
+                return host_bits(x, what).astype(np.uint64)      # MMA-Sim's own dtype: its bits are the word
+            x = to_numpy(x, what)
         else:
             x = plain_array(x, operand)
             if packed and x.dtype == np.uint8:
                 return _unpack_high_first(x)
-        return np.asarray(self.model.operand_words(operand, x)).astype(np.uint64)
+        return np.asarray(self.model.operand_words(operand, x, what=what)).astype(np.uint64)
 
     def _result(self, words, like):
         """D words as MMA-Sim returns D: its dtype, on ``like``'s device (numpy for numpy in)."""
@@ -131,9 +134,9 @@ class Operation:
     def _run(self, a, b, c, alpha=None, beta=None):
         m = self.model
         packed = self.packing == 2
-        wa = self._words(a, "a", m.a_format, packed)
-        wb = self._words(b, "b", m.b_format, packed)
-        wc = self._words(c, "c", m.c_format)
+        wa = self._words(a, "a", packed)
+        wb = self._words(b, "b", packed)
+        wc = self._words(c, "c")
         K, k = wa.shape[-1] if wa.ndim else 0, m.k
         if wa.ndim == 0 or wb.ndim == 0 or wb.shape[-1] != K or K == 0 or K % k:
             raise ShapeError(
@@ -141,7 +144,7 @@ class Operation:
                 f"instruction's K = {k}" + (" (two e2m1 elements per uint8 byte)" if packed else "")
                 + f"; got {wa.shape} and {wb.shape} elements")
         if self.scaled:
-            ws = [self._words(s, name, m.scale_format) for s, name in ((alpha, "alpha"), (beta, "beta"))]
+            ws = [self._words(s, "scale", what=name) for s, name in ((alpha, "alpha"), (beta, "beta"))]
             blocks = m.datapath.blocks
             for s, name in zip(ws, ("alpha", "beta")):
                 if s.ndim == 0 or s.shape[-1] != K // k * blocks:
@@ -164,10 +167,11 @@ def _unpack_high_first(packed):
     return np.stack([packed >> 4, packed & 0xF], axis=-1).reshape(*packed.shape[:-1], -1).astype(np.uint64)
 
 
-def _vectors(A, B):
+def _vectors(A, B, names=("A (M, K)", "B (K, N)"), error=ShapeError):
     """``A[:, None, :]`` and ``B.T[None, :, :]``: each D element's row and column (broadcast)."""
     if getattr(A, "ndim", None) != 2 or getattr(B, "ndim", None) != 2:
-        raise ShapeError(f"the matrix form takes 2-D A (M, K) and B (K, N); got {_shape(A)} and {_shape(B)}")
+        raise error(f"the matrix form takes 2-D {names[0]} and {names[1]} (arrays or tensors); "
+                    f"got {_shape(A)} and {_shape(B)}")
     return A[:, None, :], B.T[None, :, :]
 
 
@@ -212,5 +216,5 @@ class MMABlockScaleOperation(Operation):
         """``A @ B + C`` with ``alpha`` ``(M, K / block)`` and ``beta`` ``(K / block, N)``."""
         _matrix_check(A, B, C)
         a, b = _vectors(A, B)
-        sa, sb = _vectors(alpha, beta)
+        sa, sb = _vectors(alpha, beta, ("alpha (M, K / block)", "beta (K / block, N)"), ScaleError)
         return self._result(self._run(a, b, C, sa, sb), A)

@@ -66,6 +66,11 @@ class AccuracyError(MMAError, ValueError):
     cast, a scheme without :mod:`mmasim.quantize`, inputs whose exact result is not a number."""
 
 
+class UnknownOption(OperandError, TypeError):
+    """A keyword argument a layout call (``layout``, ``fragments``, ``unfragment``, ``warp``) does
+    not take (a ``TypeError`` too, as Python's own unknown keywords)."""
+
+
 class CopyMismatch(OperandError):
     """A Tensor Memory image whose duplicated lane groups (a layout's ``copies``) hold different words."""
 

@@ -13,9 +13,9 @@ the ``mmasim`` entry-point group::
     myarch = "myarch_plugin"
 
 Every name a plugin registers (format, decoder, accumulator, encoding, layout,
-architecture and alias) and every datapath has one owner: registering one that
-another plugin owns with a different value is a
-:class:`~mmasim.errors.PluginConflict` naming both plugins.  A hook that raises
+kernel, architecture and alias), every datapath and every operand a register layout
+places has one owner: registering one that another plugin owns with a different
+value is a :class:`~mmasim.errors.PluginConflict` naming both plugins.  A hook that raises
 or returns the wrong type is a :class:`~mmasim.errors.PluginError`; the
 plugin is then skipped (and reported once), or, for :func:`mmasim.register`,
 the error is raised.  See docs/plugins.md "Isolation and conflicts".
@@ -85,17 +85,19 @@ def mmasim_architectures():
 
 
 # ----------------------------------------------------------- compiled kernels
-# (read by mmasim.backends, not by the registry: a kernel is a way to compute a
-# datapath, never part of what the datapath is)
+# (a kernel is a way to compute a datapath, never part of what the datapath is: the
+# registry holds the builders, mmasim.backends uses them)
 @hookspec
 def mmasim_kernels():
     """Return a mapping ``accumulator name -> builder(plan) -> kernel | None``.
 
     The ``numba`` backend asks the builder of a datapath's accumulator for a
     compiled kernel of its :class:`~mmasim.plan.Plan`; ``None`` (or no builder)
-    leaves the datapath to numpy.  A plugin registered later replaces an earlier
-    plugin's builder of the same name.  The built-in kernels are registered
-    through this hook by :mod:`mmasim.backends.numba`."""
+    leaves the datapath to numpy.  A kernel name has one owner, like every other
+    name: a builder for an accumulator whose kernel another plugin registers (a
+    built-in family such as ``window``) is a :class:`~mmasim.errors.PluginConflict`.
+    The built-in kernels are registered through this hook by
+    :mod:`mmasim.backends.numba`."""
 
 
 # --------------------------------------------------------------- availability

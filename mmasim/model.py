@@ -7,7 +7,7 @@ import numpy as np
 from . import backends
 from . import threads as _threads
 from .datapath import Datapath
-from .errors import DtypeError, ScaleError, ShapeError, SparseMetadataError
+from .errors import DtypeError, OperandError, ScaleError, ShapeError, SparseMetadataError
 from .lookup import Resolution, lookup_instruction
 from .registry import Registry, get_registry
 from .plan import Plan, Rows, compute
@@ -27,6 +27,12 @@ class Model:
     @classmethod
     def lookup(cls, arch: str, instruction: str, backend: str | None = None, **qualifiers) -> "Model":
         """The model of ``instruction`` on ``arch`` (what :func:`mmasim.MMA` returns)."""
+        return cls.resolve(arch, instruction, qualifiers, backend)
+
+    @classmethod
+    def resolve(cls, arch: str, instruction: str, qualifiers: dict, backend: str | None = None) -> "Model":
+        """:meth:`lookup` with the keyword qualifiers as a mapping (as a vector file or a
+        command line holds them): every key is a qualifier, none an argument of this call."""
         reg = get_registry()
         if backend is not None:
             backends.resolve(backend)   # an unknown or missing backend fails here, not at the first dot
@@ -35,15 +41,24 @@ class Model:
 
     def format_of(self, operand: str):
         """The :class:`~mmasim.formats.Format` of ``operand`` ("a", "b", "c", "d" or "scale")."""
-        return {"a": self.a_format, "b": self.b_format, "c": self.c_format, "d": self.d_format,
-                "scale": self.scale_format}[operand]
+        formats = {"a": self.a_format, "b": self.b_format, "c": self.c_format, "d": self.d_format}
+        if self.scale_format is not None:
+            formats["scale"] = self.scale_format
+        try:
+            return formats[operand]
+        except (KeyError, TypeError):
+            raise OperandError(f"{self.instruction}: operand must be one of {', '.join(map(repr, formats))}; "
+                               f"got {operand!r}") from None
 
     @accepts_tensors
-    def operand_words(self, operand: str, X):
+    def operand_words(self, operand: str, X, what: str | None = None):
         """Container words of ``X`` for ``operand`` ("a", "b", "c", "d", "scale"): integer
-        words checked as they are, values converted exactly (the rules of :meth:`dot`)."""
-        arr, mode = as_array(X, operand)
-        return _operand(arr, mode, self.format_of(operand), operand)
+        words checked as they are, values converted exactly (the rules of :meth:`dot`).
+        ``what``: the operand's name in messages (default ``operand``)."""
+        fmt = self.format_of(operand)
+        what = operand if what is None else what
+        arr, mode = as_array(X, what)
+        return _operand(arr, mode, fmt, what)
 
     def __init__(self, datapath: Datapath, registry: Registry, backend: str | None = None, resolution=None):
         self.datapath = datapath
@@ -186,6 +201,22 @@ class Model:
 
     # rows per chunk: bounded temporaries (numpy) and bounded gathers (both backends)
     CHUNK_ELEMENTS = 1 << 17
+    #: the most dot products one call computes (a broadcast batch can name any number of rows
+    #: without holding them; its D words must be held)
+    MAX_ROWS = 1 << 32
+
+    def _result_rows(self, batch, n: int) -> np.ndarray:
+        """The D words of ``n`` rows, allocated, or a ShapeError saying why they cannot be."""
+        dtype = np.dtype(self.encoding.dtype)
+        need = f"{n * dtype.itemsize / 2 ** 30:,.1f} GiB for its {dtype.itemsize * 8}-bit D words"
+        if n > self.MAX_ROWS:
+            raise ShapeError(f"{self.instruction}: a batch of {n:,} dot products (shape {tuple(batch)}) needs {need}, "
+                             f"more than one call computes (Model.MAX_ROWS = {self.MAX_ROWS:,}); split the batch")
+        try:
+            return np.empty(n, dtype=dtype)
+        except MemoryError:
+            raise ShapeError(f"{self.instruction}: a batch of {n:,} dot products (shape {tuple(batch)}) needs {need}, "
+                             "more than this machine can allocate; split the batch") from None
 
     def _backend(self, backend):
         if backend is None and self.backend is not None:
@@ -194,7 +225,7 @@ class Model:
 
     def _compute(self, arrays, batch, n, backend, threads=1):
         be = self._backend(backend)
-        out = np.empty(n, dtype=self.encoding.dtype)
+        out = self._result_rows(batch, n)
         k = max(self.datapath.k, 1)
         chunk = max(1, self.CHUNK_ELEMENTS // k)
         rows = Rows.batch(arrays, batch, 0, n)

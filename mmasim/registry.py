@@ -4,15 +4,18 @@ The registry is built plugin by plugin (built-ins first, then entry points,
 then :func:`mmasim.register`, each in registration order), so that every part
 has one owner and a failure is blamed on the plugin that caused it:
 
-- a name (format, decoder, accumulator, encoding, layout, architecture or
-  alias) or a datapath (:func:`datapath_identity`) that another plugin already
+- a name (format, decoder, accumulator, encoding, layout, kernel, architecture
+  or alias) or a datapath (:func:`datapath_identity`) that another plugin already
   owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins (two
   tables of one plugin giving one architecture the same datapath, a
-  :class:`~mmasim.errors.TableError`);
+  :class:`~mmasim.errors.TableError`); so is a register layout that would place
+  an operand of another plugin's datapath which another plugin's layout places
+  (:mod:`mmasim.placement.claims`);
 - a table adds datapaths to an architecture another table declares only with
   ``[architecture] extends = "<name>"``; such datapaths may not declare
-  ``default_for`` (that would change how the existing architecture resolves an
-  instruction string);
+  ``default_for``, and neither their literal names nor (for another plugin's
+  architecture) their printed instruction strings may already resolve there (each
+  would change how the existing architecture resolves an instruction string);
 - every accumulator is an :class:`~mmasim.accumulators.Accumulator` record
   (a plain function is wrapped in one), checked as it registers
   (:meth:`~mmasim.accumulators.Accumulator.check`);
@@ -47,6 +50,8 @@ from .encode import Encoding
 from .errors import MMAError, PluginConflict, PluginError, TableError, UnknownInstruction
 from .formats import Format
 from .layout import LAYOUT_TYPES
+from .placement import FragmentRule
+from .placement.claims import taken
 from .lookup import normalize_name, resolve
 from .tables import build_architecture, check_scales, inherit, load_table, table_extends
 
@@ -83,6 +88,7 @@ class Registry:
     layouts: dict
     architectures: dict          # name -> Architecture
     arch_index: dict             # normalized alias -> name
+    kernels: dict = attrs.field(factory=dict)       # accumulator name -> compiled-kernel builder (numba)
     failures: dict = attrs.field(factory=dict)      # skipped plugin name -> its error
     owners: dict = attrs.field(factory=dict)        # architecture name -> plugin that declares it
     datapath_plugins: dict = attrs.field(factory=dict)  # Datapath -> plugin that added it
@@ -134,7 +140,8 @@ _PARTS = (  # hook, registry field, what one item is, its type(s), its key
     ("mmasim_encodings", "encodings", "encoding", (Encoding,), lambda x: x.key),
     ("mmasim_layouts", "layouts", "layout", LAYOUT_TYPES, lambda x: x.name),
 )
-_FUNCTIONS = (("mmasim_decoders", "decoders", "decoder"), ("mmasim_accumulators", "accumulators", "accumulator"))
+_FUNCTIONS = (("mmasim_decoders", "decoders", "decoder"), ("mmasim_accumulators", "accumulators", "accumulator"),
+              ("mmasim_kernels", "kernels", "kernel"))
 _HOOKS = [p[0] for p in _PARTS] + [f[0] for f in _FUNCTIONS] + ["mmasim_architectures"]
 
 
@@ -281,9 +288,11 @@ def _assemble(order: list, results: dict, pm) -> Registry:
                 if key in fields[field]:
                     if not _same(fields[field][key], value):
                         owner = owner_of[field][key]
+                        hint = ("a plugin's kernels are for its own accumulator families" if what == "kernel"
+                                else "choose another name")
                         raise _Blame(name, PluginConflict(
                             f"{describe(name)} registers {what} {key!r}, which {describe(owner)} already "
-                            f"registers differently; choose another name"))
+                            f"registers differently; {hint}"))
                     continue
                 fields[field][key] = value
                 owner_of[field][key] = name
@@ -296,7 +305,7 @@ def _assemble(order: list, results: dict, pm) -> Registry:
         for key, fn in fields["decoders"].items()
     }
     reg = Registry(fields["formats"], decoders, fields["accumulators"], fields["encodings"],
-                   fields["layouts"], {}, {})
+                   fields["layouts"], {}, {}, kernels=fields["kernels"])
 
     # architectures: declaring tables first, then the tables that extend one
     # (plugin, its table's position in the plugin's list, the table)
@@ -333,7 +342,7 @@ def _assemble(order: list, results: dict, pm) -> Registry:
                 f"{describe(name)} declares architecture {arch_name!r} with the name {alias!r}, which "
                 f"{describe(held[1])} ({held[2]}) already uses for architecture {held[0]!r}{hint}"))
 
-    def add(name, position, arch_name, datapaths, source):
+    def unclaimed(name, arch_name, datapaths, source):
         # two tables (of one plugin or of two) may not give one architecture the same datapath
         # or the same literal name: a conflict between plugins, a table error within one
         def clash(other_plugin, what):
@@ -351,6 +360,9 @@ def _assemble(order: list, results: dict, pm) -> Registry:
                 if held is not None and held[:2] != (name, source):
                     raise clash(held[0], f"names a datapath {literal!r} in architecture {arch_name!r}, a name "
                                          f"{describe(held[0])} ({held[1]}) already gives to {_label(held[2])}")
+
+    def add(name, position, arch_name, datapaths, source):
+        unclaimed(name, arch_name, datapaths, source)
         for dp in datapaths:
             by_identity.setdefault((arch_name, datapath_identity(dp)), []).append((name, source, dp))
             for literal in dp.names:
@@ -396,12 +408,18 @@ def _assemble(order: list, results: dict, pm) -> Registry:
                         f"(declared by {owner(arch_name)}) with a default datapath "
                         f"{_label(dp)}; an extension may not change how {arch_name!r} resolves "
                         "existing instruction strings: remove default_for"))
+        unclaimed(name, arch_name, datapaths, data["_source"])
         for dp in datapaths:
-            for literal in dp.names:
-                clash = _resolves(reg, archs[arch_name], segments[arch_name], literal)
+            # its literal names, and (for another plugin's architecture) the string mmasim prints
+            # for it: a format of the same display name as another's would make it resolve twice
+            strings = [(literal, "the literal name") for literal in dp.names]
+            if owners[arch_name] != name:
+                strings.insert(0, (dp.canonical(reg.formats), "the instruction string"))
+            for text, what in strings:
+                clash = _resolves(reg, archs[arch_name], segments[arch_name], text)
                 if clash:
                     raise _Blame(name, PluginConflict(
-                        f"{describe(name)} ({data['_source']}) gives a datapath the literal name {literal!r}, "
+                        f"{describe(name)} ({data['_source']}) gives a datapath {what} {text!r}, "
                         f"which already resolves on architecture {arch_name!r} ({clash}); an extension may "
                         "not change what an existing instruction string means"))
         new_aliases = []
@@ -447,7 +465,32 @@ def _assemble(order: list, results: dict, pm) -> Registry:
             reg.datapath_plugins.setdefault(dp, owners[arch_name])
     reg.owners = dict(owners)
     reg.arch_index = {key: held[0] for key, held in index.items()}
+    _check_layout_claims(reg, owner_of["layouts"])
     return reg
+
+
+def _check_layout_claims(reg: Registry, owner_of: dict) -> None:
+    """A third-party register layout may not place an operand of another plugin's datapath
+    that another plugin's layout places (:func:`mmasim.placement.claims.taken`)."""
+    describe = plugin_manager.describe
+    rules = [(name, r) for name, r in reg.layouts.items() if isinstance(r, FragmentRule)]
+    for name, rule in rules:
+        plugin = owner_of[name]
+        if plugin_manager.is_builtin(plugin):
+            continue
+        others = [r for other, r in rules if owner_of[other] != plugin]
+        datapaths = [dp for arch in reg.architectures.values() for dp in arch.datapaths
+                     if reg.datapath_plugins.get(dp) != plugin]
+        claim = taken(rule, others, datapaths, reg.formats)
+        if claim is not None:
+            dp = claim.datapath
+            shape = "".join(f"{x}{v}" for x, v in (("m", claim.m), ("n", claim.n)) if v is not None and v >= 0)
+            raise _Blame(plugin, PluginConflict(
+                f"{describe(plugin)} registers layout {rule.name!r}, which would place operand "
+                f"{claim.operand} of {dp.arch}: {_label(dp)}{' at ' + shape if shape else ''} (a datapath of "
+                f"{describe(reg.datapath_plugins.get(dp, reg.owners.get(dp.arch, '?')))}), which layout "
+                f"{claim.held.name!r} of {describe(owner_of[claim.held.name])} already places; a plugin's "
+                "layouts place its own datapaths' operands, and operands no other plugin's layout places"))
 
 
 def _resolves(reg: Registry, arch: Architecture, segments: list, instruction: str) -> str:
@@ -462,7 +505,8 @@ def _resolves(reg: Registry, arch: Architecture, segments: list, instruction: st
         return f"{type(exc).__name__}"
     except Exception:  # noqa: BLE001 - a string the parser cannot read resolves to nothing
         return ""
-    return _label(dp)
+    owner = next((plugin for plugin, _, dps in segments if dp in dps), None)
+    return _label(dp) + (f" of {plugin_manager.describe(owner)}" if owner else "")
 
 
 def build_registry() -> Registry:

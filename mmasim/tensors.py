@@ -28,11 +28,12 @@ as tensors on the device of the first tensor operand: D words as ``uint16`` /
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 
 import numpy as np
 
-from .errors import DtypeError
+from .errors import DtypeError, OperandError
 
 #: torch dtype name -> (same-size integer dtype name for a bit view, ml_dtypes type name)
 _BITWISE = {
@@ -71,14 +72,32 @@ def _ml_dtypes(name: str, what: str):
     return np.dtype(getattr(ml_dtypes, name))
 
 
-def host_bits(t):
-    """The bytes of tensor ``t`` as an unsigned numpy array of its element size (a copy
-    on the host; a CUDA tensor is copied)."""
+def _on_host(t, what: str):
+    """``t`` detached, on the host, with its conjugate / negative bits resolved; a tensor
+    that holds no plain array of elements (meta, sparse, nested, quantized) is refused."""
     torch = _torch()
+    if t.is_meta:
+        raise OperandError(f"operand {what}: a meta tensor has a shape and a dtype but no elements; "
+                           "pass a tensor that holds its values (on the CPU or a GPU)")
+    if t.layout != torch.strided:
+        raise OperandError(f"operand {what}: a {str(t.layout).rpartition('.')[2]} tensor is not a plain array of "
+                           "its elements; pass t.to_dense()")
+    if getattr(t, "is_nested", False):
+        raise OperandError(f"operand {what}: a nested tensor has no single shape; pass one tensor per shape")
+    if t.is_quantized:
+        raise DtypeError(f"operand {what}: a quantized {dtype_name(t)} tensor holds codes of a scale and zero "
+                         "point, not the operand's words or values; pass t.dequantize() or t.int_repr()")
     t = t.detach()
     if t.device.type != "cpu":
         t = t.cpu()
-    t = t.resolve_conj().resolve_neg().contiguous()
+    return t.resolve_conj().resolve_neg()
+
+
+def host_bits(t, what: str = "operand"):
+    """The bytes of tensor ``t`` as an unsigned numpy array of its element size (a copy
+    on the host; a CUDA tensor is copied)."""
+    torch = _torch()
+    t = _on_host(t, what).contiguous()
     size = t.element_size()
     signed = getattr(torch, str(_NUMPY_SIGNED[size].__name__))
     return t.view(signed).numpy().view(_NUMPY_UNSIGNED[size])
@@ -88,16 +107,14 @@ def to_numpy(t, what: str = "operand"):
     """The numpy array a torch tensor stands for (words stay words, values stay values)."""
     name = dtype_name(t)
     if name in _BITWISE:
-        return host_bits(t).view(_ml_dtypes(_BITWISE[name][1], what))
+        return host_bits(t, what).view(_ml_dtypes(_BITWISE[name][1], what))
     if name == "float4_e2m1fn_x2":
-        packed = host_bits(t)
+        packed = host_bits(t, what)
         codes = np.stack([packed & 0xF, packed >> 4], axis=-1).reshape(*packed.shape[:-1], -1)
         return codes.view(_ml_dtypes("float4_e2m1fn", what))
-    t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
+    t = _on_host(t, what)
     try:
-        return t.resolve_conj().resolve_neg().numpy()
+        return t.numpy()
     except (TypeError, RuntimeError) as exc:
         raise DtypeError(f"operand {what}: a torch {name} tensor cannot carry an operand ({exc})") from None
 
@@ -147,6 +164,8 @@ def accepts_tensors(fn):
     as a tensor on the first tensor's device.  Without torch imported it costs one
     dictionary look-up."""
 
+    names = list(inspect.signature(fn).parameters)     # operands named as the caller named them
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         for i, x in enumerate(args):
@@ -158,7 +177,8 @@ def accepts_tensors(fn):
         first = _first_tensor(args, kwargs)
         if first is None:
             return fn(*args, **kwargs)
-        args = tuple(to_numpy(x) if is_tensor(x) else x for x in args)
+        args = tuple(to_numpy(x, names[i] if i < len(names) else "operand") if is_tensor(x) else x
+                     for i, x in enumerate(args))
         kwargs = {k: to_numpy(x, k) if is_tensor(x) else x for k, x in kwargs.items()}
         out = fn(*args, **kwargs)
         return from_numpy(out, first.device) if isinstance(out, np.ndarray) else out

@@ -1,5 +1,7 @@
 """Layouts registered through the mmasim_layouts hook: a third-party architecture adds its own
-(data, no code), an architecture's own rule beats a generic one, and bad rules fail loudly."""
+(data, no code), an architecture's own rule beats a generic one for its own datapaths, and bad
+rules fail loudly.  (A rule that would re-place another plugin's operands:
+tests/test_plugin_collisions.py.)"""
 
 import types
 
@@ -39,9 +41,29 @@ TOY_RULES = [
     FragmentRule("toy.cd", "toy.mma", ("c", "d"), lanes=8, elements=2, row="lane // 2",
                  col="2 * (lane % 2) + i", arch=("LaneToy",), evidence="unverified: a toy"),
 ]
-# Ampere override: B of m16n8k8 with b0 and b1 swapped (a made-up, still bijective layout)
-SWAPPED = FragmentRule("ampere.m16n8k8.b.swapped", "mma.sync", "b", m=16, n=8, k=8, bits=16, elements=2,
-                       row="2 * t + 1 - i", col="g", arch=("Ampere",),
+# a third-party architecture of mma.sync m16n8k8 (the generic built-in layouts match it) ...
+SYNC_TABLE = """
+[architecture]
+name = "SyncToy"
+vendor = "Example"
+
+[[datapath]]
+op = "mma.sync"
+a = "f16"
+b = "f16"
+c = "f32"
+d = "f32"
+m = [16]
+n = [8]
+k = 8
+accumulator = "window"
+params = { F = 24, zeros = -132 }
+rounding = "rz-f32"
+status = { kind = "assumed", evidence = "toy" }
+"""
+# ... with its own B: b0 and b1 swapped (a made-up, still bijective layout)
+SWAPPED = FragmentRule("synctoy.m16n8k8.b.swapped", "mma.sync", "b", m=16, n=8, k=8, bits=16, elements=2,
+                       row="2 * t + 1 - i", col="g", arch=("SyncToy",),
                        evidence="unverified: made up for this test")
 
 
@@ -51,7 +73,7 @@ def plugin():
 
     @mmasim.hookimpl
     def mmasim_architectures():
-        return [TABLE]
+        return [TABLE, SYNC_TABLE]
 
     @mmasim.hookimpl
     def mmasim_layouts():
@@ -78,16 +100,22 @@ def test_third_party_architecture_brings_its_own_layout(plugin):
 
 
 def test_architecture_rule_beats_the_generic_one(plugin):
+    toy = mmasim.MMA("SyncToy", "mma.sync.m16n8k8.f32.f16.f16").layout("b")
+    assert toy.name == "synctoy.m16n8k8.b.swapped" and toy.coords(0, 0) == (1, 0)
+    # the generic rule still places the built-in instructions
     ampere = mmasim.MMA("A100", "mma.sync.m16n8k8.f32.f16.f16").layout("b")
-    assert ampere.name == "ampere.m16n8k8.b.swapped" and ampere.coords(0, 0) == (1, 0)
-    hopper = mmasim.MMA("H100", "mma.sync.m16n8k8.f32.f16.f16").layout("b")
-    assert hopper.name == "mma.m16n8k8.b.16bit" and hopper.coords(0, 0) == (0, 0)
+    assert ampere.name == "mma.m16n8k8.b.16bit" and ampere.coords(0, 0) == (0, 0)
+    # and the toy's own A and C / D: the generic rules match them too
+    assert mmasim.MMA("SyncToy", "mma.sync.m16n8k8.f32.f16.f16").layout("a").name == \
+        mmasim.MMA("A100", "mma.sync.m16n8k8.f32.f16.f16").layout("a").name
 
 
-def test_generic_layout_is_back_after_unregistering(plugin):
+def test_architecture_is_gone_after_unregistering(plugin):
     mmasim.unregister(name="lane-toy")
     try:
-        assert mmasim.MMA("A100", "mma.sync.m16n8k8.f32.f16.f16").layout("b").coords(0, 0) == (0, 0)
+        with pytest.raises(mmasim.UnknownArchitecture):
+            mmasim.MMA("SyncToy", "mma.sync.m16n8k8.f32.f16.f16")
+        assert "synctoy.m16n8k8.b.swapped" not in {x.name for x in mmasim.layouts()}
     finally:
         mmasim.register(plugin, name="lane-toy")
 
@@ -122,5 +150,5 @@ def test_a_rule_must_state_its_evidence():
 
 
 def test_plugin_evidence_is_what_the_user_sees(plugin):
-    L = mmasim.MMA("A100", "mma.sync.m16n8k8.f32.f16.f16").layout("b")
+    L = mmasim.MMA("SyncToy", "mma.sync.m16n8k8.f32.f16.f16").layout("b")
     assert L.evidence == "unverified: made up for this test"

@@ -8,10 +8,8 @@ import pytest
 import mmasim
 from mmasim import backends
 from mmasim.backends.numpy import reference
-from mmasim.model import Model
 from mmasim.plan import Plan, Rows
 from mmasim.plugins import get_plugin_manager, hookimpl
-from mmasim.registry import get_registry
 
 F16_ONE, F32_ONE = 0x3C00, 0x3F800000
 F16_2M24 = 0x0001                                   # 2^-24, the smallest f16 subnormal
@@ -77,43 +75,70 @@ class _FlagEverything:
         return np.zeros(n, dtype=np.uint32), np.ones(n, dtype=bool)
 
 
+#: a plugin's own accumulator family: the built-in integer accumulator under another name,
+#: on an architecture of the plugin's own (so its kernel is the plugin's to give)
+COPY_TABLE = """
+[architecture]
+name = "KernelToy"
+vendor = "Example"
+
+[[datapath]]
+op = "toy.mma"
+a = "s8"
+b = "s8"
+c = "s32"
+d = "s32"
+k = 32
+accumulator = "integer_copy"
+rounding = "s32-wrap"
+status = { kind = "assumed", evidence = "test" }
+"""
+
+
+def _copy_plugin(**hooks):
+    from mmasim.accumulators import BUILTIN_ACCUMULATORS
+
+    plugin = type("Plugin", (), {})()
+    plugin.mmasim_accumulators = hookimpl(lambda: {"integer_copy": BUILTIN_ACCUMULATORS["integer"]})
+    plugin.mmasim_architectures = hookimpl(lambda: [COPY_TABLE])
+    for name, fn in hooks.items():
+        setattr(plugin, name, hookimpl(fn))
+    return plugin
+
+
 def test_kernels_come_from_the_mmasim_kernels_hook():
     pytest.importorskip("numba")
     seen = []
     kern = _FlagEverything()
-
-    class Plugin:
-        @hookimpl
-        def mmasim_kernels(self):
-            return {"window": lambda plan: seen.append(plan) or kern}
-
-    pm = get_plugin_manager()
-    pm.register(Plugin(), name="test-kernels")
+    mmasim.register(_copy_plugin(mmasim_kernels=lambda: {"integer_copy": lambda plan: seen.append(plan) or kern}),
+                    name="test-kernels")
     try:
-        m = Model(mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32").datapath, get_registry())
+        m = mmasim.MMA("KernelToy", "toy.mma.s32.s8.s8")
         assert backends.kernel_for(m) is kern and seen == [m.plan]
-        a = np.full((4, 16), F16_ONE, dtype=np.uint16)
-        got = m.dot(a, a, np.zeros(4, np.uint32), backend="numba")
-        # every row flagged: the words are the reference's, and the kernel ran once
-        assert kern.calls == 1 and [int(x) for x in got] == [0x41800000] * 4
+        got = m.dot(np.full((4, 32), 2, np.uint8), np.full((4, 32), 3, np.uint8), np.full(4, 5, np.uint32),
+                    backend="numba")
+        # every row flagged: the words are the reference's (32 * 2 * 3 + 5), and the kernel ran once
+        assert kern.calls == 1 and [int(x) for x in got] == [32 * 6 + 5] * 4
         assert backends.kernel_coverage(m) == "compiled"
     finally:
-        pm.unregister(name="test-kernels")
-    # the built-in kernel again, for a new model
-    m2 = Model(mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32").datapath, get_registry())
-    assert backends.kernel_for(m2) is not kern and backends.kernel_for(m2) is not None
+        mmasim.unregister(name="test-kernels")
+    assert "integer_copy" not in backends.compiled_families()
 
 
 def test_register_kernel_is_a_hook_plugin():
     pytest.importorskip("numba")
     kern = _FlagEverything()
-    backends.register_kernel("integer")(lambda plan: kern)
+    mmasim.register(_copy_plugin(), name="copy-family")
     try:
-        assert get_plugin_manager().get_plugin("kernel:integer") is not None
-        m = Model(mmasim.MMA("B200", "tcgen05.mma.kind::i8.s32.s8.s8").datapath, get_registry())
+        backends.register_kernel("integer_copy")(lambda plan: kern)
+        assert get_plugin_manager().get_plugin("kernel:integer_copy") is not None
+        assert "integer_copy" in backends.compiled_families()
+        m = mmasim.MMA("KernelToy", "toy.mma.s32.s8.s8")
         got = m.dot(np.full((2, 32), 2, np.uint8), np.full((2, 32), 3, np.uint8), np.full(2, 5, np.uint32),
                     backend="numba")
         assert kern.calls == 1 and [int(x) for x in got] == [32 * 6 + 5] * 2
     finally:
-        get_plugin_manager().unregister(name="kernel:integer")
+        if get_plugin_manager().get_plugin("kernel:integer_copy") is not None:
+            mmasim.unregister(name="kernel:integer_copy")
+        mmasim.unregister(name="copy-family")
     assert "integer" in backends.compiled_families()

@@ -241,9 +241,19 @@ def test_two_plugins_adding_the_same_datapath_conflict_naming_both(registered):
     assert get_registry().datapath_plugins[mmasim.MMA("B200", "toy.mma.kind::toyx").datapath] == "first"
 
 
-def test_same_datapath_with_another_k_is_no_conflict(registered):
+def test_same_datapath_with_another_k_under_the_same_string_is_a_conflict(registered):
+    # toy.mma.kind::toyx.f32.tf32.tf32 names no K: a second K would make the first plugin's
+    # string ambiguous
     registered(make_plugin(mmasim_architectures=[extension()]), "first")
-    registered(make_plugin(mmasim_architectures=[extension(k=16)]), "second")
+    with pytest.raises(PluginConflict) as info:
+        registered(make_plugin(mmasim_architectures=[extension(k=16)]), "second")
+    assert "'first'" in str(info.value) and "'second'" in str(info.value)
+    assert [dp.k for dp in mmasim.datapaths("B200") if dp.op == "toy.mma"] == [8]
+
+
+def test_same_formats_under_another_kind_is_no_conflict(registered):
+    registered(make_plugin(mmasim_architectures=[extension()]), "first")
+    registered(make_plugin(mmasim_architectures=[extension(kind="toyy", k=16)]), "second")
     ks = sorted(dp.k for dp in mmasim.datapaths("B200") if dp.op == "toy.mma")
     assert ks == [8, 16]
 

@@ -25,13 +25,13 @@ def characterize(model) -> Proposal:
 def from_vectors(model, vf) -> Proposal:
     """Infer ``model``'s parameters from a vector file ``vf`` (:func:`mmasim.vectors.load`) whose
     cases include the probes of :func:`probe_cases` (matched by label and words)."""
+    from ..vectors import expected_words, extra_operands
+
     if vf.labels is None:
         raise CharacterizeError(f"{vf.path}: no labels: the probe cases are matched by their labels")
-    cases = {"a": vf.a, "b": vf.b, "c": vf.c, "labels": vf.labels}
-    for key in ("scale_a", "scale_b", "sparse_metadata"):
-        if getattr(vf, key) is not None:
-            cases[key] = getattr(vf, key)
-    prop = infer(model, cases, vf.d)
+    d = expected_words(vf, model)
+    cases = {"a": vf.a, "b": vf.b, "c": vf.c, "labels": vf.labels, **extra_operands(vf, model)}
+    prop = infer(model, cases, d)
     if prop.total == 0:
         raise CharacterizeError(f"{vf.path}: none of its cases is a probe of {model.instruction} "
                        "(write them with mmasim harness run --probes)")

@@ -20,11 +20,11 @@ from ..exact import encode_exact, exact_results, ulp_distance, ulp_of
 from .inputs import KINDS, SHARE, STRATEGIES, IncompatibleDatapaths, Inputs, Kind, check_compatible, generate
 from .plot import PLOT_TYPES, abs_errors, check_plottable, plot, plot_steps, pyplot
 from .report import example_heading, example_table, report, to_json
-from .search import (STEPS, Comparison, Example, OutputGrid, bin_counts, compare, compare_many, ordered, output_grid,
-                     run, shrink, size_bins)
+from .search import (MAX_WORDS, STEPS, CaseCountError, Comparison, Example, OutputGrid, bin_counts, compare, compare_many, max_cases, ordered,
+                     output_grid, run, shrink, size_bins)
 
 __all__ = ["KINDS", "SHARE", "STRATEGIES", "IncompatibleDatapaths", "Inputs", "Kind", "check_compatible", "generate",
            "PLOT_TYPES", "abs_errors", "check_plottable", "plot", "plot_steps", "pyplot", "example_heading", "example_table", "report",
            "to_json", "STEPS", "Comparison", "Example", "OutputGrid", "bin_counts", "compare", "compare_many",
            "ordered", "output_grid", "run", "shrink", "size_bins", "encode_exact", "exact_results", "ulp_distance",
-           "ulp_of"]
+           "ulp_of", "MAX_WORDS", "CaseCountError", "max_cases"]

@@ -198,6 +198,19 @@ def shrink(ma, mb, inputs: Inputs) -> Inputs:
     return cur
 
 
+#: the most input words (A and B of every case) one comparison holds in memory: 1 GiB of uint64
+MAX_WORDS = 1 << 27
+
+
+class CaseCountError(MMAError, ValueError):
+    """A number of cases compare cannot run: fewer than one, or more than its inputs fit in memory."""
+
+
+def max_cases(model) -> int:
+    """The most cases one comparison of ``model``'s instruction runs (:data:`MAX_WORDS`)."""
+    return MAX_WORDS // (2 * max(model.k, 1))
+
+
 #: progress steps of one :func:`compare` (inputs, A, B, differences, example)
 STEPS = 5
 
@@ -207,8 +220,10 @@ def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: 
     """Run both models on ``cases`` generated rows and analyse where they differ.
     ``bar``: a progress bar (:mod:`mmasim.progress`) advanced by :data:`STEPS` steps."""
     check_compatible(model_a, model_b)
-    if cases < 1:
-        raise ValueError("cases must be at least 1")
+    if isinstance(cases, bool) or not isinstance(cases, (int, np.integer)) or not 1 <= cases <= max_cases(model_a):
+        raise CaseCountError(f"cases must be an integer from 1 to {max_cases(model_a):,} for K = {model_a.k} (every "
+                             f"case is held in memory: at most {MAX_WORDS:,} input words); got {cases!r}; run "
+                             "several seeds (--seed) for more")
     doing(bar, f"{model_b.arch}: generating inputs")
     inputs = generate(model_a, model_b, cases, seed)
     done(bar)

@@ -15,9 +15,10 @@ import shlex
 import attrs
 
 from .. import MMA, instructions as _instructions
+from ..display import one_line
 from ..errors import MMAError
 from . import host
-from .spec import KernelSpec
+from .spec import KernelSpec, source_text
 
 #: datapath op -> the emitter module (relative to mmasim.harness)
 FAMILIES = {
@@ -101,15 +102,19 @@ def build_line(model, spec: KernelSpec, src: str) -> str:
     exe = spec.name
     if hasattr(mod, "build_command"):
         return shlex.join(mod.build_command(spec, src, exe))
-    return (f'"${{NVCC:-nvcc}}" -gencode arch=compute_{spec.target[3:]},code={spec.target} -std=c++17 '
-            f"-o {shlex.quote(exe)} {shlex.quote(src)}")
+    target = spec.target
+    return '"${NVCC:-nvcc}" ' + shlex.join(["-gencode", f"arch=compute_{target[3:]},code={target}", "-std=c++17",
+                                            "-o", exe, src])
 
 
 def generate(arch: str, instructions=None, out=".") -> Generated:
     """Write ``<name>.cu`` (or ``.hip``), ``<name>.json`` per kernel and ``build.sh`` into ``out``."""
     out = pathlib.Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    for ins in instructions or ():      # the user's text: refused before anything is written
+        source_text(ins, "instruction")
+    source_text(arch, "architecture")
     pairs, skipped = specs_for(arch, instructions)
+    out.mkdir(parents=True, exist_ok=True)
     kernels, lines = [], ["#!/usr/bin/env sh", f"# mmasim harness: build every kernel of {arch}",
                           "# (NVCC / HIPCC: the compilers; default nvcc / hipcc on PATH)", "set -e",
                           'cd "$(dirname "$0")"']
@@ -121,7 +126,7 @@ def generate(arch: str, instructions=None, out=".") -> Generated:
         kernels.append((spec, str(path)))
         lines.append(build_line(model, spec, path.name))
     for ins, why in skipped:
-        lines.append(f"# {ins}: {why}")
+        lines.append(f"# {one_line(f'{ins}: {why}')}")
     script = out / "build.sh"
     script.write_text("\n".join(lines) + "\n")
     script.chmod(0o755)

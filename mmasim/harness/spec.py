@@ -29,7 +29,23 @@ import json
 
 import attrs
 
+from ..display import safe
+from ..errors import HarnessError
+
 SPACES = ("registers", "smem")
+
+
+def source_text(text, what: str) -> str:
+    """``text`` as it may reach a generated source or script: printable ASCII on one line,
+    without the ``"`` and ``\\`` that end or escape a C string; anything else is a
+    :class:`~mmasim.errors.HarnessError` naming the characters (the harness never writes them)."""
+    if not isinstance(text, str):
+        raise HarnessError(f"{what} must be a string, not {type(text).__name__}")
+    bad = sorted({ch for ch in text if not " " <= ch <= "~" or ch in '"\\'})
+    if bad:
+        raise HarnessError(f"{what} '{safe(text)}' holds {', '.join(map(ascii, bad))}: a text that reaches a "
+                           "generated source or script is printable ASCII on one line, without \" or \\")
+    return text
 
 
 @attrs.frozen
@@ -64,6 +80,14 @@ class KernelSpec:
     device: str                       # the device code: the kernel (and only device helpers)
     options: dict = attrs.field(factory=dict)   # choices made for this kernel (N, layouts, ...)
     cluster: int = 1                  # thread blocks per case (a cluster of this size: tcgen05 cta_group::2)
+
+    def __attrs_post_init__(self):
+        # every text of a spec reaches the generated source, its comments or build.sh
+        for field in ("arch", "instruction", "target", "name", "assembly"):
+            source_text(getattr(self, field), f"kernel spec {field}")
+        for key, value in dict(self.qualifiers).items():
+            source_text(str(key), "kernel spec qualifier")
+            source_text(str(value), f"kernel spec qualifier {key}")
 
     def to_json(self) -> str:
         return json.dumps(attrs.asdict(self), indent=1, sort_keys=True)

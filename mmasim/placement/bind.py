@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import sparse as _sparse
-from ..errors import OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnsupportedDatapath
+from ..errors import (OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnknownOption,
+                      UnsupportedDatapath)
 from ..lookup import layout_rule, layouts_of
 from ..tensors import plain_array
 from .expr import SELECTORS
@@ -42,15 +43,24 @@ def _shape(model, operand):
                      f"(e.g. m{ms[0] if ms else 64}n{ns[0] if ns else 8}k{model.k})")
 
 
-def _format_bits(model, operand):
-    """(format name, container bits) of ``operand``'s elements."""
+def _format_bits(dp, formats, operand):
+    """(format name, container bits) of ``operand``'s elements in datapath ``dp``."""
     if operand == "sparse_metadata":
         return "4-bit selector", 4
-    if operand in ("c", "d") and model.datapath.op == "tcgen05.mma":
+    fmt = formats[dp.scale if operand in ("scale_a", "scale_b") else getattr(dp, operand)]
+    if operand in ("c", "d") and dp.op == "tcgen05.mma":
         # one element per 32-bit TMEM word, not packed (PTX §9.7.16.10.4.1; mmasim.placement.tcgen05_warp)
-        return model.format_of(operand).name, 32
-    fmt = model.format_of("scale" if operand in ("scale_a", "scale_b") else operand)
+        return fmt.name, 32
     return fmt.name, fmt.container_bits
+
+
+def rule_key(dp, formats, operand: str, M, N, alayout: str = "row", blayout: str = "col") -> dict:
+    """What :meth:`FragmentRule.matches` reads of ``operand`` of datapath ``dp`` at shape
+    ``M x N`` (``formats``: the registry's formats): the one description of an instruction's
+    operand that every layout look-up and the registry's layout claims use."""
+    return dict(op=dp.op, m=M, n=N, k=dp.k, operand=operand, bits=_format_bits(dp, formats, operand)[1],
+                arch=dp.arch, kind=dp.kind, a_type=dp.a, a_bits=formats[dp.a].container_bits, alayout=alayout,
+                blayout=blayout, sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
 
 
 def _matrix_shape(model, operand, M, N):
@@ -93,7 +103,7 @@ def _majors(model, alayout, blayout) -> tuple:
 
 
 def layout(model, operand: str, alayout: str | None = None, blayout: str | None = None, byte_id: int = 0,
-           thread_id: int = 0, selector: int = 0, lane_alignment: int = 0):
+           thread_id: int = 0, selector: int = 0, lane_alignment: int = 0, **unknown):
     """The :class:`~mmasim.placement.fragment.Fragment` of ``operand`` of ``model``.
 
     ``alayout`` / ``blayout``: ``"row"`` / ``"col"`` of A and B (mma.sync; PTX allows a pair
@@ -102,7 +112,9 @@ def layout(model, operand: str, alayout: str | None = None, blayout: str | None 
     ``scale_b`` (block-scaled ``mma.sync``); ``selector``: the sparsity selector of
     ``sparse_metadata`` (``mma.sp``); ``lane_alignment``: 0 or 16, where the half-data-path
     tcgen05 layouts C and F start within each 32-lane sub-partition (PTX §9.7.16.10.5).  Each
-    defaults to 0 and must be a value the ISA allows."""
+    defaults to 0 and must be a value the ISA allows.  Any other keyword is an
+    :class:`~mmasim.errors.UnknownOption`."""
+    _options(unknown)
     if operand not in OPERANDS:
         raise OperandError(f"operand must be one of {', '.join(OPERANDS)}; got {operand!r}")
     alayout, blayout = _majors(model, alayout, blayout)
@@ -118,10 +130,8 @@ def layout(model, operand: str, alayout: str | None = None, blayout: str | None 
     if operand == "sparse_metadata" and not dp.sparse:
         raise UnsupportedDatapath(f"{model.instruction} is dense: it has no sparse_metadata operand")
     M, N = _shape(model, operand)
-    fname, bits = _format_bits(model, operand)
-    key = dict(op=dp.op, m=M, n=N, k=dp.k, operand=operand, bits=bits, arch=model.arch, kind=dp.kind,
-               a_type=dp.a, a_bits=model.a_format.container_bits, alayout=alayout, blayout=blayout,
-               sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
+    fname, bits = _format_bits(dp, model._reg.formats, operand)
+    key = rule_key(dp, model._reg.formats, operand, M, N, alayout, blayout)
     rules = [r for r in model._reg.layouts.values() if isinstance(r, FragmentRule) and r.matches(**key)]
     if not rules:
         raise UnsupportedDatapath(
@@ -148,12 +158,13 @@ def layout(model, operand: str, alayout: str | None = None, blayout: str | None 
                      **{k: v for k, v in selectors.items() if k in rule.selectors})
 
 
-def _options(options):
-    """Check the keyword options a layout takes (alayout, blayout and the selectors)."""
+def _options(options, also=()):
+    """Check the keyword options a layout takes (alayout, blayout and the selectors; ``also``:
+    the caller's own keywords, for the message)."""
     bad = [k for k in options if k not in ("alayout", "blayout") + SELECTORS]
     if bad:
-        raise OperandError(f"unknown layout option(s) {', '.join(bad)} (known: alayout, blayout, "
-                           + ", ".join(SELECTORS) + ")")
+        raise UnknownOption(f"unknown keyword(s) {', '.join(map(repr, bad))} (known: "
+                            + ", ".join(("alayout", "blayout") + SELECTORS + tuple(also)) + ")")
     return options
 
 

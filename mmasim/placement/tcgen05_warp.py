@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import OperandError, ShapeError, TableError, UnsupportedDatapath
-from .bind import _shape, layout, scale_operands, sparse_operand
+from .bind import _shape, layout, rule_key, scale_operands, sparse_operand
 from .fragment import FragmentRule
 from .smem_packed import read_model_operand
 
@@ -68,8 +68,7 @@ def a_tmem_layout(model, lane_alignment: int = 0):
         raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory exists only for tcgen05.mma")
     M, N = _shape(model, "d")
     bits = model.a_format.container_bits
-    key = dict(op=dp.op, m=M, n=N, k=dp.k, operand="a", bits=bits, arch=model.arch, kind=dp.kind,
-               a_type=dp.a, a_bits=bits, sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
+    key = rule_key(dp, model._reg.formats, "a", M, N)
     rules = [r for r in model._reg.layouts.values()
              if isinstance(r, FragmentRule) and r.storage == "tmem" and r.matches(**key)]
     if not rules:

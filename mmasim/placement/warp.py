@@ -10,6 +10,8 @@ its descriptor is given) is read from a shared-memory image through its matrix d
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ..errors import OperandError, TableError
@@ -77,7 +79,7 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     start within each 32-lane sub-partition, the same for C / D, A in Tensor Memory and the
     metadata (PTX §9.7.16.10.5); an instruction without such a layout refuses 16 (``OperandError``).
     """
-    options = _options(options)
+    options = _options(options, also=_WARP_KEYWORDS)
     if any(k in SELECTORS for k in options):
         raise OperandError("warp takes the selectors as byte_id_a, thread_id_a, byte_id_b, thread_id_b and "
                            "sparsity_selector")
@@ -119,3 +121,8 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
         D = np.concatenate([model(A[b * M:(b + 1) * M], B[b * K:(b + 1) * K], C[b * M:(b + 1) * M],
                                   backend=backend) for b in range(blocks)])
     return ld.pack(D)
+
+
+#: the keywords of :func:`warp` beyond the layout options (named when one is misspelt)
+_WARP_KEYWORDS = tuple(name for name, p in list(inspect.signature(warp).parameters.items())[4:]
+                       if p.kind is p.POSITIONAL_OR_KEYWORD and name not in SELECTORS)

@@ -2,17 +2,21 @@
 
 Importing this package does not import numba; the built-in kernels are
 registered through the ``mmasim_kernels`` hook (this module is a built-in
-plugin) and compiled on first use.  Rows a kernel leaves (flags) are computed
-by the numpy backend, so their words (or errors) are the reference's.
+plugin) and compiled on first use.  The registry holds every plugin's kernel
+builders, one owner per accumulator family like every other part
+(:mod:`mmasim.registry`): a plugin cannot replace a built-in kernel.  Rows a
+kernel leaves (flags) are computed by the numpy backend, so their words (or
+errors) are the reference's.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...errors import PluginError
+from ... import plugins
 from ...hookspecs import hookimpl
-from ...plugin_manager import describe, get_plugin_manager
+from ...plugin_manager import get_plugin_manager
+from ...registry import get_registry
 from ..numpy import NumpyBackend
 
 _numba_ok: bool | None = None
@@ -49,31 +53,25 @@ class _KernelPlugin:
 def register_kernel(family: str):
     """Decorator: register ``builder(plan) -> kernel | None`` as the compiled kernel of
     accumulator ``family`` (a plugin of the ``mmasim_kernels`` hook, named
-    ``kernel:<family>``).  The builder returns ``None`` for datapaths it does not cover."""
+    ``kernel:<family>``, registered with :func:`mmasim.register`).  The builder returns
+    ``None`` for datapaths it does not cover.  A family whose kernel another plugin
+    registers (the built-in families included) is a :class:`~mmasim.errors.PluginConflict`;
+    registering ``family`` again replaces this decorator's earlier builder."""
 
     def deco(builder):
-        pm = get_plugin_manager()
         name = f"kernel:{family}"
-        if pm.get_plugin(name) is not None:
-            pm.unregister(name=name)
-        pm.register(_KernelPlugin(family, builder), name=name)
+        if get_plugin_manager().get_plugin(name) is not None:
+            plugins.unregister(name=name)
+        plugins.register(_KernelPlugin(family, builder), name=name)
         return builder
 
     return deco
 
 
 def kernel_builders() -> dict:
-    """``accumulator name -> builder`` from every plugin's ``mmasim_kernels`` hook
-    (a later plugin replaces an earlier one's builder of the same name)."""
-    out: dict = {}
-    for impl in get_plugin_manager().hook.mmasim_kernels.get_hookimpls():   # registration order
-        try:
-            table = dict(impl.function())
-        except Exception as exc:  # noqa: BLE001 - the plugin's failure, named
-            raise PluginError(f"{describe(impl.plugin_name)}: hook mmasim_kernels() failed: "
-                              f"{type(exc).__name__}: {exc}") from exc
-        out.update(table)
-    return out
+    """``accumulator name -> builder`` from every plugin's ``mmasim_kernels`` hook, as the
+    registry holds them (one owner per name; a plugin whose hook fails is left out)."""
+    return dict(get_registry().kernels)
 
 
 def _plan(x):
@@ -110,6 +108,37 @@ def kernel_coverage(model) -> str:
     return "compiled"
 
 
+#: the built-in kernels: accumulator family -> its builder in :mod:`.kernels`
+BUILDERS = {
+    "window": "_window",
+    "integer": "_integer",
+    "group_scaled_window": "_group_scaled",
+    "two_stage_window": "_two_stage",
+    "exact_sum": "_exact_sum",
+    "fma": "_fma_family",
+    "mul_add_chain": "_mul_add",
+    "ftz_mul_add": "_ftz",
+}
+
+
+class _Builtin:
+    """The builder of a built-in kernel, importing numba (:mod:`.kernels`) only when called
+    (a plain object, so that a pickled model's registry pickles too)."""
+
+    def __init__(self, family: str):
+        self.family = family
+
+    def __call__(self, plan):
+        from . import kernels
+        return getattr(kernels, BUILDERS[self.family])(plan)
+
+    def __repr__(self) -> str:
+        return f"<built-in {self.family} kernel builder>"
+
+
+_BUILTIN = {family: _Builtin(family) for family in BUILDERS}
+
+
 @hookimpl
 def mmasim_unavailable():
     if numba_available():
@@ -120,11 +149,9 @@ def mmasim_unavailable():
 
 @hookimpl
 def mmasim_kernels():
-    if not numba_available():
-        return {}
-    from .kernels import BUILDERS
-
-    return BUILDERS
+    # the same families whether numba is installed or not: which plugin owns a kernel
+    # name does not depend on the environment (kernel_for asks numba_available first)
+    return _BUILTIN
 
 
 def kernel_args(plan, rows) -> tuple:

@@ -427,16 +427,3 @@ def _ftz(plan):
             or plan.datapath.stored_k % p["P"]:
         return None
     return _make(plan, ftz_mul_add_kernel, FtzRecord(int(p["P"])), "f32")
-
-
-#: accumulator name -> kernel builder (registered through the mmasim_kernels hook)
-BUILDERS = {
-    "window": _window,
-    "integer": _integer,
-    "group_scaled_window": _group_scaled,
-    "two_stage_window": _two_stage,
-    "exact_sum": _exact_sum,
-    "fma": _fma_family,
-    "mul_add_chain": _mul_add,
-    "ftz_mul_add": _ftz,
-}
