@@ -15,6 +15,7 @@ import argparse
 import json
 import pathlib
 import sys
+import time
 
 from . import DISTRIBUTION, MMA, architectures, get_registry
 from .display import hex_word, number_text, one_line, safe
@@ -352,6 +353,28 @@ def cmd_plugins(args) -> int:
     return 0 if all(r["ok"] for r in records) else 1
 
 
+def cmd_warmup(args) -> int:
+    from . import backends
+
+    if not backends.numba_available():
+        return _fail("nothing to compile: the compiled backend needs numba (pip install 'mmasim-exact[fast]')")
+    from .backends.numba import cache, warmup
+
+    t0 = time.perf_counter()
+    results = warmup.warmup(jobs=args.jobs, progress=not args.quiet)
+    seconds = time.perf_counter() - t0
+    compiled, loaded = sum(r[2] for r in results), sum(r[3] for r in results)
+    where = str(cache.kernel_dir())
+    if args.json:
+        _dump({"schema": "mmasim.warmup/1", "cache": where, "seconds": round(seconds, 3),
+               "kernels": [{"kernel": k, "seconds": round(t, 3), "compiled": c, "loaded": n}
+                           for k, t, c, n in sorted(results)]})
+    else:
+        print(f"{len(results)} kernel signatures in {seconds:.1f} s: {compiled} compiled, {loaded} loaded "
+              f"from the cache ({safe(where)})")
+    return 0
+
+
 def cmd_layout(args) -> int:
     from .placement import draw
 
@@ -522,6 +545,17 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--seed", type=_count(0, "--seed"), default=0, help="random seed (default 0)")
     h.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     h.set_defaults(func=cmd_harness_run)
+
+    s = sub.add_parser(
+        "warmup", help="compile every kernel of the compiled (numba) backend into its cache, once per machine",
+        description="Compile (or load from the kernel cache) every kernel signature the registered datapaths use, "
+                    "so that later processes load them instead of compiling. The cache folder is $MMASIM_CACHE_DIR, "
+                    "else the user cache folder (docs/performance.md).")
+    s.add_argument("--jobs", type=_count(1, "--jobs"), default=None,
+                   help="processes compiling side by side (default: the CPUs this process may use)")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_json(s)
+    s.set_defaults(func=cmd_warmup)
 
     s = sub.add_parser("plugins", help="every plugin with its status (exit 1 when one failed to load)")
     add_json(s)
