@@ -358,20 +358,23 @@ def cmd_warmup(args) -> int:
 
     if not backends.numba_available():
         return _fail("nothing to compile: the compiled backend needs numba (pip install 'mmasim-exact[fast]')")
-    from .backends.numba import cache, warmup
+    from . import warmup
+    from .backends.numba import cache
 
     t0 = time.perf_counter()
     results = warmup.warmup(jobs=args.jobs, progress=not args.quiet)
     seconds = time.perf_counter() - t0
-    compiled, loaded = sum(r[2] for r in results), sum(r[3] for r in results)
+    cpu = sum(r.cpu_seconds for r in results)     # the kernels' compilation (or loading)
+    compiled, loaded = sum(r.compiled for r in results), sum(r.loaded for r in results)
     where = str(cache.kernel_dir())
     if args.json:
         _dump({"schema": "mmasim.warmup/1", "cache": where, "seconds": round(seconds, 3),
-               "kernels": [{"kernel": k, "seconds": round(t, 3), "compiled": c, "loaded": n}
-                           for k, t, c, n in sorted(results)]})
+               "cpu_seconds": round(cpu, 3),
+               "kernels": [{"kernel": r.label, "seconds": round(r.seconds, 3), "cpu_seconds": round(r.cpu_seconds, 3),
+                            "compiled": r.compiled, "loaded": r.loaded} for r in sorted(results, key=lambda r: r.label)]})
     else:
-        print(f"{len(results)} kernel signatures in {seconds:.1f} s: {compiled} compiled, {loaded} loaded "
-              f"from the cache ({safe(where)})")
+        print(f"{len(results)} kernel signatures in {seconds:.1f} s ({cpu:.1f} s CPU): {compiled} compiled, "
+              f"{loaded} loaded from the cache ({safe(where)})")
     return 0
 
 
