@@ -362,7 +362,7 @@ def cmd_warmup(args) -> int:
     from .backends.numba import cache
 
     t0 = time.perf_counter()
-    results = warmup.warmup(jobs=args.jobs, progress=not args.quiet)
+    results = warmup.warmup(jobs=args.jobs, progress=not args.quiet, archs=args.archs or None)
     seconds = time.perf_counter() - t0
     cpu = sum(r.cpu_seconds for r in results)     # the kernels' compilation (or loading)
     compiled, loaded = sum(r.compiled for r in results), sum(r.loaded for r in results)
@@ -554,6 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compile (or load from the kernel cache) every kernel signature the registered datapaths use, "
                     "so that later processes load them instead of compiling. The cache folder is $MMASIM_CACHE_DIR, "
                     "else the user cache folder (docs/performance.md).")
+    s.add_argument("archs", nargs="*", metavar="ARCH", help="only the kernels of these architectures (default: all)")
     s.add_argument("--jobs", type=_count(1, "--jobs"), default=None,
                    help="processes compiling side by side (default: the CPUs this process may use)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -56,17 +56,32 @@ def _model(registry, arch, index):
     return Model(registry.architectures[arch].datapaths[index], registry, backend="numba")
 
 
-def signatures(registry=None) -> list:
-    """One :class:`Signature` per compiled signature of every registered datapath."""
+def _declaring(reg, names) -> set:
+    """The architectures ``names`` (any name :func:`mmasim.MMA` takes) declare their datapaths in."""
+    from .lookup import resolve_arch
+
+    out = set()
+    for n in names:
+        arch = reg.architectures[resolve_arch(reg, n)]
+        while arch.inherits:
+            arch = reg.architectures[arch.inherits]
+        out.add(arch.name)
+    return out
+
+
+def signatures(registry=None, archs=None) -> list:
+    """One :class:`Signature` per compiled signature of the registered datapaths (of the
+    architectures ``archs`` only, when given)."""
     from .backends.numba import kernel_for
     from .backends.numba.kernels import LeanWindowKernel
     from .registry import get_registry
 
     reg = registry or get_registry()
+    wanted = None if archs is None else _declaring(reg, archs)
     out, seen, lean_done = [], set(), False
     for name, arch in reg.architectures.items():
-        if arch.inherits:           # the datapaths of the architecture it inherits
-            continue
+        if arch.inherits or (wanted is not None and name not in wanted):
+            continue                # an inheriting one: the datapaths of the one it inherits
         for i, _dp in enumerate(arch.datapaths):
             m = _model(reg, name, i)
             kern = kernel_for(m)
@@ -117,11 +132,13 @@ def _compile_in_worker(sig):
     return compile_one(sig)
 
 
-def warmup(jobs: int | None = None, progress: bool = True) -> list:
-    """Compile (or load) every kernel signature (:func:`signatures`) in ``jobs`` processes
-    (default: the CPUs this process may use; 1: in this process), with a progress bar on
-    stderr; returns a :class:`Warmed` per signature."""
-    sigs = signatures()
+def warmup(jobs: int | None = None, progress: bool = True, archs=None) -> list:
+    """Compile (or load) every kernel signature (:func:`signatures`, of ``archs`` when given)
+    in ``jobs`` processes (default: the CPUs this process may use; 1: in this process), with
+    a progress bar on stderr; returns a :class:`Warmed` per signature."""
+    sigs = signatures(archs=archs)
+    if not sigs:
+        return []
     if jobs is None:
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     jobs = max(1, min(int(jobs), len(sigs)))

@@ -181,3 +181,29 @@ def test_other_digests_beyond_the_newest_few_are_pruned(monkeypatch, tmp_path):
     gone = cache.prune()
     assert sorted(p.name for p in gone) == ["old0", "old1"]
     assert sorted(p.name for p in parent.iterdir()) == [f"old{i}" for i in range(2, cache.KEEP_DIGESTS + 2)]
+
+
+def _warmup_cli(*args):
+    out = subprocess.run([sys.executable, "-m", "mmasim", "warmup", *args], capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_mmasim_warmup_compiles_an_architectures_kernels_once_and_later_loads_them():
+    # the session's kernel cache (the conftest warm-up fills it under xdist); MI100 is CDNA1:
+    # the exact-sum, FMA f32 and integer kernels
+    _warmup_cli("MI100", "--jobs", "1", "--json", "-q")
+    doc = _warmup_cli("MI100", "--jobs", "1", "--json", "-q")
+    assert doc["schema"] == "mmasim.warmup/1"
+    assert doc["cache"] == str(cache.kernel_dir())
+    kernels = {k["kernel"].split(" ")[0]: k for k in doc["kernels"]}
+    assert sorted(kernels) == ["exact_sum_kernel", "fma_f32_kernel", "integer_kernel"]
+    assert all((k["compiled"], k["loaded"]) == (0, 1) for k in kernels.values()), kernels
+
+
+def test_mmasim_warmup_of_an_unknown_architecture_names_the_known_ones():
+    out = subprocess.run([sys.executable, "-m", "mmasim", "warmup", "NoSuchGPU"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 1
+    assert "unknown architecture 'NoSuchGPU'" in out.stderr and "CDNA1" in out.stderr
