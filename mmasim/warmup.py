@@ -87,14 +87,20 @@ def signatures(registry=None, archs=None) -> list:
             kern = kernel_for(m)
             if kern is None:
                 continue
-            out_dtype = {"f32": np.float32, "f64": np.float64}.get(kern.out_kind, kern.encoding.dtype)
-            key = (kern.fn.__name__, tuple(np.dtype(d).str for d in m.plan.word_dtypes), np.dtype(out_dtype).str)
+            words = kern.word_dtypes or m.plan.word_dtypes
+            if kern.word_dtypes is not None:    # int64 words and D: one signature whatever the formats
+                key = (kern.fn.__name__, "int64")
+            else:
+                out_dtype = {"f32": np.float32, "f64": np.float64}.get(kern.out_kind, kern.encoding.dtype)
+                key = (kern.fn.__name__, tuple(np.dtype(d).str for d in words), np.dtype(out_dtype).str)
             if key in seen:
                 continue
             seen.add(key)
             specials = not lean_done and isinstance(kern, LeanWindowKernel)
-            lean_done = lean_done or specials
-            out.append(Signature(kern.fn.__name__, tuple(m.plan.word_dtypes), name, i, specials))
+            if specials:                # its rows with inf / NaN: the general window kernel, int64
+                lean_done = True
+                seen.add(("window_kernel", "int64"))
+            out.append(Signature(kern.fn.__name__, tuple(words), name, i, specials))
     return out
 
 
