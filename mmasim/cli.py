@@ -15,6 +15,7 @@ import argparse
 import json
 import pathlib
 import sys
+import time
 
 from . import DISTRIBUTION, MMA, architectures, get_registry
 from .display import hex_word, number_text, one_line, safe
@@ -405,6 +406,31 @@ def cmd_plugins(args) -> int:
     return 0 if all(r["ok"] for r in records) else 1
 
 
+def cmd_warmup(args) -> int:
+    from . import backends
+
+    if not backends.numba_available():
+        return _fail("nothing to compile: the compiled backend needs numba (pip install 'mmasim-exact[fast]')")
+    from . import warmup
+    from .backends.numba import cache
+
+    t0 = time.perf_counter()
+    results = warmup.warmup(jobs=args.jobs, progress=not args.quiet, archs=args.archs or None)
+    seconds = time.perf_counter() - t0
+    cpu = sum(r.cpu_seconds for r in results)     # the kernels' compilation (or loading)
+    compiled, loaded = sum(r.compiled for r in results), sum(r.loaded for r in results)
+    where = str(cache.kernel_dir())
+    if args.json:
+        _dump({"schema": "mmasim.warmup/1", "cache": where, "seconds": round(seconds, 3),
+               "cpu_seconds": round(cpu, 3),
+               "kernels": [{"kernel": r.label, "seconds": round(r.seconds, 3), "cpu_seconds": round(r.cpu_seconds, 3),
+                            "compiled": r.compiled, "loaded": r.loaded} for r in sorted(results, key=lambda r: r.label)]})
+    else:
+        print(f"{len(results)} kernel signatures in {seconds:.1f} s ({cpu:.1f} s CPU): {compiled} compiled, "
+              f"{loaded} loaded from the cache ({safe(where)})")
+    return 0
+
+
 def cmd_layout(args) -> int:
     from .placement import draw
 
@@ -598,6 +624,18 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_json(h)
     h.set_defaults(func=cmd_harness_run)
+
+    s = sub.add_parser(
+        "warmup", help="compile every kernel of the compiled (numba) backend into its cache, once per machine",
+        description="Compile (or load from the kernel cache) every kernel signature the registered datapaths use, "
+                    "so that later processes load them instead of compiling. The cache folder is $MMASIM_CACHE_DIR, "
+                    "else the user cache folder (docs/performance.md).")
+    s.add_argument("archs", nargs="*", metavar="ARCH", help="only the kernels of these architectures (default: all)")
+    s.add_argument("--jobs", type=_count(1, "--jobs"), default=None,
+                   help="processes compiling side by side (default: the CPUs this process may use)")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_json(s)
+    s.set_defaults(func=cmd_warmup)
 
     s = sub.add_parser("plugins", help="every plugin with its status (exit 1 when one failed to load)")
     add_json(s)

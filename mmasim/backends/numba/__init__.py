@@ -154,15 +154,17 @@ def mmasim_kernels():
     return _BUILTIN
 
 
-def kernel_args(plan, rows) -> tuple:
+def kernel_args(plan, rows, dtypes=None) -> tuple:
     """The arrays a kernel reads for ``rows`` (dense): ``(wa, wb, wc, sa, sb, ia, ib,
-    ic, isa, isb, ncols)``: contiguous container words of A, B, C and the scales, a
-    row index per operand (empty: row d is array row d), and ``ncols`` (> 0: the
-    matrix form, row d is A row d // ncols against B row d % ncols)."""
-    dtypes = plan.word_dtypes
+    ic, isa, isb, ncols)``: contiguous words of A, B, C and the scales (of ``dtypes``,
+    else the containers' ``plan.word_dtypes``), a row index per operand (empty: row d
+    is array row d), and ``ncols`` (> 0: the matrix form, row d is A row d // ncols
+    against B row d % ncols)."""
+    dtypes = dtypes or plan.word_dtypes
+    no_scale = _NO_SCALE if dtypes[0] != np.int64 else _NO_SCALE64
     if rows.ncols:      # the matrices themselves (the common small call: no loops)
         ops, asc, ni = rows.operands, np.ascontiguousarray, _NO_INDEX
-        sa, sb = (asc(ops[3], dtypes[3]), asc(ops[4], dtypes[4])) if plan.scaled else (_NO_SCALE, _NO_SCALE)
+        sa, sb = (asc(ops[3], dtypes[3]), asc(ops[4], dtypes[4])) if plan.scaled else (no_scale, no_scale)
         return (asc(ops[0], dtypes[0]), asc(ops[1], dtypes[1]), asc(ops[2], dtypes[2]), sa, sb, ni, ni, ni, ni, ni,
                 rows.ncols)
     else:
@@ -172,12 +174,12 @@ def kernel_args(plan, rows) -> tuple:
             words.append(arr)
             index.append(_NO_INDEX if idx is None else idx)
     if not plan.scaled:
-        words += _NO_SCALES
+        words += [no_scale, no_scale]
         index += _NO_SCALES_INDEX
     return (*words, *index, rows.ncols)
 
 
-_NO_SCALES = [_NO_SCALE, _NO_SCALE]
+_NO_SCALE64 = np.zeros((1, 1), dtype=np.int64)
 _NO_SCALES_INDEX = [_NO_INDEX, _NO_INDEX]
 
 
@@ -198,7 +200,7 @@ class NumbaBackend:
             return _NUMPY.compute(plan, rows)
         if plan.sparse_rule is not None:
             rows = rows.dense(plan)
-        words, flags = kern(kernel_args(plan, rows), rows.stop - rows.start)
+        words, flags = kern(kernel_args(plan, rows, kern.word_dtypes), rows.stop - rows.start)
         if flags is not None:   # rows the kernel leaves to the reference
             idx = np.flatnonzero(flags)
             words[idx] = _NUMPY.compute(plan, rows.take(idx))

@@ -64,8 +64,12 @@ NO_RECORD = NoRecord(0)
 class Kernel:
     """A compiled kernel bound to one datapath's formats, parameters and encoding."""
 
-    def __init__(self, plan, fn, R, out_kind="word"):
+    def __init__(self, plan, fn, R, out_kind="word", words=None):
         self.fn = fn
+        # the dtype of every word array the kernel reads (None: the plan's containers); a
+        # kernel whose speed the copy does not matter to reads int64 words whatever the
+        # formats, so that it is compiled once (one signature), not once per container width
+        self.word_dtypes = None if words is None else (np.dtype(words),) * len(plan.word_dtypes)
         self.family = plan.datapath.accumulator
         self.record = R                     # the family's parameter record
         # kernels read it as a one-element structured array (fields by name; an array
@@ -90,8 +94,8 @@ class Kernel:
             vals = np.empty(n, dtype=np.float64)
         elif self.out_kind == "f32":
             vals = np.empty(n, dtype=np.float32)
-        else:
-            vals = np.empty(n, dtype=self.encoding.dtype)
+        else:   # the words of D (int64 for a kernel of int64 words: one signature)
+            vals = np.empty(n, dtype=self.encoding.dtype if self.word_dtypes is None else np.int64)
         flags = np.empty(n, dtype=np.bool_)
         nflag = self.fn(*args, self.TAB, self.FM, self.R, self.ENC, self.step, self.block, vals, flags, *self.extra)
         if self.out_kind != "word":
@@ -99,6 +103,8 @@ class Kernel:
             words = vals.view(word if self.out_kind == "f64" else np.uint32)
             words = np.where(np.isnan(vals), word(self.encoding.nan_word), words).astype(self.encoding.dtype)
             vals = words
+        elif vals.dtype != self.encoding.dtype:
+            vals = vals.astype(self.encoding.dtype)
         return vals, (flags if nflag else None)
 
 
@@ -269,8 +275,8 @@ def _is_builtin(plan, name):
     return plan.builtin and plan.datapath.accumulator == name
 
 
-def _make(plan, fn, R, out_kind="word"):
-    k = Kernel(plan, fn, R, out_kind)
+def _make(plan, fn, R, out_kind="word", words=None):
+    k = Kernel(plan, fn, R, out_kind, words)
     return None if k.FM is None else k
 
 
@@ -316,7 +322,7 @@ def _window(plan):
         has_sr=0 if p.get("subnormal_redo") is None else 1, srT=int(p.get("subnormal_redo") or 0),
         scaled=1 if scaled else 0, clog_g=_clog2(group), clog_cd=_clog2(int(cd["group"])) if cd else 0,
         roff=0, S=0)
-    general = _make(plan, window_kernel, R)
+    general = _make(plan, window_kernel, R, words=np.int64)   # the lean kernels' special rows: int64 too
     lean = _lean_specs(plan)
     if lean is None or general is None:
         return general
@@ -384,7 +390,7 @@ def _two_stage(plan):
     R = TwoStageRecord(int(p["F"]), int(p["F2"]), 1 if p.get("even_odd") else 0, 1 if p.get("drop_c") else 0,
                        0 if p.get("overflow") is None else 1, int(p.get("overflow") or 0),
                        0 if p.get("nonfinite_c_r") is None else 1, int(p.get("nonfinite_c_r") or 0))
-    return _make(plan, two_stage_kernel, R)
+    return _make(plan, two_stage_kernel, R, words=np.int64)
 
 
 def _exact_sum(plan):
@@ -418,7 +424,8 @@ def _mul_add(plan):
     if not _ieee_ok(plan, "mul_add_chain"):
         return None
     f64 = plan.encoding.format == "f64"
-    return _make(plan, mul_add_f64_kernel if f64 else mul_add_f32_kernel, NO_RECORD, plan.encoding.format)
+    return _make(plan, mul_add_f64_kernel if f64 else mul_add_f32_kernel, NO_RECORD, plan.encoding.format,
+                 words=np.int64)
 
 
 def _ftz(plan):

@@ -10,15 +10,15 @@ encodings as ``ENC`` (see :class:`mmasim.backends.numba.kernels.Kernel`).
 
 from __future__ import annotations
 
-import hashlib
 import math
-from pathlib import Path
 
 import numba
 import numpy as np
 from numba.core import types
 from numba.core.extending import intrinsic
 from numba.cpython.unsafe.numbers import leading_zeros
+
+from .cache import jit as _jit
 
 ZERO, FINITE, INF, NAN = 0, 1, 2, 3
 
@@ -32,43 +32,7 @@ _NAN_CODES = {"ieee": 0, "max": 1, "negzero": 2, "allones": 3, "none": 4}
 _MODES = {"rz": 0, "rne": 1, "wrap": 2, "sat": 3}
 
 
-def invalidate_stale_cache(folder: Path) -> bool:
-    """Delete numba's cached kernels in ``folder/__pycache__`` when any ``.py`` file of
-    ``folder`` changed since they were written; ``True`` if it deleted any.
-
-    numba keys a cached kernel by the time stamp and size of the file that defines it, but
-    these kernels inline primitives from this file and others: after an edit here a kernel
-    of an unchanged file would load machine code compiled from the old primitives.  A digest of
-    every source of the folder, kept beside the cache, closes that gap.  Best effort: a
-    read-only folder (numba then caches elsewhere) or ``NUMBA_CACHE_DIR`` is left alone."""
-    digest = hashlib.sha256()
-    for f in sorted(folder.glob("*.py")):
-        digest.update(f.name.encode() + b"\0" + f.read_bytes())
-    cache = folder / "__pycache__"
-    stamp = cache / "mmasim-numba-sources.sha256"
-    try:
-        if stamp.read_text() == digest.hexdigest():
-            return False
-    except OSError:
-        pass
-    stale = False
-    try:
-        cache.mkdir(exist_ok=True)
-        for f in list(cache.glob("*.nbi")) + list(cache.glob("*.nbc")):
-            f.unlink(missing_ok=True)
-            stale = True
-        stamp.write_text(digest.hexdigest())
-    except OSError:
-        pass
-    return stale
-
-
-invalidate_stale_cache(Path(__file__).parent)
-
-_jit = numba.njit(cache=True, nogil=True)
-
-
-_inline = numba.njit(cache=True, inline="always")
+_inline = numba.njit(inline="always")   # inlined where used: nothing to cache
 
 
 @intrinsic
@@ -197,7 +161,7 @@ def _decode(w, fp, TAB):
 
 # the general decode as a called function: the lean kernels use it once per dot
 # product (C) or per block (scales); compiled once, it keeps their compile time low
-_decode_call = numba.njit(cache=True, nogil=True)(_decode.py_func)
+_decode_call = _jit(_decode.py_func)
 
 
 #: The decode spec (an ``FM`` row) of binary32 decoded arithmetically: no table, a float,
