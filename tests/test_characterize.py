@@ -28,7 +28,8 @@ def _distinct():
     seen = {}
     for arch in mmasim.architectures():
         for dp in mmasim.datapaths(arch):
-            if dp.accumulator in WINDOW_FAMILIES:
+            # a composed datapath (steps in interleaved runs, C added after them) is not one window
+            if dp.accumulator in WINDOW_FAMILIES and not dp.interleave and not dp.c_add:
                 key = (dp.accumulator, dp.params, dp.step, dp.a, dp.b, dp.c, dp.d, dp.rounding, dp.scale, dp.block)
                 seen.setdefault(key, dp)
     return reg, list(seen.values())

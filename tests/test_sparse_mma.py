@@ -101,6 +101,12 @@ def _dense_twin(arch, model):
     """The dense instruction of ``model``'s architecture with the same op, kind, types and
     scaling at half the (logical) K, by its canonical name."""
     sp = model.datapath
+    if sp.op == "mma.sync" and not sp.kind and sp.a in ("e4m3", "e5m2") and arch in ("Hopper", "Blackwell"):
+        # the dense fp8 mma.sync there is ptxas's two-step lowering; the sparse form keeps a
+        # one-window model (docs/datapaths.md section 3): Hopper's wgmma fp8, B200's F = 25 window
+        if arch == "Hopper":
+            return mmasim.MMA("H100", f"wgmma.mma_async.m64n8k32.f32.{sp.a}.{sp.b}")
+        return mmasim.MMA("RTX 5090", f"mma.sync.m16n8k32.f32.{sp.a}.{sp.b}.f32")
     for dp, name in zip(mmasim.datapaths(arch), mmasim.instructions(arch)):
         if dp.sparse or dp.k * 2 != sp.k:
             continue
