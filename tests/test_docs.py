@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import mmasim
-from mmasim import vectors
+from mmasim import backends, vectors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -236,7 +236,7 @@ def test_json_output_schemas_are_documented(tmp_path, capsys):
 
     documented = _documented_schemas()
     assert set(documented) == {f"mmasim.{c}/1" for c in ("list", "explain", "run", "compare", "validate", "plugins",
-                                                                     "layout")}
+                                                                     "layout", "warmup")}
     good = ROOT / "vectors" / "hardware" / "blackwell" / "tf32-probe-ladder.hardware.npz"
     runs = {
         "list": ["list", "B200"],
@@ -247,7 +247,10 @@ def test_json_output_schemas_are_documented(tmp_path, capsys):
         "validate": ["validate", "-q", str(good)],
         "plugins": ["plugins"],
         "layout": ["layout", "A100", "mma.sync.m16n8k16.f32.f16.f16"],
+        "warmup": ["warmup", "MI100", "--jobs", "1", "-q"],     # the CDNA1 kernels (compiled or loaded)
     }
+    if not backends.numba_available():
+        del runs["warmup"]          # nothing to compile without numba
 
     open_maps = ("parameters", "by_kind")        # keys depend on the datapath / the generators
 
