@@ -75,7 +75,7 @@ def signatures(registry=None, archs=None) -> list:
     """One :class:`Signature` per compiled signature of the registered datapaths (of the
     architectures ``archs`` only, when given)."""
     from .backends.numba import kernel_for
-    from .backends.numba.kernels import LeanWindowKernel
+    from .backends.numba.kernels import Kernel, LeanWindowKernel
     from .registry import get_registry
 
     reg = registry or get_registry()
@@ -87,7 +87,7 @@ def signatures(registry=None, archs=None) -> list:
         for i, _dp in enumerate(arch.datapaths):
             m = _model(reg, name, i)
             kern = kernel_for(m)
-            if kern is None:
+            if not isinstance(kern, Kernel):    # none, or a plugin's kernel (compiled on first use)
                 continue
             words = kern.word_dtypes or m.plan.word_dtypes
             if kern.word_dtypes is not None:    # int64 words and D: one signature whatever the formats
