@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 ROWS = 64
+#: written into the kernel folder when every signature has been compiled or loaded there
+MARK = "warmed.json"
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ def signatures(registry=None, archs=None) -> list:
     """One :class:`Signature` per compiled signature of the registered datapaths (of the
     architectures ``archs`` only, when given)."""
     from .backends.numba import kernel_for
-    from .backends.numba.kernels import LeanWindowKernel
+    from .backends.numba.kernels import Kernel, LeanWindowKernel
     from .registry import get_registry
 
     reg = registry or get_registry()
@@ -85,7 +87,7 @@ def signatures(registry=None, archs=None) -> list:
         for i, _dp in enumerate(arch.datapaths):
             m = _model(reg, name, i)
             kern = kernel_for(m)
-            if kern is None:
+            if not isinstance(kern, Kernel):    # none, or a plugin's kernel (compiled on first use)
                 continue
             words = kern.word_dtypes or m.plan.word_dtypes
             if kern.word_dtypes is not None:    # int64 words and D: one signature whatever the formats
@@ -134,6 +136,15 @@ def compile_one(sig: Signature, registry=None) -> Warmed:
                   after[1] - before[1])
 
 
+def _context():
+    """Processes forked where the platform can (they start with this one's modules and
+    registry), spawned elsewhere."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
 def _compile_in_worker(sig):
     return compile_one(sig)
 
@@ -143,11 +154,9 @@ def warmup(jobs: int | None = None, progress: bool = True, archs=None) -> list:
     in ``jobs`` processes (default: the CPUs this process may use; 1: in this process), with
     a progress bar on stderr; returns a :class:`Warmed` per signature."""
     sigs = signatures(archs=archs)
-    if not sigs:
-        return []
     if jobs is None:
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    jobs = max(1, min(int(jobs), len(sigs)))
+    jobs = max(1, min(int(jobs), len(sigs) or 1))
     bar = None
     if progress:
         from tqdm import tqdm
@@ -161,9 +170,7 @@ def warmup(jobs: int | None = None, progress: bool = True, archs=None) -> list:
                 if bar is not None:
                     bar.update()
         else:
-            import multiprocessing
-
-            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            with ProcessPoolExecutor(jobs, mp_context=_context()) as pool:
                 for fut in as_completed([pool.submit(_compile_in_worker, sig) for sig in sigs]):
                     results.append(fut.result())
                     if bar is not None:
@@ -171,4 +178,25 @@ def warmup(jobs: int | None = None, progress: bool = True, archs=None) -> list:
     finally:
         if bar is not None:
             bar.close()
+    if archs is None:
+        _mark(results)
     return results
+
+
+def _mark(results) -> None:
+    import json
+
+    from .backends.numba.cache import kernel_dir
+
+    try:
+        (kernel_dir() / MARK).write_text(json.dumps(sorted(r.label for r in results)))
+    except OSError:     # an unwritable cache: the kernels were not kept either
+        pass
+
+
+def warmed() -> bool:
+    """Whether :func:`warmup` of every architecture has run into this kernel folder (a
+    datapath registered since may still use a signature compiled on first use)."""
+    from .backends.numba.cache import kernel_dir
+
+    return (kernel_dir() / MARK).is_file()

@@ -2,11 +2,11 @@
 
 Under pytest-xdist (the project's default, ``addopts`` in pyproject.toml) every worker is
 its own process and would compile each numba kernel it meets itself, the same kernels in
-every worker at the same time.  The controlling process runs ``mmasim warmup`` first
-(:func:`mmasim.backends.numba.warmup.warmup`): every kernel signature of the registered
-datapaths is compiled into the kernel cache (or found there, from an earlier session), in
-processes side by side, and the workers load the kernels from it.  This changes no test: it
-only moves compilation.
+every worker at the same time.  Unless an earlier session (or ``mmasim warmup``) has
+warmed the kernel cache, the controlling process runs ``mmasim warmup`` first
+(:func:`mmasim.warmup.warmup`): every kernel signature of the registered datapaths is
+compiled into the kernel cache, in processes side by side, and the workers load the kernels
+from it.  This changes no test: it only moves compilation.
 """
 
 import os
@@ -21,8 +21,10 @@ def pytest_configure(config):
         import numba  # noqa: F401
     except ImportError:
         return
-    from mmasim.warmup import warmup
+    from mmasim.warmup import warmed, warmup
 
+    if warmed():
+        return                     # the workers load every kernel from the cache
     try:
         warmup(jobs=max(2, min(os.cpu_count() or 1, 8)), progress=False)
     except Exception:              # noqa: BLE001 - the tests of the kernel report it

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import mmasim
-from mmasim import vectors
+from mmasim import backends, vectors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -218,7 +218,7 @@ def test_json_output_schemas_are_documented(tmp_path, capsys, monkeypatch):
 
     documented = _documented_schemas()
     assert set(documented) == {f"mmasim.{c}/1" for c in ("list", "explain", "run", "compare", "validate", "plugins",
-                                                         "layout", "harness-generate", "harness-run", "error", "accuracy")}
+                                                         "layout", "harness-generate", "harness-run", "error", "accuracy", "warmup")}
     # harness run on the simulator of the placed registers (no GPU needed)
     monkeypatch.setattr(hrun, "CudaDevice", lambda: hrun.SimulatedDevice("simulated GPU", "8.0"))
     good = ROOT / "vectors" / "hardware" / "blackwell" / "tf32-probe-ladder.hardware.npz"
@@ -238,7 +238,10 @@ def test_json_output_schemas_are_documented(tmp_path, capsys, monkeypatch):
         "error": ["run", "B200", "nope", "--a", "0", "--b", "0", "--c", "0"],
         "accuracy": ["accuracy", "H100", "wgmma.mma_async.k32.f32.e4m3.e4m3", "--k", "32", "--n", "8",
                      "--promote-every", "32"],
+        "warmup": ["warmup", "MI100", "--jobs", "1", "-q"],     # the CDNA1 kernels (compiled or loaded)
     }
+    if not backends.numba_available():
+        del runs["warmup"]          # nothing to compile without numba
 
     open_maps = ("parameters", "by_kind", "device")   # keys depend on the datapath / the generators / the device
 

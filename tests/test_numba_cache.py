@@ -207,3 +207,16 @@ def test_mmasim_warmup_of_an_unknown_architecture_names_the_known_ones():
                          timeout=300)
     assert out.returncode == 1
     assert "unknown architecture 'NoSuchGPU'" in out.stderr and "CDNA1" in out.stderr
+
+
+def test_only_a_warmup_of_every_architecture_marks_the_cache_warm(monkeypatch, tmp_path):
+    from mmasim import warmup
+
+    monkeypatch.setenv("MMASIM_CACHE_DIR", str(tmp_path))
+    cache.kernel_dir().mkdir(parents=True)
+    assert not warmup.warmed()
+    monkeypatch.setattr(warmup, "signatures", lambda archs=None: [])     # nothing to compile
+    warmup.warmup(jobs=1, progress=False, archs=["MI100"])
+    assert not warmup.warmed()
+    warmup.warmup(jobs=1, progress=False)
+    assert warmup.warmed()

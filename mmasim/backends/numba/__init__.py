@@ -200,7 +200,7 @@ class NumbaBackend:
             return _NUMPY.compute(plan, rows)
         if plan.sparse_rule is not None:
             rows = rows.dense(plan)
-        words, flags = kern(kernel_args(plan, rows, kern.word_dtypes), rows.stop - rows.start)
+        words, flags = kern(kernel_args(plan, rows, getattr(kern, "word_dtypes", None)), rows.stop - rows.start)
         if flags is not None:   # rows the kernel leaves to the reference
             idx = np.flatnonzero(flags)
             words[idx] = _NUMPY.compute(plan, rows.take(idx))
