@@ -18,8 +18,9 @@ Groups (fractions of the cases; each case's label names its group):
   for bf16, and its smallest normals), or for 8-bit-exponent formats products near f32's
   subnormal range; half of the rows with every element non-zero; C zero, -0, a D-format
   subnormal or a small normal.
-- ``special`` (10 %): a random row with an inf, a NaN, inf times zero, +inf and -inf, an
-  overflowing row or a non-finite C.
+- ``special`` (10 %): a random row with an inf, a NaN, inf times zero, +inf and -inf, a row
+  of products all at the top of the input range and of one sign (overflowing the D format
+  where it can), or a non-finite C.
 
 bf16 subnormal inputs are never generated: CPFloat's bf16 preset flushes them before the
 models run, so a case holding one would test CPFloat's preset, not the model (the caller's
@@ -239,10 +240,10 @@ class Words:
             elif kind == 3:
                 a[i, j], a[i, j2] = self.special(self.a, "inf"), self.special(self.a, "-inf")
                 b[i, j] = b[i, j2] = self.fields(self.a, 1, 0, 0)[0] & ~sign
-            elif kind == 4:                  # every product at the top of the input range
+            elif kind == 4:                  # every product at the top of the input range, one sign
                 a[i] = self.fields(self.a, self.k, emax(self.a) - 1, emax(self.a))
                 b[i] = self.fields(self.a, self.k, emax(self.a) - 1, emax(self.a))
-                a[i] &= ~sign
+                a[i] = (a[i] & ~sign) | (sign if (i // 6) % 2 else np.uint64(0))
                 b[i] &= ~sign
             else:
                 c[i] = self.special(self.d, ("inf", "-inf", "nan")[i % 3])

@@ -57,7 +57,9 @@ gives MATLAB's answers (the empty array; 0 once the count reaches the width).  `
 ``MI300MC.m``, which is deleted at ``KM_COMMIT``: it is taken from ``MI300_COMMIT``, its last
 version before the deletion.
 
-``--hardware-check N`` also runs each model on the first N cases of each of their measured sets
+``--work DIR`` keeps the build, the run files and every run's comparison (``rows.json``): the
+report then covers all jobs run with that directory (``--missing`` runs only the jobs whose file
+is not written yet).  ``--hardware-check N`` also runs each model on the first N cases of each of their measured sets
 (vectors/hardware/*/khattak-mikaitis.*) and reports how many words it reproduces: where the
 model and mmasim disagree, those words decide.
 """
@@ -162,13 +164,14 @@ JOBS = (
     + _mma_sync("RTX PRO 6000", "rtx_blackwell", "RTXPRO6000TC")
     + _fp8("RTX PRO 6000", "rtx_blackwell", "RTXPRO6000TC",
            ("mma.sync.m16n8k16", "mma.sync.m16n8k32", "mma.sync.kind::f8f6f4.m16n8k32"))
-    + _amd("MI100", "cdna1", "MI100MC", [("f32_4x4x4f16", "fp16"), ("f32_32x32x8f16", "fp16"),
-                                         ("f32_4x4x2bf16", "bf16"), ("f32_32x32x4bf16", "bf16")])
-    + _amd("MI250X", "cdna2", "MI250MC", [("f32_4x4x4f16", "fp16"), ("f32_32x32x8f16", "fp16"),
-                                          ("f32_4x4x4bf16_1k", "bf16"), ("f32_32x32x8bf16_1k", "bf16")])
+    + _amd("MI100", "cdna1", "MI100MC", [(f"f32_{s}f16", "fp16") for s in ("4x4x4", "16x16x4", "32x32x4", "32x32x8", "16x16x16")]
+           + [(f"f32_{s}bf16", "bf16") for s in ("4x4x2", "16x16x2", "32x32x2", "32x32x4", "16x16x8")])
+    + _amd("MI250X", "cdna2", "MI250MC", [(f"f32_{s}f16", "fp16") for s in ("4x4x4", "16x16x4", "32x32x4", "32x32x8", "16x16x16")]
+           + [(f"f32_{s}bf16_1k", "bf16") for s in ("4x4x4", "16x16x4", "32x32x4", "32x32x8", "16x16x16")])
     + _amd("MI300X", "cdna3", "MI300XMC", [
-        ("f32_32x32x8_f16", "fp16"), ("f32_16x16x16_f16", "fp16"), ("f32_32x32x8_bf16", "bf16"),
-        ("f32_16x16x16_bf16", "bf16"), ("f32_32x32x4_xf32", "tf32"), ("f32_16x16x8_xf32", "tf32"),
+        (f"f32_{s}_{t}", f) for t, f in (("f16", "fp16"), ("bf16", "bf16"))
+        for s in ("4x4x4_16b", "16x16x4_4b", "32x32x4_2b", "32x32x8", "16x16x16")] + [
+        ("f32_32x32x4_xf32", "tf32"), ("f32_16x16x8_xf32", "tf32"),
         ("f32_32x32x16_fp8_fp8", "fp8-e4m3"), ("f32_16x16x32_fp8_fp8", "fp8-e4m3"),
         ("f32_32x32x16_bf8_bf8", "fp8-e5m2"), ("f32_16x16x32_bf8_bf8", "fp8-e5m2")])
 )
@@ -313,9 +316,11 @@ def do_job(job: Job, args, path, work, report: list) -> dict:
     left = collections.Counter()
     keep = np.zeros(len(vals), dtype=bool)
     bad = []
+    failed = []
     for i in range(len(vals)):
         if errors[i]:
             left[f"the model raised an error: {errors[i]}"] += 1
+            failed.append(i)
         elif agree[i] and not why[i]:
             keep[i] = True
         else:
@@ -325,7 +330,9 @@ def do_job(job: Job, args, path, work, report: list) -> dict:
                    "negzero": negzero, "disagree": [
                        {"label": str(labels[i]), "a": hexes(a[i]), "b": hexes(b[i]), "c": f"{int(c[i]):x}",
                         "model": why[i] or f"{int(words[i]):x}", "model_value": repr(float(vals[i])),
-                        "mmasim": f"{int(ours[i]):x}"} for i in bad]})
+                        "mmasim": f"{int(ours[i]):x}"} for i in bad],
+                   "errors": [{"label": str(labels[i]), "a": hexes(a[i]), "b": hexes(b[i]), "c": f"{int(c[i]):x}",
+                               "error": errors[i], "mmasim": f"{int(ours[i]):x}"} for i in failed]})
     if job.compare_only:
         report[-1]["not_frozen"] = job.compare_only
     if not keep.any() or args.dry_run or job.compare_only:
@@ -414,6 +421,12 @@ def write_report(path: pathlib.Path, args, rows: list, hw: list) -> None:
         for x in r["disagree"][:args.show]:
             lines.append(f"| {x['label']} | `{x['a']}` | `{x['b']}` | `{x['c']}` | `{x['model']}` | "
                          f"{x['model_value']} | `{x['mmasim']}` |")
+    errs = [(r["job"], x) for r in rows for x in r.get("errors", [])]
+    if errs:
+        lines += ["", "## Cases the models failed on (left out)", "",
+                  "| arch | instruction | group | a | b | c | error | mmasim |", "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {j.arch} | `{j.instruction}` | {x['label']} | `{x['a']}` | `{x['b']}` | `{x['c']}` | "
+                  f"{x['error']} | `{x['mmasim']}` |" for j, x in errs]
     if hw:
         lines += ["", "## Their measured sets through their models", "",
                   "| set | model | cases | model = hardware | first miss (a / b / c / hardware / model) |",
@@ -435,6 +448,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="run the jobs whose 'arch:instruction' contains this")
     ap.add_argument("--list", action="store_true", help="list the jobs and what is left out")
     ap.add_argument("--dry-run", action="store_true", help="compare and report, write no vector file")
+    ap.add_argument("--missing", action="store_true", help="run only the jobs whose file is not there yet")
     ap.add_argument("--report", type=pathlib.Path, default=None, help="write the comparison as Markdown")
     ap.add_argument("--show", type=int, default=25, help="disagreeing cases listed per datapath")
     ap.add_argument("--hardware-check", type=int, default=0, metavar="N")
@@ -454,6 +468,8 @@ def main(argv=None) -> int:
     work = args.work or pathlib.Path(tmp.name)
     work.mkdir(parents=True, exist_ok=True)
     path = prepare(work, args.km_repo, args.cpfloat_repo)
+    if args.missing:
+        jobs = [j for j in jobs if not j.compare_only and not job_path(args.out, j).is_file()]
     rows = []
     for j in jobs:
         r = do_job(j, args, path, work, rows)
@@ -461,8 +477,22 @@ def main(argv=None) -> int:
               f"{len(r['disagree']):4} left {sum(r['left'].values())}", flush=True)
     hw = hardware_check(args.hardware_check, path, work) if args.hardware_check else []
     if args.report:
+        rows, hw = remember(work, rows, hw) if args.work else (rows, hw)
         write_report(args.report, args, rows, hw)
     return 0
+
+
+def remember(work: pathlib.Path, rows: list, hw: list):
+    """This run's rows merged into those kept in ``work`` by earlier runs (a job run again
+    replaces its row); the report then covers every job run with that work directory."""
+    store = work / "rows.json"
+    old = json.loads(store.read_text()) if store.is_file() else {"rows": [], "hw": []}
+    mine = {(r["job"].arch, r["job"].instruction) for r in rows}
+    kept = [dict(r, job=Job(**r["job"])) for r in old["rows"] if (r["job"]["arch"], r["job"]["instruction"]) not in mine]
+    merged = sorted(kept + rows, key=lambda r: JOBS.index(r["job"]) if r["job"] in JOBS else len(JOBS))
+    hw = hw or old["hw"]
+    store.write_text(json.dumps({"rows": [dict(r, job=r["job"]._asdict()) for r in merged], "hw": hw}))
+    return merged, hw
 
 
 if __name__ == "__main__":
