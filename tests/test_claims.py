@@ -248,8 +248,11 @@ def _vector_counts():
     for path in vectors.find():
         v = vectors.load(path)
         cases[v.source] += len(v)
+        if v.source == "peer":
+            cases["octave" if v.provenance["tool"].startswith("Khattak & Mikaitis") else "mma-sim"] += len(v)
         files += 1
-    return sum(cases.values()), files, cases["hardware"], cases["hand-derived"], cases["peer"]
+    return (sum(cases[s] for s in vectors.SOURCES), files, cases["hardware"], cases["hand-derived"], cases["peer"],
+            cases["mma-sim"], cases["octave"])
 
 
 def _num(text: str) -> int:
@@ -275,14 +278,17 @@ def test_readme_states_the_vector_case_counts_by_source():
     text = " ".join(README.read_text(encoding="utf-8").split())
     m = re.search(r"hold \*\*([\d,]+)\*\* cases in \*\*([\d,]+)\*\* files: \*\*([\d,]+)\*\* measured on "
                   r"hardware, \*\*([\d,]+)\*\* derived by hand from measured rules and \*\*([\d,]+)\*\* "
-                  r"computed by MMA-Sim", text)
+                  r"computed by the two peers \(\*\*([\d,]+)\*\* by MMA-Sim 2.1.1, \*\*([\d,]+)\*\* by Khattak and "
+                  r"Mikaitis's models in GNU Octave\)", text)
     assert m, "README.md must state the bundled vector cases by source"
     stated = tuple(_num(x) for x in m.groups())
-    total, files, hw, hand, peer = _vector_counts()
-    assert total == hw + hand + peer
-    assert stated == (total, files, hw, hand, peer), (
+    counts = _vector_counts()
+    total, files, hw, hand, peer, mma_sim, octave = counts
+    assert total == hw + hand + peer and peer == mma_sim + octave
+    assert stated == counts, (
         f"README.md is stale: write 'hold **{total:,}** cases in **{files:,}** files: **{hw:,}** measured on "
-        f"hardware, **{hand:,}** derived by hand from measured rules and **{peer:,}** computed by MMA-Sim' "
+        f"hardware, **{hand:,}** derived by hand from measured rules and **{peer:,}** computed by the two peers "
+        f"(**{mma_sim:,}** by MMA-Sim 2.1.1, **{octave:,}** by Khattak and Mikaitis's models in GNU Octave)' "
         f"(it says {stated})")
 
 

@@ -1,8 +1,9 @@
-"""Differential tests: every frozen MMA-Sim 2.1.1 vector file, every word.
+"""Differential tests: every frozen peer vector file, every word.
 
-The files in vectors/peer were produced by tools/peer/generate_vectors.py in a
-separate venv with torch and MMA-Sim 2.1.1 (docs/peer-vectors.md); this test
-needs neither.
+The files in vectors/peer come from two peers (docs/peer-vectors.md): MMA-Sim 2.1.1, through
+tools/peer/generate_vectors.py in a separate venv with torch, and Khattak and Mikaitis's
+MATLAB models in GNU Octave (``khattak-octave.*``, tools/peer/khattak_octave.py); this test
+needs none of them.
 """
 
 import pathlib
@@ -20,7 +21,7 @@ def test_peer_vectors_are_bundled():
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
-def test_agrees_with_mmasim_2_1_1(path):
+def test_agrees_with_the_peer(path):
     vf = vectors.load(path)
     assert vf.source == "peer"
     out = vectors.run(vf)
