@@ -309,6 +309,10 @@ def model_for(vf: VectorFile):
     """The simulator model a vector file's meta names (may raise :class:`MMAError`)."""
     from .model import Model
 
+    unset = sorted(k for k, v in vf.qualifiers.items() if v is None)
+    if unset:
+        raise VectorFileError(f"{vf.path}: meta.qualifiers {', '.join(map(repr, unset))} null: a vector file gives "
+                              "each qualifier it sets a value (leave a qualifier out for the default)")
     return Model.resolve(vf.arch, vf.instruction, vf.qualifiers)
 
 

@@ -221,3 +221,11 @@ def test_characterize_from_vectors_reads_the_uncorrupted_file(tmp_path, probe_fi
     rc, out, _ = run_cli("characterize", "A100", AMPERE, "--from-vectors", str(path))
     # the simulated words of Ampere's table: its own F = 24 window read back
     assert rc == 0 and "F = 24" in out
+
+
+def test_harness_run_bounds_the_tiles_it_draws(tmp_path):
+    from mmasim.harness import run as hrun
+    from mmasim.errors import HarnessError
+    for bad in (0, hrun.MAX_TILES + 1, 10 ** 12, 2.5, True):
+        with pytest.raises(HarnessError, match="cases"):
+            hrun.run("Ampere", tmp_path, cases=bad, device=hrun.SimulatedDevice("simulated GPU", "8.0"))

@@ -187,3 +187,14 @@ def test_any_member_list_loads_only_when_every_member_is_unique_known_exact_and_
             assert "more than once" in text
         return
     assert honest and isinstance(vf, vectors.VectorFile)
+
+
+def test_a_null_qualifier_in_a_vector_file_is_refused_not_taken_as_the_default(tmp_path):
+    from mmasim import vectors
+    path = tmp_path / "null.npz"
+    vectors.save(path, arch="A100", instruction="mma.sync.m16n8k32.s32.s8.s8", a=[[0] * 32], b=[[0] * 32],
+                 c=[0], d=[0], qualifiers={"saturate": None},
+                 provenance={"source": "hand-derived", "device": "none", "tool": "tests"})
+    vf = vectors.load(path)
+    with pytest.raises(vectors.VectorFileError, match="saturate"):
+        vectors.model_for(vf)

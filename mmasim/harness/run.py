@@ -29,6 +29,9 @@ from . import generate as gen
 from . import host, toolchain
 from .amd import HipDevice
 
+#: the most random tiles per instruction one run draws (each tile's operands are held in memory)
+MAX_TILES = 1 << 16
+
 #: the word kinds of the random cases, in order; ``cancellation`` is built here (see _cancel)
 KINDS = ("uniform", "near_one", "cancellation", "subnormal", "edge", "huge", "mixed")
 
@@ -296,8 +299,9 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
     ``unprobed`` and said in its file's provenance ``probes``).  Returns ``{"written": [paths],
     "skipped": [(instruction, reason)], "unprobed": [(instruction, reason)], "device": info}``.
     """
-    if cases < 1:
-        raise HarnessError(f"cases must be at least 1, got {cases}")
+    if isinstance(cases, bool) or not isinstance(cases, (int, np.integer)) or not 1 <= cases <= MAX_TILES:
+        raise HarnessError(f"cases (random tiles per instruction, each held in memory and on the GPU) must be an "
+                           f"integer from 1 to {MAX_TILES:,}, got {cases!r}; run several seeds for more")
     pairs, skipped = gen.specs_for(arch, instructions)
     if not pairs:
         raise HarnessError(f"{arch}: nothing to run" + (f" ({skipped[0][1]})" if skipped else ""))
