@@ -220,3 +220,23 @@ def test_only_a_warmup_of_every_architecture_marks_the_cache_warm(monkeypatch, t
     assert not warmup.warmed()
     warmup.warmup(jobs=1, progress=False)
     assert warmup.warmed()
+
+
+def test_a_cache_folder_that_cannot_be_written_leaves_the_kernel_compiled_with_one_warning(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    _own_module(src, "x + 1")
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")              # the kernel folder would have to be inside a file
+    code = """
+        import json, sys, warnings
+        sys.path.insert(0, sys.argv[1])
+        import kmod
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            v = kmod.f(1), kmod.f(2.5)      # two signatures, two saves refused
+        print(json.dumps([v, [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)]]))
+    """
+    values, warned = _python(code, blocked, src)
+    assert values == [2, 3.5]
+    assert len(warned) == 1 and "cannot be kept" in warned[0] and "MMASIM_CACHE_DIR" in warned[0]

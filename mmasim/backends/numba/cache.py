@@ -144,6 +144,12 @@ class KernelCache(FunctionCache):
         h = lambda b: hashlib.sha256(b).hexdigest()  # noqa: E731
         return sig, codegen.magic_tuple(), (h(f.__code__.co_code), h(cells.encode()))
 
+    def load_overload(self, sig, target_context):
+        try:
+            return super().load_overload(sig, target_context)
+        except OSError:         # a folder that cannot be read (or is not one): compile
+            return None
+
     def save_overload(self, sig, data):
         try:
             super().save_overload(sig, data)
