@@ -255,14 +255,13 @@ def compute(backend, plan: Plan, rows: Rows) -> np.ndarray:
     n = len(rows)
     c = rows.words(2)
     order = slice(None) if plan.order is None else plan.order
-    zero = np.zeros(n, dtype=c.dtype) if plan.c_add is not None else c
-    rest = tuple(rows.operands[3:])
     if rows.ncols:      # the matrix form: reorder the matrices' K once, not per row
         a, bt, cm = rows.operands[:3]
-        staged = Rows((a[:, order], bt[:, order], np.zeros_like(cm) if plan.c_add is not None else cm) + rest,
-                      rows.start, rows.stop, rows.ncols)
+        cm = np.zeros_like(cm) if plan.c_add is not None else cm
+        staged = Rows((a[:, order], bt[:, order], cm) + tuple(rows.operands[3:]), rows.start, rows.stop, rows.ncols)
     else:
-        arrays = [rows.words(0)[:, order], rows.words(1)[:, order], zero] + [rows.words(i) for i in range(3, len(rows.operands))]
+        cw = np.zeros_like(c) if plan.c_add is not None else c
+        arrays = [rows.words(0)[:, order], rows.words(1)[:, order], cw] + [rows.words(i) for i in range(3, len(rows.operands))]
         staged = Rows.batch(arrays, (n,), 0, n)
     d = backend.compute(plan, staged)
     if plan.c_add is None:
