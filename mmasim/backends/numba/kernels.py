@@ -150,6 +150,21 @@ _NO_INDEX = np.zeros(0, dtype=np.int64)
 _NO_SCALE = np.zeros((1, 1), dtype=np.int64)
 
 
+_TABLES: dict = {}      # (function, format, decoder) -> the table: the same for every datapath of a format
+
+
+def _per_format(fn):
+    """``fn(fmt, decoder)`` computed once per format and decoder (its arrays are read, never written)."""
+    def once(fmt, decoder):
+        key = (fn.__name__, fmt, decoder)
+        if key not in _TABLES:
+            _TABLES[key] = fn(fmt, decoder)
+        return _TABLES[key]
+    once.__doc__ = fn.__doc__
+    return once
+
+
+@_per_format
 def _packed_table(fmt, decoder):
     """Every word of ``fmt`` decoded and packed into one int64:
     cls | sign << 2 | m << 3 | (q + 2**15) << 23 | (r + 2**15) << 39; ``None`` if a field does not fit."""
@@ -162,6 +177,7 @@ def _packed_table(fmt, decoder):
     return cls | (sign << 2) | (m << 3) | ((q + (1 << 15)) << 23) | ((r + (1 << 15)) << 39)
 
 
+@_per_format
 def _lean_spec(fmt, decoder):
     """Lean decode of an A / B format: ``(row, table or None, r - q offset, significand bits)``, or ``None``.
 
@@ -202,6 +218,7 @@ def _lean_specs(plan):
         if spec is None:
             return None
         row, tab, o, b = spec
+        row = list(row)             # the format's row (kept per format), with this plan's table offset
         if tab is not None:
             row[1] = off
             tabs.append(tab)
