@@ -39,7 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import mmasim  # noqa: E402
-from mmasim import backends, wordgen  # noqa: E402
+from mmasim import backends
+from mmasim.operands import wordgen  # noqa: E402
 
 # label, arch, instruction, qualifiers, (peer class, peer arch, peer shape_and_type) or None, kind
 CASES = [
@@ -80,7 +81,7 @@ TARGET = {"T-FDPA": {"numba": 3.0, "numpy": 30.0}, "block-scaled": {"numba": 5.0
 # ------------------------------------------------------------------- inputs
 def near_one(fmt, shape, rng):
     """Container words of finite values near one (mixed signs) in ``fmt``, in the
-    narrowest unsigned dtype that holds them (:mod:`mmasim.wordgen`, kind ``near_one``)."""
+    narrowest unsigned dtype that holds them (:mod:`mmasim.operands.wordgen`, kind ``near_one``)."""
     words = wordgen.words(fmt, shape, rng, wordgen.WordKind.NEAR_ONE, padding=False)
     bits = fmt.container_bits
     return words.astype(np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32 if bits <= 32 else np.uint64)
@@ -317,7 +318,7 @@ def dask_run(model, A, B, C, chunk, skw):
 def scale_run(args):
     """Default threading of both tools on batched dot products, mmasim's speed-up over
     one thread, whole GEMMs against MMA-Sim chaining its K tiles, and dask."""
-    from mmasim import threads as mthreads
+    from mmasim.execution import threads as mthreads
     cores = mthreads.default_threads()
     rng = np.random.default_rng(777)
     n = 20_000 if args.quick else 200_000

@@ -17,7 +17,7 @@ import sys
 import numpy as np
 
 import mmasim
-from mmasim import wordgen
+from mmasim.operands import wordgen
 
 ROWS = 100_000
 

@@ -6,7 +6,7 @@
 '0x41000000'
 """
 
-from .errors import (
+from mmasim.errors import (
     AccuracyError,
     AmbiguousInstruction,
     BlockShapeError,
@@ -35,14 +35,14 @@ from .errors import (
     WordRangeError,
     WordSyntaxError,
 )
-from .gemm import gemm
-from .accuracy import accuracy
-from .lookup import resolve, resolve_arch
-from .model import Model
-from .plugins import hookimpl, register, unregister
-from .quantize import Quantized, quantize
-from .quantize import schemes as quantize_schemes
-from .registry import get_registry
+from mmasim.composition.gemm import gemm
+from mmasim.accuracy import accuracy
+from mmasim.registry.lookup import resolve, resolve_arch
+from mmasim.execution.model import Model
+from mmasim.registry.plugins import hookimpl, register, unregister
+from mmasim.quantization.quantize import Quantized, quantize
+from mmasim.quantization.quantize import schemes as quantize_schemes
+from mmasim.registry.build import get_registry
 
 __version__ = "0.1.0"
 #: the distribution name (pip install mmasim-exact); PyPI's "mmasim" is MMA-Sim, another project
@@ -89,7 +89,7 @@ def instructions(arch: str) -> list:
 
 
 def datapaths(arch: str) -> list:
-    """Every :class:`~mmasim.datapath.Datapath` of ``arch``."""
+    """Every :class:`~mmasim.registry.datapath.Datapath` of ``arch``."""
     reg = get_registry()
     return list(reg.architectures[resolve_arch(reg, arch)].datapaths)
 

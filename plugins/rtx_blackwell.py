@@ -7,7 +7,7 @@ two low padding bits act as two more mantissa bits and bits 7:6 are ignored.
 """
 
 from mmasim import hookimpl
-from mmasim.formats import Format
+from mmasim.arith.formats import Format
 
 #: e2m1 as the RTX Blackwell f8f6f4 datapath reads its byte: e2m3 in bits 5:0.
 E2M1_SM120 = Format(

@@ -4,7 +4,7 @@ Under pytest-xdist (the project's default, ``addopts`` in pyproject.toml) every 
 its own process and would compile each numba kernel it meets itself, the same kernels in
 every worker at the same time.  Unless an earlier session (or ``mmasim warmup``) has
 warmed the kernel cache, the controlling process runs ``mmasim warmup`` first
-(:func:`mmasim.warmup.warmup`): every kernel signature of the registered datapaths is
+(:func:`mmasim.cli.warmup.warmup`): every kernel signature of the registered datapaths is
 compiled into the kernel cache, in processes side by side, and the workers load the kernels
 from it.  This changes no test: it only moves compilation.
 """
@@ -21,7 +21,7 @@ def pytest_configure(config):
         import numba  # noqa: F401
     except ImportError:
         return
-    from mmasim.warmup import warmed, warmup
+    from mmasim.cli.warmup import warmed, warmup
 
     if warmed():
         return                     # the workers load every kernel from the cache

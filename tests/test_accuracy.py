@@ -12,8 +12,8 @@ import mmasim
 from gemm_compositions import HOPPER_FP8, B200_MXF8, stand_in
 from helpers import f16, f32
 from mmasim.accuracy import exact_result, reference, statistics
-from mmasim.cli import main
-from mmasim.exact import exact_values
+from mmasim.cli.main import main
+from mmasim.arith.exact import exact_values
 
 F32_FMT = mmasim.get_registry().formats["f32"]
 

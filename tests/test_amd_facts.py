@@ -230,8 +230,8 @@ def test_fnuz_0x80_is_nan_and_there_is_no_negative_zero():
 
 # ------------------------------------------------------------ core helper
 def test_exact_sum_rounds_like_the_exact_rational_sum_at_any_spread():
-    from mmasim.intmath import exact_sum
-    from mmasim.registry import get_registry
+    from mmasim.arith.intmath import exact_sum
+    from mmasim.registry.build import get_registry
 
     enc = get_registry().encodings["rne-f32"]
     rng = np.random.default_rng(4)

@@ -1,7 +1,7 @@
 """docs/architecture.md stays true: every file, module and dotted name it gives exists,
 and its "from string to words" example runs as written.
 
-The map names files by path (``mmasim/plan.py``, ``plugins/archs.py``, globs such as
+The map names files by path (``mmasim/backends/plan.py``, ``plugins/archs.py``, globs such as
 ``archs/*.toml``), by a path relative to the backends (``numba/window.py``), by a bare file
 name inside a row about one package (``primitives.py``), and code by dotted names
 (``mmasim_plugins.archs``, ``Datapath.step``, ``intmath.exact_sum``).  A module that is

@@ -37,8 +37,8 @@ import pytest
 import mmasim
 from helpers import f32, f32_rz
 from mmasim.backends.numpy import reference
-from mmasim.model import Model
-from mmasim.registry import get_registry
+from mmasim.execution.model import Model
+from mmasim.registry.build import get_registry
 
 ONE, NEG_ONE, SIX = 0x2, 0xA, 0x7          # e2m1 words
 UE8M0_ONE, UE4M3_ONE = 0x7F, 0x38

@@ -14,8 +14,8 @@ import pytest
 
 import mmasim
 from mmasim import backends
-from mmasim.model import Model
-from mmasim.registry import get_registry
+from mmasim.execution.model import Model
+from mmasim.registry.build import get_registry
 
 numba = pytest.importorskip("numba")
 
@@ -30,7 +30,7 @@ def _run(model, backend, a, b, c, kw):
 
 def _models(arch):
     reg = get_registry()
-    name = mmasim.lookup.resolve_arch(reg, arch)
+    name = mmasim.registry.lookup.resolve_arch(reg, arch)
     return [Model(dp, reg) for dp in reg.architectures[name].datapaths]
 
 

@@ -1,4 +1,4 @@
-"""mmasim.binary32: FADD, FMUL and FFMA correctly rounded (RNE), against the Fraction
+"""mmasim.arith.binary32: FADD, FMUL and FFMA correctly rounded (RNE), against the Fraction
 arithmetic of tests/ieee_reference.py, on both roundings into binary32 (the CPU's
 conversion and the integer encoder)."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ieee_reference as ref
-from mmasim import binary32
+from mmasim.arith import binary32
 
 
 def _words(rng, n):

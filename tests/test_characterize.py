@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim import vectors
+from mmasim.vectors import files as vectors
 from mmasim.characterize import candidate_model, characterize, infer, probe_cases, run
-from mmasim.cli import main
-from mmasim.model import Model
+from mmasim.cli.main import main
+from mmasim.execution.model import Model
 
 WINDOW_FAMILIES = ("window", "two_stage_window", "group_scaled_window")
 

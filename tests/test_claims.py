@@ -10,8 +10,8 @@ import re
 import numpy as np
 
 import mmasim
-from mmasim import vectors
-from mmasim.registry import get_registry
+from mmasim.vectors import files as vectors
+from mmasim.registry.build import get_registry
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -105,7 +105,7 @@ def test_f64_dmma_finite_claim_keeps_its_label():
 
 
 def test_f64_dmma_nan_rule_is_assumed_in_the_explain_command(capsys):
-    from mmasim.cli import main
+    from mmasim.cli.main import main
 
     assert main(["explain", "A100", "m8n8k4.f64.f64.f64.f64"]) == 0
     out = capsys.readouterr().out
@@ -137,7 +137,7 @@ def test_amd_nan_rule_is_assumed_in_explain():
 
 
 def test_status_special_values_appear_in_the_status_text():
-    st = mmasim.datapath.Status("peer", evidence="e", special_values="NaN result: x (assumed: y)")
+    st = mmasim.registry.datapath.Status("peer", evidence="e", special_values="NaN result: x (assumed: y)")
     assert st.describe() == "peer: e; special values: NaN result: x (assumed: y)"
     assert st.describe(special_values=False) == "peer: e"
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from mmasim.cli import main
+from mmasim.cli.main import main
 
 
 def test_list_architectures(capsys):
@@ -168,7 +168,7 @@ def test_compare_json_schema_and_more_than_two_architectures(capsys):
 
 
 def test_plugins_lists_every_plugin_with_status(capsys):
-    from mmasim import plugins
+    from mmasim.registry import plugins
 
     assert main(["plugins"]) == 0
     out = capsys.readouterr().out
@@ -189,7 +189,7 @@ def test_plugins_lists_every_plugin_with_status(capsys):
 def test_plugins_shows_a_failed_plugin(capsys, monkeypatch):
     import attrs
 
-    from mmasim import plugins
+    from mmasim.registry import plugins
 
     @attrs.frozen
     class Rec:
@@ -226,7 +226,7 @@ def test_control_characters_from_tables_are_escaped(capsys):
         def mmasim_architectures(self):
             return [table]
 
-    # tables are refused at load (mmasim.tables), so the text never reaches a terminal;
+    # tables are refused at load (mmasim.registry.tables), so the text never reaches a terminal;
     # the display layer's escaping is checked on vector files above
     with pytest.raises(mmasim.TableError, match="control characters"):
         mmasim.register(P(), name="evil-table")

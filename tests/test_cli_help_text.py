@@ -2,7 +2,7 @@
 
 import argparse
 
-from mmasim.cli import build_parser, main
+from mmasim.cli.main import build_parser, main
 
 
 def _parsers(parser, prog="mmasim"):

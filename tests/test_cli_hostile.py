@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mmasim import cli, vectors
+import mmasim.cli.main as cli
+from mmasim.vectors import files as vectors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 GOOD = ROOT / "vectors" / "hardware" / "blackwell" / "tf32-probe-ladder.hardware.npz"

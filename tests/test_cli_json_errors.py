@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mmasim import cli
-from mmasim.cli import build_parser, main
+import mmasim.cli.main as cli
+from mmasim.cli.main import build_parser, main
 
 
 def _leaves(parser, words=()):

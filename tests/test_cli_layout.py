@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim.cli import main
+from mmasim.cli.main import main
 
 FAMILIES = [
     ("A100", "mma.sync.m16n8k16.f32.f16.f16", "a"),

@@ -1,4 +1,4 @@
-"""The progress of long commands: one tqdm bar on stderr (mmasim.progress), on a terminal only,
+"""The progress of long commands: one tqdm bar on stderr (mmasim.execution.progress), on a terminal only,
 never under --json or -q, and never on stdout."""
 
 import io
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mmasim import cli
+import mmasim.cli.main as cli
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HARDWARE = ROOT / "vectors" / "hardware" / "blackwell"

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim import cli
+import mmasim.cli.main as cli
 from mmasim import compare as cmp
-from mmasim import exact, wordgen
+from mmasim.arith import exact
+from mmasim.operands import wordgen
 
 TOY_TABLE_24 = {
     "architecture": {"name": "ToyF24", "vendor": "Example", "aliases": ["toy-f24"]},
@@ -82,7 +83,7 @@ def test_a_shrunk_example_names_its_case_and_says_it_is_not_counted(toys):
 def test_every_ulp_difference_reads_in_one_form(toys):
     """The error against the exact result and the difference between the results are both
     integers or fixed-point numbers, never one in exponent form beside the other."""
-    from mmasim.display import number_text
+    from mmasim.operands.display import number_text
 
     assert number_text(-40960.0, signed=True) == "-40960" and number_text(40960) == "40960"
     assert number_text(-0.75, signed=True) == "-0.75" and number_text(1, signed=True) == "+1"
@@ -314,7 +315,7 @@ def test_plot_shows_how_far_the_results_are_apart_and_from_exact_in_size_bins(tm
     assert len(seen[1]) == 2 and len(seen[1][0]["bars"]) == 1
 
 
-# ------------------------------------------------------------------ the word generator (mmasim.wordgen)
+# ------------------------------------------------------------------ the word generator (mmasim.operands.wordgen)
 F16 = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32").a_format
 
 
@@ -357,7 +358,7 @@ def test_word_generator_is_seeded_by_the_generator_passed_in():
     model.dot(one[0], one[1], one[2], **one[3])      # words the datapath accepts
 
 
-# ------------------------------------------------------------------ exact arithmetic (mmasim.exact)
+# ------------------------------------------------------------------ exact arithmetic (mmasim.arith.exact)
 def test_exact_results_hand_computed():
     m = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32")
     a = np.zeros((2, 16), dtype=np.uint64)

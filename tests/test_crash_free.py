@@ -18,10 +18,10 @@ import pytest
 
 import mmasim
 from mmasim import characterize as char
-from mmasim import cli
+import mmasim.cli.main as cli
 from mmasim.compare import CaseCountError, MAX_WORDS, compare
 from mmasim.errors import DtypeError, OperandError, ShapeError, UnknownOption, WordRangeError
-from mmasim.model import Model
+from mmasim.execution.model import Model
 from mmasim.nv_ptx.sim import MMABlockScale, TCGen05MMABlockScale
 
 E4M3_ONE = 0x38

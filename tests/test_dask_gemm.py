@@ -149,7 +149,7 @@ def test_dask_gemm_on_a_local_cluster_of_two_worker_processes():
 
 def test_tasks_use_one_thread_unless_threads_says_more(monkeypatch):
     # dask runs the tasks side by side; each task's own threads default to one
-    from mmasim import threads as mt
+    from mmasim.execution import threads as mt
     monkeypatch.setattr(mt, "MIN_ELEMENTS_PER_THREAD", 1)
     monkeypatch.setenv("MMASIM_THREADS", "4")
     runs, real = [], mt.workers

@@ -11,7 +11,8 @@ import sys
 import pytest
 
 import mmasim
-from mmasim import backends, vectors
+from mmasim import backends
+from mmasim.vectors import files as vectors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -168,7 +169,7 @@ def _readme_commands():
 def test_readme_commands_are_real_subcommands():
     import shlex
 
-    from mmasim.cli import build_parser
+    from mmasim.cli.main import build_parser
 
     sub = build_parser()._subparsers._group_actions[0].choices
     cmds = _readme_commands()
@@ -213,7 +214,7 @@ def test_json_output_schemas_are_documented(tmp_path, capsys, monkeypatch):
     """Every command's --json document has the keys docs/user-guide.md ("JSON output") shows for its schema."""
     import json
 
-    from mmasim.cli import main
+    from mmasim.cli.main import main
     from mmasim.harness import run as hrun
 
     documented = _documented_schemas()
@@ -268,7 +269,7 @@ def test_plugins_json_example_is_a_real_record(capsys):
     prints for that plugin (source spelling, null distribution and entry point, availability)."""
     import json
 
-    from mmasim.cli import main
+    from mmasim.cli.main import main
 
     (example,) = _documented_schemas()["mmasim.plugins/1"]["plugins"]
     assert main(["plugins", "--json"]) == 0

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim import threads, vectors
-from mmasim.cli import main
+from mmasim.execution import threads
+from mmasim.vectors import files as vectors
+from mmasim.cli.main import main
 
 SPARSE = ("A100", "mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
 LEGAL, ILLEGAL = 0x4444, 0x4440     # PTX: selector 0b0100 keeps elements 0 and 1; 0b0000 is invalid

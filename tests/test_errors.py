@@ -121,7 +121,7 @@ def test_matrix_form_shape_errors():
 
 
 def test_bad_tables_are_table_errors():
-    from mmasim.tables import build_architecture, load_table
+    from mmasim.registry.tables import build_architecture, load_table
 
     with pytest.raises(errors.TableError, match="invalid TOML"):
         load_table("[architecture\nname=")

@@ -6,10 +6,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mmasim.decode import FINITE, INF, NAN, ZERO, decode_float, decode_int
-from mmasim.encode import BUILTIN_ENCODINGS
-from mmasim.formats import BUILTIN_FORMATS
-from mmasim.intmath import bit_length
+from mmasim.arith.decode import FINITE, INF, NAN, ZERO, decode_float, decode_int
+from mmasim.arith.encode import BUILTIN_ENCODINGS
+from mmasim.arith.formats import BUILTIN_FORMATS
+from mmasim.arith.intmath import bit_length
 
 FMT = {f.key: f for f in BUILTIN_FORMATS}
 ENC = {e.key: e for e in BUILTIN_ENCODINGS}

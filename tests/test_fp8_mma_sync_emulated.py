@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim import vectors
+from mmasim.vectors import files as vectors
 from mmasim.errors import TableError
-from mmasim.tables import build_architecture
+from mmasim.registry.tables import build_architecture
 
 E4M3_ONE, E4M3_16, E4M3_M16 = 0x38, 0x58, 0xD8      # 1.0, 16.0, -16.0
 E4M3_2M5, E4M3_2M9 = 0x10, 0x01                     # 2^-5 (normal), 2^-9 (smallest subnormal)
@@ -120,7 +120,7 @@ def _table(**extra):
 
 
 def test_table_interleave_must_deal_k_evenly_and_c_add_must_be_rne_in_d():
-    from mmasim.registry import _check_references, get_registry
+    from mmasim.registry.build import _check_references, get_registry
     reg = get_registry()
     ok = build_architecture(_table(interleave=2, c_add="rne-f32")).datapaths[0]
     _check_references(reg, ok, "toy")

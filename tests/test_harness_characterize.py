@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim import cli, vectors
+import mmasim.cli.main as cli
+from mmasim.vectors import files as vectors
 from mmasim.characterize import probe_cases
 from mmasim.harness import run as hrun
 

@@ -5,7 +5,8 @@ every instruction mmasim accepts gets at least one kernel, and an instruction th
 import pytest
 
 import mmasim
-from mmasim import UnsupportedDatapath, cli
+from mmasim import UnsupportedDatapath
+import mmasim.cli.main as cli
 from mmasim.harness import generate as gen
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_layout_plugins import SYNC_TABLE
 
 import mmasim
-from mmasim import cli
+import mmasim.cli.main as cli
 from mmasim.errors import HarnessError
 from mmasim.harness.generate import generate, specs_for
 from mmasim.harness.spec import KernelSpec, source_text

@@ -372,8 +372,8 @@ def test_blackwell_ultra_refuses_tcgen05_kind_i8_as_the_ptx_target_notes_say():
 
 def test_evidence_refuse_must_be_a_string(tmp_path):
     from mmasim.errors import TableError
-    from mmasim.registry import get_registry
-    from mmasim.tables import build_architecture, load_table
+    from mmasim.registry.build import get_registry
+    from mmasim.registry.tables import build_architecture, load_table
     p = tmp_path / "x.toml"
     p.write_text('[architecture]\nname = "X"\ninherits = "Blackwell"\n[[evidence]]\nmatch = {}\n'
                  'status = { kind = "assumed", evidence = "x" }\nrefuse = 3\n')
@@ -480,7 +480,7 @@ def test_harness_run_on_the_simulated_device_writes_block_scaled_tcgen05_vectors
         tmp_path, instruction):
     """`mmasim harness run` on the SimulatedDevice (tcgen05 kernels: nv_async.simulate): every
     recorded dot case's D equals the dot form on its recorded a, b, c, scales and metadata."""
-    from mmasim import vectors
+    from mmasim.vectors import files as vectors
     from mmasim.harness import run as hrun
     got = hrun.run("B200", tmp_path, cases=1, instructions=[instruction],
                    device=hrun.SimulatedDevice("simulated B200", "10.0"))

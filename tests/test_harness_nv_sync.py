@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim import cli, vectors
+import mmasim.cli.main as cli
+from mmasim.vectors import files as vectors
 from mmasim.errors import HarnessError
 from mmasim.harness import generate as gen
 from mmasim.harness import nv_sync, run as hrun

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mmasim import vectors
-from mmasim.vectors import VectorFileError
+from mmasim.vectors import files as vectors
+from mmasim.vectors.files import VectorFileError
 
 KNOWN = ("a", "b", "c", "d", "meta", "scale_a", "scale_b", "sparse_metadata", "labels")
 
@@ -190,7 +190,7 @@ def test_any_member_list_loads_only_when_every_member_is_unique_known_exact_and_
 
 
 def test_a_null_qualifier_in_a_vector_file_is_refused_not_taken_as_the_default(tmp_path):
-    from mmasim import vectors
+    from mmasim.vectors import files as vectors
     path = tmp_path / "null.npz"
     vectors.save(path, arch="A100", instruction="mma.sync.m16n8k32.s32.s8.s8", a=[[0] * 32], b=[[0] * 32],
                  c=[0], d=[0], qualifiers={"saturate": None},

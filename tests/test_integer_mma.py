@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim.cli import main
+from mmasim.cli.main import main
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 BITS = {"s8": 8, "u8": 8, "s4": 4, "u4": 4, "b1": 1}
@@ -345,8 +345,8 @@ def test_numba_compiles_every_integer_datapath():
     architecture) falls back to numpy under the numba backend."""
     pytest.importorskip("numba")
     from mmasim import backends
-    from mmasim.model import Model
-    from mmasim.registry import get_registry
+    from mmasim.execution.model import Model
+    from mmasim.registry.build import get_registry
     reg = get_registry()
     seen, uncovered = 0, []
     for arch in reg.architectures.values():

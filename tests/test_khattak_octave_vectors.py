@@ -13,8 +13,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mmasim import vectors
-from mmasim.registry import get_registry
+from mmasim.vectors import files as vectors
+from mmasim.registry.build import get_registry
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 ROOT = REPO / "vectors" / "peer"

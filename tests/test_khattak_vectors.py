@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim import vectors
+from mmasim.vectors import files as vectors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "vectors" / "hardware"
 FILES = sorted(ROOT.glob("*/khattak-mikaitis.*.npz"))

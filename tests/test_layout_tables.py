@@ -46,10 +46,10 @@ def _write(tmp_path, text, name="bad_layouts.toml"):
 def test_builtin_layouts_are_tables_registered_by_the_table_plugin():
     """Every built-in FragmentRule comes from archs/layouts/*.toml through mmasim_plugins.archs'
     mmasim_layouts hook (the core registers none), and each table loads on its own."""
-    import mmasim.builtins
+    import mmasim.registry.core_parts
     import mmasim_plugins.archs
 
-    assert not hasattr(mmasim.builtins, "mmasim_layouts")
+    assert not hasattr(mmasim.registry.core_parts, "mmasim_layouts")
     assert not list((ROOT / "mmasim" / "placement").glob("catalog*.py"))
     shipped = sorted(p.name for p in LAYOUTS.glob("*.toml"))
     assert [t.name for t in mmasim_plugins.archs.layout_tables()] == shipped

@@ -15,9 +15,9 @@ PTX facts used here (PTX ISA, mma and tcgen05.mma):
 import pytest
 
 import mmasim
-from mmasim.datapath import Datapath, Status
+from mmasim.registry.datapath import Datapath, Status
 from mmasim.errors import TableError
-from mmasim.tables import build_architecture, inherit
+from mmasim.registry.tables import build_architecture, inherit
 
 
 def same(arch, *instructions):

@@ -23,9 +23,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import mmasim  # noqa: E402
-from mmasim import vectors  # noqa: E402
+from mmasim.vectors import files as vectors  # noqa: E402
 from mmasim.amd.sim import MFMA  # noqa: E402
-from mmasim.decode import NAN  # noqa: E402
+from mmasim.arith.decode import NAN  # noqa: E402
 from mmasim.nv_ptx.sim import MMA, WGMMA, MMABlockScale, TCGen05MMA, TCGen05MMABlockScale  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "vectors" / "peer"

@@ -210,7 +210,7 @@ def test_mmasim_warmup_of_an_unknown_architecture_names_the_known_ones():
 
 
 def test_only_a_warmup_of_every_architecture_marks_the_cache_warm(monkeypatch, tmp_path):
-    from mmasim import warmup
+    from mmasim.cli import warmup
 
     monkeypatch.setenv("MMASIM_CACHE_DIR", str(tmp_path))
     cache.kernel_dir().mkdir(parents=True)

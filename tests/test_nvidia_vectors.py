@@ -10,7 +10,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from mmasim import vectors
+from mmasim.vectors import files as vectors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "vectors" / "hardware"
 FILES = sorted(p for folder in ("turing", "ampere", "rtx_blackwell") for p in (ROOT / folder).glob("*.npz")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim.model import Model
+from mmasim.execution.model import Model
 
 ONE = 0x3F800000                                     # f32 / tf32 word of 1.0
 
@@ -179,7 +179,7 @@ def test_exactness_check_is_vectorized_over_large_arrays():
     m = tf32()
     a = np.ones((1 << 17, 8), np.float32)
     start = time.perf_counter()
-    from mmasim.words import to_words
+    from mmasim.operands.words import to_words
 
     words, values = to_words(a, m.a_format, "a")
     took = time.perf_counter() - start

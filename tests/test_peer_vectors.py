@@ -10,7 +10,7 @@ import pathlib
 
 import pytest
 
-from mmasim import vectors
+from mmasim.vectors import files as vectors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "vectors" / "peer"
 FILES = sorted(ROOT.rglob("*.npz"))

@@ -2,7 +2,7 @@
 "Isolation and conflicts"): kernels, register layouts and format display names follow the
 one-owner rule datapaths follow.  A collision is a ``PluginConflict`` naming both owners
 (``mmasim.register``: raised; an entry point: skipped, reported, listed by
-``mmasim.plugins.status``), and the built-in result is what it was.
+``mmasim.registry.plugins.status``), and the built-in result is what it was.
 
 The property tests draw built-in parts (kernel families, resolved layouts, datapaths) and
 attack each the way a copied part would.
@@ -19,12 +19,13 @@ from hypothesis import strategies as st
 from test_plugin_isolation import FakeEntryPoint, entry_points, make_plugin, plugin_warnings, registered  # noqa: F401
 
 import mmasim
-from mmasim import backends, plugins
+from mmasim import backends
+from mmasim.registry import plugins
 from mmasim.backends.numba import BUILDERS
 from mmasim.errors import PluginConflict, PluginError
 from mmasim.harness.spec import layout_name
-from mmasim.model import Model
-from mmasim.registry import get_registry
+from mmasim.execution.model import Model
+from mmasim.registry.build import get_registry
 
 F16_ONE, F16_MINUS_ONE, F16_2M15 = 0x3C00, 0xBC00, 0x0200
 AMPERE_F16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"

@@ -2,7 +2,7 @@
 does not take mmasim down (issue 10, section 3; docs/plugins.md "Isolation and conflicts").
 
 Test plugins are registered with ``mmasim.register`` (an explicit call: a failure
-raises) or as fake entry points (``mmasim.plugins.entry_points`` monkeypatched: a
+raises) or as fake entry points (``mmasim.registry.plugins.entry_points`` monkeypatched: a
 failure is skipped and reported once as a ``PluginWarning``).  Every fixture
 restores the plugin manager and the registry.
 """
@@ -16,13 +16,14 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim import plugin_manager, plugins
-from mmasim.datapath import Datapath
-from mmasim.decode import Decoded, decode_float
-from mmasim.encode import Encoding
+from mmasim.registry import manager as plugin_manager
+from mmasim.registry import plugins
+from mmasim.registry.datapath import Datapath
+from mmasim.arith.decode import Decoded, decode_float
+from mmasim.arith.encode import Encoding
 from mmasim.errors import PluginConflict, PluginError, PluginWarning, TableError
-from mmasim.formats import Format
-from mmasim.registry import datapath_identity, get_registry, reset_registry
+from mmasim.arith.formats import Format
+from mmasim.registry.build import datapath_identity, get_registry, reset_registry
 
 ONE = 0x3F800000        # tf32 / f32 1.0
 TINY = 0x35800000       # tf32 / f32 2^-20
@@ -285,7 +286,7 @@ def test_part_name_another_plugin_owns_is_a_conflict_naming_both(registered, hoo
     with pytest.raises(PluginConflict) as info:
         registered(make_plugin(**{hook: value}), "squatter")
     text = str(info.value)
-    assert what in text and "'squatter'" in text and "mmasim.builtins" in text
+    assert what in text and "'squatter'" in text and "mmasim.registry.core_parts" in text
     assert get_registry().encodings["rz-f32"].mode == "rz"
 
 
@@ -305,7 +306,7 @@ def test_registering_the_same_part_again_is_no_conflict(registered):
 def test_builtin_blackwell_tables_use_extends():
     from importlib import resources
 
-    from mmasim.tables import load_table, table_extends
+    from mmasim.registry.tables import load_table, table_extends
 
     data = load_table(resources.files("mmasim_archs").joinpath("blackwell_mma_sync.toml"))
     assert table_extends(data) == "Blackwell" and "name" not in data["architecture"]
@@ -370,7 +371,7 @@ def test_broken_entry_point_is_skipped_and_reported_once(entry_points, case, spe
 
 
 def test_cli_list_works_with_a_broken_entry_point(entry_points, capsys):
-    from mmasim import cli
+    import mmasim.cli.main as cli
 
     entry_points.append(FakeEntryPoint("broken", make_plugin(mmasim_architectures=RuntimeError("boom"))))
     with warnings.catch_warnings():

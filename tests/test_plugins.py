@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim.decode import decode_float
-from mmasim.formats import Format
+from mmasim.arith.decode import decode_float
+from mmasim.arith.formats import Format
 
 TOY_TABLE = """
 [architecture]
@@ -86,9 +86,9 @@ def test_unregistering_removes_the_architecture(toy):
 
 
 def test_builtins_are_registered_like_plugins():
-    pm = mmasim.plugins.get_plugin_manager()
+    pm = mmasim.registry.plugins.get_plugin_manager()
     names = {pm.get_name(p) for p in pm.get_plugins()}
-    assert {"mmasim.builtins", "mmasim_plugins.blackwell"} <= names
+    assert {"mmasim.registry.core_parts", "mmasim_plugins.blackwell"} <= names
 
 
 # ------------------------------------------------ built-in plugins (issue 11, item 3)
@@ -110,8 +110,8 @@ def test_one_table_plugin_registers_every_table_in_archs():
 def test_builtin_python_plugins_are_only_those_whose_code_differs():
     # a table needs no code: the other built-in plugins add parts, never tables
     modules = {f"mmasim_plugins.{p.stem}" for p in (ROOT / "plugins").glob("*.py") if p.stem != "__init__"}
-    assert modules <= set(mmasim.plugins.DEFAULT_PLUGINS)
-    pm = mmasim.plugins.get_plugin_manager()
+    assert modules <= set(mmasim.registry.plugins.DEFAULT_PLUGINS)
+    pm = mmasim.registry.plugins.get_plugin_manager()
     hooks = {}
     for name in modules:
         plugin = pm.get_plugin(name)
@@ -129,7 +129,7 @@ def test_table_hook_of_the_older_plugin_api_still_registers_a_packaged_table(tmp
     (package / "__init__.py").write_text("")
     (package / "toy.toml").write_text(TOY_TABLE.replace('"neg8"', '"e4m3"'))
     monkeypatch.syspath_prepend(str(tmp_path))
-    from mmasim.tables import table_hook
+    from mmasim.registry.tables import table_hook
 
     plugin = types.SimpleNamespace(mmasim_architectures=table_hook("toy.toml", package="toy_tables_pkg"))
     mmasim.register(plugin, name="toy-tables")
@@ -156,7 +156,7 @@ def test_builtin_accumulators_line_up_file_function_and_registry_key():
 
 def test_every_builtin_accumulator_states_its_special_values_once():
     from mmasim.accumulators import BUILTIN_ACCUMULATORS
-    from mmasim.special import NVIDIA_RULES, rules_for
+    from mmasim.arith.special import NVIDIA_RULES, rules_for
 
     for key, acc in BUILTIN_ACCUMULATORS.items():
         assert acc.special_values and rules_for(key, acc) == acc.special_values

@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 
 import mmasim
 from mmasim import placement
-from mmasim.cli import main
+from mmasim.cli.main import main
 from mmasim.harness.generate import specs_for
 
 SETTINGS = settings(max_examples=200, deadline=None)

@@ -1,7 +1,7 @@
 """Sparse MMAs: mma.sp / mma.sp::ordered_metadata, wgmma.mma_async.sp and v_smfmac
 (issue 12; docs/datapaths.md §11).
 
-The metadata semantics below are written from the ISA texts, not from mmasim.sparse:
+The metadata semantics below are written from the ISA texts, not from mmasim.arith.sparse:
 
 - PTX ISA, "Sparse matrix storage" (mma.sp and wgmma.mma_async.sp): a chunk of four
   elements keeps two, "their positions in the four-wide chunk ... are indicated by two

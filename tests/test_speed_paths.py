@@ -16,14 +16,14 @@ import pytest
 import mmasim
 from mmasim.backends import kernel_for
 from mmasim.backends.numpy import lean_path, reference
-from mmasim.model import Model
-from mmasim.registry import get_registry
+from mmasim.execution.model import Model
+from mmasim.registry.build import get_registry
 
 from wordgen import inputs as _inputs, seed  # noqa: E402
 
 def _lean_models(arch):
     reg = get_registry()
-    name = mmasim.lookup.resolve_arch(reg, arch)
+    name = mmasim.registry.lookup.resolve_arch(reg, arch)
     out = []
     for dp in reg.architectures[name].datapaths:
         m = Model(dp, reg)
@@ -267,7 +267,7 @@ def test_lean_code_table_decode_is_decode_float():
     every sign-and-exponent code with edge and random fractions and low container
     bits: A / B as (signed m, q), C / D as (special, live, sign, m, q, r)."""
     from mmasim.backends.numpy.lean import LSQ, LZQ, _Decode
-    from mmasim.decode import FINITE, INF, ZERO, decode_float
+    from mmasim.arith.decode import FINITE, INF, ZERO, decode_float
 
     reg = get_registry()
     rng = np.random.default_rng(11)

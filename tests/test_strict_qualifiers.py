@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import mmasim
-from mmasim import vectors
-from mmasim.cli import main
-from mmasim.lookup import qualifier_value
-from mmasim.validate import validate_file
+from mmasim.vectors import files as vectors
+from mmasim.cli.main import main
+from mmasim.registry.lookup import qualifier_value
+from mmasim.vectors.validate import validate_file
 
 SETTINGS = settings(max_examples=150, deadline=None)
 S8 = ("A100", "mma.sync.m16n8k32.s32.s8.s8")

@@ -11,8 +11,8 @@ import pytest
 import mmasim
 from mmasim.accumulators import BUILTIN_ACCUMULATORS
 from mmasim.errors import TableError
-from mmasim.registry import get_registry
-from mmasim.tables import MAX_K, build_architecture, load_table
+from mmasim.registry.build import get_registry
+from mmasim.registry.tables import MAX_K, build_architecture, load_table
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -233,7 +233,7 @@ def test_scale_check_runs_when_a_plugin_registers_the_table(tmp_path):
     (32, 8, "pairs4", 8),
 ])
 def test_datapath_step_is_the_chunk_or_all_of_the_stored_k(k, chunk, sparse, step):
-    from mmasim.datapath import Datapath
+    from mmasim.registry.datapath import Datapath
 
     dp = Datapath(arch="X", op="mma.sync", kind=None, a="f16", b="f16", c="f32", d="f32", k=k,
                   accumulator="window", rounding="rz-f32", chunk=chunk, sparse=sparse)

@@ -285,7 +285,7 @@ def test_mn_major_sub_byte_smem_operands_are_refused_naming_the_reason():
 def test_cli_layout_takes_the_lane_alignment_of_layout_f(capsys):
     import json
 
-    from mmasim.cli import main
+    from mmasim.cli.main import main
 
     assert main(["layout", "B200", F16_M64, "--operand", "d", "--lane-alignment", "16", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

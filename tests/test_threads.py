@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim import threads as mt
+from mmasim.execution import threads as mt
 from wordgen import gemm_operands, operands, seed
 
 # one datapath of each family of kernels (and lean numpy paths)

@@ -1,4 +1,4 @@
-"""torch tensors in and out of mmasim's own API (the [torch] extra; mmasim/tensors.py).
+"""torch tensors in and out of mmasim's own API (the [torch] extra; mmasim/operands/tensors.py).
 
 The rule (docs/user-guide.md, "Typed arrays"): integer tensors are container words, float
 tensors are values, read bit for bit; the result is a tensor on the operand's device.

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 import mmasim  # noqa: E402
 import mmasim.torch as mt  # noqa: E402
-from mmasim.words import from_words  # noqa: E402
+from mmasim.operands.words import from_words  # noqa: E402
 
 A100 = mt.Emulation("A100", "mma.sync.m16n8k16.f32.bf16.bf16.f32")
 

@@ -9,8 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from mmasim import cli, vectors
-from mmasim import validate as v
+import mmasim.cli.main as cli
+from mmasim.vectors import files as vectors
+from mmasim.vectors import validate as v
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 GOOD = ROOT / "vectors" / "hardware" / "blackwell" / "tf32-probe-ladder.hardware.npz"

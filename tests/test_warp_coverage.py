@@ -3,7 +3,7 @@ the matrix form on random words (issue 13: "warp() computes exactly what the ins
 computes and equals the matrix form for every instruction, with a layout object for every
 operand").
 
-Every datapath of the registry is enumerated (``mmasim.registry.get_registry()``, what
+Every datapath of the registry is enumerated (``mmasim.registry.build.get_registry()``, what
 ``mmasim list ARCH`` prints): one case per distinct instruction (op, kind, qualifiers, A / B / C
 / D types, K, scale, sparsity, shape of the single-shape instructions), at one legal shape; for
 ``tcgen05.mma`` the shape rotates through the legal M so that every (kind, qualifiers, sparsity,
@@ -30,8 +30,8 @@ import pytest
 import mmasim
 from mmasim.harness import nv_async as nv
 from mmasim.placement import a_tmem_layout, compress
-from mmasim.registry import datapath_identity, get_registry
-from mmasim.wordgen import sparse_metadata, words
+from mmasim.registry.build import datapath_identity, get_registry
+from mmasim.operands.wordgen import sparse_metadata, words
 
 OPS = ("mma.sync", "wgmma.mma_async", "tcgen05.mma", "v_mfma", "v_smfmac")
 

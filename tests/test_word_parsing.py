@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import mmasim
-from mmasim.cli import main
-from mmasim.text import parse_count, parse_word, parse_words
+from mmasim.cli.main import main
+from mmasim.operands.text import parse_count, parse_word, parse_words
 
 SETTINGS = settings(max_examples=300, deadline=None)
 HEX = "0123456789abcdefABCDEF"

@@ -1,13 +1,13 @@
 """Test inputs shared by the backend and fast-path equivalence tests.
 
-The words come from the package's one word generator (:mod:`mmasim.wordgen`:
+The words come from the package's one word generator (:mod:`mmasim.operands.wordgen`:
 it produces inputs, never expected outputs, so sharing it keeps the tests'
 oracles independent); here are only the per-name seeds and the families of
 rows the equivalence tests run."""
 
 import zlib
 
-from mmasim.wordgen import operands, words  # noqa: F401  (``words`` is used by the tests)
+from mmasim.operands.wordgen import operands, words  # noqa: F401  (``words`` is used by the tests)
 
 
 def seed(name: str) -> int:
@@ -27,7 +27,7 @@ def inputs(model, rng):
 def gemm_operands(model, M, N, tiles, rng, kind="mixed"):
     """A (M, K), B (K, N), C (M, N) words of ``kind`` for ``tiles`` K tiles of ``model``, and the
     scales (near one) and sparse metadata its datapath takes, as ``gemm`` keywords."""
-    from mmasim.wordgen import sparse_metadata
+    from mmasim.operands.wordgen import sparse_metadata
 
     dp, K = model.datapath, model.k * tiles
     A = words(model.a_format, (M, K), rng, kind)

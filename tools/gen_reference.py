@@ -18,8 +18,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import mmasim  # noqa: E402
-from mmasim.registry import get_registry  # noqa: E402
-from mmasim.special import rules_for  # noqa: E402
+from mmasim.registry.build import get_registry  # noqa: E402
+from mmasim.arith.special import rules_for  # noqa: E402
 
 OUT = ROOT / "docs" / "reference.md"
 ARCHS = ROOT / "archs"

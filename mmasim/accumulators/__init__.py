@@ -3,21 +3,21 @@
 Every accumulator is an :class:`Accumulator` record (function, parameter class
 ``Params``, use of block scales, special-value text) called as
 ``acc(a, b, c, scale_a, scale_b, encoding, **params)`` where ``a``/``b`` are
-:class:`~mmasim.decode.Decoded` of shape ``(N, L)`` (one hardware step), ``c``
+:class:`~mmasim.arith.decode.Decoded` of shape ``(N, L)`` (one hardware step), ``c``
 of shape ``(N,)``, the scales are ``Decoded`` expanded per element (or
 ``None``), and it returns the D words of that step.  Each family lives in the
 module of its name and is registered under that name (file = function = key).
 """
 
-from .accumulator import Accumulator
-from .exact_sum import exact_sum
-from .fma import fma
-from .ftz_mul_add import ftz_mul_add
-from .group_scaled_window import group_scaled_window
-from .integer import integer
-from .mul_add_chain import mul_add_chain
-from .two_stage_window import two_stage_window
-from .window import window
+from mmasim.accumulators.accumulator import Accumulator
+from mmasim.accumulators.exact_sum import exact_sum
+from mmasim.accumulators.fma import fma
+from mmasim.accumulators.ftz_mul_add import ftz_mul_add
+from mmasim.accumulators.group_scaled_window import group_scaled_window
+from mmasim.accumulators.integer import integer
+from mmasim.accumulators.mul_add_chain import mul_add_chain
+from mmasim.accumulators.two_stage_window import two_stage_window
+from mmasim.accumulators.window import window
 
 #: The core's accumulators by registry key: the name of each function (and of its module).
 BUILTIN_ACCUMULATORS = {

@@ -27,7 +27,7 @@ from typing import Callable
 
 import attrs
 
-from .params import NoParams
+from mmasim.accumulators.params import NoParams
 
 #: ``Accumulator.scales``: the family takes no block scales, may take them, or needs them.
 SCALES = ("none", "optional", "required")

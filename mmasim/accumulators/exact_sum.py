@@ -6,19 +6,19 @@ encoder (RNE into f32).  Special values as in section 3 step 1: any NaN, inf x 0
 or +inf with -inf gives NaN, else any inf gives that inf.  An exact zero sum is
 +0; a nonzero sum that rounds to zero keeps its sign.  Exponent spreads wider
 than int64 (bf16 products next to a tiny C) are handled exactly by
-:func:`mmasim.intmath.exact_sum`.
+:func:`mmasim.arith.intmath.exact_sum`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..decode import FINITE, Decoded
-from ..errors import TableError
-from ..intmath import exact_sum as _exact_sum
-from ..intmath import product_bits
-from ..special import NVIDIA_RULES, classify, product
-from .accumulator import Accumulator
+from mmasim.arith.decode import FINITE, Decoded
+from mmasim.errors import TableError
+from mmasim.arith.intmath import exact_sum as _exact_sum
+from mmasim.arith.intmath import product_bits
+from mmasim.arith.special import NVIDIA_RULES, classify, product
+from mmasim.accumulators.accumulator import Accumulator
 
 
 def exact_sum(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding):

@@ -12,7 +12,7 @@ with error-free transformations; numpy has no fused multiply-add.
   ``(uh, ul) = TwoProduct(a, b)`` and ``(th, tl) = TwoSum(c, uh)``, used where
   no intermediate can overflow or underflow; the other lanes (subnormal or
   huge operands, products near the ends of the range) are summed exactly with
-  integers (:func:`mmasim.intmath.exact_sum`) and rounded by the encoder.
+  integers (:func:`mmasim.arith.intmath.exact_sum`) and rounded by the encoder.
 
 Special values follow IEEE 754: NaN in, inf x 0 or inf - inf give NaN (the
 encoding's NaN word: payloads are not propagated); an exact zero sum is +0
@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ieee
-from ..decode import Decoded
-from ..errors import TableError
-from ..intmath import exact_sum, product_bits
-from .accumulator import Accumulator
+from mmasim.arith import ieee
+from mmasim.arith.decode import Decoded
+from mmasim.errors import TableError
+from mmasim.arith.intmath import exact_sum, product_bits
+from mmasim.accumulators.accumulator import Accumulator
 
 _HALF = 27  # f64 significands are split as hi * 2**27 + lo for the exact fallback
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .. import ieee
-from ..decode import FINITE, ZERO, Decoded
-from ..errors import TableError
-from ..intmath import bit_length
-from .accumulator import Accumulator
-from .params import one_of
+from mmasim.arith import ieee
+from mmasim.arith.decode import FINITE, ZERO, Decoded
+from mmasim.errors import TableError
+from mmasim.arith.intmath import bit_length
+from mmasim.accumulators.accumulator import Accumulator
+from mmasim.accumulators.params import one_of
 
 _TINY = np.float32(2.0 ** -126)
 

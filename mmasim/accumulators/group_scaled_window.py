@@ -22,12 +22,12 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..decode import FINITE, ZERO, Decoded
-from ..intmath import exact_group_sums, truncate_signed
-from ..special import NVIDIA_RULES, classify, product
-from .accumulator import Accumulator
-from .params import integer
-from .window import window_total
+from mmasim.arith.decode import FINITE, ZERO, Decoded
+from mmasim.arith.intmath import exact_group_sums, truncate_signed
+from mmasim.arith.special import NVIDIA_RULES, classify, product
+from mmasim.accumulators.accumulator import Accumulator
+from mmasim.accumulators.params import integer
+from mmasim.accumulators.window import window_total
 
 
 def group_scaled_window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, *,

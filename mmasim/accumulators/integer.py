@@ -5,8 +5,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .accumulator import Accumulator
-from .params import one_of, optional
+from mmasim.accumulators.accumulator import Accumulator
+from mmasim.accumulators.params import one_of, optional
 
 
 @attrs.frozen(kw_only=True)

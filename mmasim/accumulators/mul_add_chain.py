@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..decode import Decoded
-from ..ieee import values
-from .accumulator import Accumulator
+from mmasim.arith.decode import Decoded
+from mmasim.arith.ieee import values
+from mmasim.accumulators.accumulator import Accumulator
 
 _PRECISION = {"f32": (np.float32, np.uint32), "f64": (np.float64, np.uint64)}
 

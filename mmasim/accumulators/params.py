@@ -3,7 +3,7 @@
 Every accumulator record (:class:`mmasim.accumulators.Accumulator`) names its
 ``Params``: a frozen attrs class whose fields are the keyword parameters it takes (name, type, range, default).  When a
 table loads, its datapath's ``params`` are checked against that class
-(:func:`mmasim.tables.check_params`): an unknown name, a missing required one,
+(:func:`mmasim.registry.tables.check_params`): an unknown name, a missing required one,
 a wrong type or a value out of range is a :class:`~mmasim.errors.TableError`
 naming the file, the datapath and the field.  The accumulator itself is still
 called with the table's values as keyword arguments

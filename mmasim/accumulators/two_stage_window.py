@@ -31,11 +31,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..decode import FINITE, INF, ZERO, Decoded
-from ..intmath import NEG_INF_EXP, bit_length, truncate_signed
-from ..special import classify, product
-from .accumulator import Accumulator
-from .params import boolean, integer, optional
+from mmasim.arith.decode import FINITE, INF, ZERO, Decoded
+from mmasim.arith.intmath import NEG_INF_EXP, bit_length, truncate_signed
+from mmasim.arith.special import classify, product
+from mmasim.accumulators.accumulator import Accumulator
+from mmasim.accumulators.params import boolean, integer, optional
 
 
 def _floor_shift(x: np.ndarray, by: np.ndarray) -> np.ndarray:

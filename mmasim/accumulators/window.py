@@ -36,11 +36,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..decode import FINITE, Decoded
-from ..intmath import NEG_INF_EXP, bit_length, exact_group_sums, truncate_signed
-from ..special import NVIDIA_RULES, classify, product
-from .accumulator import Accumulator
-from .params import either, integer, one_of, optional, table_of
+from mmasim.arith.decode import FINITE, Decoded
+from mmasim.arith.intmath import NEG_INF_EXP, bit_length, exact_group_sums, truncate_signed
+from mmasim.arith.special import NVIDIA_RULES, classify, product
+from mmasim.accumulators.accumulator import Accumulator
+from mmasim.accumulators.params import either, integer, one_of, optional, table_of
 
 
 def _group_max(x: np.ndarray, group: int) -> np.ndarray:

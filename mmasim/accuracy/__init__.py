@@ -11,7 +11,7 @@ is not counted.  Per K (docs/accuracy.md):
 * ``max_rel_error``, ``median_rel_error``: of ``|D - X| / |X|`` over the outputs with
   ``X != 0``;
 * ``max_ulps``, ``median_ulps``: ``|D - X|`` in units in the last place of the output
-  format at ``X`` (:func:`mmasim.exact.ulp_of`);
+  format at ``X`` (:func:`mmasim.arith.exact.ulp_of`);
 * ``fraction_exact``: the share of outputs with ``D == X``;
 * ``effective_bits``: ``min(p, -log2(median_rel_error))`` with ``p`` the output format's
   significand bits (24 for f32), ``p`` when the median error is 0: the correct leading
@@ -27,14 +27,14 @@ from fractions import Fraction
 import attrs
 import numpy as np
 
-from .. import binary32
-from ..errors import AccuracyError
-from ..exact import ulp_of
-from ..gemm import gemm, progress_bar
-from ..gemm_operands import operand, promotion_blocks
-from ..model import Model
-from ..registry import get_registry
-from . import inputs, reference
+from mmasim.arith import binary32
+from mmasim.errors import AccuracyError
+from mmasim.arith.exact import ulp_of
+from mmasim.composition.gemm import gemm, progress_bar
+from mmasim.composition.operands import operand, promotion_blocks
+from mmasim.execution.model import Model
+from mmasim.registry.build import get_registry
+from mmasim.accuracy import inputs, reference
 
 #: the K values of a study unless told
 DEFAULT_K = (256, 1024, 4096, 16384)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..display import safe
-from .inputs import DISTRIBUTIONS
+from mmasim.operands.display import safe
+from mmasim.accuracy.inputs import DISTRIBUTIONS
 
 
 def _ints(what: str, allow_none: bool = False):
@@ -69,7 +69,7 @@ def add_parser(sub, add_qualifiers, add_json, plot_path, count):
 
 def run(args, qualifiers: dict, parser) -> list:
     """Run the studies and print them; returns the :class:`~mmasim.accuracy.Accuracy` results."""
-    from . import studies
+    from mmasim.accuracy import studies
 
     if len(args.pairs) % 2:
         parser.error("accuracy takes ARCH INSTRUCTION pairs: an even number of positional arguments")

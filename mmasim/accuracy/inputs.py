@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import casts
-from ..errors import AccuracyError
-from ..quantize import quantize
+from mmasim.quantization import casts
+from mmasim.errors import AccuracyError
+from mmasim.quantization.quantize import quantize
 
 #: distribution name -> what it draws (float32 values; one generator per seed and K)
 DISTRIBUTIONS = {
@@ -37,7 +37,7 @@ def draw(dist, rng: np.random.Generator, shape) -> np.ndarray:
 
 def cast(x: np.ndarray, fmt) -> np.ndarray:
     """Container words of float32 values ``x`` in ``fmt``: round to nearest even, saturating
-    at the format's largest finite value (:func:`mmasim.casts.cast`, the casts of ``quantize``)."""
+    at the format's largest finite value (:func:`mmasim.quantization.casts.cast`, the casts of ``quantize``)."""
     if fmt.integer:
         raise AccuracyError(f"accuracy: no cast of float inputs into {fmt.name}")
     return casts.cast(fmt, np.asarray(x, dtype=np.float32), saturate=True, what="input")

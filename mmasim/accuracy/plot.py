@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .inputs import DISTRIBUTIONS
+from mmasim.accuracy.inputs import DISTRIBUTIONS
 
 
 def plot(results, path) -> None:

@@ -20,10 +20,10 @@ from fractions import Fraction
 import attrs
 import numpy as np
 
-from .. import ieee
-from ..decode import INF, NAN, ZERO
-from ..errors import AccuracyError
-from ..intmath import bit_length
+from mmasim.arith import ieee
+from mmasim.arith.decode import INF, NAN, ZERO
+from mmasim.errors import AccuracyError
+from mmasim.arith.intmath import bit_length
 
 
 @attrs.frozen(eq=False)

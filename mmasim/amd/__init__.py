@@ -1,5 +1,5 @@
 """MMA-Sim 2.1.1's ``mmasim.amd`` names over mmasim models (the drop-in, docs/mma-sim.md)."""
 
-from .sim import MFMA
+from mmasim.amd.sim import MFMA
 
 __all__ = ["MFMA"]

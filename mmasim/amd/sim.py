@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from ..dropin import MMAOperation
+from mmasim.interop.dropin import MMAOperation
 
 
 class MFMA(MMAOperation):

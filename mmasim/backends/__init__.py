@@ -7,7 +7,7 @@ fuse decode, accumulate and encode per dot product; it is bit-identical to the
 reference (``tests/test_backends.py`` compares every registered datapath).
 
 A backend computes rows of one datapath: ``get(name).compute(plan, rows)``
-(:class:`mmasim.plan.Plan`, :class:`mmasim.plan.Rows`) returns their D words.
+(:class:`mmasim.backends.plan.Plan`, :class:`mmasim.backends.plan.Rows`) returns their D words.
 
 Selection, first match wins:
 
@@ -27,10 +27,17 @@ from __future__ import annotations
 
 import os
 
-from ..errors import MMAError
-from .numba import (NumbaBackend, compiled_families, kernel_builders, kernel_coverage, kernel_for,
-                    numba_available, register_kernel)
-from .numpy import NumpyBackend
+from mmasim.errors import MMAError
+from mmasim.backends.numba import (
+    NumbaBackend,
+    compiled_families,
+    kernel_builders,
+    kernel_coverage,
+    kernel_for,
+    numba_available,
+    register_kernel,
+)
+from mmasim.backends.numpy import NumpyBackend
 
 __all__ = ["BACKENDS", "ENV", "BackendError", "available", "resolve", "get", "NumbaBackend", "NumpyBackend",
            "numba_available", "register_kernel", "kernel_builders", "kernel_for", "compiled_families",

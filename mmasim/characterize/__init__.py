@@ -10,9 +10,9 @@ itself; a device's words come from ``mmasim harness run --probes`` as an mmasim-
 
 from __future__ import annotations
 
-from ..errors import CharacterizeError
-from .infer import FAMILIES, Finding, Proposal, candidate_model, infer
-from .probes import _arrays, build, probe_cases, run
+from mmasim.errors import CharacterizeError
+from mmasim.characterize.infer import FAMILIES, Finding, Proposal, candidate_model, infer
+from mmasim.characterize.probes import _arrays, build, probe_cases, run
 
 
 def characterize(model) -> Proposal:
@@ -23,9 +23,9 @@ def characterize(model) -> Proposal:
 
 
 def from_vectors(model, vf) -> Proposal:
-    """Infer ``model``'s parameters from a vector file ``vf`` (:func:`mmasim.vectors.load`) whose
+    """Infer ``model``'s parameters from a vector file ``vf`` (:func:`mmasim.vectors.files.load`) whose
     cases include the probes of :func:`probe_cases` (matched by label and words)."""
-    from ..vectors import expected_words, extra_operands
+    from mmasim.vectors.files import expected_words, extra_operands
 
     if vf.labels is None:
         raise CharacterizeError(f"{vf.path}: no labels: the probe cases are matched by their labels")

@@ -89,7 +89,7 @@ class Proposal:
         return self.family is not None and not self.mismatches
 
     def toml(self) -> str:
-        from .toml import entry_toml
+        from mmasim.characterize.toml import entry_toml
         return entry_toml(self)
 
     def to_json(self) -> dict:

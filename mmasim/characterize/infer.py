@@ -22,12 +22,12 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..datapath import Datapath
-from .findings import Finding, Proposal
-from .outcomes import pack, word_value
-from .probes import build
-from .two_stage import read_two_stage
-from .window_readers import read_group_scaled, read_window
+from mmasim.registry.datapath import Datapath
+from mmasim.characterize.findings import Finding, Proposal
+from mmasim.characterize.outcomes import pack, word_value
+from mmasim.characterize.probes import build
+from mmasim.characterize.two_stage import read_two_stage
+from mmasim.characterize.window_readers import read_group_scaled, read_window
 
 #: accumulator families this module can characterize, in the order they are tried
 FAMILIES = ("window", "two_stage_window", "group_scaled_window")
@@ -111,7 +111,7 @@ def _choose(finding, default):
 def candidate_model(model, entry):
     """A :class:`~mmasim.Model` of the proposal: the instruction's formats, K, scales and sparse
     rule, with the proposed accumulator, parameters, step and rounding (nothing else of the table)."""
-    from ..model import Model
+    from mmasim.execution.model import Model
     dp = model.datapath
     new = Datapath(arch=dp.arch, op=dp.op, kind=dp.kind, a=dp.a, b=dp.b, c=dp.c, d=dp.d, k=dp.k,
                    accumulator=entry["accumulator"], rounding=entry["rounding"], params=entry["params"],
@@ -125,7 +125,7 @@ def infer(model, cases: dict, d_words, probes=None) -> Proposal:
     measured (or simulated) on ``cases`` (the arrays of :func:`~mmasim.characterize.probe_cases`,
     matched by label).  Only the instruction's formats, K, block size and sparse rule are read from
     ``model``."""
-    from .probes import _arrays
+    from mmasim.characterize.probes import _arrays
     probes = build(model) if probes is None else probes
     labels = [str(x) for x in np.asarray(cases["labels"]).tolist()]
     d_words = np.asarray(d_words).astype(np.uint64)
@@ -200,7 +200,7 @@ def _merge_open(good, stored_k):
 
 def _propose(model, family, findings, sub, want, kept_probes, tried, good, fails):
     """Build the proposal of ``findings`` and check it by simulating every probe."""
-    from .probes import run
+    from mmasim.characterize.probes import run
     entry = _entry_for(family, findings, model)
     try:
         got = run(candidate_model(model, entry), sub) if sub is not None else want

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .findings import Finding
+from mmasim.characterize.findings import Finding
 
 
 def threshold(rungs, measured, outcomes, below_kept: bool):

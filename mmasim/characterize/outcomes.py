@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .probes import P2
-from .values import to_parts
+from mmasim.characterize.probes import P2
+from mmasim.characterize.values import to_parts
 
 
 def pack(enc, v: Fraction) -> int:

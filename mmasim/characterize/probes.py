@@ -62,9 +62,9 @@ from fractions import Fraction
 import attrs
 import numpy as np
 
-from ..errors import CharacterizeError
-from ..sparse import RULES as SPARSE_RULES
-from .values import Realizer
+from mmasim.errors import CharacterizeError
+from mmasim.arith.sparse import RULES as SPARSE_RULES
+from mmasim.characterize.values import Realizer
 
 #: the deepest rung of the visibility ladders (window fraction bits up to KMAX - 1 are read)
 KMAX = 48

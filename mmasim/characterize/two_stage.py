@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .findings import Finding
-from .ladders import bounds, by_ladder, c_value, int_finding, small_pos, sum_terms, threshold
-from .outcomes import is_nan, pack, word_value
-from .probes import P2
-from .window_readers import read_step
+from mmasim.characterize.findings import Finding
+from mmasim.characterize.ladders import (
+    bounds,
+    by_ladder,
+    c_value,
+    int_finding,
+    small_pos,
+    sum_terms,
+    threshold,
+)
+from mmasim.characterize.outcomes import is_nan, pack, word_value
+from mmasim.characterize.probes import P2
+from mmasim.characterize.window_readers import read_step
 
 
 def read_two_stage(model, probes, measured, encodings):
@@ -115,7 +123,7 @@ def _flag(name, rungs, measured, words, says_yes, says_no, disagree):
 
 
 def _product_top(model):
-    from .values import Realizer
+    from mmasim.characterize.values import Realizer
     return Realizer(model).normal_range[1]
 
 

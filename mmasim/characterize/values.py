@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..decode import FINITE
+from mmasim.arith.decode import FINITE
 
 
 def split(v: Fraction):

@@ -8,11 +8,19 @@ from fractions import Fraction
 
 import attrs
 
-from .findings import Finding
-from .ladders import bounds, by_ladder, c_value, int_finding, small_pos, sum_terms, threshold
-from .outcomes import pack, step_value, truncate, word_value
-from .probes import P2
-from .values import lead
+from mmasim.characterize.findings import Finding
+from mmasim.characterize.ladders import (
+    bounds,
+    by_ladder,
+    c_value,
+    int_finding,
+    small_pos,
+    sum_terms,
+    threshold,
+)
+from mmasim.characterize.outcomes import pack, step_value, truncate, word_value
+from mmasim.characterize.probes import P2
+from mmasim.characterize.values import lead
 
 
 def read_window(model, probes, measured, encodings):

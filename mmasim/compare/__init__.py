@@ -7,7 +7,7 @@ rows and adversarial rows).  :func:`compare` (:mod:`.search`) reports how
 often the output words differ, the largest difference in ULPs of the output
 grid, and the smallest differing example it can find (greedily shrunk by
 zeroing terms); :mod:`.report` shows it with every operand decoded and the
-exact rational result (:mod:`mmasim.exact`) for reference, :mod:`.plot`
+exact rational result (:mod:`mmasim.arith.exact`) for reference, :mod:`.plot`
 draws how far the results are apart and how far each is from the exact result.
 
 Nothing here knows an architecture: the generators read the formats of the
@@ -16,12 +16,36 @@ models.
 
 from __future__ import annotations
 
-from ..exact import encode_exact, exact_results, ulp_distance, ulp_of
-from .inputs import KINDS, SHARE, STRATEGIES, IncompatibleDatapaths, Inputs, Kind, check_compatible, generate
-from .plot import PLOT_TYPES, abs_errors, check_plottable, plot, plot_steps, pyplot
-from .report import example_heading, example_table, report, to_json
-from .search import (MAX_WORDS, STEPS, CaseCountError, Comparison, Example, OutputGrid, bin_counts, compare, compare_many, max_cases, ordered,
-                     output_grid, run, shrink, size_bins)
+from mmasim.arith.exact import encode_exact, exact_results, ulp_distance, ulp_of
+from mmasim.compare.inputs import (
+    KINDS,
+    SHARE,
+    STRATEGIES,
+    IncompatibleDatapaths,
+    Inputs,
+    Kind,
+    check_compatible,
+    generate,
+)
+from mmasim.compare.plot import PLOT_TYPES, abs_errors, check_plottable, plot, plot_steps, pyplot
+from mmasim.compare.report import example_heading, example_table, report, to_json
+from mmasim.compare.search import (
+    MAX_WORDS,
+    STEPS,
+    CaseCountError,
+    Comparison,
+    Example,
+    OutputGrid,
+    bin_counts,
+    compare,
+    compare_many,
+    max_cases,
+    ordered,
+    output_grid,
+    run,
+    shrink,
+    size_bins,
+)
 
 __all__ = ["KINDS", "SHARE", "STRATEGIES", "IncompatibleDatapaths", "Inputs", "Kind", "check_compatible", "generate",
            "PLOT_TYPES", "abs_errors", "check_plottable", "plot", "plot_steps", "pyplot", "example_heading", "example_table", "report",

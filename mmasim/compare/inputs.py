@@ -1,7 +1,7 @@
 """The inputs of ``mmasim compare``: which models can share them, and the rows it draws.
 
 Rows come in four named kinds (:class:`Kind`), each drawn by its own strategy
-from the formats of the two models (words from :mod:`mmasim.wordgen`):
+from the formats of the two models (words from :mod:`mmasim.operands.wordgen`):
 uniform random words, values near one, cancellation-heavy rows and
 adversarial rows (one dominant term and terms just below the window,
 subnormals, overflow, C on binade boundaries).  Nothing here knows an
@@ -16,9 +16,9 @@ from fractions import Fraction
 import attrs
 import numpy as np
 
-from ..errors import MMAError
-from ..exact import encode_exact, exact_values
-from ..wordgen import WordGen, WordKind, sparse_metadata
+from mmasim.errors import MMAError
+from mmasim.arith.exact import encode_exact, exact_values
+from mmasim.operands.wordgen import WordGen, WordKind, sparse_metadata
 
 
 class IncompatibleDatapaths(MMAError):

@@ -8,10 +8,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..exact import exact_results, exact_values, ulp_of
-from ..progress import doing, done
-from .inputs import IncompatibleDatapaths
-from .search import Comparison, bin_counts, output_grid, size_bins
+from mmasim.arith.exact import exact_results, exact_values, ulp_of
+from mmasim.execution.progress import doing, done
+from mmasim.compare.inputs import IncompatibleDatapaths
+from mmasim.compare.search import Comparison, bin_counts, output_grid, size_bins
 
 #: image types ``plot`` writes (matplotlib's Agg backend)
 PLOT_TYPES = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")

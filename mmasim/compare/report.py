@@ -7,9 +7,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..display import fraction_text, hex_word, number_text, safe, value_text
-from ..exact import exact_results, exact_values, ulp_distance, ulp_of
-from .search import Comparison, bin_counts, ordered, size_bins
+from mmasim.operands.display import fraction_text, hex_word, number_text, safe, value_text
+from mmasim.arith.exact import exact_results, exact_values, ulp_distance, ulp_of
+from mmasim.compare.search import Comparison, bin_counts, ordered, size_bins
 
 def _params_diff(ma, mb) -> list:
     da, db = ma.datapath, mb.datapath

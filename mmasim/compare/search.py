@@ -9,11 +9,11 @@ from fractions import Fraction
 import attrs
 import numpy as np
 
-from ..decode import NAN, ZERO
-from ..errors import MMAError
-from ..exact import encode_exact, exact_values, ulp_distance
-from ..progress import doing, done
-from .inputs import IncompatibleDatapaths, Inputs, Kind, check_compatible, generate
+from mmasim.arith.decode import NAN, ZERO
+from mmasim.errors import MMAError
+from mmasim.arith.exact import encode_exact, exact_values, ulp_distance
+from mmasim.execution.progress import doing, done
+from mmasim.compare.inputs import IncompatibleDatapaths, Inputs, Kind, check_compatible, generate
 
 
 @attrs.frozen
@@ -25,7 +25,7 @@ class OutputGrid:
     to fewer bits than its word holds (``rz-e8m13``: 13 fraction bits in an f32
     word, docs/datapaths.md §2) has the coarser grid, and differences are
     counted in its ULPs.  Duck-types the ``bias`` / ``man_bits`` of a format
-    for :func:`mmasim.exact.ulp_of`.
+    for :func:`mmasim.arith.exact.ulp_of`.
     """
 
     name: str           # "f32", "E8M13", ...
@@ -218,7 +218,7 @@ STEPS = 5
 def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: bool = True,
             bar=None) -> Comparison:
     """Run both models on ``cases`` generated rows and analyse where they differ.
-    ``bar``: a progress bar (:mod:`mmasim.progress`) advanced by :data:`STEPS` steps."""
+    ``bar``: a progress bar (:mod:`mmasim.execution.progress`) advanced by :data:`STEPS` steps."""
     check_compatible(model_a, model_b)
     if isinstance(cases, bool) or not isinstance(cases, (int, np.integer)) or not 1 <= cases <= max_cases(model_a):
         raise CaseCountError(f"cases must be an integer from 1 to {max_cases(model_a):,} for K = {model_a.k} (every "

@@ -44,10 +44,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import HarnessError, OperandError, ShapeError, TableError, ToolchainError, UnsupportedDatapath
-from .host import execute
-from .spec import Buffer, KernelSpec, layout_name
-from .toolchain import cache_key, cache_path
+from mmasim.errors import (
+    HarnessError,
+    OperandError,
+    ShapeError,
+    TableError,
+    ToolchainError,
+    UnsupportedDatapath,
+)
+from mmasim.harness.host import execute
+from mmasim.harness.spec import Buffer, KernelSpec, layout_name
+from mmasim.harness.toolchain import cache_key, cache_path
 
 #: the mmasim architecture -> the gfx target its kernels are compiled for
 TARGETS = {"CDNA1": "gfx908", "CDNA2": "gfx90a", "CDNA3": "gfx942"}
@@ -233,7 +240,7 @@ def _per_case(model, operand, mats, words, nb):
 
 def _compress(model, A, md):
     """The stored half of a sparse A ``(cases, M, K)`` under metadata ``(cases, M, words)``."""
-    from .. import sparse as sp
+    from mmasim.arith import sparse as sp
     K = model.k
     cases, M = A.shape[:2]
     (stored,) = sp.select(model.sparse_rule, K, md.reshape(cases * M, -1), A.reshape(cases * M, K))

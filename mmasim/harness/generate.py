@@ -14,11 +14,11 @@ import shlex
 
 import attrs
 
-from .. import MMA, instructions as _instructions
-from ..display import one_line
-from ..errors import MMAError
-from . import host
-from .spec import KernelSpec, source_text
+from mmasim import MMA, instructions as _instructions
+from mmasim.operands.display import one_line
+from mmasim.errors import MMAError
+from mmasim.harness import host
+from mmasim.harness.spec import KernelSpec, source_text
 
 #: datapath op -> the emitter module (relative to mmasim.harness)
 FAMILIES = {
@@ -74,7 +74,7 @@ def specs_for(arch: str, instructions=None):
             model = MMA(arch, ins)
         except MMAError as e:
             if instructions:          # the user named it: an unknown name is an error, a refused one a skip
-                from ..errors import UnsupportedDatapath
+                from mmasim.errors import UnsupportedDatapath
                 if not isinstance(e, UnsupportedDatapath):
                     raise
             skipped.append((ins, f"not generated: {e}"))

@@ -20,8 +20,8 @@ import tempfile
 
 import numpy as np
 
-from ..errors import HarnessError
-from .spec import KernelSpec
+from mmasim.errors import HarnessError
+from mmasim.harness.spec import KernelSpec
 
 PRELUDE = "#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n#include <vector>\n#include <cuda_runtime.h>\n"
 

@@ -24,16 +24,35 @@ refuses (tcgen05 ``.ws`` sparse metadata at M = 32 / 64).
 
 import numpy as np
 
-from ..errors import MMAError, ShapeError, UnsupportedDatapath
-from ..sparse import select
-from .nv_common import (THREADS, _cname, _copy_smem, _fmt, _fragments, _missing, _regs_loop, _resolve_n,
-                        _smem_addr, image_operand, operand_image, packing, smem_layout)
-from .nv_tcgen05 import _tcgen05_place, _tcgen05_read, _tcgen05_spec, instruction_descriptor, simulate
+from mmasim.errors import MMAError, ShapeError, UnsupportedDatapath
+from mmasim.arith.sparse import select
+from mmasim.harness.nv_common import (
+    THREADS,
+    _cname,
+    _copy_smem,
+    _fmt,
+    _fragments,
+    _missing,
+    _regs_loop,
+    _resolve_n,
+    _smem_addr,
+    image_operand,
+    operand_image,
+    packing,
+    smem_layout,
+)
+from mmasim.harness.nv_tcgen05 import (
+    _tcgen05_place,
+    _tcgen05_read,
+    _tcgen05_spec,
+    instruction_descriptor,
+    simulate,
+)
 
 #: the images and the tcgen05 descriptor as this module has always offered them
 __all__ = ["specs", "place", "read", "simulate", "instruction_descriptor", "operand_image", "image_operand",
            "packing", "smem_layout", "THREADS", "WGMMA_N"]
-from .spec import Buffer, KernelSpec
+from mmasim.harness.spec import Buffer, KernelSpec
 
 #: N of the wgmma kernels ``specs`` emits by default: the smallest and the largest legal N
 #: (every N gives the same datapath in mmasim; these two cover the accumulator layout's
@@ -144,7 +163,7 @@ def _wgmma_spec(model, n: int, a_source: str) -> KernelSpec:
 
 def _shaped(spec, model):
     """The model of the kernel's exact shape (its layouts depend on N)."""
-    from ..model import Model
+    from mmasim.execution.model import Model
     return Model.lookup(model.arch, spec.assembly, backend=model.backend)
 
 

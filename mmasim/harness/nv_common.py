@@ -10,8 +10,8 @@ import re
 
 import numpy as np
 
-from ..errors import MMAError, ShapeError, UnsupportedDatapath
-from ..placement import SmemLayout
+from mmasim.errors import MMAError, ShapeError, UnsupportedDatapath
+from mmasim.placement import SmemLayout
 
 THREADS = 128
 

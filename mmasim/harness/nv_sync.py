@@ -23,8 +23,8 @@ import re
 
 import numpy as np
 
-from ..errors import MMAError, OperandError, ShapeError, UnsupportedDatapath
-from .spec import Buffer, KernelSpec, layout_name
+from mmasim.errors import MMAError, OperandError, ShapeError, UnsupportedDatapath
+from mmasim.harness.spec import Buffer, KernelSpec, layout_name
 
 #: the mmasim architecture -> the nvcc target its kernels are compiled for
 TARGETS = {
@@ -212,7 +212,7 @@ def _per_case(model, operand, mats, regs_per_lane):
 
 def _compress(model, A, md):
     """The stored half of a sparse A ``(cases, M, K)`` under metadata ``(cases, M, words)``."""
-    from .. import sparse as sp
+    from mmasim.arith import sparse as sp
     rule, K = model.sparse_rule, model.datapath.k
     cases, M = A.shape[:2]
     (stored,) = sp.select(rule, K, md.reshape(cases * M, -1), A.reshape(cases * M, K))

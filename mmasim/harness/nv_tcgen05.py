@@ -33,11 +33,21 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..errors import MMAError, ShapeError, UnsupportedDatapath
-from ..placement import tmem_datapath
-from ..sparse import select
-from .nv_common import THREADS, _cname, _copy_smem, _fmt, _missing, _regs_loop, _smem_addr, operand_image, packing
-from .spec import Buffer, KernelSpec
+from mmasim.errors import MMAError, ShapeError, UnsupportedDatapath
+from mmasim.placement import tmem_datapath
+from mmasim.arith.sparse import select
+from mmasim.harness.nv_common import (
+    THREADS,
+    _cname,
+    _copy_smem,
+    _fmt,
+    _missing,
+    _regs_loop,
+    _smem_addr,
+    operand_image,
+    packing,
+)
+from mmasim.harness.spec import Buffer, KernelSpec
 
 
 # ============================================================== tcgen05 instruction descriptor

@@ -1,6 +1,6 @@
 """``mmasim harness run``: measure instructions on a GPU and write one vector file per instruction.
 
-For every kernel of the architecture: draw cases (:mod:`mmasim.wordgen`: uniform bit patterns,
+For every kernel of the architecture: draw cases (:mod:`mmasim.operands.wordgen`: uniform bit patterns,
 near-one values, cancellation, subnormals, specials, extreme scales) and optionally the probe
 ladders, place them into register images (the emitter's ``place``), run the kernel on a
 :class:`Device`, read D back (``read``) and save every D entry as one dot-product case of an
@@ -21,13 +21,13 @@ import subprocess
 
 import numpy as np
 
-from .. import vectors
-from ..errors import CharacterizeError, HarnessError, MMAError, UnsupportedDatapath
-from .. import wordgen
-from ..progress import bar as progress_bar
-from . import generate as gen
-from . import host, toolchain
-from .amd import HipDevice
+from mmasim.vectors import files as vectors
+from mmasim.errors import CharacterizeError, HarnessError, MMAError, UnsupportedDatapath
+from mmasim.operands import wordgen
+from mmasim.execution.progress import bar as progress_bar
+from mmasim.harness import generate as gen
+from mmasim.harness import host, toolchain
+from mmasim.harness.amd import HipDevice
 
 #: the most random tiles per instruction one run draws (each tile's operands are held in memory)
 MAX_TILES = 1 << 16
@@ -111,9 +111,9 @@ class SimulatedDevice(Device):
         return self._info
 
     def run(self, spec, model, inputs, cases) -> np.ndarray:
-        from .nv_sync import selectors
+        from mmasim.harness.nv_sync import selectors
         if spec.options.get("family") == "tcgen05":        # shared-memory and Tensor Memory images
-            from .nv_tcgen05 import simulate
+            from mmasim.harness.nv_tcgen05 import simulate
             return simulate(spec, model, inputs, cases)
         if spec.threads != 32 or any(b.space != "registers" for b in spec.inputs):
             raise UnsupportedDatapath(f"SimulatedDevice: {spec.name} is not a 32-lane register kernel")
@@ -309,7 +309,7 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
         device = CudaDevice() if pairs[0][1].target.startswith("sm_") else HipDevice()
     info = check_device(device, arch, pairs[0][1].target)
     if probes and probe_source is None:
-        from ..characterize import probe_cases as probe_source
+        from mmasim.characterize import probe_cases as probe_source
     per_ins = {}
     for _, spec in pairs:
         per_ins[spec.instruction] = per_ins.get(spec.instruction, 0) + 1

@@ -29,8 +29,8 @@ import json
 
 import attrs
 
-from ..display import safe
-from ..errors import HarnessError
+from mmasim.operands.display import safe
+from mmasim.errors import HarnessError
 
 SPACES = ("registers", "smem")
 
@@ -103,7 +103,7 @@ class KernelSpec:
 def layout_name(model, operand: str) -> str:
     """The name of ``operand``'s register layout (:meth:`mmasim.Model.layout`) that a
     :class:`Buffer` records, or ``""`` where mmasim has none registered."""
-    from ..errors import MMAError
+    from mmasim.errors import MMAError
     try:
         return model.layout(operand).name
     except MMAError:

@@ -22,7 +22,7 @@ import uuid
 
 import attrs
 
-from ..errors import ToolchainError
+from mmasim.errors import ToolchainError
 
 
 @attrs.frozen

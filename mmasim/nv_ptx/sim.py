@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from ..dropin import MMABlockScaleOperation, MMAOperation
+from mmasim.interop.dropin import MMABlockScaleOperation, MMAOperation
 
 
 class MMA(MMAOperation):

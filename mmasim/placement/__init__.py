@@ -22,16 +22,23 @@
 :func:`mmasim.layouts` listing the registered layouts.)
 """
 
-from .base import Layout
-from .fragment import Fragment, FragmentRule
-from .loader import load_layouts
-from .slices import ResultSlice
-from .smem import (CoreMatrixLayout, Descriptor, SmemLayout, decode_descriptor, encode_descriptor, read_operand,
-                   swizzle)
-from .tmem import TCGEN05_LD_SHAPES, TMEM_DATAPATHS, tcgen05_ld, tmem_datapath
-from .tcgen05_warp import a_tmem_layout
-from .bind import compress, expand, fragments, layout, metadata_words, unfragment
-from .warp import warp
+from mmasim.placement.base import Layout
+from mmasim.placement.fragment import Fragment, FragmentRule
+from mmasim.placement.loader import load_layouts
+from mmasim.placement.slices import ResultSlice
+from mmasim.placement.smem import (
+    CoreMatrixLayout,
+    Descriptor,
+    SmemLayout,
+    decode_descriptor,
+    encode_descriptor,
+    read_operand,
+    swizzle,
+)
+from mmasim.placement.tmem import TCGEN05_LD_SHAPES, TMEM_DATAPATHS, tcgen05_ld, tmem_datapath
+from mmasim.placement.tcgen05_warp import a_tmem_layout
+from mmasim.placement.bind import compress, expand, fragments, layout, metadata_words, unfragment
+from mmasim.placement.warp import warp
 
 __all__ = [
     "Layout", "Fragment", "FragmentRule", "load_layouts", "ResultSlice", "SmemLayout", "CoreMatrixLayout", "Descriptor",

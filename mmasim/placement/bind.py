@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import sparse as _sparse
-from ..errors import (OperandError, ScaleError, ShapeError, SparseMetadataError, TableError, UnknownOption,
-                      UnsupportedDatapath)
-from ..lookup import layout_rule, layouts_of
-from ..tensors import plain_array
-from .expr import SELECTORS
-from .fragment import OPERANDS, FragmentRule
-from .tcgen05_scales import replicate, unpack_scale
+from mmasim.arith import sparse as _sparse
+from mmasim.errors import (
+    OperandError,
+    ScaleError,
+    ShapeError,
+    SparseMetadataError,
+    TableError,
+    UnknownOption,
+    UnsupportedDatapath,
+)
+from mmasim.registry.lookup import layout_rule, layouts_of
+from mmasim.operands.tensors import plain_array
+from mmasim.placement.expr import SELECTORS
+from mmasim.placement.fragment import OPERANDS, FragmentRule
+from mmasim.placement.tcgen05_scales import replicate, unpack_scale
 
 _MAJOR = ("row", "col")
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import attrs
 
-from .bind import rule_key
-from .fragment import OPERANDS, FragmentRule
+from mmasim.placement.bind import rule_key
+from mmasim.placement.fragment import OPERANDS, FragmentRule
 
 _MAJOR = ("row", "col")
 

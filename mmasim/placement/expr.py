@@ -27,7 +27,7 @@ import operator
 
 import numpy as np
 
-from ..errors import TableError
+from mmasim.errors import TableError
 
 _BIN = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,

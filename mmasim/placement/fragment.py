@@ -21,10 +21,10 @@ from math import prod
 import attrs
 import numpy as np
 
-from ..errors import CopyMismatch, ShapeError, TableError
-from ..tensors import plain_array
-from .base import Layout
-from .expr import SELECTORS, compile_expr, environment, evaluate
+from mmasim.errors import CopyMismatch, ShapeError, TableError
+from mmasim.operands.tensors import plain_array
+from mmasim.placement.base import Layout
+from mmasim.placement.expr import SELECTORS, compile_expr, environment, evaluate
 
 #: the matrix operands of every instruction
 MATRICES = ("a", "b", "c", "d")

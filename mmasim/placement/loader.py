@@ -33,9 +33,9 @@ import ast
 import os
 import pathlib
 
-from ..errors import TableError
-from .expr import compile_expr
-from .fragment import MATRICES, FragmentRule
+from mmasim.errors import TableError
+from mmasim.placement.expr import compile_expr
+from mmasim.placement.fragment import MATRICES, FragmentRule
 
 try:  # Python >= 3.11
     import tomllib

@@ -6,9 +6,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..errors import ShapeError
-from ..tensors import plain_array
-from .base import Layout
+from mmasim.errors import ShapeError
+from mmasim.operands.tensors import plain_array
+from mmasim.placement.base import Layout
 
 
 @attrs.frozen
@@ -27,7 +27,7 @@ class ResultSlice(Layout):
     def fragment(self, threads: int = 32, registers: int | None = None):
         """This slice as a :class:`~mmasim.placement.fragment.Fragment`: result word ``j`` is
         element ``(0, j)`` of a ``(1, size)`` matrix, held by ``pairs[j]``."""
-        from .fragment import Fragment
+        from mmasim.placement.fragment import Fragment
 
         regs = registers or max(r for _, r in self.pairs) + 1
         return Fragment.from_pairs(self.name, self.pairs, threads, regs, self.description, self.evidence,

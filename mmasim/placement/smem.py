@@ -34,9 +34,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..errors import ShapeError, TableError
-from ..tensors import plain_array
-from .base import Layout
+from mmasim.errors import ShapeError, TableError
+from mmasim.operands.tensors import plain_array
+from mmasim.placement.base import Layout
 
 SWIZZLES = (0, 32, 64, 128)
 

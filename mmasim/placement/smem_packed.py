@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedDatapath
-from ..tensors import plain_array
-from .smem import SmemLayout, read_operand
+from mmasim.errors import ShapeError, UnsupportedDatapath
+from mmasim.operands.tensors import plain_array
+from mmasim.placement.smem import SmemLayout, read_operand
 
 #: what each packing form rests on (docs/layouts.md, "Not yet checked against the documents")
 PACKING_EVIDENCE = {

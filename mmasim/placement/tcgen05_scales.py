@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ScaleError
+from mmasim.errors import ScaleError
 
 SCALE_OPERANDS = ("scale_a", "scale_b")
 #: TMEM lanes per partition (one warp's sub-partition) and partitions per CTA

@@ -42,10 +42,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OperandError, ShapeError, TableError, UnsupportedDatapath
-from .bind import _shape, layout, rule_key, scale_operands, sparse_operand
-from .fragment import FragmentRule
-from .smem_packed import read_model_operand
+from mmasim.errors import OperandError, ShapeError, TableError, UnsupportedDatapath
+from mmasim.placement.bind import _shape, layout, rule_key, scale_operands, sparse_operand
+from mmasim.placement.fragment import FragmentRule
+from mmasim.placement.smem_packed import read_model_operand
 
 _PAIR = "cta_group::2"
 

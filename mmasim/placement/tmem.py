@@ -18,8 +18,8 @@ the second's (column ``N + c`` is TMEM column ``immHalfSplitoff + c``).
 
 from __future__ import annotations
 
-from ..errors import ShapeError
-from .fragment import FragmentRule
+from mmasim.errors import ShapeError
+from mmasim.placement.fragment import FragmentRule
 
 TCGEN05_LD_SHAPES = {
     "32x32b": dict(rows=32, cols_per_x=1, regs_per_x=1, row="lane", col="i"),

@@ -14,12 +14,12 @@ import inspect
 
 import numpy as np
 
-from ..errors import OperandError, TableError
-from .bind import _options, layout, scale_operands, sparse_operand
-from .expr import SELECTORS
-from .fragment import MATRICES
-from .smem_packed import read_model_operand
-from .tcgen05_warp import warp as _tcgen05_warp     # .sp, the CTA pair, A in TMEM, 16-bit D
+from mmasim.errors import OperandError, TableError
+from mmasim.placement.bind import _options, layout, scale_operands, sparse_operand
+from mmasim.placement.expr import SELECTORS
+from mmasim.placement.fragment import MATRICES
+from mmasim.placement.smem_packed import read_model_operand
+from mmasim.placement.tcgen05_warp import warp as _tcgen05_warp     # .sp, the CTA pair, A in TMEM, 16-bit D
 
 
 def _wgmma_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, M, N):

@@ -10,8 +10,8 @@ May import: the public mmasim API (``gemm``, ``quantize``, models, words). torch
 only when a function that needs it runs.
 """
 
-from .emulation import PRESETS, Emulation, preset, presets
-from .linear import emulate, linear
-from .matmul import matmul
+from mmasim.torch.emulation import PRESETS, Emulation, preset, presets
+from mmasim.torch.linear import emulate, linear
+from mmasim.torch.matmul import matmul
 
 __all__ = ["Emulation", "PRESETS", "preset", "presets", "matmul", "linear", "emulate"]

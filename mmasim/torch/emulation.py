@@ -12,7 +12,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..errors import OperandError
+from mmasim.errors import OperandError
 
 #: how the operands of a GEMM become words
 SCALINGS = ("cast", "tensor", "scheme")
@@ -82,7 +82,7 @@ class Emulation:
         return getattr(self, which) or self
 
     def model(self):
-        from ..model import Model
+        from mmasim.execution.model import Model
         return Model.lookup(self.arch, self.instruction, **dict(self.qualifiers))
 
 

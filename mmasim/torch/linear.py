@@ -12,9 +12,9 @@ import contextlib
 
 import numpy as np
 
-from ..errors import OperandError
-from .emulation import Emulation, preset
-from .matmul import matmul
+from mmasim.errors import OperandError
+from mmasim.torch.emulation import Emulation, preset
+from mmasim.torch.matmul import matmul
 
 
 def _torch():

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OperandError
-from ..words import from_words
+from mmasim.errors import OperandError
+from mmasim.operands.words import from_words
 
 
 def _f32():
-    from ..registry import get_registry
+    from mmasim.registry.build import get_registry
     return get_registry().formats["f32"]
 
 
@@ -46,7 +46,7 @@ def _pad(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
 
 
 def _max_finite(fmt) -> float:
-    from ..casts import largest
+    from mmasim.quantization.casts import largest
     m, q = largest(fmt)
     return float(m) * 2.0 ** q
 
@@ -64,7 +64,7 @@ def _tensor_scale(x: np.ndarray, fmt) -> np.float32:
 
 def _operand(x: np.ndarray, fmt, em, axis: int):
     """(words or Quantized, binary32 decode scale to multiply D by) of one operand."""
-    from .. import quantize
+    from mmasim import quantize
     if em.scaling == "scheme":      # block and tensor scales travel with the operand into gemm
         tile = em.b_tile if axis == 0 and em.b_tile else None
         return quantize(x, em.scheme, axis=axis, **({"tile": tile} if tile else {})), np.float32(1)
@@ -79,7 +79,7 @@ def _operand(x: np.ndarray, fmt, em, axis: int):
 
 def matmul(a, b, emulation, *, progress=False, threads=None, backend=None) -> np.ndarray:
     """``a @ b`` (float ``(M, K)`` by ``(K, N)``) through the emulated GEMM: float32 ``(M, N)``."""
-    from .. import gemm
+    from mmasim import gemm
     a = np.asarray(a, dtype=np.float32)
     b = np.asarray(b, dtype=np.float32)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
@@ -113,7 +113,7 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None) -> np
     if sa != 1 or sb != 1:      # alpha = the two decode scales, D = alpha * D, binary32 (the epilogue)
         y = (y * np.float32(sa * sb)).astype(np.float32)
     if em.output:
-        from .. import quantize
+        from mmasim import quantize
         q = quantize(y, em.output, saturate=True, nan="propagate")
         y = q.dequantize().astype(np.float32)
     return y

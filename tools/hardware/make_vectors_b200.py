@@ -7,7 +7,7 @@ of the ``mmasim`` package: exact rational arithmetic (``fractions.Fraction``),
 a tiny decoder per format, and tiny RZ-F32 / RNE-F16 encoders, following the
 rules as docs/datapaths.md states them; or it is the literal word a fact states
 (canonical NaN ``0x7FFFFFFF``, ``+0``).  The only thing imported from mmasim is
-``mmasim.vectors.save`` to write the file format.  Never compute an expected
+``mmasim.vectors.files.save`` to write the file format.  Never compute an expected
 word by calling the simulator: that would test nothing.
 
 Provenance per file:
@@ -32,7 +32,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from mmasim.vectors import save  # noqa: E402  (file format only, never the arithmetic)
+from mmasim.vectors.files import save  # noqa: E402  (file format only, never the arithmetic)
 
 DATE = "2026-05-01"
 ARCH = "B200"

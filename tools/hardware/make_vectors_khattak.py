@@ -31,7 +31,7 @@ A step with only zero products returns its C unchanged (a representable C plus z
 is C), so each set is written as the one instruction that saw the products.  Nothing here calls
 the simulator: the words are only converted (f32 words to the input type's container words,
 exactly, and checked), padded with zeros to the instruction's K, and written with
-``mmasim.vectors.save``.  ``--check`` regenerates in memory and compares with the committed files.
+``mmasim.vectors.files.save``.  ``--check`` regenerates in memory and compares with the committed files.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from mmasim import vectors  # noqa: E402  (the file format only)
+from mmasim.vectors import files as vectors  # noqa: E402  (the file format only)
 
 COMMIT = "b12b5a700957655375a1b0c1d0c26e76065da015"
 REPOSITORY = "north-numerical-computing/MATLAB-tensor-core"

@@ -10,7 +10,7 @@ tiny per-format decoder and RZ-F32 / RNE-F16 encoders of
 ``make_vectors_b200.py`` (written independently of the ``mmasim`` package), an
 RNE-F32 encoder, a P-style T-FDPA (zero terms count with e_zero, K chained in
 steps of L) and an IEEE f32 multiply-then-add chain.  The only thing imported
-from mmasim is ``mmasim.vectors.save``, for the file format.  Never compute an
+from mmasim is ``mmasim.vectors.files.save``, for the file format.  Never compute an
 expected word by calling the simulator.
 
 ``--check`` regenerates in memory and compares with the committed files.

@@ -171,7 +171,7 @@ def ours(peer_file: str):
     import torch
     import mmasim
     from mmasim.amd import sim as amd
-    from mmasim.decode import NAN
+    from mmasim.arith.decode import NAN
     from mmasim.nv_ptx import sim as nv
 
     z = np.load(peer_file)

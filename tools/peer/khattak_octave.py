@@ -93,7 +93,7 @@ os.environ.setdefault("MMASIM_BACKEND", "numpy")
 import khattak_cases as kc  # noqa: E402
 import make_vectors_khattak as km_hw  # noqa: E402  (the pinned repository and commit)
 import mmasim  # noqa: E402  (only to compare: nothing it computes is written into a file)
-from mmasim import vectors  # noqa: E402
+from mmasim.vectors import files as vectors  # noqa: E402
 
 KM_REPOSITORY, KM_COMMIT = km_hw.REPOSITORY, km_hw.COMMIT  # the commit their measured words come from
 MI300_COMMIT = "b4bf135325e3d6ac811db245dd44650383eb0dd3"   # last MI300MC.m, deleted by d12a5b3

@@ -4,7 +4,7 @@ Importing this package does not import numba; the built-in kernels are
 registered through the ``mmasim_kernels`` hook (this module is a built-in
 plugin) and compiled on first use.  The registry holds every plugin's kernel
 builders, one owner per accumulator family like every other part
-(:mod:`mmasim.registry`): a plugin cannot replace a built-in kernel.  Rows a
+(:mod:`mmasim.registry.build`): a plugin cannot replace a built-in kernel.  Rows a
 kernel leaves (flags) are computed by the numpy backend, so their words (or
 errors) are the reference's.
 """
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import plugins
-from ...hookspecs import hookimpl
-from ...plugin_manager import get_plugin_manager
-from ...registry import get_registry
-from ..numpy import NumpyBackend
+from mmasim.registry import plugins
+from mmasim.registry.hookspecs import hookimpl
+from mmasim.registry.manager import get_plugin_manager
+from mmasim.registry.build import get_registry
+from mmasim.backends.numpy import NumpyBackend
 
 _numba_ok: bool | None = None
 _numba_error = ""
@@ -129,7 +129,7 @@ class _Builtin:
         self.family = family
 
     def __call__(self, plan):
-        from . import kernels
+        from mmasim.backends.numba import kernels
         return getattr(kernels, BUILDERS[self.family])(plan)
 
     def __repr__(self) -> str:
@@ -194,7 +194,7 @@ class NumbaBackend:
         return plan.sparse_rule is None and kern is not None
 
     def compute(self, plan, rows):
-        """D words of ``rows`` (:class:`mmasim.plan.Rows`) of ``plan``."""
+        """D words of ``rows`` (:class:`mmasim.backends.plan.Rows`) of ``plan``."""
         kern = plan.cache["numba kernel"] if "numba kernel" in plan.cache else kernel_for(plan)
         if kern is None:
             return _NUMPY.compute(plan, rows)

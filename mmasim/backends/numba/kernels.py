@@ -40,13 +40,23 @@ from collections import namedtuple
 
 import numpy as np
 
-from ...decode import decode_float, decode_int
-from ..numpy.lean import LeanGrouped
-from .families import (exact_sum_kernel, fma_f32_kernel, fma_f64_kernel, ftz_mul_add_kernel, group_scaled_kernel,
-                       integer_kernel, integer_xor_kernel, mul_add_f32_kernel, mul_add_f64_kernel, two_stage_kernel)
-from .primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO, _is_f32
-from .tiles import LSQ, LZQ, PACK_M, _c_kind, lean_variant
-from .window import GDEAD, WindowRecord, grouped_variant, window_kernel
+from mmasim.arith.decode import decode_float, decode_int
+from mmasim.backends.numpy.lean import LeanGrouped
+from mmasim.backends.numba.families import (
+    exact_sum_kernel,
+    fma_f32_kernel,
+    fma_f64_kernel,
+    ftz_mul_add_kernel,
+    group_scaled_kernel,
+    integer_kernel,
+    integer_xor_kernel,
+    mul_add_f32_kernel,
+    mul_add_f64_kernel,
+    two_stage_kernel,
+)
+from mmasim.backends.numba.primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO, _is_f32
+from mmasim.backends.numba.tiles import LSQ, LZQ, PACK_M, _c_kind, lean_variant
+from mmasim.backends.numba.window import GDEAD, WindowRecord, grouped_variant, window_kernel
 
 # --------------------------------------------------------- parameter records
 #: group_scaled_window: F, group, e_zero, ceil(log2(group)).

@@ -2,8 +2,8 @@
 
 Every kernel (:mod:`.window`, :mod:`.tiles`, :mod:`.families`) is written with
 these; each is the scalar transcription of one rule of the numpy reference
-(:mod:`mmasim.decode`, :mod:`mmasim.intmath`, :mod:`mmasim.encode`,
-:mod:`mmasim.special`), inlined where it is used.  Formats reach a kernel as
+(:mod:`mmasim.arith.decode`, :mod:`mmasim.arith.intmath`, :mod:`mmasim.arith.encode`,
+:mod:`mmasim.arith.special`), inlined where it is used.  Formats reach a kernel as
 decode specs (``FM`` rows, :func:`_fmt`) over one packed table ``TAB``;
 encodings as ``ENC`` (see :class:`mmasim.backends.numba.kernels.Kernel`).
 """
@@ -18,7 +18,7 @@ from numba.core import types
 from numba.core.extending import intrinsic
 from numba.cpython.unsafe.numbers import leading_zeros
 
-from .cache import jit as _jit
+from mmasim.backends.numba.cache import jit as _jit
 
 ZERO, FINITE, INF, NAN = 0, 1, 2, 3
 

@@ -16,9 +16,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from .primitives import (F32_SPEC, FINITE, INF, NEG, ZERO, _decode, _decode_call, _enc, _fmt, _is_f32, _jit,
-                         _inline, _pack, _rows, _rz_enc, _trunc)
-from .window import _d_or_c, _window_params, _window_quantum
+from mmasim.backends.numba.primitives import (
+    F32_SPEC,
+    FINITE,
+    INF,
+    NEG,
+    ZERO,
+    _decode,
+    _decode_call,
+    _enc,
+    _fmt,
+    _is_f32,
+    _jit,
+    _inline,
+    _pack,
+    _rows,
+    _rz_enc,
+    _trunc,
+)
+from mmasim.backends.numba.window import _d_or_c, _window_params, _window_quantum
 
 LZQ = -(1 << 30)     # q of a zero element
 LSQ = 1 << 36        # q of an inf / NaN element

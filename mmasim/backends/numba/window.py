@@ -17,9 +17,31 @@ from collections import namedtuple
 
 import numpy as np
 
-from .primitives import (F32_SPEC, FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _clip, _decode, _enc,
-                         _fmt, _jit, _inline, _note_special, _pack, _product_class,
-                         _rows, _rz_enc, _shift, _special_result, _trunc, row_kernel)
+from mmasim.backends.numba.primitives import (
+    F32_SPEC,
+    FINITE,
+    INF,
+    NAN,
+    NEG,
+    NO_SPECIAL,
+    ZERO,
+    _bitlen,
+    _clip,
+    _decode,
+    _enc,
+    _fmt,
+    _jit,
+    _inline,
+    _note_special,
+    _pack,
+    _product_class,
+    _rows,
+    _rz_enc,
+    _shift,
+    _special_result,
+    _trunc,
+    row_kernel,
+)
 
 #: The window's parameters (mmasim.accumulators.window): F, the zero rule (``excl``, or
 #: e_zero ``ezero``), ``group``, the scale floor (``has_sf``, ``sf``), C-dominant

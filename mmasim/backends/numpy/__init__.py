@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...sparse import select
-from .reference import reference
+from mmasim.arith.sparse import select
+from mmasim.backends.numpy.reference import reference
 
 __all__ = ["NumpyBackend", "reference", "lean_path"]
 
@@ -17,7 +17,7 @@ def lean_path(plan):
     try:
         return plan.cache["numpy lean"]
     except KeyError:
-        from .lean import LeanGrouped, LeanWindow
+        from mmasim.backends.numpy.lean import LeanGrouped, LeanWindow
 
         lean = LeanWindow(plan)
         if not lean.ok:
@@ -45,7 +45,7 @@ class NumpyBackend:
         return False
 
     def compute(self, plan, rows):
-        """D words of ``rows`` (:class:`mmasim.plan.Rows`) of ``plan``."""
+        """D words of ``rows`` (:class:`mmasim.backends.plan.Rows`) of ``plan``."""
         lean = lean_path(plan)
         # A / B words in their own dtype where the lean path takes them so (no uint64 copy)
         native = 2 if getattr(lean, "native_words", False) and plan.sparse_rule is None else 0

@@ -19,9 +19,9 @@ tiny integers, the group rules on group-level arrays.
 
 The rules of arithmetic are the reference's, called here, not restated: words
 are decoded through tables of the registered decoder's outputs, scale products
-are :func:`mmasim.special.product`, the window's rules are the functions of
+are :func:`mmasim.arith.special.product`, the window's rules are the functions of
 :mod:`mmasim.accumulators.window`, D words come from
-:meth:`mmasim.encode.Encoding.pack`.  What is this module's own is the layout of
+:meth:`mmasim.arith.encode.Encoding.pack`.  What is this module's own is the layout of
 the work: tables, classes folded into ``q``, column-wise reductions.
 """
 
@@ -31,12 +31,18 @@ import functools
 
 import numpy as np
 
-from ...accumulators.window import (c_relative_terms, d_or_c, subnormal_redo, window_exponent, window_quantum,
-                                    window_total)
-from ...decode import FINITE, INF, ZERO, decode_float
-from ...intmath import bit_length, truncate_signed
-from ...special import product
-from .reference import reference
+from mmasim.accumulators.window import (
+    c_relative_terms,
+    d_or_c,
+    subnormal_redo,
+    window_exponent,
+    window_quantum,
+    window_total,
+)
+from mmasim.arith.decode import FINITE, INF, ZERO, decode_float
+from mmasim.arith.intmath import bit_length, truncate_signed
+from mmasim.arith.special import product
+from mmasim.backends.numpy.reference import reference
 
 LZQ = -(1 << 30)     # q of a zero element
 LSQ = 1 << 36        # q of an inf / NaN element
@@ -60,7 +66,7 @@ def code_tables(fmt, decoder):
     fraction field (sign and exponent: at most ``CODE_BITS``), each decoded by the
     decoder with a zero fraction; ``None`` unless every word decodes as its code
     with the fraction field added to ``m``, an inf / NaN code staying inf / NaN
-    (checked against :func:`mmasim.decode.decode_float`, the one decoder taken
+    (checked against :func:`mmasim.arith.decode.decode_float`, the one decoder taken
     here, on sample fractions and low container bits)."""
     M, shift = fmt.man_bits, fmt.field_shift + fmt.man_bits
     if decoder is not decode_float or fmt.container_bits > 32 or not 0 < fmt.container_bits - shift <= CODE_BITS:
@@ -88,7 +94,7 @@ class _Decode:
     """The lean decode of one format, through tables of the registered decoder's
     outputs: over every container word (containers of up to 16 bits; A / B only),
     or over the container bits above the fraction field (wide formats of
-    :func:`~mmasim.decode.decode_float`: tf32, f32; the fraction field is added to
+    :func:`~mmasim.arith.decode.decode_float`: tf32, f32; the fraction field is added to
     the code's significand).  ``ok`` is False where neither applies."""
 
     def __init__(self, fmt, decoder, whole=True):

@@ -1,0 +1,1 @@
+"""mmasim.arith."""

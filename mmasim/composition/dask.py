@@ -1,0 +1,173 @@
+"""Beyond one machine: :func:`mmasim.gemm` on dask arrays (``pip install 'mmasim-exact[dask]'``).
+
+``mmasim.gemm(A, B, C, ...)`` with a dask array among its operands returns a dask
+array: a blockwise graph with one task per ``(M, N)`` block of D.  Each task is
+the in-process :func:`mmasim.gemm` on its block (its rows of A, its columns of B,
+its block of C, and the matching scales and sparse metadata), so it chains the
+block's K tiles in the instruction's order exactly as one process does: every D
+element depends only on its row of A, its column of B and its C, and the words
+are those of the in-process call, whatever the blocks and the scheduler.
+
+Chunks: D's blocks are A's row chunks by B's column chunks (C's where A or B is
+not a dask array).  Each row chunk must be a multiple of the instruction's M and
+each column chunk of its N (as :func:`mmasim.gemm` takes whole matrices), else
+:class:`~mmasim.ShapeError`; the K axis (and the scales' and metadata's) is
+gathered into one chunk per task, because a block chains every K tile.
+
+Any scheduler computes the graph (``.compute()``; the threaded one by default,
+or a ``dask.distributed`` cluster).  A task rebuilds its model from the datapath
+in the worker's own registry, so workers need mmasim and the same plugins.
+Inside a task ``threads`` defaults to 1: dask runs the tasks side by side.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import threading
+
+import numpy as np
+
+from mmasim.errors import OperandError, ShapeError
+from mmasim.execution.model import Model, _one_mode
+from mmasim.registry.build import get_registry
+from mmasim.operands.words import as_array, typed_dtype
+
+__all__ = ["any_dask", "is_dask", "gemm"]
+
+
+def is_dask(x) -> bool:
+    """Whether ``x`` is a dask collection (checked without importing dask)."""
+    return type(x).__module__.startswith("dask.") and hasattr(x, "__dask_graph__")
+
+
+def any_dask(*xs) -> bool:
+    """Whether any of ``xs`` is a dask collection."""
+    return any(x is not None and is_dask(x) for x in xs)
+
+
+_MODELS: dict = {}
+_MODELS_LOCK = threading.Lock()
+
+
+class _ModelRef:
+    """A model as a graph carries it: its datapath, named shape and backend, pickled.
+    In the process that made the graph it is the model itself; a worker rebuilds it
+    once from its own registry."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: bytes):
+        self.key = key
+
+    @classmethod
+    def of(cls, model: Model) -> "_ModelRef":
+        key = pickle.dumps((model.datapath, model.resolution, model.backend))
+        with _MODELS_LOCK:
+            _MODELS.setdefault(key, model)
+        return cls(key)
+
+    @property
+    def model(self) -> Model:
+        m = _MODELS.get(self.key)
+        if m is None:
+            with _MODELS_LOCK:
+                m = _MODELS.get(self.key)
+                if m is None:
+                    datapath, resolution, backend = pickle.loads(self.key)
+                    m = _MODELS[self.key] = Model(datapath, get_registry(), backend=backend, resolution=resolution)
+        return m
+
+    def __reduce__(self):
+        return (_ModelRef, (self.key,))
+
+    def __dask_tokenize__(self):
+        return ("mmasim.Model", self.key)
+
+
+def _block(a, b, c, *rest, in_process, ref, order, scaled, sparse, backend, threads):
+    """One ``(M, N)`` block of D: the in-process gemm (``in_process``) on the block's operands."""
+    sa, sb = (rest[0], rest[1]) if scaled else (None, None)
+    md = rest[-1] if sparse else None
+    return in_process(a, b, c, model=ref.model, k_order=order, scale_a=sa, scale_b=sb, sparse_metadata=md,
+                      backend=backend, progress=False, threads=threads)
+
+
+def _as_dask(x, what: str):
+    import dask.array as da
+
+    if is_dask(x):
+        if not hasattr(x, "chunks") or not hasattr(x, "rechunk"):
+            raise OperandError(f"gemm: {what} is a dask collection but not a dask array ({type(x).__name__})")
+        if any(isinstance(s, float) and math.isnan(s) for s in x.shape):
+            raise ShapeError(f"gemm: {what} has unknown chunk sizes {x.shape}; call {what}.compute_chunk_sizes() first")
+        return x, True
+    return da.from_array(as_array(x, what)[0], chunks=-1), False
+
+
+def _aligned(model: Model, chunks, axis: str, operand: str, legal) -> None:
+    bad = sorted({s for s in chunks if legal and not any(s and s % t == 0 for t in legal)})
+    if bad:
+        named = model.shape is not None
+        listing = ", ".join(map(str, legal[:8])) + (", ..." if len(legal) > 8 else "")
+        tile = legal[0] if named else f"one of {{{listing}}}"
+        raise ShapeError(
+            f"gemm on dask arrays: the {axis} chunks of {operand} {tuple(chunks)} must each be a multiple of "
+            f"{model.instruction}'s {axis} = {tile} (chunks {bad} are not); rechunk {operand}, e.g. "
+            f"{operand}.rechunk({{{0 if axis == 'M' else 1}: {_suggest(legal, chunks)}}})"
+        )
+
+
+def _suggest(legal, chunks) -> int:
+    """A chunk size near the largest given that is a multiple of the smallest legal tile."""
+    step = min(legal)
+    return max(step, (max(chunks) // step) * step)
+
+
+def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None, sparse_metadata=None,
+         backend=None, progress=None, threads=None, check, in_process):
+    """:func:`mmasim.gemm` of ``model`` with dask operands: a dask array of D (see the module).
+    ``check``: :func:`mmasim.composition.gemm.check`, ``in_process``: :func:`mmasim.composition.gemm.gemm` (what
+    each task runs; passed in, so that this module does not import the one that imports it)."""
+    import dask.array as da
+
+    from mmasim import backends
+    from mmasim.execution.threads import check as check_threads
+
+    if progress is not None and not (isinstance(progress, (bool, np.bool_)) and not progress):
+        raise OperandError(
+            f"gemm on dask arrays shows no tqdm bar (progress={progress!r}); use dask's own "
+            "(dask.diagnostics.ProgressBar, or the dask.distributed dashboard)"
+        )
+    threads = 1 if threads is None else check_threads(threads)
+    if backend is not None:
+        backends.resolve(backend)      # an unknown backend fails here, not in a worker
+    dp = model.datapath
+    ops = {"A": A, "B": B, "C": C, "scale_a": scale_a, "scale_b": scale_b, "sparse_metadata": sparse_metadata}
+    arrays, given = {}, {}
+    for name, x in ops.items():
+        if x is not None:
+            arrays[name], given[name] = _as_dask(x, name)
+    # words or values, as Model.dot tells them (from the dtypes alone: nothing is computed)
+    modes = {name: as_array(np.empty(0, dtype=arrays[name].dtype), name)
+             for name in ("A", "B", "C") + (("scale_a", "scale_b") if dp.scale else ()) if name in arrays}
+    values = _one_mode(modes, model.instruction)
+    M, K, N, order = check(model, *(arrays[n].shape for n in "ABC"), k_order,
+                           *(arrays[n].shape if n in arrays else None
+                             for n in ("scale_a", "scale_b", "sparse_metadata")))
+    a, b, c = arrays["A"], arrays["B"], arrays["C"]
+    mchunks = a.chunks[0] if given["A"] else c.chunks[0]
+    nchunks = b.chunks[1] if given["B"] else c.chunks[1]
+    _aligned(model, mchunks, "M", "A" if given["A"] else "C", model.legal_m)
+    _aligned(model, nchunks, "N", "B" if given["B"] else "C", model.legal_n)
+    args = [a.rechunk((mchunks, -1)), "ik", b.rechunk((-1, nchunks)), "kj", c.rechunk((mchunks, nchunks)), "ij"]
+    if dp.scale:
+        args += [arrays["scale_a"].rechunk((mchunks, -1)), "il", arrays["scale_b"].rechunk((-1, nchunks)), "lj"]
+    if dp.sparse:
+        args += [arrays["sparse_metadata"].rechunk((mchunks, -1)), "is"]
+    dtype = np.dtype(typed_dtype(model.d_format) if values and not model.d_format.integer else model.encoding.dtype)
+    return da.blockwise(
+        _block, "ij", *args, token="mmasim-gemm", dtype=dtype, meta=np.empty((0, 0), dtype=dtype),
+        concatenate=True, in_process=in_process, ref=_ModelRef.of(model), order=order, scaled=bool(dp.scale),
+        sparse=bool(dp.sparse), backend=backend, threads=threads,
+    )

@@ -1,0 +1,202 @@
+"""The K loop of a GEMM kernel: the instruction chained over K tiles, split into
+split-K slices and promotion chunks whose partial sums the CUDA cores add in binary32.
+
+**Chain.**  The D of one K tile is the C of the next, already rounded into D's format
+by the instruction's own output rounding (docs/datapaths.md section 3, "Chaining").
+
+**Promotion** (``promote_every = P``, DeepSeek-V3's FP8 recipe, DeepGEMM, CUTLASS's FP8
+"2xAcc"): K in chunks of P elements (the last one shorter when P does not divide K),
+each chunk chained through the instruction from a zero accumulator, and its D (read
+as a binary32 value: f32 D, or an f16 / bf16 D, which binary32 holds exactly) added
+into a binary32 accumulator with one RNE operation:
+
+* without promotion scales: ``acc = acc + partial`` (one FADD; CUTLASS
+  ``include/cutlass/gemm/collective/fp8_accumulation.hpp``, ``promote_core``, line 74);
+* with promotion scales (fine-grained FP8 scaling: a binary32 scale per 1 x ``bk``
+  tile of A and per ``bk`` x ``bn`` block of B): ``s = sa[row, kb] * sb[kb, col // bn]``
+  (one FMUL), then ``acc = fma(partial, s, acc)`` (one FFMA).  DeepGEMM
+  ``deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh`` (deepseek-ai/DeepGEMM at
+  54e2261) forms ``scale_0_0 = scale_a_0 * scale_b_0`` (line 333) and then
+  ``shifted_accum[i] += scale * accum[i]`` (line 343), which nvcc contracts into one
+  FFMA (its default ``--fmad=true``); CUTLASS's blockwise-scaled mainloop
+  (``sm90_mma_tma_gmma_ss_warpspecialized_fp8_blockwise_scaling.hpp`` line 933:
+  ``tCrSFA(0) = tCrSFA(0) * tCrSFB(0)``) hands the same product to ``scale_core``
+  (``fp8_accumulation.hpp`` line 85: ``accum_(i) += accum_temp_(i) * scale``, "FFMA").
+  A chunk must lie inside one scale block: ``bk`` a multiple of P.
+
+The accumulator starts at C (no epilogue) or at +0 (with an epilogue, whose source C
+is, as in CUTLASS).
+
+**Split-K** (``split_k = S``): K in S equal slices (multiples of the instruction's K),
+each computed as above (chained, or promoted), the first from C (no epilogue) and the
+others from zero; their binary32 results reduced with one RNE FADD per step:
+
+* ``"sequential"``: ``acc = +0; acc = acc + slice_s`` for s = 0 .. S-1, CUTLASS's
+  parallel split-K reduction (``include/cutlass/reduction/kernel/reduce_split_k.h``:
+  ``accumulator.clear()`` line 171, ``accumulator = reduction_op(accumulator,
+  workspace_frag[i])`` line 207, then the epilogue ``output_op(accumulator, source)``
+  line 231);
+* ``"tree"``: pairwise, ``(s0 + s1) + (s2 + s3)``, ...; an odd last slice is carried
+  to the next level unchanged.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from mmasim.arith import binary32
+from mmasim.errors import GemmOptionError
+
+SPLIT_REDUCE = ("sequential", "tree")
+
+
+@attrs.frozen
+class Loop:
+    """How the K loop runs (see the module); ``scale_a`` ``(M, K / bk)`` and ``scale_b``
+    ``(K / bk, N / bn)`` are promotion scales as binary32 values (float64 arrays), or ``None``."""
+
+    split_k: int = 1
+    reduce: str = "sequential"
+    promote_every: int | None = None
+    scale_a: np.ndarray | None = None
+    scale_b: np.ndarray | None = None
+    block_k: int | None = None
+    block_n: int | None = None
+    c_starts: bool = True
+
+
+def chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar):
+    """D of rows of A and C against B: the instruction chained over the K tiles in ``order``
+    (each tile's matrix form on ``threads``); ``bar`` advanced by one per tile."""
+    dp = model.datapath
+    k = dp.k
+    nwords = model.sparse_rule.words(k) if dp.sparse else 0
+    per_tile = k // dp.block if dp.scale else 0
+    D = C
+    for t in order:
+        cut = slice(t * k, (t + 1) * k)
+        kw = {}
+        if dp.scale:
+            blocks = slice(t * per_tile, (t + 1) * per_tile)
+            kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
+        if dp.sparse:
+            kw["sparse_metadata"] = sparse_metadata[:, t * nwords:(t + 1) * nwords]
+        D = model._matrix(A[:, cut], B[cut, :], D, backend=backend, threads=threads, **kw)
+        if bar is not None:
+            bar.update(1)
+    return D
+
+
+def check(model, loop: Loop, K: int, N: int) -> None:
+    """Check ``loop`` against the instruction and ``K`` (raises :class:`GemmOptionError`)."""
+    k = model.datapath.k
+    name = model.instruction
+    S, P = loop.split_k, loop.promote_every
+    if loop.reduce not in SPLIT_REDUCE:
+        raise GemmOptionError(f"gemm: split_reduce must be one of {', '.join(map(repr, SPLIT_REDUCE))}, "
+                              f"not {loop.reduce!r}")
+    if K % (S * k):
+        raise GemmOptionError(f"gemm: split_k = {S} cuts K = {K} into slices that are not multiples of "
+                              f"{name}'s K = {k}; K must be a multiple of split_k * {k} = {S * k}")
+    if P is not None and (P <= 0 or P % k):
+        raise GemmOptionError(f"gemm: promote_every = {P} is not a positive multiple of {name}'s K = {k} "
+                              f"(promotion adds whole chains of instructions)")
+    fmt = model.d_format
+    if (P is not None or S > 1 or not loop.c_starts) and (fmt.integer or fmt.exp_bits > 8 or fmt.man_bits > 23):
+        raise GemmOptionError(f"gemm: promotion, split-K and the epilogue accumulate in binary32, which cannot "
+                              f"hold {name}'s {fmt.name} D exactly")
+    if loop.scale_a is not None:
+        bk, bn = loop.block_k, loop.block_n
+        if P is None:
+            raise GemmOptionError("gemm: promotion scales are applied at promotion: give promote_every "
+                                  f"(a divisor of the scale block's K = {bk} that is a multiple of {k})")
+        if bk % P:
+            raise GemmOptionError(f"gemm: promote_every = {P} must divide the promotion scales' K block {bk}: "
+                                  "each promoted chunk takes one scale")
+        if (K // S) % bk:
+            raise GemmOptionError(f"gemm: split_k = {S} slices of K = {K} do not hold whole scale blocks of {bk}")
+        if N % bn:
+            raise GemmOptionError(f"gemm: N = {N} is not a multiple of the promotion scales' N block {bn}")
+
+
+def _values(model, words) -> np.ndarray:
+    return binary32.values(model.d_format, words)
+
+
+def _part(ops: dict, model, t0: int, t1: int) -> dict:
+    """The operands of K tiles ``t0 .. t1 - 1``."""
+    dp = model.datapath
+    k = dp.k
+    out = dict(A=ops["A"][:, t0 * k:t1 * k], B=ops["B"][t0 * k:t1 * k, :])
+    if dp.scale:
+        per = k // dp.block
+        out["scale_a"] = ops["scale_a"][:, t0 * per:t1 * per]
+        out["scale_b"] = ops["scale_b"][t0 * per:t1 * per, :]
+    else:
+        out["scale_a"] = out["scale_b"] = None
+    if dp.sparse:
+        nw = model.sparse_rule.words(k)
+        out["sparse_metadata"] = ops["sparse_metadata"][:, t0 * nw:t1 * nw]
+    else:
+        out["sparse_metadata"] = None
+    return out
+
+
+def _chain_tiles(model, ops, t0, t1, C, backend, bar):
+    p = _part(ops, model, t0, t1)
+    return chain(model, p["A"], p["B"], C, range(t1 - t0), p["scale_a"], p["scale_b"], p["sparse_metadata"],
+                 backend, 1, bar)
+
+
+def run(model, loop: Loop, ops: dict, C, rows: slice, backend=None, bar=None) -> np.ndarray:
+    """The binary32 accumulator (float64 values, ``(rows, N)``) of the K loop for ``rows``
+    of ``ops`` (``A``, ``B``, ``scale_a``, ``scale_b``, ``sparse_metadata`` words of the
+    whole GEMM, already cut to ``rows`` where they have rows); ``C``: words of the
+    instruction's C format for those rows (the accumulator's start) or ``None`` (zero)."""
+    k = model.datapath.k
+    M, N = ops["A"].shape[0], ops["B"].shape[1]
+    K = ops["A"].shape[1]
+    zero_words = np.zeros((M, N), dtype=model.encoding.dtype)
+    S = loop.split_k
+    tiles = K // k // S
+    results = []
+    for s in range(S):
+        t0 = s * tiles
+        start = C if (s == 0 and C is not None) else None
+        if loop.promote_every is None:
+            words = _chain_tiles(model, ops, t0, t0 + tiles, zero_words if start is None else start, backend, bar)
+            results.append(_values(model, words))
+            continue
+        acc = np.zeros((M, N)) if start is None else binary32.values(model.c_format, start)
+        per = loop.promote_every // k
+        for c0 in range(t0, t0 + tiles, per):
+            c1 = min(c0 + per, t0 + tiles)
+            partial = _values(model, _chain_tiles(model, ops, c0, c1, zero_words, backend, bar))
+            if loop.scale_a is None:
+                acc = binary32.add(acc, partial)
+            else:
+                kb = c0 * k // loop.block_k
+                cols = np.arange(N) // loop.block_n
+                scale = binary32.mul(loop.scale_a[rows, kb][:, None], loop.scale_b[kb, cols][None, :])
+                acc = binary32.fma(partial, scale, acc)
+        results.append(acc)
+    return reduce(results, loop.reduce)
+
+
+def reduce(parts: list, how: str) -> np.ndarray:
+    """The split-K reduction of the slices' binary32 results (see the module)."""
+    if len(parts) == 1:
+        return parts[0]
+    if how == "sequential":
+        acc = np.zeros_like(parts[0])
+        for p in parts:
+            acc = binary32.add(acc, p)
+        return acc
+    while len(parts) > 1:
+        nxt = [binary32.add(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+        parts = nxt + ([parts[-1]] if len(parts) % 2 else [])
+    return parts[0]
+
+
+__all__ = ["Loop", "chain", "check", "run", "reduce", "SPLIT_REDUCE"]

@@ -1,0 +1,387 @@
+"""Float tensors to element words and scales, by the recipes kernels run:
+``mmasim.quantize(x, scheme, axis=-1, ...)`` returns a :class:`Quantized` whose
+``words`` (and ``scales``) go to :meth:`mmasim.Model.dot` / :func:`mmasim.gemm` as
+they are.  docs/quantize.md gives each scheme's rule and source.
+
+* **plain casts**, one scheme per element format (its registry key: ``"e4m3"``,
+  ``"bf16"``, ``"tf32"``, ``"e2m1x"``, ...): round to nearest even
+  (:func:`mmasim.quantization.casts.cast`; ``saturate``, ``nan``).
+* **OCP MX v1.0** (``"mxfp8_e4m3"``, ``"mxfp8_e5m2"``, ``"mxfp6_e3m2"``,
+  ``"mxfp6_e2m3"``, ``"mxfp4"``): a ue8m0 scale per 32 elements along ``axis``,
+  ``X = 2**(floor(log2(amax)) - emax_elem)`` clamped to e8m0's range, elements
+  ``V / X`` rounded to nearest even with normals past the largest clamped to it
+  (OCP Microscaling Formats (MX) v1.0, section 6.3).
+* **NVFP4** (``"nvfp4"``): e2m1 elements, a ue4m3 scale per 16 along ``axis`` and
+  an f32 per-tensor scale, in binary32 arithmetic step for step as NVIDIA Transformer
+  Engine computes them (``transformer_engine/common/cast/nvfp4/core_nvfp4.cuh``:
+  ``compute_global_encode_scaling_factor_FP4``, ``compute_decoding_scaling_factor``;
+  the elements as ``quantize_transpose_nvfp4.cuh`` scales and converts them).
+* **DeepSeek fine-grained FP8** (``"deepseek_fp8"``): e4m3 elements, an f32 scale
+  ``amax / 448`` per ``tile`` (1 x 128 for activations, 128 x 128 for weights),
+  applied outside the tensor core at promotion, as DeepGEMM's
+  ``per_token_cast_to_fp8`` / ``per_block_cast_to_fp8`` compute them
+  (``deep_gemm/utils/math.py``, ``use_ue8m0=False``).
+"""
+
+from __future__ import annotations
+
+import difflib
+
+import attrs
+import numpy as np
+
+from mmasim.quantization import casts
+from mmasim.errors import (
+    BlockShapeError,
+    DtypeError,
+    NonFiniteError,
+    QuantizeError,
+    UnknownScheme,
+)
+from mmasim.arith.formats import Format
+from mmasim.registry.build import get_registry
+from mmasim.operands.words import WORDS, as_array
+
+F32 = np.float32
+FLT_MAX = np.finfo(np.float32).max
+#: where a scheme's scales are applied
+SCALE_USES = ("instruction", "promotion")
+
+
+@attrs.frozen(eq=False)
+class Quantized:
+    """A float tensor as element words and scales.
+
+    ``words``: element container words (``container``, a registry format key, of the
+    format named ``format``), the shape of the input.  ``scales``: ue8m0 / ue4m3 scale
+    words for the instruction (``scale_use="instruction"``; the input's shape with
+    ``axis`` divided by ``block``: ``scale_a`` ``(M, K / block)`` of an ``(M, K)`` A,
+    ``scale_b`` ``(K / block, N)`` of a ``(K, N)`` B), float32 scales applied at
+    promotion (``scale_use="promotion"``; ``scales[i, j]`` belongs to tile ``(i, j)``
+    of shape ``block``), or ``None``.  ``tensor_scale``: NVFP4's per-tensor decode
+    scale (float32); ``amax``: NVFP4's per-tensor absolute maximum (float32), from
+    which Transformer Engine computes its GEMM's alpha.
+    """
+
+    words: np.ndarray
+    scales: np.ndarray | None
+    format: str
+    container: str
+    scale_format: str | None
+    block: object
+    axis: int | None
+    tensor_scale: np.float32 | None
+    scheme: str
+    scale_use: str | None
+    amax: np.float32 | None = None
+
+    @property
+    def shape(self) -> tuple:
+        return self.words.shape
+
+    def element_values(self) -> np.ndarray:
+        """The elements' own values (float64, exact), before any scale."""
+        return casts.values(_format(self.container), self.words)
+
+    def dequantize(self) -> np.ndarray:
+        """The float64 values the words and scales represent (exact: every product fits binary64)."""
+        v = self.element_values()
+        if self.scale_use == "instruction":
+            s = casts.values(_format(self.scale_format), self.scales)
+            v = v * np.repeat(s, self.block, axis=self.axis)
+            if self.tensor_scale is not None:
+                v = v * np.float64(self.tensor_scale)
+        elif self.scale_use == "promotion":
+            t0, t1 = self.block
+            v = v * np.repeat(np.repeat(self.scales.astype(np.float64), t0, axis=0), t1, axis=1)
+        return v
+
+    def words_for(self, fmt) -> np.ndarray:
+        """The element words in container ``fmt`` (a :class:`~mmasim.arith.formats.Format` or its
+        key) of the same format: ``"e2m1"`` (bits 5:2 of a byte, ``kind::mxf8f6f4``) for
+        words made in ``"e2m1x"`` (a 4-bit code, ``kind::mxf4``), or ``model.a_format``."""
+        f = fmt if isinstance(fmt, Format) else _format(fmt, "container")
+        if f.name != self.format:
+            raise UnknownScheme(f"words of {self.format} cannot become {f.name} words ({f.key}); "
+                                f"containers of {self.format}: {', '.join(_containers(self.format))}")
+        return self.words if f.key == self.container else _recontainer(self.words, _format(self.container), f)
+
+
+@attrs.frozen
+class Scheme:
+    """A block-scaled recipe: element format (default container), scales, block, its rule."""
+
+    name: str
+    element: str
+    scale_format: str | None
+    block: int | None
+    scale_use: str
+    rule: object
+
+
+def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise", tile=None,
+             container: str | None = None) -> Quantized:
+    """``x`` (float values: numpy float16/32/64 or ``ml_dtypes`` arrays, torch float
+    tensors, Python floats) as the words and scales of ``scheme`` (see the module
+    docstring, and :func:`schemes` for every name).
+
+    ``axis``: the axis the blocks run along (K: -1 for an ``(M, K)`` A, 0 for a
+    ``(K, N)`` B).  ``saturate`` (plain casts only): clamp what rounds past the
+    largest finite value to it instead of inf / NaN.  ``nan``: ``"raise"`` (default)
+    refuses NaN, and for OCP MX a block that would get the NaN scale; ``"propagate"``
+    gives them their NaN words.  ``tile`` (``deepseek_fp8`` only): the tile of one
+    scale, in x's axis order, default 128 along ``axis`` and 1 across.  ``container``:
+    a registry format key of the same element format to hold the words (``"e2m1"``
+    for ``kind::mxf8f6f4``; default: the scheme's own).
+    """
+    plain = casts.element_formats()
+    if not isinstance(scheme, str) or (scheme not in plain and scheme not in SCHEMES):
+        names = [*SCHEMES, *plain]
+        close = difflib.get_close_matches(str(scheme), names, n=3)
+        hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+        raise UnknownScheme(f"unknown quantization scheme {scheme!r}{hint}; schemes: {', '.join(names)}")
+    casts.check_nan_policy(nan)
+    values = _read(x, scheme)
+    if scheme in plain:
+        if tile is not None:
+            raise QuantizeError(f"{scheme}: tile= is for deepseek_fp8, not a plain cast")
+        own = plain[scheme]
+        cont = _container(own, container, scheme)
+        fmt = _rounding_format(cont)
+        words = casts.cast(fmt, values, saturate=False if saturate is None else saturate, nan=nan,
+                           what=f"quantize(x, {scheme!r})")
+        return Quantized(_recontainer(words, fmt, cont), None, own.name, cont.key, None, None, None, None,
+                         scheme, None)
+    s = SCHEMES[scheme]
+    if saturate is not None:
+        raise QuantizeError(f"{scheme}: saturate= is for plain casts; {scheme} saturates as its source says")
+    if tile is not None and s.rule is not _deepseek:
+        raise QuantizeError(f"{scheme}: tile= is for deepseek_fp8; {scheme} has blocks of {s.block} along axis")
+    cont = _container(_format(s.element), container, scheme)
+    q = s.rule(s, values, _rounding_format(cont), axis, nan, tile)
+    return attrs.evolve(q, words=_recontainer(q.words, _format(q.container), cont), container=cont.key)
+
+
+def schemes() -> list:
+    """Every scheme name :func:`quantize` accepts: the recipes, then one plain cast per element format."""
+    return [*SCHEMES, *casts.element_formats()]
+
+
+# ------------------------------------------------------------------ inputs and containers
+def _format(key: str, what: str = "format") -> Format:
+    try:
+        return get_registry().formats[key]
+    except KeyError:
+        raise UnknownScheme(f"unknown {what} {key!r}; formats: {', '.join(sorted(get_registry().formats))}") from None
+
+
+def _containers(name: str) -> list:
+    return [k for k, f in get_registry().formats.items() if f.name == name]
+
+
+def _container(fmt: Format, container, scheme: str) -> Format:
+    if container is None:
+        return fmt
+    f = _format(container, "container") if isinstance(container, str) else container
+    if not isinstance(f, Format) or f.name != fmt.name:
+        raise UnknownScheme(f"{scheme}: container {container!r} does not hold {fmt.name}; "
+                            f"containers of {fmt.name}: {', '.join(_containers(fmt.name))}")
+    return f
+
+
+_VALUE_SET = ("exp_bits", "man_bits", "bias", "signed", "nan", "subnormals")
+
+
+def _rounding_format(fmt: Format) -> Format:
+    """The format values are rounded in: ``fmt`` itself, unless the format registered under its
+    name holds other values (RTX Blackwell's e2m1 container reads 6 bits: its values are rounded
+    in e2m1, then placed)."""
+    own = get_registry().formats.get(fmt.name, fmt)
+    return fmt if all(getattr(fmt, a) == getattr(own, a) for a in _VALUE_SET) else own
+
+
+def _recontainer(words, src: Format, dst: Format) -> np.ndarray:
+    if src.key == dst.key:
+        return words
+    v = casts.values(src, words)
+    out = casts.cast(dst, v, nan="propagate", what=f"{dst.key} words")
+    back = casts.values(dst, out)
+    if not ((back == v) | (np.isnan(back) & np.isnan(v))).all():
+        raise UnknownScheme(f"{src.key} words do not all fit the {dst.key} container")
+    return out
+
+
+def _read(x, scheme: str) -> np.ndarray:
+    """``x`` as exact binary64 values."""
+    arr, mode = as_array(x, "x")
+    if mode == WORDS:
+        raise DtypeError(f"quantize(x, {scheme!r}): x holds integers, which mmasim reads as container words; "
+                         "quantize takes float values (numpy float16/32/64 or ml_dtypes arrays, torch float "
+                         "tensors, Python floats)")
+    if mode is None:
+        return np.zeros(np.shape(arr), dtype=np.float64)
+    out = arr.astype(np.float64)
+    if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
+        lost = ~((out == arr) | np.isnan(arr))
+        if lost.any():
+            raise DtypeError(f"quantize(x, {scheme!r}): x holds {arr.dtype} values binary64 cannot hold exactly "
+                             f"(the first at index {casts._at(lost)}); pass float64 or narrower values")
+    return out
+
+
+def _binary32(x: np.ndarray, scheme: str, nan: str) -> np.ndarray:
+    """``x`` as float32 (a recipe computed in binary32): every value must be one, and finite."""
+    if nan != "raise":
+        raise QuantizeError(f"{scheme}: nan must be 'raise': the recipe defines no result for NaN or infinity")
+    bad = ~np.isfinite(x)
+    if bad.any():
+        at = casts._at(bad)
+        raise NonFiniteError(f"{scheme}: {x[at]!r} at index {at}: the recipe defines no result for NaN or infinity")
+    x32 = x.astype(np.float32)
+    lost = x32.astype(np.float64) != x
+    if lost.any():
+        at = casts._at(lost)
+        raise DtypeError(f"{scheme}: value {float(x[at])!r} at index {at} is not a binary32 value; the recipe "
+                         "computes in binary32 from bf16 / f32 tensors: pass x.astype(np.float32)")
+    return x32
+
+
+def _axis(axis, ndim: int, scheme: str) -> int:
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise BlockShapeError(f"{scheme}: axis must be an integer, not {axis!r}")
+    if ndim == 0:
+        raise BlockShapeError(f"{scheme}: x is a scalar; blocks need an axis")
+    if not -ndim <= axis < ndim:
+        raise BlockShapeError(f"{scheme}: axis {axis} is out of range for x of {ndim} dimension(s)")
+    return int(axis) % ndim
+
+
+def _blocks(x: np.ndarray, axis, block: int, scheme: str):
+    """``(axis, blocks)``: ``x`` with ``axis`` last, cut into blocks ``(..., n / block, block)``."""
+    axis = _axis(axis, x.ndim, scheme)
+    n = x.shape[axis]
+    if n % block:
+        raise BlockShapeError(f"{scheme}: axis {axis} of x {x.shape} has length {n}, not a multiple of the "
+                              f"block of {block}")
+    xm = np.moveaxis(x, axis, -1)
+    return axis, xm.reshape(*xm.shape[:-1], n // block, block)
+
+
+def _unblock(b: np.ndarray, axis: int) -> np.ndarray:
+    """The inverse of :func:`_blocks` for words of the same shape."""
+    return np.moveaxis(b.reshape(*b.shape[:-2], b.shape[-2] * b.shape[-1]), -1, axis)
+
+
+def _nan_word(fmt: Format) -> int:
+    return int(casts.cast(fmt, np.nan, nan="propagate")) if fmt.nan != "none" else 0
+
+
+# ------------------------------------------------------------------ the recipes
+def _mx(s: Scheme, x, fmt: Format, axis, nan: str, tile) -> Quantized:
+    """OCP MX v1.0 section 6.3: ``X = 2**(floor(log2(max |V|)) - emax_elem)``, ``P = V / X``
+    rounded to nearest even, normals past the largest clamped to it.  e8m0 holds
+    2**-127 .. 2**127: a smaller X is clamped to 2**-127 (an all-zero block, which has no
+    log2, gets it too: Microsoft's microxcaling and torchao's ``to_mx`` do the same), and a
+    block with NaN, an infinity or an X past 2**127 gets the NaN scale 0xFF."""
+    axis, xb = _blocks(x, axis, s.block, s.name)
+    amax = np.max(np.abs(xb), axis=-1, initial=0.0)
+    finite = np.isfinite(amax)
+    exp = np.frexp(np.where(finite, amax, 0.0))[1].astype(np.int64) - 1       # floor(log2(amax))
+    se = np.maximum(np.where(amax > 0, exp - casts.emax(fmt), -127), -127)
+    bad = ~finite | (se > 127)
+    if bad.any() and nan == "raise":
+        at = casts._at(bad)
+        why = (f"its largest magnitude {float(amax[at])!r} needs a scale past e8m0's largest 2**127" if finite[at]
+               else "it holds NaN or an infinity")
+        raise NonFiniteError(f"{s.name}: block {at} (blocks of {s.block} along axis {axis}): {why}; OCP MX gives "
+                             "it the NaN scale 0xFF: pass nan='propagate' for that")
+    se = np.where(bad, 0, se)
+    scaled = np.ldexp(np.where(bad[..., None], 0.0, xb), -se[..., None])
+    words = casts.cast(fmt, scaled, saturate=True, what=f"quantize(x, {s.name!r})")
+    words[bad] = _nan_word(fmt)
+    scales = np.where(bad, 0xFF, se + 127).astype(np.uint8)
+    return Quantized(_unblock(words, axis), np.moveaxis(scales, -1, axis), fmt.name, fmt.key, s.scale_format,
+                     s.block, axis, None, s.name, s.scale_use)
+
+
+def _nvfp4(s: Scheme, x, fmt: Format, axis, nan: str, tile) -> Quantized:
+    """NVIDIA Transformer Engine's NVFP4 (1 x 16 blocks), in binary32 operations:
+    ``S_enc = 448 * 6 / amax`` (at most FLT_MAX; 1 when amax is 0), ``S_dec = 1 / S_enc``;
+    per block ``e4m3(block_amax * (S_enc * (1 / 6)))`` saturating, its encode scale
+    ``min(1 / (scale * S_dec), FLT_MAX)``, and each element ``x * encode`` rounded to
+    nearest even into e2m1, saturating."""
+    x = _binary32(x, s.name, nan)
+    axis, xb = _blocks(x, axis, s.block, s.name)
+    amax = np.max(np.abs(x), initial=F32(0))
+    with np.errstate(divide="ignore", over="ignore"):
+        s_enc = min(F32(448 * 6) / amax, FLT_MAX)
+    if amax == 0:
+        s_enc = F32(1)
+    s_dec = F32(1) / s_enc
+    ue4m3 = _format(s.scale_format)
+    block_amax = np.max(np.abs(xb), axis=-1, initial=F32(0))
+    decode = np.minimum(block_amax * (s_enc * (F32(1) / F32(6))), FLT_MAX)
+    scales = casts.cast(ue4m3, decode, saturate=True, what=f"{s.name} block scales")
+    with np.errstate(divide="ignore", over="ignore"):
+        encode = np.minimum(F32(1) / (casts.values(ue4m3, scales).astype(F32) * s_dec), FLT_MAX)
+        scaled = xb * encode[..., None]
+    words = casts.cast(fmt, scaled, saturate=True, what=f"quantize(x, {s.name!r})")
+    return Quantized(_unblock(words, axis), np.moveaxis(scales, -1, axis), fmt.name, fmt.key, s.scale_format,
+                     s.block, axis, F32(s_dec), s.name, s.scale_use, amax=F32(amax))
+
+
+def _tile(tile, shape, axis: int, scheme: str) -> tuple:
+    if tile is None:
+        tile = (1, 128) if axis == 1 else (128, 1)
+    try:
+        t = tuple(tile)
+    except TypeError:
+        t = ()
+    if len(t) != 2 or any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1
+                          for v in t):
+        raise BlockShapeError(f"{scheme}: tile must be two positive integers (rows, columns), not {tile!r}")
+    if shape[0] % t[0] or shape[1] % t[1]:
+        raise BlockShapeError(f"{scheme}: tile {t} does not divide x of shape {shape}")
+    return int(t[0]), int(t[1])
+
+
+def _deepseek(s: Scheme, x, fmt: Format, axis, nan: str, tile) -> Quantized:
+    """DeepGEMM's per-token / per-block FP8 cast (``use_ue8m0=False``) on CUDA tensors, in
+    binary32: per tile ``amax = max(max |x|, 1e-4)``, scale ``sf = amax / 448``, which PyTorch
+    computes as ``amax * (1 / 448)`` for a Python-number divisor on the GPU
+    (``aten/src/ATen/native/cuda/BinaryDivTrueKernel.cu``, ``div_true_kernel_cuda``), elements
+    ``e4m3(x * (1 / sf))`` rounded to nearest even (``|x * (1 / sf)|`` stays below e4m3's
+    overflow threshold 464, so no value saturates)."""
+    x = _binary32(x, s.name, nan)
+    if x.ndim != 2:
+        raise BlockShapeError(f"{s.name}: x must be a matrix (2-D), not of shape {x.shape}")
+    axis = _axis(axis, 2, s.name)
+    t0, t1 = _tile(tile, x.shape, axis, s.name)
+    m, n = x.shape
+    xt = x.reshape(m // t0, t0, n // t1, t1)
+    amax = np.maximum(np.max(np.abs(xt), axis=(1, 3), initial=F32(0)), F32(1e-4))
+    sf = amax * (F32(1) / F32(448))
+    scaled = xt * (F32(1) / sf)[:, None, :, None]
+    words = casts.cast(fmt, scaled, what=f"quantize(x, {s.name!r})")
+    return Quantized(words.reshape(m, n), sf, fmt.name, fmt.key, s.scale_format, (t0, t1), axis, None, s.name,
+                     s.scale_use)
+
+
+def _mx_scheme(name: str, element: str) -> Scheme:
+    return Scheme(name, element, "ue8m0", 32, "instruction", _mx)
+
+
+#: the recipes, by name (the plain casts are the element formats' keys)
+SCHEMES = {
+    s.name: s for s in (
+        _mx_scheme("mxfp8_e4m3", "e4m3"),
+        _mx_scheme("mxfp8_e5m2", "e5m2"),
+        _mx_scheme("mxfp6_e3m2", "e3m2"),
+        _mx_scheme("mxfp6_e2m3", "e2m3"),
+        _mx_scheme("mxfp4", "e2m1x"),
+        Scheme("nvfp4", "e2m1x", "ue4m3", 16, "instruction", _nvfp4),
+        Scheme("deepseek_fp8", "e4m3", "f32", None, "promotion", _deepseek),
+    )
+}
+
+__all__ = ["Quantized", "Scheme", "SCHEMES", "SCALE_USES", "quantize", "schemes"]

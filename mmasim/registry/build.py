@@ -1,0 +1,555 @@
+"""The registry: every part the plugins registered, checked and indexed.
+
+The registry is built plugin by plugin (built-ins first, then entry points,
+then :func:`mmasim.register`, each in registration order), so that every part
+has one owner and a failure is blamed on the plugin that caused it:
+
+- a name (format, decoder, accumulator, encoding, layout, kernel, architecture
+  or alias) or a datapath (:func:`datapath_identity`) that another plugin already
+  owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins (two
+  tables of one plugin giving one architecture the same datapath, a
+  :class:`~mmasim.errors.TableError`); so is a register layout that would place
+  an operand of another plugin's datapath which another plugin's layout places
+  (:mod:`mmasim.placement.claims`);
+- a table adds datapaths to an architecture another table declares only with
+  ``[architecture] extends = "<name>"``; such datapaths may not declare
+  ``default_for``, and neither their literal names nor (for another plugin's
+  architecture) their printed instruction strings may already resolve there (each
+  would change how the existing architecture resolves an instruction string);
+- every accumulator is an :class:`~mmasim.accumulators.Accumulator` record
+  (a plain function is wrapped in one), checked as it registers
+  (:meth:`~mmasim.accumulators.Accumulator.check`);
+- a table that ``inherits`` another architecture gets its datapaths, relabelled
+  by its own ``[[evidence]]`` (:func:`mmasim.registry.tables.inherit`);
+- a hook that raises or returns the wrong type is a
+  :class:`~mmasim.errors.PluginError`, an invalid table a
+  :class:`~mmasim.errors.TableError`.
+
+A third-party plugin that fails is left out as a whole (``Registry.failures``)
+and the registry is built again without it; a built-in one raises.  The plugins
+come from :mod:`mmasim.registry.manager`; :mod:`mmasim.registry.plugins` (which changes
+them) rebuilds the registry through :func:`reset_registry` and
+:func:`install_registry`.
+Decoders of third-party plugins are wrapped so that output of the wrong shape
+is a ``PluginError`` naming the plugin.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import attrs
+import numpy as np
+
+from mmasim.registry import manager as plugin_manager
+from mmasim.accumulators import Accumulator
+from mmasim.accumulators.accumulator import ContractError
+from mmasim.registry.datapath import Architecture, Datapath
+from mmasim.arith.decode import Decoded
+from mmasim.arith.encode import Encoding
+from mmasim.errors import MMAError, PluginConflict, PluginError, TableError, UnknownInstruction
+from mmasim.arith.formats import Format
+from mmasim.placement import FragmentRule, Layout
+from mmasim.placement.claims import taken
+from mmasim.registry.lookup import normalize_name, resolve
+from mmasim.registry.tables import build_architecture, check_scales, inherit, load_table, table_extends
+
+
+def datapath_identity(dp: Datapath) -> tuple:
+    """What makes two datapaths the same instruction: op, kind, the A/B/C/D formats, K,
+    block scaling (scale format, block, scale_vec), the sparse rule, saturation and the
+    extra PTX qualifiers (``.and.popc``, ``cta_group::2``, ``.ws``).
+
+    Two datapaths of one architecture with the same identity collide when their
+    M and N sets overlap (an empty set means any M or N).
+    """
+    return (dp.op, dp.kind, dp.a, dp.b, dp.c, dp.d, dp.k, dp.scale, dp.block, dp.scale_vec,
+            dp.sparse, dp.saturate, dp.qualifiers)
+
+
+def _overlap(x: tuple, y: tuple) -> bool:
+    return not x or not y or bool(set(x) & set(y))
+
+
+def _label(dp: Datapath) -> str:
+    parts = [dp.op] + ([f"kind::{dp.kind}"] if dp.kind else []) + (["sp"] if dp.sparse else [])
+    shape = f"k{dp.k}" + "".join(f" {x}{list(v)}" for x, v in (("m", dp.m), ("n", dp.n)) if 0 < len(v) < 4)
+    return f"{' '.join(parts)} {shape} {dp.a} x {dp.b} + {dp.c} -> {dp.d}" + (
+        f" scale {dp.scale} block {dp.block}" if dp.scale else "")
+
+
+@attrs.define
+class Registry:
+    formats: dict
+    decoders: dict
+    accumulators: dict
+    encodings: dict
+    layouts: dict
+    architectures: dict          # name -> Architecture
+    arch_index: dict             # normalized alias -> name
+    kernels: dict = attrs.field(factory=dict)       # accumulator name -> compiled-kernel builder (numba)
+    failures: dict = attrs.field(factory=dict)      # skipped plugin name -> its error
+    owners: dict = attrs.field(factory=dict)        # architecture name -> plugin that declares it
+    datapath_plugins: dict = attrs.field(factory=dict)  # Datapath -> plugin that added it
+
+    def check(self) -> None:
+        """Every name a table or format uses must be registered."""
+        for fmt in self.formats.values():
+            if fmt.decoder not in self.decoders:
+                raise TableError(f"format {fmt.key}: unknown decoder {fmt.decoder!r}")
+        for arch in self.architectures.values():
+            for dp in arch.datapaths:
+                _check_references(self, dp, f"architecture {arch.name}")
+
+
+def _check_references(reg, dp: Datapath, where: str) -> None:
+    where = f"{where}, datapath {_label(dp)}"
+    for field in ("a", "b", "c", "d", "scale"):
+        key = getattr(dp, field)
+        if key is not None and key not in reg.formats:
+            raise TableError(f"{where}: field {field!r}: unknown format {key!r}")
+    if dp.accumulator not in reg.accumulators:
+        raise TableError(f"{where}: field 'accumulator': unknown accumulator {dp.accumulator!r}")
+    check_scales(dp.accumulator, reg.accumulators[dp.accumulator], bool(dp.scale), where)
+    if dp.rounding not in reg.encodings:
+        raise TableError(f"{where}: field 'rounding': unknown rounding {dp.rounding!r}")
+    if dp.scale and not dp.block:
+        raise TableError(f"{where}: field 'block': a block-scaled datapath needs its block size")
+    if dp.block and dp.stored_k % dp.block:
+        raise TableError(f"{where}: field 'block': K {dp.stored_k} is not a multiple of block {dp.block}")
+    if dp.stored_k % dp.step:
+        raise TableError(f"{where}: field 'chunk': K {dp.stored_k} is not a multiple of chunk {dp.chunk}")
+    if dp.interleave and (dp.sparse or dp.scale):
+        raise TableError(f"{where}: field 'interleave': not defined for sparse or block-scaled datapaths")
+    if dp.interleave and dp.stored_k % (dp.interleave * (dp.stored_k // dp.step)):
+        raise TableError(f"{where}: field 'interleave': runs of {dp.interleave} do not deal K {dp.stored_k} "
+                         f"evenly to {dp.stored_k // dp.step} steps")
+    if dp.c_add is not None:
+        enc = reg.encodings.get(dp.c_add)
+        if enc is None:
+            raise TableError(f"{where}: field 'c_add': unknown rounding {dp.c_add!r}")
+        if enc.format != dp.d or enc.mode != "rne" or dp.c != dp.d:
+            raise TableError(f"{where}: field 'c_add': C is added by one IEEE addition in D's format: "
+                             f"an RNE encoding into {dp.d} with C of that format, not {dp.c_add!r}")
+
+
+# ------------------------------------------------------------------ hook results
+_PARTS = (  # hook, registry field, what one item is, its type(s), its key
+    ("mmasim_formats", "formats", "format", (Format,), lambda x: x.key),
+    ("mmasim_encodings", "encodings", "encoding", (Encoding,), lambda x: x.key),
+    ("mmasim_layouts", "layouts", "layout", (Layout,), lambda x: x.name),
+)
+_FUNCTIONS = (("mmasim_decoders", "decoders", "decoder"), ("mmasim_accumulators", "accumulators", "accumulator"),
+              ("mmasim_kernels", "kernels", "kernel"))
+_HOOKS = [p[0] for p in _PARTS] + [f[0] for f in _FUNCTIONS] + ["mmasim_architectures"]
+
+
+class _Blame(Exception):
+    """``error`` caused by plugin ``plugin``: leave the plugin out and rebuild."""
+
+    def __init__(self, plugin: str, error: Exception):
+        super().__init__(str(error))
+        self.plugin = plugin
+        self.error = error
+
+
+def _sequence(result, hook: str, what: str) -> list:
+    if result is None:
+        return []
+    if isinstance(result, (str, bytes, dict)) or not hasattr(result, "__iter__"):
+        raise PluginError(f"hook {hook}() must return a list of {what}, not {type(result).__name__}")
+    return list(result)
+
+
+def _normalize(hook: str, result, where: str):
+    """A hook's result as ``[(key, value)]`` (parts) or ``[table dict]`` (architectures)."""
+    for phook, _field, what, types, key in _PARTS:
+        if hook == phook:
+            items = _sequence(result, hook, f"{' / '.join(t.__name__ for t in types)} objects")
+            for x in items:
+                if not isinstance(x, types):
+                    raise PluginError(f"hook {hook}() returned a {type(x).__name__}, not a "
+                                      f"{' or '.join(t.__name__ for t in types)}")
+            return [(key(x), x) for x in items]
+    for fhook, _field, what in _FUNCTIONS:
+        if hook == fhook:
+            if result is None:
+                return []
+            if not isinstance(result, dict):
+                raise PluginError(f"hook {hook}() must return a dict name -> {what} function, "
+                                  f"not {type(result).__name__}")
+            for k, v in result.items():
+                if not isinstance(k, str) or not callable(v):
+                    raise PluginError(f"hook {hook}() must map names (str) to functions, not "
+                                      f"{k!r} -> {type(v).__name__}")
+            if hook == "mmasim_accumulators":
+                return [(k, _accumulator(k, v)) for k, v in result.items()]
+            return list(result.items())
+    tables = []
+    for i, source in enumerate(_sequence(result, hook, "tables (TOML text, dict or path)")):
+        if not isinstance(source, (str, dict)) and not hasattr(source, "read_text"):
+            raise PluginError(f"hook {hook}() returned a {type(source).__name__}, not a table "
+                              "(TOML text, a dict or a path)")
+        data = dict(load_table(source))
+        if not data.get("_source"):
+            data["_source"] = f"table #{i + 1}"
+        tables.append(data)
+    return tables
+
+
+def _accumulator(name: str, value) -> Accumulator:
+    """``value`` as a checked :class:`~mmasim.accumulators.Accumulator` record."""
+    acc = Accumulator.of(value)
+    try:
+        acc.check()
+    except ContractError as exc:
+        raise PluginError(f"accumulator {name!r}: {exc}") from exc
+    return acc
+
+
+def _contributions(pm) -> tuple[list, dict, dict]:
+    """(plugin names in registration order, name -> {hook: result}, name -> error)."""
+    impls: dict = {}
+    for hook in _HOOKS:
+        for impl in getattr(pm.hook, hook).get_hookimpls():
+            impls.setdefault(impl.plugin_name, {})[hook] = impl
+    order = [name for name, plugin in pm.list_name_plugin() if plugin is not None and name in impls]
+    results: dict = {}
+    errors: dict = {}
+    for name in order:
+        where = plugin_manager.describe(name)
+        out = {}
+        try:
+            for hook, impl in impls[name].items():
+                if impl.hookwrapper or getattr(impl, "wrapper", False):
+                    raise PluginError(f"{where}: hook {hook}: hook wrappers are not supported")
+                try:
+                    result = impl.function()
+                except MMAError as exc:
+                    raise type(exc)(f"{where}: hook {hook}() failed: {exc}") from exc
+                except Exception as exc:  # noqa: BLE001 - any failure is the plugin's
+                    raise PluginError(f"{where}: hook {hook}() raised {type(exc).__name__}: {exc}") from exc
+                try:
+                    out[hook] = _normalize(hook, result, where)
+                except PluginError as exc:
+                    raise PluginError(f"{where}: {exc}") from exc
+                except TableError as exc:
+                    raise TableError(f"{where}: {exc}") from exc
+        except MMAError as exc:
+            errors[name] = exc
+            continue
+        results[name] = out
+    return order, results, errors
+
+
+def _same(x, y) -> bool:
+    try:
+        return x is y or bool(x == y)
+    except Exception:  # noqa: BLE001 - values that do not compare are different
+        return False
+
+
+def _checked_decoder(fn, name: str, plugin: str):
+    """``fn`` wrapped so that a failure or output of the wrong shape is a PluginError naming ``plugin``."""
+    where = f"decoder {name!r} of {plugin_manager.describe(plugin)}"
+
+    @functools.wraps(fn)
+    def decode(fmt, words):
+        try:
+            out = fn(fmt, words)
+        except MMAError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise PluginError(f"{where} raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(out, Decoded):
+            raise PluginError(f"{where} returned a {type(out).__name__}, not mmasim.arith.decode.Decoded")
+        shape = np.shape(words)
+        for field in attrs.fields(Decoded):
+            got = np.shape(getattr(out, field.name))
+            if got != shape:
+                raise PluginError(f"{where} returned {field.name} of shape {got} for words of shape {shape} "
+                                  f"(format {fmt.key!r}); a decoder returns arrays of the words' shape")
+        return out
+
+    decode.plugin = plugin
+    return decode
+
+
+def _assemble(order: list, results: dict, pm) -> Registry:
+    """The registry of the plugins in ``order``; raises :class:`_Blame` at the first failure."""
+    describe = plugin_manager.describe
+    hook_field = {p[0]: (p[1], p[2]) for p in _PARTS} | {f[0]: (f[1], f[2]) for f in _FUNCTIONS}
+    fields: dict = {field: {} for field, _what in hook_field.values()}       # field -> key -> value
+    owner_of: dict = {field: {} for field, _what in hook_field.values()}     # field -> key -> plugin
+    for name in order:
+        for hook, (field, what) in hook_field.items():
+            for key, value in results[name].get(hook, ()):
+                if key in fields[field]:
+                    if not _same(fields[field][key], value):
+                        owner = owner_of[field][key]
+                        hint = ("a plugin's kernels are for its own accumulator families" if what == "kernel"
+                                else "choose another name")
+                        raise _Blame(name, PluginConflict(
+                            f"{describe(name)} registers {what} {key!r}, which {describe(owner)} already "
+                            f"registers differently; {hint}"))
+                    continue
+                fields[field][key] = value
+                owner_of[field][key] = name
+    for key, fmt in fields["formats"].items():
+        if fmt.decoder not in fields["decoders"]:
+            owner = owner_of["formats"][key]
+            raise _Blame(owner, TableError(f"{describe(owner)}: format {key!r}: unknown decoder {fmt.decoder!r}"))
+    decoders = {
+        key: fn if plugin_manager.is_builtin(owner_of["decoders"][key]) else _checked_decoder(fn, key, owner_of["decoders"][key])
+        for key, fn in fields["decoders"].items()
+    }
+    reg = Registry(fields["formats"], decoders, fields["accumulators"], fields["encodings"],
+                   fields["layouts"], {}, {}, kernels=fields["kernels"])
+
+    # architectures: declaring tables first, then the tables that extend one
+    # (plugin, its table's position in the plugin's list, the table)
+    tables = [(name, i, data) for name in order
+              for i, data in enumerate(results[name].get("mmasim_architectures", ()))]
+    index: dict = {}     # normalized name or alias -> (architecture, plugin, table)
+    archs: dict = {}     # name -> Architecture (the declaring table's)
+    segments: dict = {}  # name -> [(plugin, position, datapaths)]: one per table
+    by_identity: dict = {}  # (arch, identity) -> [(plugin, source, dp)]
+    by_literal: dict = {}   # (arch, literal name) -> (plugin, source, dp)
+    owners: dict = {}       # name -> the plugin whose table declares it
+    declared_in: dict = {}  # name -> the table that declares it
+
+    def owner(arch_name):
+        """The plugin and table that declare ``arch_name``, as messages name them."""
+        return f"{describe(owners[arch_name])} ({declared_in[arch_name]})"
+
+    def build(name, data):
+        try:
+            arch = build_architecture(data, reg.accumulators)
+            for dp in arch.datapaths:
+                _check_references(reg, dp, data["_source"])
+        except TableError as exc:
+            raise _Blame(name, TableError(f"{describe(name)}: {exc}")) from exc
+        return arch
+
+    def claim(name, arch_name, alias, source):
+        key = normalize_name(alias)
+        held = index.setdefault(key, (arch_name, name, source))
+        if held[0] != arch_name:
+            hint = (f"; to add datapaths to it, the table declares [architecture] extends = {held[0]!r}"
+                    if key == normalize_name(held[0]) else "")
+            raise _Blame(name, PluginConflict(
+                f"{describe(name)} declares architecture {arch_name!r} with the name {alias!r}, which "
+                f"{describe(held[1])} ({held[2]}) already uses for architecture {held[0]!r}{hint}"))
+
+    def unclaimed(name, arch_name, datapaths, source):
+        # two tables (of one plugin or of two) may not give one architecture the same datapath
+        # or the same literal name: a conflict between plugins, a table error within one
+        def clash(other_plugin, what):
+            cls = TableError if other_plugin == name else PluginConflict
+            return _Blame(name, cls(f"{describe(name)} ({source}) {what}"))
+
+        for dp in datapaths:
+            for other_plugin, other_source, other in by_identity.get((arch_name, datapath_identity(dp)), ()):
+                if (other_plugin, other_source) != (name, source) and _overlap(dp.m, other.m) \
+                        and _overlap(dp.n, other.n):
+                    raise clash(other_plugin, f"adds the datapath {_label(dp)} to architecture {arch_name!r}, "
+                                              f"which {describe(other_plugin)} ({other_source}) already registers")
+            for literal in dp.names:
+                held = by_literal.get((arch_name, literal))
+                if held is not None and held[:2] != (name, source):
+                    raise clash(held[0], f"names a datapath {literal!r} in architecture {arch_name!r}, a name "
+                                         f"{describe(held[0])} ({held[1]}) already gives to {_label(held[2])}")
+
+    def add(name, position, arch_name, datapaths, source):
+        unclaimed(name, arch_name, datapaths, source)
+        for dp in datapaths:
+            by_identity.setdefault((arch_name, datapath_identity(dp)), []).append((name, source, dp))
+            for literal in dp.names:
+                by_literal.setdefault((arch_name, literal), (name, source, dp))
+        segments.setdefault(arch_name, []).append((name, position, datapaths))
+
+    for name, position, data in tables:
+        if table_extends(data):
+            continue
+        arch = build(name, data)
+        if arch.name in archs:
+            # the same plugin declaring one architecture twice is a table error, another plugin a conflict
+            held = owners[arch.name]
+            cls = TableError if held == name else PluginConflict
+            raise _Blame(name, cls(
+                f"{describe(name)} ({data['_source']}) declares architecture {arch.name!r}, which "
+                f"{owner(arch.name)} already declares; a table that adds datapaths to it declares "
+                f"[architecture] extends = {arch.name!r}"))
+        for alias in (arch.name,) + arch.aliases:
+            claim(name, arch.name, alias, data["_source"])
+        archs[arch.name] = arch
+        owners[arch.name] = name
+        declared_in[arch.name] = data["_source"]
+        add(name, position, arch.name, arch.datapaths, data["_source"])
+    for name, position, data in tables:
+        target = table_extends(data)
+        if not target:
+            continue
+        held = index.get(normalize_name(target))
+        if held is None or held[0] not in archs:
+            raise _Blame(name, TableError(
+                f"{describe(name)}: {data['_source']}: [architecture] extends {target!r}, which no plugin "
+                f"declares (known: {', '.join(sorted(archs))})"))
+        arch_name = held[0]
+        ext = build(name, data)
+        datapaths = tuple(attrs.evolve(dp, arch=arch_name) if dp.arch != arch_name else dp
+                          for dp in ext.datapaths)
+        if owners[arch_name] != name:
+            for dp in datapaths:
+                if dp.default_for:
+                    raise _Blame(name, PluginConflict(
+                        f"{describe(name)} ({data['_source']}) extends architecture {arch_name!r} "
+                        f"(declared by {owner(arch_name)}) with a default datapath "
+                        f"{_label(dp)}; an extension may not change how {arch_name!r} resolves "
+                        "existing instruction strings: remove default_for"))
+        unclaimed(name, arch_name, datapaths, data["_source"])
+        for dp in datapaths:
+            # its literal names, and (for another plugin's architecture) the string mmasim prints
+            # for it: a format of the same display name as another's would make it resolve twice
+            strings = [(literal, "the literal name") for literal in dp.names]
+            if owners[arch_name] != name:
+                strings.insert(0, (dp.canonical(reg.formats), "the instruction string"))
+            for text, what in strings:
+                clash = _resolves(reg, archs[arch_name], segments[arch_name], text)
+                if clash:
+                    raise _Blame(name, PluginConflict(
+                        f"{describe(name)} ({data['_source']}) gives a datapath {what} {text!r}, "
+                        f"which already resolves on architecture {arch_name!r} ({clash}); an extension may "
+                        "not change what an existing instruction string means"))
+        new_aliases = []
+        for alias in ext.aliases:
+            claim(name, arch_name, alias, data["_source"])
+            if alias not in archs[arch_name].aliases and alias not in new_aliases:
+                new_aliases.append(alias)
+        old = archs[arch_name]
+        archs[arch_name] = attrs.evolve(old, aliases=old.aliases + tuple(new_aliases),
+                                        description=old.description or ext.description,
+                                        vendor=old.vendor or ext.vendor)
+        add(name, position, arch_name, datapaths, data["_source"])
+
+    # final order: as pluggy calls the plugins (the last registered first), each
+    # plugin's tables in the order it lists them; an architecture's datapaths table
+    # by table in that order, the architectures by their first table
+    calls = list(reversed(pm.hook.mmasim_architectures.get_hookimpls()))
+    rank = {impl.plugin_name: i for i, impl in enumerate(calls)}
+
+    def place(segment):
+        return rank.get(segment[0], 0), segment[1]
+
+    for arch_name in sorted(archs, key=lambda a: min(map(place, segments.get(a, [(None, 0, ())])))):
+        parts = sorted(segments.get(arch_name, []), key=place)
+        datapaths = tuple(dp for _, _, dps in parts for dp in dps)
+        reg.architectures[arch_name] = attrs.evolve(archs[arch_name], datapaths=datapaths)
+        for plugin, _, dps in parts:
+            for dp in dps:
+                reg.datapath_plugins.setdefault(dp, plugin)
+    for arch_name, arch in list(reg.architectures.items()):
+        if not arch.inherits:
+            continue
+        parent = reg.architectures.get(arch.inherits)
+        if parent is None or parent.inherits:
+            raise _Blame(owners[arch_name], TableError(
+                f"{describe(owners[arch_name])}: architecture {arch_name!r} inherits {arch.inherits!r}, "
+                "which is not a declared architecture (or itself inherits)"))
+        try:
+            reg.architectures[arch_name] = inherit(arch, parent)
+        except TableError as exc:
+            raise _Blame(owners[arch_name], TableError(f"{describe(owners[arch_name])}: {exc}")) from exc
+        for dp in reg.architectures[arch_name].datapaths:
+            reg.datapath_plugins.setdefault(dp, owners[arch_name])
+    reg.owners = dict(owners)
+    reg.arch_index = {key: held[0] for key, held in index.items()}
+    _check_layout_claims(reg, owner_of["layouts"])
+    return reg
+
+
+def _check_layout_claims(reg: Registry, owner_of: dict) -> None:
+    """A third-party register layout may not place an operand of another plugin's datapath
+    that another plugin's layout places (:func:`mmasim.placement.claims.taken`)."""
+    describe = plugin_manager.describe
+    rules = [(name, r) for name, r in reg.layouts.items() if isinstance(r, FragmentRule)]
+    for name, rule in rules:
+        plugin = owner_of[name]
+        if plugin_manager.is_builtin(plugin):
+            continue
+        others = [r for other, r in rules if owner_of[other] != plugin]
+        datapaths = [dp for arch in reg.architectures.values() for dp in arch.datapaths
+                     if reg.datapath_plugins.get(dp) != plugin]
+        claim = taken(rule, others, datapaths, reg.formats)
+        if claim is not None:
+            dp = claim.datapath
+            shape = "".join(f"{x}{v}" for x, v in (("m", claim.m), ("n", claim.n)) if v is not None and v >= 0)
+            raise _Blame(plugin, PluginConflict(
+                f"{describe(plugin)} registers layout {rule.name!r}, which would place operand "
+                f"{claim.operand} of {dp.arch}: {_label(dp)}{' at ' + shape if shape else ''} (a datapath of "
+                f"{describe(reg.datapath_plugins.get(dp, reg.owners.get(dp.arch, '?')))}), which layout "
+                f"{claim.held.name!r} of {describe(owner_of[claim.held.name])} already places; a plugin's "
+                "layouts place its own datapaths' operands, and operands no other plugin's layout places"))
+
+
+def _resolves(reg: Registry, arch: Architecture, segments: list, instruction: str) -> str:
+    """What ``instruction`` resolves to on ``arch`` as it stands (its datapaths so far), or ''."""
+    current = attrs.evolve(arch, datapaths=tuple(dp for _, _, dps in segments for dp in dps))
+    probe = attrs.evolve(reg, architectures={arch.name: current}, arch_index={normalize_name(arch.name): arch.name})
+    try:
+        dp = resolve(probe, arch.name, instruction, {})
+    except UnknownInstruction:
+        return ""
+    except MMAError as exc:
+        return f"{type(exc).__name__}"
+    except Exception:  # noqa: BLE001 - a string the parser cannot read resolves to nothing
+        return ""
+    owner = next((plugin for plugin, _, dps in segments if dp in dps), None)
+    return _label(dp) + (f" of {plugin_manager.describe(owner)}" if owner else "")
+
+
+def build_registry() -> Registry:
+    """Build the registry from every registered plugin, leaving out the third-party ones that fail.
+
+    A built-in plugin that fails raises its error (a bug in mmasim).
+    """
+    pm = plugin_manager.get_plugin_manager()
+    order, results, failures = _contributions(pm)
+    for name, error in failures.items():
+        if plugin_manager.is_builtin(name):
+            raise error
+    while True:
+        active = [name for name in order if name not in failures]
+        try:
+            reg = _assemble(active, results, pm)
+        except _Blame as blame:
+            if plugin_manager.is_builtin(blame.plugin):
+                raise blame.error from blame.error.__cause__
+            failures[blame.plugin] = blame.error
+            continue
+        reg.failures = failures
+        return reg
+
+
+_registry: Registry | None = None
+
+
+def get_registry() -> Registry:
+    global _registry
+    if _registry is None:
+        reg = build_registry()
+        _registry = reg
+        plugin_manager.report_failures(reg.failures)
+    return _registry
+
+
+def install_registry(reg: Registry) -> None:
+    """Use ``reg`` (built by :func:`build_registry`) as the registry and report its failures."""
+    global _registry
+    _registry = reg
+    plugin_manager.report_failures(reg.failures)
+
+
+def reset_registry() -> None:
+    global _registry
+    _registry = None

@@ -1,0 +1,111 @@
+"""Every hook an mmasim plugin can implement, and the two markers.
+
+This module is a leaf: it imports nothing of mmasim, so that a plugin (built-in
+or third-party) and the core modules it uses can import ``hookimpl`` without an
+import circle.  A plugin is any module or object with functions decorated by
+``mmasim.hookimpl`` (this module's :data:`hookimpl`, re-exported by
+:mod:`mmasim` and :mod:`mmasim.registry.plugins`) and named like the specs below.  Built-in parts (the core's
+formats, decoders, accumulators and encoders, and the built-in architectures)
+are registered through these same hooks; third-party plugins are found through
+the ``mmasim`` entry-point group::
+
+    [project.entry-points.mmasim]
+    myarch = "myarch_plugin"
+
+Every name a plugin registers (format, decoder, accumulator, encoding, layout,
+kernel, architecture and alias), every datapath and every operand a register layout
+places has one owner: registering one that another plugin owns with a different
+value is a :class:`~mmasim.errors.PluginConflict` naming both plugins.  A hook that raises
+or returns the wrong type is a :class:`~mmasim.errors.PluginError`; the
+plugin is then skipped (and reported once), or, for :func:`mmasim.register`,
+the error is raised.  See docs/plugins.md "Isolation and conflicts".
+"""
+
+import pluggy
+
+#: Marks a function of this module as a hook specification.
+hookspec = pluggy.HookspecMarker("mmasim")
+#: Marks a plugin's function as the implementation of the hook of the same name.
+hookimpl = pluggy.HookimplMarker("mmasim")
+
+
+@hookspec
+def mmasim_formats():
+    """Return an iterable of :class:`mmasim.arith.formats.Format` (number formats in their containers)."""
+
+
+@hookspec
+def mmasim_decoders():
+    """Return a mapping ``name -> decode(fmt, words) -> Decoded`` of decoder functions.
+
+    A :class:`~mmasim.arith.formats.Format` names its decoder in ``Format.decoder``;
+    the core provides ``"float"`` (any IEEE-like minifloat) and ``"int"``.
+    A decoder returns a :class:`~mmasim.arith.decode.Decoded` whose arrays all have
+    the shape of ``words``; anything else is a :class:`~mmasim.errors.PluginError`
+    naming the plugin when the decoder is used.
+    """
+
+
+@hookspec
+def mmasim_accumulators():
+    """Return a mapping ``name -> accumulator`` of datapath families.
+
+    An accumulator is an :class:`mmasim.accumulators.Accumulator` record: the
+    function (called as ``acc(a, b, c, scale_a, scale_b, encoding, **params)`` on
+    decoded arrays of one hardware step, returning D words), its parameter class
+    ``Params`` (a frozen attrs class, see :mod:`mmasim.accumulators.params`),
+    whether it takes block scales (``scales``) and its special-value text.  The
+    record is checked when the registry is built (a
+    :class:`~mmasim.errors.PluginError` if it is inconsistent), and tables are
+    checked against ``Params`` when they load.  A plain function is accepted
+    too (its ``Params`` and ``special_values`` attributes, if any, are read).
+    """
+
+
+@hookspec
+def mmasim_encodings():
+    """Return an iterable of :class:`mmasim.arith.encode.Encoding` (output rounding ρ)."""
+
+
+@hookspec
+def mmasim_layouts():
+    """Return an iterable of layouts: :class:`mmasim.placement.FragmentRule` (register / TMEM fragments; a layout table (TOML) gives them through :func:`mmasim.placement.load_layouts`), :class:`mmasim.placement.SmemLayout` (or ``CoreMatrixLayout``) and :class:`mmasim.placement.ResultSlice` (docs/layouts.md)."""
+
+
+@hookspec
+def mmasim_architectures():
+    """Return an iterable of architecture tables: TOML text (``str``), a parsed
+    ``dict``, or a :class:`pathlib.Path` / ``importlib.resources`` traversable of a
+    ``.toml`` file.  See ``docs/tables.md`` for the table schema.
+
+    A table declares a new architecture (``[architecture] name = ...``) or adds
+    datapaths to one another table declares (``[architecture] extends = ...``);
+    tables are checked when they load (:class:`~mmasim.errors.TableError` with
+    the file, datapath and field)."""
+
+
+# ----------------------------------------------------------- compiled kernels
+# (a kernel is a way to compute a datapath, never part of what the datapath is: the
+# registry holds the builders, mmasim.backends uses them)
+@hookspec
+def mmasim_kernels():
+    """Return a mapping ``accumulator name -> builder(plan) -> kernel | None``.
+
+    The ``numba`` backend asks the builder of a datapath's accumulator for a
+    compiled kernel of its :class:`~mmasim.backends.plan.Plan`; ``None`` (or no builder)
+    leaves the datapath to numpy.  A kernel name has one owner, like every other
+    name: a builder for an accumulator whose kernel another plugin registers (a
+    built-in family such as ``window``) is a :class:`~mmasim.errors.PluginConflict`.
+    The built-in kernels are registered through this hook by
+    :mod:`mmasim.backends.numba`."""
+
+
+# --------------------------------------------------------------- availability
+@hookspec
+def mmasim_unavailable():
+    """Return why what this plugin adds cannot be used here (an optional dependency that
+    is not installed, with the line that installs it), or ``None`` when it can.
+
+    The plugin stays loaded; :func:`mmasim.registry.plugins.status` and ``mmasim plugins``
+    report it as unavailable with this reason.  The built-in numba backend says so
+    where numba cannot be imported."""
