@@ -405,13 +405,13 @@ class _Terminal(io.StringIO):
 def test_progress_false_prints_nothing(monkeypatch):
     term = _Terminal()
     monkeypatch.setattr(sys, "stderr", term)
-    monkeypatch.setattr(sys.modules["mmasim.gemm"], "PROGRESS_DELAY", 0)
+    monkeypatch.setattr(sys.modules["mmasim.composition.gemm"], "PROGRESS_DELAY", 0)
     _small_gemm(progress=False)
     assert term.getvalue() == ""
 
 
 def test_progress_auto_on_a_non_terminal_prints_nothing(capsys, monkeypatch):
-    monkeypatch.setattr(sys.modules["mmasim.gemm"], "PROGRESS_DELAY", 0)   # even for long work
+    monkeypatch.setattr(sys.modules["mmasim.composition.gemm"], "PROGRESS_DELAY", 0)   # even for long work
     _small_gemm()
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out == ""
@@ -422,7 +422,7 @@ def test_progress_auto_on_a_terminal_only_when_the_work_is_long(monkeypatch):
     monkeypatch.setattr(sys, "stderr", term)
     _small_gemm()                                    # milliseconds: under the 2 s delay, no bar
     assert term.getvalue() == ""
-    monkeypatch.setattr(sys.modules["mmasim.gemm"], "PROGRESS_DELAY", 0)   # now every run is "long"
+    monkeypatch.setattr(sys.modules["mmasim.composition.gemm"], "PROGRESS_DELAY", 0)   # now every run is "long"
     _small_gemm()
     out = term.getvalue()
     assert "2/2" in out and out.count("\n") <= 1     # one bar updated in place
