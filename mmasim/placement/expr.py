@@ -48,9 +48,21 @@ SELECTORS = ("byte_id", "thread_id", "selector", "lane_alignment")
 
 def compile_expr(text: str, where: str = "layout"):
     """Parse ``text``; raise :class:`~mmasim.TableError` naming ``where`` on anything
-    outside the language.  Returns a checked AST to pass to :func:`evaluate`."""
+    outside the language.  Returns a checked AST to pass to :func:`evaluate` (shared by every
+    caller of the same text: :func:`evaluate` does not change it)."""
     if not isinstance(text, (str, int)):
         raise TableError(f"{where}: a formula must be a string or an integer, got {type(text).__name__}")
+    key = (type(text), text)
+    if key not in _COMPILED:
+        _COMPILED[key] = _compile(text, where)
+    return _COMPILED[key]
+
+
+#: checked formulas by their text (a formula that fails is not kept: it raises, naming its place, each time)
+_COMPILED: dict = {}
+
+
+def _compile(text, where: str):
     try:
         tree = ast.parse(str(text), mode="eval")
     except SyntaxError as exc:
