@@ -126,8 +126,7 @@ class LeanWindowKernel(Kernel):
         if nspec:
             # the rows with a special value, gathered as int64 words and computed into
             # int64 words: the general kernel then compiles one signature for every lean
-            # kernel, whatever their formats (copying A and B of every row to int64
-            # instead cost the lean kernels 15-65 % in benchmarks/bench.py)
+            # kernel, whatever their formats (A and B of the other rows stay in their own dtype)
             d = np.flatnonzero(spec)
             if ncols > 0:
                 i = d // ncols
