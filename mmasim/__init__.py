@@ -1,5 +1,8 @@
 """mmasim: bit-exact simulation of GPU matrix-multiply-accumulate instructions.
 
+This module is the public API; the packages under it are laid out by layer, lowest
+first, in docs/architecture.md.
+
 >>> import mmasim
 >>> m = mmasim.MMA("B200", "tcgen05.mma.kind::tf32")
 >>> hex(int(m.dot([0x3F800000] * 8, [0x3F800000] * 8, 0)))

@@ -9,7 +9,7 @@ section 6, source T1).
 from mmasim import hookimpl
 from mmasim.placement import CoreMatrixLayout, ResultSlice
 
-_T1 = "T1: B200 tcgen05 reverse-engineering write-up (seeds/000), probed on a real B200"
+_T1 = "T1: B200 tcgen05 reverse-engineering write-up (docs/datapaths.md, sources), probed on a real B200"
 
 
 @hookimpl

@@ -30,7 +30,7 @@ CDNA3 = [
     "f32_32x32x16_bf8_bf8", "f32_32x32x16_bf8_fp8", "f32_32x32x16_fp8_bf8", "f32_32x32x16_fp8_fp8",
 ]
 LISTS = {"CDNA1": CDNA1, "CDNA2": CDNA2, "CDNA3": CDNA3}
-# The integer v_mfma_i32_* forms (issue 12; not in MMA-Sim 2.1.1): the CDNA1 / CDNA2 ISA
+# The integer v_mfma_i32_* forms (not in MMA-Sim 2.1.1): the CDNA1 / CDNA2 ISA
 # guides' names, and CDNA3's (which drops 32x32x8i8 / 16x16x16i8 for 32x32x16_i8 / 16x16x32_i8).
 INT_CDNA12 = ["i32_32x32x4i8", "i32_16x16x4i8", "i32_4x4x4i8", "i32_32x32x8i8", "i32_16x16x16i8"]
 INT_LISTS = {"CDNA1": INT_CDNA12, "CDNA2": INT_CDNA12,
@@ -61,7 +61,7 @@ def test_every_mmasim_suffix_resolves_to_its_shape_and_types(arch, suffix):
 @pytest.mark.parametrize("arch", LISTS)
 def test_every_datapath_is_an_mmasim_instruction_with_a_unique_canonical_name(arch):
     dps = mmasim.datapaths(arch)
-    # MMA-Sim 2.1.1's v_mfma suffixes and the integer v_mfma_i32 (issue 12), plus the sparse
+    # MMA-Sim 2.1.1's v_mfma suffixes and the integer v_mfma_i32, plus the sparse
     # v_smfmac (not in MMA-Sim; tests/test_sparse_mma.py)
     assert sorted(dp.names[0] for dp in dps if dp.op == "v_mfma") == sorted(LISTS[arch] + INT_LISTS[arch])
     names = mmasim.instructions(arch)

@@ -38,7 +38,7 @@ def test_architectures_and_instructions():
     names = mmasim.instructions("B200")
     assert "tcgen05.mma.kind::tf32.f32.tf32.tf32" in names
     # 25 type pairs x 2 D formats, and 2 x 2 types x wrap / satfinite, each as cta_group::1,
-    # cta_group::2 and .ws (issue 12)
+    # cta_group::2 and .ws
     one = [n for n in names if "cta_group::2" not in n and ".ws." not in n]
     assert len([n for n in one if "kind::f8f6f4" in n and ".sp." not in n]) == 50
     assert len([n for n in one if "kind::i8" in n and ".sp." not in n]) == 8

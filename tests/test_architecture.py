@@ -4,11 +4,6 @@ Every module under ``mmasim/`` is parsed with :mod:`ast`; every ``import`` and
 ``from ... import`` of an mmasim module counts, wherever it stands (at the top,
 or deferred inside a function), since a deferred import is still a dependency
 that only hides a circle.  The modules form a graph that must be acyclic.
-
-While the backends are being restructured (issue 11: the ``Plan`` / ``Backend``
-seam between ``mmasim/execution/model.py``, ``mmasim/composition/gemm.py`` and ``mmasim/backends/``),
-circles through those modules are reported but do not fail this test; every
-other circle fails it.  Remove ``PENDING`` once that seam is merged.
 """
 
 from __future__ import annotations
@@ -18,10 +13,6 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mmasim"
-
-#: Circles through these modules are reported, not failed (see the module docstring).
-PENDING = ()
-
 
 def module_name(path: pathlib.Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
@@ -122,10 +113,6 @@ def a_cycle(edges: dict, component: list) -> list:
         seen.add(nxt[0])
 
 
-def _pending(component: list) -> bool:
-    return any(m == p or m.startswith(p + ".") for m in component for p in PENDING)
-
-
 def test_the_import_graph_sees_deferred_imports(tmp_path):
     # an import inside a function counts like one at the top, in every spelling
     module = tmp_path / "probe.py"
@@ -151,10 +138,7 @@ def test_no_import_circle_inside_mmasim():
     edges = graph()
     found = cycles(edges)
     report = [f"{', '.join(c)} (e.g. {' -> '.join(a_cycle(edges, c))})" for c in found]
-    for line in report:
-        print("import circle:", line)
-    failing = [line for c, line in zip(found, report) if not _pending(c)]
-    assert not failing, "import circles inside mmasim/:\n" + "\n".join(failing)
+    assert not report, "import circles inside mmasim/:\n" + "\n".join(report)
 
 
 def test_hook_markers_live_in_the_leaf_hookspecs_module():

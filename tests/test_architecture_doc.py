@@ -1,5 +1,6 @@
 """docs/architecture.md stays true: every file, module and dotted name it gives exists,
-and its "from string to words" example runs as written.
+every name a package table places in a module is defined in that module, and its "from
+string to words" example runs as written.
 
 The map names files by path (``mmasim/backends/plan.py``, ``plugins/archs.py``, globs such as
 ``archs/*.toml``), by a path relative to the backends (``numba/window.py``), by a bare file
@@ -189,6 +190,51 @@ def test_every_name_given_after_a_file_is_defined_in_it():
                     problems.setdefault(path, []).append(name)
     assert checked >= 30, f"only {checked} names checked: the parser missed them"
     assert not problems, f"docs/architecture.md names code its file does not define: {problems}"
+
+
+def _package_rows(text: str) -> list:
+    """``(module path, [names])`` of every row of a ``| module | defines | owns |`` table."""
+    rows, in_table = [], False
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else None
+        if cells is None:
+            in_table = False
+        elif cells[:2] == ["module", "defines"]:
+            in_table = True
+        elif in_table and not set(cells[0]) <= set("-: "):
+            module = re.fullmatch(r"`(" + PATH + r"\.py)`", cells[0])
+            assert module, f"a package table row does not start with one module: {line!r}"
+            rows.append((module.group(1), re.findall(r"`([A-Za-z_]\w*)`", cells[1])))
+    return rows
+
+
+def _undefined(rows: list) -> dict:
+    """``module -> names`` its file does not bind at the top (def, class, assignment, import)."""
+    problems = {}
+    for module, names in rows:
+        bound = _defined(_tree(ROOT / module).body)
+        missing = [n for n in names if n not in bound]
+        if missing:
+            problems[module] = missing
+    return problems
+
+
+def test_every_name_a_package_table_places_in_a_module_is_defined_there():
+    rows = _package_rows(_text())
+    assert len(rows) >= 100, f"only {len(rows)} package table rows: the parser missed them"
+    assert all(names for _, names in rows), [m for m, names in rows if not names]
+    missing = sorted(m for m, _ in rows if not (ROOT / m).is_file())
+    assert not missing, f"package tables name modules that do not exist: {missing}"
+    problems = _undefined(rows)
+    assert not problems, f"docs/architecture.md places names in modules that do not define them: {problems}"
+
+
+def test_the_package_table_check_sees_a_misplaced_name():
+    text = ("| module | defines | owns |\n|---|---|---|\n"
+            "| `mmasim/arith/formats.py` | `Format`, `decode_float` | formats |\n")
+    rows = _package_rows(text)
+    assert rows == [("mmasim/arith/formats.py", ["Format", "decode_float"])]
+    assert _undefined(rows) == {"mmasim/arith/formats.py": ["decode_float"]}
 
 
 def test_every_package_of_mmasim_is_installed():

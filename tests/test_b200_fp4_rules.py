@@ -1,4 +1,4 @@
-"""B200 tcgen05 FP4 block-scale rules (docs/datapaths.md §6; issue 10, section 6).
+"""B200 tcgen05 FP4 block-scale rules (docs/datapaths.md §6).
 
 Two rules of the block-scaled FP4 window, stated precisely:
 
@@ -143,8 +143,8 @@ def check(model, a, b, c, sa, sb, want):
 
 
 # ----------------------------------------------- rule 1: the scale floor
-def test_issue_example_zero_product_block_does_not_raise_the_scale_floor():
-    """The example of issue 10: kind::mxf4.block_scale.scale_vec::2X, a[32] = b[32]
+def test_a_block_of_zero_products_does_not_raise_the_scale_floor():
+    """kind::mxf4.block_scale.scale_vec::2X, a[32] = b[32]
     = 1.0 (0x2), every other element 0, scale_a = scale_b = [0x93, 0x7F], C = 0.
 
     Block 0 (elements 0-31) has scales 2^20 x 2^20 (scale raw 40) but only zero

@@ -1,4 +1,4 @@
-"""Claims the evidence supports (issue 10, section 5): labels never overstate what was
+"""Claims the evidence supports: labels never overstate what was
 measured, `explain` carries the caveats, and the README's counts are the registry's."""
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def test_amd_nan_rule_is_assumed_in_explain():
             if dp.accumulator == "integer":
                 continue        # integer D words have no NaN (v_smfmac_i32)
             line = _special_line(_model(arch, dp))
-            if dp.accumulator == "integer":     # v_mfma_i32_*: integers have no NaN (issue 12)
+            if dp.accumulator == "integer":     # v_mfma_i32_*: integers have no NaN
                 assert "no special values" in line, (arch, line)
                 continue
             assert "NaN result:" in line and "(assumed:" in line, (arch, line)

@@ -1,7 +1,7 @@
 """``mmasim harness generate`` with no instruction covers every instruction mmasim knows for the
-architecture (issue 14, "done when": the list of instructions it could not generate is empty):
-every instruction mmasim accepts gets at least one kernel, and an instruction the table refuses
-(:class:`mmasim.UnsupportedDatapath`) is reported with the table's reason, never dropped."""
+architecture: every instruction mmasim accepts gets at least one kernel, and an instruction the
+table refuses (:class:`mmasim.UnsupportedDatapath`) is reported with the table's reason, never
+dropped."""
 import pytest
 
 import mmasim

@@ -1,4 +1,4 @@
-"""Integer and sub-byte MMAs (issue 12): mma.sync .s8/.u8/.s4/.u4/.b1, wgmma .s8/.u8,
+"""Integer and sub-byte MMAs: mma.sync .s8/.u8/.s4/.u4/.b1, wgmma .s8/.u8,
 AMD v_mfma_i32_*, and tcgen05's cta_group::2 / .ws forms.
 
 The oracle here is written from the ISA text (docs/datapaths.md §10), with Python

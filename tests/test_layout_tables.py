@@ -1,4 +1,4 @@
-"""Layout tables (issue 13): the register / TMEM layout rules are data, TOML files beside the
+"""Layout tables: the register / TMEM layout rules are data, TOML files beside the
 architecture tables, registered by the table plugin through ``mmasim_layouts`` exactly as a
 third party's; ``mmasim.placement.load_layouts`` refuses a malformed row with a TableError
 naming the file and the row."""

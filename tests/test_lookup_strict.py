@@ -1,6 +1,5 @@
 """Instruction strings: every token understood or rejected, one ambiguity rule, defaults
-only where a document defines a short form, and labels by shape and device (issue 10,
-sections 1 and 5).
+only where a document defines a short form, and labels by shape and device.
 
 PTX facts used here (PTX ISA, mma and tcgen05.mma):
 - mma.sync: ``.alayout.blayout`` may each be ``.row`` or ``.col`` only for the f16

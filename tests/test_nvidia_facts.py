@@ -1,7 +1,7 @@
 """NVIDIA mma.sync / wgmma facts (docs/datapaths.md sections 3, 4, 5, 7).
 
 One test per fact, named for it.  Expected words come from the hardware
-measurements of T2 (seeds/004), from MMA-Sim 2.1.1's published parameters (P),
+measurements of T2 (docs/datapaths.md, sources), from MMA-Sim 2.1.1's published parameters (P),
 or from the arithmetic worked by hand in the comments -- never from running
 mmasim.
 """

@@ -190,8 +190,8 @@ def test_every_nvidia_mma_sync_datapath_states_its_evidence():
             if dp.status.kind == "assumed":
                 # the refused Ampere m8n8k4 f16-D form; RTX Blackwell mxf8f6f4 with e2m1 (by analogy);
                 # every sparse mma.sp / wgmma.sp (the dense datapath on the selected elements, unmeasured);
-                # the integer forms (issue 12): exact arithmetic per the PTX ISA, not measured;
-                # kind-less fp8 mma.sync on Hopper / Blackwell (issue 12): by analogy, not measured
+                # the integer forms: exact arithmetic per the PTX ISA, not measured;
+                # kind-less fp8 mma.sync on Hopper / Blackwell: by analogy, not measured
                 assert dp.refuse or _mxf8f6f4_e2m1(dp) or dp.sparse or (
                     dp.accumulator == "integer" and "per the PTX ISA; not measured" in dp.status.evidence) or (
                     arch in ("Hopper", "Blackwell") and dp.a in ("e4m3", "e5m2") and not dp.kind

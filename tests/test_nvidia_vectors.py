@@ -1,7 +1,7 @@
 """The NVIDIA hardware-fact vector files (T2), every word.
 
 vectors/hardware/{turing,ampere,rtx_blackwell} were written by
-tools/hardware/make_vectors_nvidia.py from the T2 measurements (seeds/004), by
+tools/hardware/make_vectors_nvidia.py from the T2 measurements (docs/datapaths.md, sources), by
 exact rational arithmetic written independently of mmasim.
 """
 

@@ -1,4 +1,4 @@
-"""Operands: words are words, values are values, never mixed silently (issue 10, section 2);
+"""Operands: words are words, values are values, never mixed silently;
 a shape in the instruction string is a promise (section 1); gemm progress (section 4).
 
 Expectations come from the formats' definitions (fraction bits, signedness, container
@@ -422,7 +422,7 @@ def test_progress_auto_on_a_terminal_only_when_the_work_is_long(monkeypatch):
     monkeypatch.setattr(sys, "stderr", term)
     _small_gemm()                                    # milliseconds: under the 2 s delay, no bar
     assert term.getvalue() == ""
-    monkeypatch.setattr(sys.modules["mmasim.composition.gemm"], "PROGRESS_DELAY", 0)   # now every run is "long"
+    monkeypatch.setattr(sys.modules["mmasim.composition.gemm"], "PROGRESS_DELAY", 0)   # every run counts as "long"
     _small_gemm()
     out = term.getvalue()
     assert "2/2" in out and out.count("\n") <= 1     # one bar updated in place

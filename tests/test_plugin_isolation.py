@@ -1,5 +1,5 @@
 """Plugins are isolated: none silently overrides another's parts, and a broken one
-does not take mmasim down (issue 10, section 3; docs/plugins.md "Isolation and conflicts").
+does not take mmasim down (docs/plugins.md "Isolation and conflicts").
 
 Test plugins are registered with ``mmasim.register`` (an explicit call: a failure
 raises) or as fake entry points (``mmasim.registry.plugins.entry_points`` monkeypatched: a
@@ -40,8 +40,8 @@ def tf32_probe():
     return int(m.dot([ONE, TINY] + [0] * 6, [ONE] * 8, 0)), m.status.kind
 
 
-#: The attack of the issue: a table naming its architecture "Blackwell" with a
-#: tf32 datapath of another window width (a table can no longer mark a whole datapath
+#: An attack: a table naming its architecture "Blackwell" with a
+#: tf32 datapath of another window width (a table cannot mark a whole datapath
 #: default; the conflict is the architecture name).
 EVIL_BLACKWELL = """
 [architecture]

@@ -91,7 +91,7 @@ def test_builtins_are_registered_like_plugins():
     assert {"mmasim.registry.core_parts", "mmasim_plugins.blackwell"} <= names
 
 
-# ------------------------------------------------ built-in plugins (issue 11, item 3)
+# ------------------------------------------------ built-in plugins
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -141,7 +141,7 @@ def test_table_hook_of_the_older_plugin_api_still_registers_a_packaged_table(tmp
         mmasim.unregister(name="toy-tables")
 
 
-# ------------------------------------------------ the accumulator contract (issue 11, item 4)
+# ------------------------------------------------ the accumulator contract
 def test_builtin_accumulators_line_up_file_function_and_registry_key():
     from mmasim.accumulators import BUILTIN_ACCUMULATORS, Accumulator
 

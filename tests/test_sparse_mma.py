@@ -1,5 +1,5 @@
 """Sparse MMAs: mma.sp / mma.sp::ordered_metadata, wgmma.mma_async.sp and v_smfmac
-(issue 12; docs/datapaths.md §11).
+(docs/datapaths.md §11).
 
 The metadata semantics below are written from the ISA texts, not from mmasim.arith.sparse:
 

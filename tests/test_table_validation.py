@@ -1,5 +1,5 @@
 """Tables are checked when they load, with the file, datapath and field in the message
-(issue 10, section 3; docs/tables.md "Checks").  Each accumulator declares its
+(docs/tables.md "Checks").  Each accumulator declares its
 parameters (``acc.Params``) and a datapath's ``params`` are checked against them."""
 
 import inspect
@@ -193,7 +193,7 @@ def test_control_characters_in_table_text_are_rejected(tmp_path):
         build_architecture(load_table(path))
 
 
-# ------------------------------------------------- accumulators and block scales (issue 11, item 4)
+# ------------------------------------------------- accumulators and block scales
 def test_block_scaled_datapath_needs_an_accumulator_that_takes_scales(tmp_path):
     # fma (the AMD FMA chain) has no scale input: a block-scaled datapath on it is a table error
     rejects(table(tmp_path, accumulator='"fma"', params="{}", a='"f32"', b='"f32"', k="32",

@@ -181,7 +181,7 @@ def test_save_then_load_round_trip(tmp_path):
     assert vectors.run(vf).mismatches.size == 0
 
 
-# ------------------------------------------------ never "OK" on nothing (issue 10 section 4)
+# ------------------------------------------------ never "OK" on nothing
 PEER = ROOT / "vectors" / "peer" / "volta" / "m8n8k4.f32.f16.f16.f16.npz"
 
 

@@ -1,7 +1,5 @@
 """Coverage: ``Model.warp`` runs EVERY instruction of every registered architecture and equals
-the matrix form on random words (issue 13: "warp() computes exactly what the instruction
-computes and equals the matrix form for every instruction, with a layout object for every
-operand").
+the matrix form on random words, with a layout object for every operand.
 
 Every datapath of the registry is enumerated (``mmasim.registry.build.get_registry()``, what
 ``mmasim list ARCH`` prints): one case per distinct instruction (op, kind, qualifiers, A / B / C

@@ -1,12 +1,11 @@
 """Accumulator families: parameterized functions of decoded integer arrays.
 
-Every accumulator is an :class:`Accumulator` record (function, parameter class
-``Params``, use of block scales, special-value text) called as
-``acc(a, b, c, scale_a, scale_b, encoding, **params)`` where ``a``/``b`` are
-:class:`~mmasim.arith.decode.Decoded` of shape ``(N, L)`` (one hardware step), ``c``
-of shape ``(N,)``, the scales are ``Decoded`` expanded per element (or
-``None``), and it returns the D words of that step.  Each family lives in the
-module of its name and is registered under that name (file = function = key).
+Each family is an :class:`Accumulator` record (function, ``Params``, use of scales,
+special-value text) called as ``acc(a, b, c, scale_a, scale_b, encoding, **params)``
+on one hardware step's :class:`~mmasim.arith.decode.Decoded` arrays; it returns that
+step's D words.  One family per module, file = function = registry key.
+
+Imports ``mmasim.errors`` and ``mmasim.arith``.
 """
 
 from mmasim.accumulators.accumulator import Accumulator

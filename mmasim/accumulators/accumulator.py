@@ -58,7 +58,7 @@ class Accumulator:
 
     def __reduce__(self):
         # a built-in record takes its function's name in its module (window.window is the
-        # record): it pickles as that name, the function being no longer reachable by it
+        # record): it pickles as that name, since the function itself is not reachable by it
         module, name = getattr(self.function, "__module__", None), getattr(self.function, "__name__", None)
         if module and name and getattr(sys.modules.get(module), name, None) is self:
             return _named, (module, name)

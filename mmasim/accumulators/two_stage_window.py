@@ -1,29 +1,6 @@
-"""TR-FDPA and GTR-FDPA: a truncating product window, then a floored two-stage
-sum with C (docs/datapaths.md section 8, AMD CDNA3).
-
-All exact int64 arithmetic.  For one step of products and C:
-
-1. Products: ``p_k = a_k*b_k`` exactly; a product of magnitude ``>= 2**overflow``
-   becomes inf of its sign (when ``overflow`` is given).  Special values as in
-   section 3 step 1.  Zero products take no part in what follows.
-2. Product window(s): the products (or, with ``even_odd``, the products of even
-   k and of odd k separately) are truncated toward zero to multiples of
-   ``2**(E_g - F)``, ``E_g`` the largest raw exponent of the group, and summed.
-   With ``even_odd`` both group sums are then floored (toward -inf) to
-   multiples of ``2**(E_dot - F)``, ``E_dot = max(E_g)``, and added.
-3. With ``e = max(E_dot, r_c)`` (a zero or subnormal C counts with its format's
-   minimum exponent) the dot sum is floored to a multiple of ``2**(e - F2 - 1)``
-   and C to a multiple of ``2**(e - F)``.  With ``drop_c``, C is left out
-   (as +0) when ``r_c < e - F - 1``.
-4. The sum is normalized: with ``E2 = max(its leading exponent, emin of D)`` it
-   is floored to a multiple of ``2**(E2 - F2)``, then rounded by the encoder
-   (RNE into f32).  An exact zero is +0; a negative sum that rounds to zero
-   gives -0.
-
-``nonfinite_c_r``: the exponent an inf or NaN C counts with in the ``drop_c``
-rule.  MMA-Sim 2.1.1 reads it as -1 (its ``frexp`` of inf/NaN), so an inf or
-NaN C is dropped when the products reach 2**(F + 1) and the result is finite.
-This is the peer's behaviour, not a hardware measurement.
+"""TR-FDPA and GTR-FDPA: a truncating product window, then a floored two-stage sum with C
+(docs/datapaths.md section 8, AMD CDNA3).  All exact int64 arithmetic; the steps of the
+rule and what each parameter does are on :class:`TwoStageWindowParams`.
 """
 
 from __future__ import annotations
@@ -102,7 +79,32 @@ _SPECIAL_VALUES = (
 
 @attrs.frozen(kw_only=True)
 class TwoStageWindowParams:
-    """The parameters of :func:`two_stage_window` (module docstring)."""
+    """The parameters of :func:`two_stage_window`, in the rule they steer.
+
+    All exact int64 arithmetic.  For one step of products and C:
+
+    1. Products: ``p_k = a_k*b_k`` exactly; a product of magnitude ``>= 2**overflow``
+       becomes inf of its sign (when ``overflow`` is given).  Special values as in
+       section 3 step 1.  Zero products take no part in what follows.
+    2. Product window(s): the products (or, with ``even_odd``, the products of even
+       k and of odd k separately) are truncated toward zero to multiples of
+       ``2**(E_g - F)``, ``E_g`` the largest raw exponent of the group, and summed.
+       With ``even_odd`` both group sums are then floored (toward -inf) to
+       multiples of ``2**(E_dot - F)``, ``E_dot = max(E_g)``, and added.
+    3. With ``e = max(E_dot, r_c)`` (a zero or subnormal C counts with its format's
+       minimum exponent) the dot sum is floored to a multiple of ``2**(e - F2 - 1)``
+       and C to a multiple of ``2**(e - F)``.  With ``drop_c``, C is left out
+       (as +0) when ``r_c < e - F - 1``.
+    4. The sum is normalized: with ``E2 = max(its leading exponent, emin of D)`` it
+       is floored to a multiple of ``2**(E2 - F2)``, then rounded by the encoder
+       (RNE into f32).  An exact zero is +0; a negative sum that rounds to zero
+       gives -0.
+
+    ``nonfinite_c_r``: the exponent an inf or NaN C counts with in the ``drop_c``
+    rule.  MMA-Sim 2.1.1 reads it as -1 (its ``frexp`` of inf/NaN), so an inf or
+    NaN C is dropped when the products reach 2**(F + 1) and the result is finite.
+    This is the peer's behaviour, not a hardware measurement.
+    """
 
     F: int = attrs.field(validator=integer(0, 1024))
     F2: int = attrs.field(validator=integer(0, 1024))

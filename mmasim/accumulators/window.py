@@ -1,34 +1,11 @@
-"""The truncating fixed-point window (T-FDPA) and its scaled / grouped variants.
+"""The truncating fixed-point window (T-FDPA) and its scaled / grouped variants
+(docs/datapaths.md sections 3 and 6).
 
-docs/datapaths.md sections 3 and 6.  One group of products plus C is aligned to a
-shared quantum ``2**quantum`` and every term (or every exact group sum) is
-truncated toward zero to a multiple of it; the truncated integers are summed
-exactly and the sum goes to the output encoder.  Parameters:
-
-``F``
-    fraction bits kept below the window exponent ``E``: quantum = E - F.
-``zeros``
-    ``"excluded"``: zero terms do not take part in ``E`` (B200 tcgen05); an
-    integer: zero products and a zero C count with that exponent (``e_zero``).
-``group``
-    consecutive products summed exactly before truncation (1: each alone).
-``scale_floor``
-    the quantum is at least ``max(scale raw) - scale_floor`` (block-scaled B200),
-    the max taken over the scale blocks that hold a nonzero product: a block whose
-    products are all zero (or whose scale is zero) does not raise the floor.
-``c_dominant``
-    ``{"F": Fc, "group": G}``: when C is nonzero and ``r_c`` reaches the
-    largest product raw, quantum = ``r_c - Fc`` and products are summed in
-    groups of ``G`` (B200 NVFP4 / MXF4).
-``c_relative``
-    ``Fc``: a product group whose own largest raw is <= ``r_c`` is truncated at
-    ``max(quantum, r_c - Fc)`` (B200 ue8m0 MXF4).
-``subnormal_redo``
-    ``T``: if the RZ-F32 result is a nonzero f32 subnormal (not when the sum
-    truncates to zero), groups whose scale raw is below the largest (of the
-    blocks holding a nonzero product, as for ``scale_floor``) and whose
-    contribution is below ``2**(T - quantum)`` quanta are left out and the sum
-    is redone (B200 ue8m0 MXF4; docs/datapaths.md §6).
+One group of products plus C is aligned to a shared quantum ``2**quantum`` and every term
+(or every exact group sum) is truncated toward zero to a multiple of it; the truncated
+integers are summed exactly and the sum goes to the output encoder.  The parameters are
+:class:`WindowParams`; the B200 FP4 rules are the functions ``window_quantum``,
+``c_relative_terms``, ``window_total``, ``subnormal_redo`` and ``d_or_c``.
 """
 
 from __future__ import annotations
@@ -182,7 +159,33 @@ _redo = subnormal_redo   # the parameter of window() shadows the rule's name
 
 @attrs.frozen(kw_only=True)
 class WindowParams:
-    """The parameters of :func:`window` (module docstring)."""
+    """The parameters of :func:`window`:
+
+    ``F``
+        fraction bits kept below the window exponent ``E``: quantum = E - F.
+    ``zeros``
+        ``"excluded"``: zero terms do not take part in ``E`` (B200 tcgen05); an
+        integer: zero products and a zero C count with that exponent (``e_zero``).
+    ``group``
+        consecutive products summed exactly before truncation (1: each alone).
+    ``scale_floor``
+        the quantum is at least ``max(scale raw) - scale_floor`` (block-scaled B200),
+        the max taken over the scale blocks that hold a nonzero product: a block whose
+        products are all zero (or whose scale is zero) does not raise the floor.
+    ``c_dominant``
+        ``{"F": Fc, "group": G}``: when C is nonzero and ``r_c`` reaches the
+        largest product raw, quantum = ``r_c - Fc`` and products are summed in
+        groups of ``G`` (B200 NVFP4 / MXF4).
+    ``c_relative``
+        ``Fc``: a product group whose own largest raw is <= ``r_c`` is truncated at
+        ``max(quantum, r_c - Fc)`` (B200 ue8m0 MXF4).
+    ``subnormal_redo``
+        ``T``: if the RZ-F32 result is a nonzero f32 subnormal (not when the sum
+        truncates to zero), groups whose scale raw is below the largest (of the
+        blocks holding a nonzero product, as for ``scale_floor``) and whose
+        contribution is below ``2**(T - quantum)`` quanta are left out and the sum
+        is redone (B200 ue8m0 MXF4; docs/datapaths.md §6).
+    """
 
     F: int = attrs.field(validator=integer(0, 1024))
     zeros: object = attrs.field(default="excluded", validator=either(one_of("excluded"), integer(),

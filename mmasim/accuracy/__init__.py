@@ -1,22 +1,12 @@
 """Accuracy answers: how far a GEMM as a kernel runs it (:func:`mmasim.gemm`, with its
-promotion and split-K) lands from the exact result, per K.
+promotion and split-K) lands from the exact result, per K (docs/accuracy.md).
 
-For each K: random ``A`` ``(M, K)`` and ``B`` ``(K, N)`` from a stated distribution
-(:mod:`mmasim.accuracy.inputs`: float32 values cast to the instruction's formats, or
-quantized by a scheme), the simulated D, and the exact ``A @ B`` of the operands the
-instruction reads (their words times their scales; :mod:`mmasim.accuracy.reference`,
-integers).  The error is the accumulation's alone: the inputs' own quantization error
-is not counted.  Per K (docs/accuracy.md):
+For each K: random ``A`` and ``B`` from a stated distribution (:mod:`.inputs`), the
+simulated D, and the exact result of the operands the instruction reads
+(:mod:`.reference`, integers); the error is the accumulation's alone.  :class:`KStats`
+defines the statistics.
 
-* ``max_rel_error``, ``median_rel_error``: of ``|D - X| / |X|`` over the outputs with
-  ``X != 0``;
-* ``max_ulps``, ``median_ulps``: ``|D - X|`` in units in the last place of the output
-  format at ``X`` (:func:`mmasim.arith.exact.ulp_of`);
-* ``fraction_exact``: the share of outputs with ``D == X``;
-* ``effective_bits``: ``min(p, -log2(median_rel_error))`` with ``p`` the output format's
-  significand bits (24 for f32), ``p`` when the median error is 0: the correct leading
-  bits of a typical output; an output correctly rounded into f32 scores 24;
-* ``nonfinite``: outputs that are inf or NaN (left out of the statistics).
+A tool: may import the core packages.
 """
 
 from __future__ import annotations
@@ -44,7 +34,15 @@ DEFAULT_EXTENT = 64
 
 @attrs.frozen
 class KStats:
-    """The error statistics of one K (see the module)."""
+    """The error statistics of one K, ``X`` the exact result and ``p`` the output format's
+    significand bits (24 for f32):
+
+    * ``max_rel_error``, ``median_rel_error``: of ``|D - X| / |X|`` over outputs with ``X != 0``;
+    * ``max_ulps``, ``median_ulps``: ``|D - X|`` in ULPs of the output format at ``X``;
+    * ``fraction_exact``: the share of outputs with ``D == X``;
+    * ``effective_bits``: ``min(p, -log2(median_rel_error))``, ``p`` when the median is 0;
+    * ``nonfinite``: outputs that are inf or NaN (left out of the statistics).
+    """
 
     k: int
     cases: int

@@ -70,7 +70,7 @@ RULES = {
                            "chunks of 4: selector bits 1:0 and 3:2 pick two elements"),
     "pairs8": _index_pairs("pairs8", 8, 2, _PAIR_SELECTORS,
                            "chunks of 8: selector bits 1:0 and 3:2 pick two adjacent pairs"),
-    # --- sparse (issue 12): mma.sp, mma.sp::ordered_metadata, wgmma.mma_async.sp, v_smfmac
+    # --- mma.sp, mma.sp::ordered_metadata, wgmma.mma_async.sp, v_smfmac
     "distinct4": _index_pairs("distinct4", 4, 1, _DISTINCT_SELECTORS,
                               "chunks of 4: " + _DISTINCT.format(what="element", extra="")),
     "ordered4": _index_pairs("ordered4", 4, 1, _INCREASING_SELECTORS,

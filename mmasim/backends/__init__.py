@@ -1,26 +1,13 @@
-"""Computation backends: the numpy reference and an optional compiled (numba) one.
+"""Computation backends: ``get(name).compute(plan, rows)`` returns the D words of rows of
+one datapath (:class:`~mmasim.backends.plan.Plan`, :class:`~mmasim.backends.plan.Rows`).
 
-Every datapath is computed by the numpy int64 implementation of its
-accumulator family (:mod:`mmasim.accumulators`): that is the reference.  The
-``numba`` backend (``pip install 'mmasim-exact[fast]'``) runs compiled kernels that
-fuse decode, accumulate and encode per dot product; it is bit-identical to the
-reference (``tests/test_backends.py`` compares every registered datapath).
+``numpy`` runs the reference accumulators (and its lean window path); ``numba`` (the
+``[fast]`` extra) runs compiled kernels, bit-identical, registered per accumulator
+family through the ``mmasim_kernels`` hook.  Selection: the ``backend=`` argument, else
+``MMASIM_BACKEND`` (``numpy``, ``numba``, ``auto``), else ``auto`` (numba when it
+imports).  What a kernel does not cover is computed by numpy (:func:`kernel_coverage`).
 
-A backend computes rows of one datapath: ``get(name).compute(plan, rows)``
-(:class:`mmasim.backends.plan.Plan`, :class:`mmasim.backends.plan.Rows`) returns their D words.
-
-Selection, first match wins:
-
-1. the ``backend=`` argument of :func:`mmasim.MMA`, :meth:`Model.dot`,
-   :meth:`Model.__call__` or :func:`mmasim.gemm`;
-2. the environment variable ``MMASIM_BACKEND`` (``numpy``, ``numba`` or ``auto``);
-3. ``auto``: ``numba`` when it can be imported, else ``numpy``.
-
-A compiled kernel is looked up per accumulator family through the plugin hook
-``mmasim_kernels`` (:func:`register_kernel` registers one at run time).  A
-family without one, or a datapath whose parameters or formats the kernel does
-not cover, is computed by numpy even when ``numba`` is selected;
-:func:`kernel_coverage` says which.
+May import the packages below it (``errors`` .. ``registry``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""Characterize a datapath: run fixed probe ladders and infer its table parameters.
+"""Characterize a datapath: run fixed probe ladders and infer its table parameters
+(docs/characterize.md).
 
-``probe_cases(model)`` is one fixed batch of dot-product cases built from the instruction's shape
-(:mod:`mmasim.characterize.probes`); ``infer(model, cases, d_words)`` reads the window parameters
-back from the D words (:mod:`mmasim.characterize.infer`) and proposes a ``[[datapath]]`` entry
-(:mod:`mmasim.characterize.toml`).  ``characterize(model)`` runs the probes through the simulator
-itself; a device's words come from ``mmasim harness run --probes`` as an mmasim-vectors file
-(``from_vectors``).  See docs/characterize.md.
+``probe_cases(model)`` builds the probes, ``infer(model, cases, d_words)`` reads the
+parameters back from the D words and proposes a ``[[datapath]]`` entry;
+``characterize(model)`` runs the probes through the simulator, ``from_vectors`` reads a
+device's words from an mmasim-vectors file.
+
+A tool: may import the core packages and ``mmasim.vectors``.
 """
 
 from __future__ import annotations

@@ -1,58 +1,13 @@
 """The fixed probe ladders of docs/characterize.md (after docs/datapaths.md §3, §4, §8).
 
-``probe_cases(model)`` returns one fixed, non-adaptive batch of dot-product cases for an
-instruction: every ladder for every parameter the characterization reads, built only from the
-instruction's *shape* (its A, B, C, D and scale formats, its K, its block size and sparse rule),
-never from its accumulator, parameters, step or rounding.  A device runs the whole batch at once
-(``mmasim harness run --probes``); :func:`mmasim.characterize.infer` reads the D words back.
-
-Every probe is a handful of exact terms: products ``a_k * b_k`` at stored positions of K (all
-other positions zero), C, and unit block scales unless the ladder says otherwise.  Each ladder
-varies one thing (the rung argument ``arg``) so that one parameter decides on which side of a
-threshold the rung falls.  Notation: ``s`` is the anchor exponent (the term that sets the window
-exponent E), ``p`` the fraction bits of a candidate output rounding of D's format.
-
-Ladders (``Probe.ladder``):
-
-``F-neg``      C = 2^s, one product -2^(s-k): the small product survives iff k <= F (window
-               fraction bits), and RZ shows it at any depth (D just below 2^s).
-``F-tie``      C = 2^s, products 2^(s-p-1) (a tie for an RNE output) and 2^(s-k), k > p+1: the
-               small product breaks the tie upwards iff it survives.  For the two-stage window
-               (docs/datapaths.md §8) the same rung reads F2, the fraction bits of its final floor.
-``Fp-neg``, ``Fp-tie``  the same with the anchor 2^s a product and C = 0 (the product window
-               alone: reads F of the two-stage window).
-``round``      C = 2^s, products 2^s, 2^(s+1-p), 2^(s-p): 2^(s+1)(1 + 2^-p + 2^-(p+1)), one ulp
-               and a half of a p-bit output: RZ keeps 1 ulp, RNE rounds the tie to even (2 ulps).
-``zeros-neg``, ``zeros-tie``  C = 0 and products 2^t (a normal anchor at the lowest useful t) and
-               -2^u (RZ) or +2^u on a tie (RNE), for u = t-1, t-2, ...: the small product survives
-               iff u >= E - F; E = t when zero products are excluded from the window exponent, E =
-               e_zero when they count with e_zero > t.
-``step-c``     C = 2^s, products 2^(s-p-1) at position 0 and at position j: one step keeps both
-               halves (one ulp); two steps round the first half away before the second arrives.
-``step-carry`` C = 2^s(1 + 2^-p), products 2^s at 0 and 2^(s-p) at j: the same with a carry (for
-               windows only one bit wider than the output).
-``step-carry2`` C = 2^s, products 2^s and 2^(s-p) at 0 and 1, 2^(s-p) at j >= 2: the carry made by
-               the products (for a C format narrower than D's).
-``eo``         C = 0, products 2^s (k = 0) and -2^(s-d) (k = 1): a separate window for odd k floors
-               the lone negative product to -2^(s-F) (D just below 2^s); one shared window
-               truncates it to zero.
-``dropc``      C = -2^(s-d), product 2^s: C floored to 2^(s-F) (D just below 2^s), or dropped when
-               r_c < E - F - 1.
-``overflow``   products 2^x and -2^x: 0, or NaN where a product of magnitude >= 2^overflow
-               becomes an infinity.
-``infc``       C = +inf, product 2^x: inf, or 2^x where an inf C is dropped (its exponent counted
-               as ``nonfinite_c_r``).
-``group``      C = 2^s, two products -2^(s-k-1) at positions 0 and j: summed exactly in one group
-               they make one quantum 2^(s-k) (k = F: D just below 2^s); truncated alone they vanish.
-``Fp-s``       block-scaled: C = 0, an anchor 2^(S+s0) (a product of raw S under block 0's scales
-               2^s0) and -2^(S+s0-k) in block 1 under smaller scales, at S = 0 and the largest S:
-               the small product survives iff k <= min(F, S + scale floor).
-``crel``       the same anchor with C = 2^(S+s0-1) (not dominant) and -2^u in block 1: a group whose
-               raw is at most C's is truncated at 2^(r_c - c_relative) (docs/datapaths.md §6).
-``zeros-s``    the zero-handling ladder with the exponents carried by the scales.
-``zeros-1``    C = 0 and one product 2^t (unscaled shapes): it survives iff t >= e_zero - F, which
-               reads a large e_zero (one that truncates the anchor of the other zero ladders).
-``group-p``    the group ladder with C = 0 and the anchor in block 0.
+``probe_cases(model)`` returns one fixed, non-adaptive batch of dot-product cases built only
+from the instruction's *shape* (its A, B, C, D and scale formats, K, block size and sparse
+rule), never from its accumulator, parameters, step or rounding.  A device runs the whole batch
+at once (``mmasim harness run --probes``); :func:`mmasim.characterize.infer` reads the D words
+back.  Every probe is a handful of exact terms (products at stored positions of K, C, unit
+block scales unless the ladder says otherwise); each ladder (``Probe.ladder``) varies one rung
+argument so that one parameter decides on which side of a threshold the rung falls.  The
+ladders, their terms and what each reads are the table of docs/characterize.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""Searching for inputs on which two datapaths disagree (``mmasim compare``).
+"""``mmasim compare``: inputs on which two datapaths with the same operand formats disagree.
 
-Two models (two architectures, or two datapaths of one architecture) whose
-operands have the same formats are run on the same generated inputs
-(:mod:`.inputs`: uniform random words, values near one, cancellation-heavy
-rows and adversarial rows).  :func:`compare` (:mod:`.search`) reports how
-often the output words differ, the largest difference in ULPs of the output
-grid, and the smallest differing example it can find (greedily shrunk by
-zeroing terms); :mod:`.report` shows it with every operand decoded and the
-exact rational result (:mod:`mmasim.arith.exact`) for reference, :mod:`.plot`
-draws how far the results are apart and how far each is from the exact result.
+:mod:`.inputs` draws the rows, :func:`compare` (:mod:`.search`) finds and shrinks
+differences, :mod:`.report` shows them with the exact result, :mod:`.plot` draws them.
+Nothing here knows an architecture: the generators read the models' formats.
 
-Nothing here knows an architecture: the generators read the formats of the
-models.
+A tool: may import the core packages.
 """
 
 from __future__ import annotations

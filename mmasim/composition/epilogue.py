@@ -1,26 +1,6 @@
-"""The epilogue of a GEMM kernel: ``D = alpha * accumulator + beta * C`` in binary32,
-then D converted into its output format, as CUTLASS's linear-combination epilogue
-computes it.
-
-CUTLASS ``include/cutlass/epilogue/thread/linear_combination.h`` (``LinearCombination``,
-NVIDIA/cutlass at 7107b05) with ``ElementCompute = float``:
-
-* the source C is read only when ``beta != 0`` (``is_source_needed``, line 206; the
-  collective epilogue calls the one-operand form otherwise,
-  ``epilogue/collective/default_epilogue.hpp`` lines 233-248);
-* with the source: ``X = beta * C`` (one FMUL, line 245), then
-  ``D = alpha * accumulator + X`` (``multiply_add``, line 247: ``a * b + c``, which nvcc
-  contracts into one FFMA, its default ``--fmad=true``);
-* without it: ``D = alpha * accumulator`` (one FMUL, line 272);
-* the result converted into the output type by ``NumericConverter`` with
-  ``round_to_nearest`` (line 249): RNE; into e4m3 and e5m2 CUTLASS converts with
-  ``cvt.rn.satfinite`` (``include/cutlass/float8.h``), so fp8 outputs saturate (a
-  finite value or an infinity past the largest finite value gives that value; NaN
-  stays NaN); f16, bf16 and f32 outputs overflow to infinity unless ``saturate=True``
-  (CUTLASS's ``round_to_nearest_satfinite``).
-
-C (the source) is in the output format, CUTLASS's default (``ElementSource =
-ElementOutput``); every conversion into binary32 of a narrower format is exact.
+"""The epilogue of a GEMM kernel: ``D = alpha * accumulator + beta * C`` in binary32, then D
+converted into its output format, as CUTLASS's linear-combination epilogue computes it
+(:class:`Epilogue`, whose docstring cites the source line by line).
 """
 
 from __future__ import annotations
@@ -46,7 +26,28 @@ SATFINITE_DEFAULT = ("e4m3", "e5m2")
 
 @attrs.frozen
 class Epilogue:
-    """``D = convert(alpha * acc + beta * C)``, binary32 compute (see the module)."""
+    """``D = convert(alpha * acc + beta * C)``, binary32 compute.
+
+    CUTLASS ``include/cutlass/epilogue/thread/linear_combination.h`` (``LinearCombination``,
+    NVIDIA/cutlass at 7107b05) with ``ElementCompute = float``:
+
+    * the source C is read only when ``beta != 0`` (``is_source_needed``, line 206; the
+      collective epilogue calls the one-operand form otherwise,
+      ``epilogue/collective/default_epilogue.hpp`` lines 233-248);
+    * with the source: ``X = beta * C`` (one FMUL, line 245), then
+      ``D = alpha * accumulator + X`` (``multiply_add``, line 247: ``a * b + c``, which nvcc
+      contracts into one FFMA, its default ``--fmad=true``);
+    * without it: ``D = alpha * accumulator`` (one FMUL, line 272);
+    * the result converted into the output type by ``NumericConverter`` with
+      ``round_to_nearest`` (line 249): RNE; into e4m3 and e5m2 CUTLASS converts with
+      ``cvt.rn.satfinite`` (``include/cutlass/float8.h``), so fp8 outputs saturate (a
+      finite value or an infinity past the largest finite value gives that value; NaN
+      stays NaN); f16, bf16 and f32 outputs overflow to infinity unless ``saturate=True``
+      (CUTLASS's ``round_to_nearest_satfinite``).
+
+    C (the source) is in the output format, CUTLASS's default (``ElementSource =
+    ElementOutput``); every conversion into binary32 of a narrower format is exact.
+    """
 
     alpha: float
     beta: float

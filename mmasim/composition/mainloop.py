@@ -1,43 +1,7 @@
-"""The K loop of a GEMM kernel: the instruction chained over K tiles, split into
-split-K slices and promotion chunks whose partial sums the CUDA cores add in binary32.
-
-**Chain.**  The D of one K tile is the C of the next, already rounded into D's format
-by the instruction's own output rounding (docs/datapaths.md section 3, "Chaining").
-
-**Promotion** (``promote_every = P``, DeepSeek-V3's FP8 recipe, DeepGEMM, CUTLASS's FP8
-"2xAcc"): K in chunks of P elements (the last one shorter when P does not divide K),
-each chunk chained through the instruction from a zero accumulator, and its D (read
-as a binary32 value: f32 D, or an f16 / bf16 D, which binary32 holds exactly) added
-into a binary32 accumulator with one RNE operation:
-
-* without promotion scales: ``acc = acc + partial`` (one FADD; CUTLASS
-  ``include/cutlass/gemm/collective/fp8_accumulation.hpp``, ``promote_core``, line 74);
-* with promotion scales (fine-grained FP8 scaling: a binary32 scale per 1 x ``bk``
-  tile of A and per ``bk`` x ``bn`` block of B): ``s = sa[row, kb] * sb[kb, col // bn]``
-  (one FMUL), then ``acc = fma(partial, s, acc)`` (one FFMA).  DeepGEMM
-  ``deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh`` (deepseek-ai/DeepGEMM at
-  54e2261) forms ``scale_0_0 = scale_a_0 * scale_b_0`` (line 333) and then
-  ``shifted_accum[i] += scale * accum[i]`` (line 343), which nvcc contracts into one
-  FFMA (its default ``--fmad=true``); CUTLASS's blockwise-scaled mainloop
-  (``sm90_mma_tma_gmma_ss_warpspecialized_fp8_blockwise_scaling.hpp`` line 933:
-  ``tCrSFA(0) = tCrSFA(0) * tCrSFB(0)``) hands the same product to ``scale_core``
-  (``fp8_accumulation.hpp`` line 85: ``accum_(i) += accum_temp_(i) * scale``, "FFMA").
-  A chunk must lie inside one scale block: ``bk`` a multiple of P.
-
-The accumulator starts at C (no epilogue) or at +0 (with an epilogue, whose source C
-is, as in CUTLASS).
-
-**Split-K** (``split_k = S``): K in S equal slices (multiples of the instruction's K),
-each computed as above (chained, or promoted), the first from C (no epilogue) and the
-others from zero; their binary32 results reduced with one RNE FADD per step:
-
-* ``"sequential"``: ``acc = +0; acc = acc + slice_s`` for s = 0 .. S-1, CUTLASS's
-  parallel split-K reduction (``include/cutlass/reduction/kernel/reduce_split_k.h``:
-  ``accumulator.clear()`` line 171, ``accumulator = reduction_op(accumulator,
-  workspace_frag[i])`` line 207, then the epilogue ``output_op(accumulator, source)``
-  line 231);
-* ``"tree"``: pairwise, ``(s0 + s1) + (s2 + s3)``, ...; an odd last slice is carried
-  to the next level unchanged.
+"""The K loop of a GEMM kernel: the instruction chained over K tiles (the D of one tile is the
+C of the next, docs/datapaths.md section 3, "Chaining"), split into split-K slices and
+promotion chunks whose partial sums the CUDA cores add in binary32 (:func:`run`,
+:func:`reduce`; the rules and their sources are on those functions, docs/quantize.md).
 """
 
 from __future__ import annotations
@@ -153,7 +117,31 @@ def run(model, loop: Loop, ops: dict, C, rows: slice, backend=None, bar=None) ->
     """The binary32 accumulator (float64 values, ``(rows, N)``) of the K loop for ``rows``
     of ``ops`` (``A``, ``B``, ``scale_a``, ``scale_b``, ``sparse_metadata`` words of the
     whole GEMM, already cut to ``rows`` where they have rows); ``C``: words of the
-    instruction's C format for those rows (the accumulator's start) or ``None`` (zero)."""
+    instruction's C format for those rows (the accumulator's start) or ``None`` (zero).
+
+    **Promotion** (``promote_every = P``, DeepSeek-V3's FP8 recipe, DeepGEMM, CUTLASS's FP8
+    "2xAcc"): K in chunks of P elements (the last one shorter when P does not divide K),
+    each chunk chained through the instruction from a zero accumulator, and its D (read
+    as a binary32 value: f32 D, or an f16 / bf16 D, which binary32 holds exactly) added
+    into a binary32 accumulator with one RNE operation:
+
+    * without promotion scales: ``acc = acc + partial`` (one FADD; CUTLASS
+      ``include/cutlass/gemm/collective/fp8_accumulation.hpp``, ``promote_core``, line 74);
+    * with promotion scales (fine-grained FP8 scaling: a binary32 scale per 1 x ``bk``
+      tile of A and per ``bk`` x ``bn`` block of B): ``s = sa[row, kb] * sb[kb, col // bn]``
+      (one FMUL), then ``acc = fma(partial, s, acc)`` (one FFMA).  DeepGEMM
+      ``deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh`` (deepseek-ai/DeepGEMM at
+      54e2261) forms ``scale_0_0 = scale_a_0 * scale_b_0`` (line 333) and then
+      ``shifted_accum[i] += scale * accum[i]`` (line 343), which nvcc contracts into one
+      FFMA (its default ``--fmad=true``); CUTLASS's blockwise-scaled mainloop
+      (``sm90_mma_tma_gmma_ss_warpspecialized_fp8_blockwise_scaling.hpp`` line 933:
+      ``tCrSFA(0) = tCrSFA(0) * tCrSFB(0)``) hands the same product to ``scale_core``
+      (``fp8_accumulation.hpp`` line 85: ``accum_(i) += accum_temp_(i) * scale``, "FFMA").
+      A chunk must lie inside one scale block: ``bk`` a multiple of P.
+
+    The accumulator starts at C (no epilogue) or at +0 (with an epilogue, whose source C
+    is, as in CUTLASS).
+    """
     k = model.datapath.k
     M, N = ops["A"].shape[0], ops["B"].shape[1]
     K = ops["A"].shape[1]
@@ -185,7 +173,20 @@ def run(model, loop: Loop, ops: dict, C, rows: slice, backend=None, bar=None) ->
 
 
 def reduce(parts: list, how: str) -> np.ndarray:
-    """The split-K reduction of the slices' binary32 results (see the module)."""
+    """The split-K reduction of the slices' binary32 results.
+
+    **Split-K** (``split_k = S``): K in S equal slices (multiples of the instruction's K),
+    each computed as in :func:`run` (chained, or promoted), the first from C (no epilogue) and the
+    others from zero; their binary32 results reduced with one RNE FADD per step:
+
+    * ``"sequential"``: ``acc = +0; acc = acc + slice_s`` for s = 0 .. S-1, CUTLASS's
+      parallel split-K reduction (``include/cutlass/reduction/kernel/reduce_split_k.h``:
+      ``accumulator.clear()`` line 171, ``accumulator = reduction_op(accumulator,
+      workspace_frag[i])`` line 207, then the epilogue ``output_op(accumulator, source)``
+      line 231);
+    * ``"tree"``: pairwise, ``(s0 + s1) + (s2 + s3)``, ...; an odd last slice is carried
+      to the next level unchanged.
+    """
     if len(parts) == 1:
         return parts[0]
     if how == "sequential":

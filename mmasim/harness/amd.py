@@ -1,36 +1,14 @@
 """Harness kernels for AMD's ``v_mfma`` and ``v_smfmac`` (CDNA1 gfx908, CDNA2 gfx90a, CDNA3 gfx942).
 
-One HIP kernel per instruction: the 64 lanes of one wavefront (one block, ``blockIdx.x`` = case)
-load their A, B, C registers (and, for ``v_smfmac``, the index register), execute the instruction
-as inline assembly (``asm volatile`` with the mnemonic of the CDNA ISA guide and ``v`` / ``a``
-register constraints) and store their D registers.  The operand forms follow the ISA guides::
-
-    V_MFMA_*    vdst, src0 (A), src1 (B), src2 (C)          D = A * B + C
-    V_SMFMAC_*  vdst, src0 (A, compressed), src1 (B), src2 (index)
-                                                        D = A * B + D, A 4:2 sparse along K
-
-``v_smfmac`` accumulates into its destination (C is loaded into it first); ``src2`` is one VGPR
-of compression indices.  The kernels leave ``cbsz`` and ``abid`` at 0, which selects the first
-index set of that register: its low 8 bits for 16-bit A (two chunks of four), its low 16 bits
-for 8-bit A (four chunks).  On gfx908 the destination and ``src2`` of ``v_mfma`` must be
-accumulation registers (AGPRs, constraint ``a``); gfx90a and gfx942 also take VGPRs, which the
-kernels use there.
-
-Register counts come from the operand sizes of the ISA guides: each lane holds the same number
-of A (and B) elements, ``kpack``; an instruction whose ``64 * kpack`` elements exceed one
-``M x K`` matrix holds several independent blocks (the ``_2b`` / ``_4b`` / ``_16b`` forms).
-Placement (:func:`place`, :func:`read`) goes through :meth:`mmasim.Model.fragments` and
-:meth:`mmasim.Model.unfragment` only; where a case is placed into a multi-block instruction,
-every block gets the case and :func:`read` checks that every block's D agrees before it
-returns block 0.
-
-:func:`host_source` is the complete HIP program of a kernel (device code and a host ``main()``
-with the ``NAME CASES OUT.bin IN0.bin ...`` file protocol of every harness program), built with
-hipcc by :func:`build` and run by :class:`HipDevice` (through :func:`mmasim.harness.host.execute`).
-
-The module also finds LLVM's AMDGPU assembler (``llvm-mc``, LLVM 19 or later) and clang, and
-checks every instruction (:func:`check_assembly`) and every kernel (:func:`check_device_code`)
-of one target in one batch, cached by content hash.
+One HIP kernel per instruction: the 64 lanes of one wavefront (one block, ``blockIdx.x`` =
+case) load their A, B, C registers (and ``v_smfmac``'s index register), execute the
+instruction as inline assembly and store their D registers; docs/harness.md gives the
+operand forms, register constraints and index selection.  Placement (:func:`place`,
+:func:`read`) goes through ``Model.fragments`` / ``Model.unfragment`` only; a multi-block
+instruction gets the case in every block and :func:`read` checks that they agree.
+:func:`host_source` is the HIP program (built by :func:`build`, run by :class:`HipDevice`);
+:func:`check_assembly` / :func:`check_device_code` check every instruction and kernel of one
+target with ``llvm-mc`` and clang in one batch, cached by content hash.
 """
 from __future__ import annotations
 

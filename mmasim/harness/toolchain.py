@@ -261,7 +261,6 @@ def compile_source(source: str, target: str, *, link: bool = False, device_only:
         cmd = [nvcc.path, *arch_flag(target), "-std=c++17", *flags]
         # a device-only check does not need optimised code: cicc -O0 passes the inline PTX through
         # unchanged and ptxas -O0 still parses and checks every instruction for the target
-        # (cuts the compile time by about a third)
         cmd += {"exe": [], "cubin": ["-cubin", "-Xcicc", "-O0", "-Xptxas", "-O0"], "obj": ["-c"]}[mode]
         cmd += ["-o", str(tmp), str(src)]
         r = subprocess.run(cmd, capture_output=True, text=True, env=_env_for(nvcc.path))

@@ -1,31 +1,13 @@
 """The MMA-Sim drop-in: MMA-Sim 2.1.1's classes and call conventions over :class:`mmasim.Model`.
 
-``mmasim.nv_ptx.sim`` (``MMA``, ``MMABlockScale``, ``WGMMA``, ``TCGen05MMA``,
-``TCGen05MMABlockScale``) and ``mmasim.amd.sim`` (``MFMA``) take MMA-Sim's
-architecture names and instruction strings and its calls: ``op(A, B, C)`` on
-matrices, ``op.dpa(a, b, c)`` on batched vectors (``(..., K)``, ``(..., K)``,
-``(...)``), block-scaled ones with ``alpha`` / ``beta`` scale tensors laid out
-as MMA-Sim lays them out (``(M, K / block)`` and ``(K / block, N)``; ``(...,
-K / block)`` for ``dpa``).  Every result word comes from the mmasim model; this
-module only converts tensors and shapes (docs/mma-sim.md lists where mmasim's
-words deliberately differ from MMA-Sim's).
-
-Operands, as MMA-Sim takes them:
-
-* a tensor of the dtype MMA-Sim uses for the format (``float16`` for f16,
-  ``float32`` for f32 and tf32, ``bfloat16``, ``float8_e4m3fn`` for e4m3 and
-  ue4m3, ``float8_e8m0fnu`` for ue8m0, ``float8_e4m3fnuz`` / ``float8_e5m2fnuz``
-  for AMD fp8 / bf8, ``float64``) is read bit for bit: its bits are the
-  container word;
-* fp6 and fp4 are ``uint8`` tensors, one element per byte (fp6 in bits 5:0,
-  fp4 in bits 5:2), except in ``kind::mxf4`` / ``kind::mxf4nvf4``, where two
-  e2m1 elements share a byte, element ``2i`` in the high nibble;
-* any other integer tensor is container words and any other float tensor is
-  values, each converted exactly (:mod:`mmasim.operands.tensors`).
-
-Results are tensors of D's dtype (``float32``, ``float16``, ``float64``) on the
-device of ``A``; numpy operands give numpy results.  torch is imported only
-when a tensor result is made.
+``mmasim.nv_ptx.sim`` and ``mmasim.amd.sim`` take MMA-Sim's architecture names, instruction
+strings and calls: ``op(A, B, C)`` on matrices, ``op.dpa(a, b, c)`` on batched vectors,
+block-scaled ones with ``alpha`` / ``beta`` scale tensors laid out as MMA-Sim lays them out.
+Every result word comes from the mmasim model; this module only converts tensors and shapes.
+Operands are read as MMA-Sim takes them (its dtype per format read bit for bit, fp6 / fp4 as
+``uint8``; the table is in docs/mma-sim.md, with where mmasim's words differ from MMA-Sim's);
+results are tensors of D's dtype on ``A``'s device, numpy for numpy operands.  torch is
+imported only when a tensor result is made.
 """
 
 from __future__ import annotations

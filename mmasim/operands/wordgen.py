@@ -1,38 +1,9 @@
-"""Random container words of a format, by named kind.
+"""Random container words of a format, by named kind (:class:`WordKind`).
 
-The one word generator of the project: ``mmasim compare`` draws its inputs
-with it (:mod:`mmasim.compare.inputs`), the backend-equivalence tests theirs
-(``tests/wordgen.py``) and ``benchmarks/bench.py`` its batches.  It knows no
-architecture: everything it does is read off the :class:`~mmasim.arith.formats.Format`
-(sign, exponent and fraction fields, bias, NaN rule, where the element sits in
-its container).  Every draw comes from the ``numpy.random.Generator`` passed in,
-so one seed gives the same words.
-
-Kinds (:class:`WordKind`, or its value as a string):
-
-``uniform``
-    every field drawn uniformly (sign, exponent, fraction; an integer format:
-    every value), with 30 % of the exponents moved to the corners (0, 1, the
-    top two, the bias) so that subnormals and the inf/NaN exponent show
-    (inf itself, a zero fraction, is rare: kind ``edge`` has it).
-``finite``
-    ``uniform`` with the exponent capped at the largest finite one.
-``near_one``
-    finite values with exponents within 3 binades of 1.
-``subnormal``
-    exponents around the bottom of the range: zeros, subnormals, the smallest
-    normals.
-``huge``
-    exponents in the top binades: values near overflow.
-``edge``
-    the corners of the encoding (:func:`edge_fields`): zeros, the smallest
-    subnormal, the largest finite, inf and NaN patterns, both signs.
-``mixed``
-    80 % ``uniform``, 20 % ``edge``.
-
-An integer format has no exponent: ``near_one``, ``subnormal`` and ``huge``
-draw every value of it.  With ``padding`` the bits of the container outside
-the element field are random (a datapath must ignore them); without, zero.
+The one word generator of the project: ``mmasim compare`` draws its inputs with it, as do
+the backend-equivalence tests and ``benchmarks/bench.py``.  It knows no architecture:
+everything is read off the :class:`~mmasim.arith.formats.Format`, and every draw comes from
+the ``numpy.random.Generator`` passed in, so one seed gives the same words.
 """
 
 from __future__ import annotations
@@ -46,7 +17,32 @@ from mmasim.arith.formats import Format
 
 
 class WordKind(enum.Enum):
-    """The named kinds of words :meth:`WordGen.words` draws (module docstring)."""
+    """The named kinds of words :meth:`WordGen.words` draws (or their values as strings):
+
+    ``uniform``
+        every field drawn uniformly (sign, exponent, fraction; an integer format:
+        every value), with 30 % of the exponents moved to the corners (0, 1, the
+        top two, the bias) so that subnormals and the inf/NaN exponent show
+        (inf itself, a zero fraction, is rare: kind ``edge`` has it).
+    ``finite``
+        ``uniform`` with the exponent capped at the largest finite one.
+    ``near_one``
+        finite values with exponents within 3 binades of 1.
+    ``subnormal``
+        exponents around the bottom of the range: zeros, subnormals, the smallest
+        normals.
+    ``huge``
+        exponents in the top binades: values near overflow.
+    ``edge``
+        the corners of the encoding (:func:`edge_fields`): zeros, the smallest
+        subnormal, the largest finite, inf and NaN patterns, both signs.
+    ``mixed``
+        80 % ``uniform``, 20 % ``edge``.
+
+    An integer format has no exponent: ``near_one``, ``subnormal`` and ``huge``
+    draw every value of it.  With ``padding`` the bits of the container outside
+    the element field are random (a datapath must ignore them); without, zero.
+    """
 
     UNIFORM = "uniform"
     FINITE = "finite"

@@ -1,32 +1,12 @@
 """Shared-memory operand layouts of ``wgmma`` / ``tcgen05`` and their 64-bit matrix descriptors.
 
 PTX ISA 9.0 §9.7.15.5.1.2 / §9.7.16.3 ("Shared Memory Matrix Layout", "Canonical Layouts")
-and §9.7.15.5.1.2.2 / §9.7.16.4.1 (the matrix / shared memory descriptors).  In units of
-``T = 128 / element bits`` elements (16 bytes), the canonical layouts are, as CuTe layouts
-(shape : stride, MN index first, then K)::
-
-    MN-major, no swizzle:  ((T,1,m),(8,k)) : ((1,T,SBO),(1T,LBO))
-    MN-major, S-byte:      ((T,S/16,m),(8,k)) : ((1,T,LBO),((S/16)T,SBO))
-    K-major,  no swizzle:  ((8,m),(T,2k)) : ((1T,SBO),(1,LBO))
-    K-major,  S-byte:      ((8,m),(T,2k)) : (((S/16)T,SBO),(1,T))
-
-each under ``Swizzle<log2(S/16), 4, 3>`` (none for no swizzle).  In bytes, with ``kb`` the
-byte along K of row ``r`` (M or N index) and ``mb`` the byte along MN of K index ``k``::
-
-    K-major,  no swizzle: (r % 8) * 16 + (r // 8) * SBO + kb % 16 + (kb // 16) * LBO
-    K-major,  S-byte:     swz((r % 8) * S + kb + (r // 8) * SBO)                   (kb < S)
-    MN-major, no swizzle: mb % 16 + (mb // 16) * SBO + (k % 8) * 16 + (k // 8) * LBO
-    MN-major, S-byte:     swz(mb % S + (mb // S) * LBO + (k % 8) * S + (k // 8) * SBO)
-
-so in the MN-major layouts SBO steps along MN without swizzle and along K with one (and LBO
-the other way round); in the K-major layouts SBO steps between 8-row groups, LBO between
-16-byte K chunks (swizzled: unused, K stays within one S-byte row; wider K is a further
-descriptor, as the document's K-major examples go no further).  ``swz`` is the
-``Swizzle<B, 4, 3>`` of the byte address: bits ``[4, 4 + B)`` XOR bits ``[7, 7 + B)``
-(B = 3, 2, 1 for 128, 64, 32 bytes), i.e. the 16-byte chunk index XOR the row within the
-8 x S-byte pattern, which repeats every 1024 / 512 / 256 bytes (the document's "starting
-address of the repeating pattern"; its base offset is ``(pattern start >> 7) & 7``).
-Offsets here are from a pattern-aligned start.
+and §9.7.15.5.1.2.2 / §9.7.16.4.1 (the descriptors): :class:`SmemLayout` gives the byte
+offset of each element in the canonical K-major / MN-major layouts, without swizzle or with
+the 32 / 64 / 128-byte ``Swizzle<B, 4, 3>`` (the CuTe forms and byte formulas are the table
+of docs/layouts.md); offsets are from a pattern-aligned start.  :func:`encode_descriptor` /
+:func:`decode_descriptor` for the descriptor words, :func:`read_operand` reads an operand out
+of an image through its descriptor.
 """
 
 from __future__ import annotations

@@ -1,41 +1,11 @@
-"""``Model.warp`` for ``tcgen05.mma`` beyond cta_group::1 dense with A in shared memory:
-``.sp`` (sparse metadata in Tensor Memory), ``cta_group::2`` (the CTA pair's images), A in
-Tensor Memory (``[a-tmem]``) and accumulators narrower than 32 bits (``.kind::f16`` with an
-``.f16`` D: one element per 32-bit TMEM word, in its lower 16 bits).
-
-The operands, for an ``M x N x K`` instruction (``M``, ``N``: ``model.layout("d").rows / .cols``):
-
-* A in shared memory (``a_descriptor`` given): the image and its tcgen05 descriptor, as for
-  cta_group::1; a sparse instruction's A is the compressed ``M x K/2``
-  (:func:`mmasim.placement.compress`).  With ``cta_group::2`` ``a_regs`` is a pair
-  ``(cta0_image, cta1_image)``: CTA ``c``'s shared memory holds rows ``c * M/2 .. (c + 1) * M/2 - 1``
-  of A, both read through the one descriptor (its address is CTA-relative).
-* A in Tensor Memory (``a_descriptor=None``): ``a_regs`` is the TMEM image of
-  :func:`a_tmem_layout` (``(TMEM lanes, columns)``; with ``cta_group::2`` the pair's 256 lanes,
-  CTA ``c``'s lane ``l`` as lane ``128 c + l``).
-* B (``b_descriptor``): the image; with ``cta_group::2`` a pair: CTA ``c`` holds columns
-  ``c * N/2 .. (c + 1) * N/2 - 1`` of B (``N/2 x K``, as its descriptor addresses it).
-* C / D: the TMEM image in ``model.layout("d")``'s data path layout (cta_group::2: the pair's
-  256 lanes).  An ``.f16`` accumulator is one element per 32-bit word, in its lower 16 bits
-  (C's upper 16 bits are ignored; D's are written 0).
-* ``sparse_metadata``: the TMEM image in ``model.layout("sparse_metadata", selector=...)``
-  (the column pair at the metadata address), read with ``sparsity_selector``.
-* ``scale_a`` / ``scale_b`` (block-scaled kinds, :func:`mmasim.placement.bind.scale_operands`): the TMEM images of
-  ``model.layout("scale_a" / "scale_b", byte_id=...)`` read with ``byte_id_a`` / ``byte_id_b``;
-  with ``cta_group::2`` the pair's 256 lanes (CTA ``c``: its rows of scale_A, and all
-  of scale_B; M = 128, the 2x2 data path: CTA ``c``'s rows of scale_A, and scale_B split between
-  the lane halves as D's columns are).  Not modelled: block-scaled kinds with A in Tensor Memory.
-
-Where every lane group of the data path reads an operand in full (``.ws`` at M = 64 / 32, A of
-M = 128 ``cta_group::2`` dense) its image repeats it per group (the layout's ``copies``; a
-:class:`~mmasim.CopyMismatch` when the copies disagree).  ``lane_alignment`` (0 or 16) places
-the half-data-path layouts C and F (C / D, A in TMEM, the metadata alike) in the lower or upper
-16 lanes of each 32-lane sub-partition.  4- / 6-bit shared-memory operands are read packed or
-padded (:mod:`mmasim.placement.smem_packed`).
-
-Each is unpacked, the matrix form computes (so ``warp`` equals it by construction) and D is
-packed; which CTA holds which half, where A and the metadata sit in TMEM and the 16-bit
-accumulator's placement are stated with their evidence in docs/layouts.md.
+"""``Model.warp`` of ``tcgen05.mma``, every form: :func:`mmasim.placement.warp` hands each
+``tcgen05.mma`` model to :func:`warp` here.  A and B are shared-memory images read through
+their tcgen05 descriptors (or A a Tensor Memory image, :func:`a_tmem_layout`); C, D, block
+scales and sparse metadata are Tensor Memory images; ``cta_group::2`` takes the CTA pair's
+images.  Each operand is unpacked, the matrix form computes (so ``warp`` equals it by
+construction) and D is packed.  The operands' forms are on :func:`warp`; which CTA holds
+which half, where A and the metadata sit in TMEM and the 16-bit accumulator's placement
+are stated with their evidence in docs/layouts.md.
 """
 
 from __future__ import annotations
@@ -115,10 +85,40 @@ def _check_major(name, major):
 def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, sparsity_selector=0,
          a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", scale_a=None, scale_b=None,
          byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0, lane_alignment=0, **options) -> np.ndarray:
-    """D: the Tensor Memory image ``uint32 (TMEM lanes, columns)`` of ``tcgen05.mma`` (module
-    docstring: the operands' forms).  Called by :func:`mmasim.placement.warp` for the sparse,
-    cta_group::2, A-in-TMEM and 16-bit-accumulator forms, block-scaled ones included
-    (``scale_a`` / ``scale_b``: :func:`mmasim.placement.bind.scale_operands`)."""
+    """D: the Tensor Memory image ``uint32 (TMEM lanes, columns)`` of ``tcgen05.mma``, for an
+    ``M x N x K`` instruction (``M``, ``N``: ``model.layout("d").rows / .cols``):
+
+    * A in shared memory (``a_descriptor`` given): the image and its tcgen05 descriptor word;
+      a sparse instruction's A is the compressed ``M x K/2``
+      (:func:`mmasim.placement.compress`).  With ``cta_group::2`` ``a_regs`` is a pair
+      ``(cta0_image, cta1_image)``: CTA ``c``'s shared memory holds rows
+      ``c * M/2 .. (c + 1) * M/2 - 1`` of A, both read through the one descriptor (its
+      address is CTA-relative).  ``a_major`` / ``b_major``: ``"K"`` (default) or ``"MN"``.
+    * A in Tensor Memory (``a_descriptor=None``): ``a_regs`` is the TMEM image of
+      :func:`a_tmem_layout` (``(TMEM lanes, columns)``; with ``cta_group::2`` the pair's 256
+      lanes, CTA ``c``'s lane ``l`` as lane ``128 c + l``).
+    * B (``b_descriptor``): the image; with ``cta_group::2`` a pair: CTA ``c`` holds columns
+      ``c * N/2 .. (c + 1) * N/2 - 1`` of B (``N/2 x K``, as its descriptor addresses it).
+    * C / D: the TMEM image in ``model.layout("d")``'s data path layout (``cta_group::2``: the
+      pair's 256 lanes).  An ``.f16`` accumulator is one element per 32-bit word, in its lower
+      16 bits (C's upper 16 bits are ignored; D's are written 0).
+    * ``sparse_metadata``: the TMEM image in ``model.layout("sparse_metadata", selector=...)``
+      (the column pair at the metadata address), read with ``sparsity_selector``.
+    * ``scale_a`` / ``scale_b`` (block-scaled kinds,
+      :func:`mmasim.placement.bind.scale_operands`): the TMEM images of
+      ``model.layout("scale_a" / "scale_b", byte_id=...)`` (their own columns, duplicated in
+      all four 32-lane partitions) read with ``byte_id_a`` / ``byte_id_b``; with ``cta_group::2`` the pair's 256 lanes (CTA ``c``: its rows of
+      scale_A, and all of scale_B; M = 128, the 2x2 data path: CTA ``c``'s rows of scale_A,
+      and scale_B split between the lane halves as D's columns are).  Not modelled:
+      block-scaled kinds with A in Tensor Memory.
+
+    Where every lane group of the data path reads an operand in full (``.ws`` at M = 64 / 32,
+    A of M = 128 ``cta_group::2`` dense) its image repeats it per group (the layout's
+    ``copies``; a :class:`~mmasim.CopyMismatch` when the copies disagree).  ``lane_alignment``
+    (0 or 16) places the half-data-path layouts C and F (C / D, A in TMEM, the metadata alike)
+    in the lower or upper 16 lanes of each 32-lane sub-partition.  4- / 6-bit shared-memory
+    operands are read packed or padded (:mod:`mmasim.placement.smem_packed`).
+    """
     dp = model.datapath
     pair = _is_pair(model)
     kw = scale_operands(model, scale_a, scale_b, byte_id_a, byte_id_b, thread_id_a, thread_id_b)

@@ -5,7 +5,8 @@ A, B and C from registers, computes with the model's matrix form (so it equals t
 matrix form by construction) and packs D.  For ``wgmma.mma_async`` B (and A when
 its descriptor is given) is read from a shared-memory image through its matrix descriptor
 (:func:`mmasim.placement.smem.read_operand`, the canonical layouts of
-:class:`mmasim.placement.SmemLayout`).
+:class:`mmasim.placement.SmemLayout`).  Every ``tcgen05.mma`` model goes to
+:mod:`mmasim.placement.tcgen05_warp`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from mmasim.placement.bind import _options, layout, scale_operands, sparse_opera
 from mmasim.placement.expr import SELECTORS
 from mmasim.placement.fragment import MATRICES
 from mmasim.placement.smem_packed import read_model_operand
-from mmasim.placement.tcgen05_warp import warp as _tcgen05_warp     # .sp, the CTA pair, A in TMEM, 16-bit D
+from mmasim.placement.tcgen05_warp import warp as _tcgen05_warp     # every tcgen05.mma form
 
 
 def _wgmma_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, M, N):
@@ -65,16 +66,9 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     registers over the 128-thread warpgroup, or, with ``a_descriptor``, A's shared-memory
     image.  ``a_major`` / ``b_major``: ``"K"`` (default) or ``"MN"`` (the instruction's
     transpose, .f16 / .bf16 only).  C and D are the accumulator registers.
-    ``tcgen05.mma`` (``cta_group::1``, dense): A (or, without ``a_descriptor``, A's Tensor
-    Memory image, :func:`mmasim.placement.a_tmem_layout`) and B are shared-memory images with
-    ``a_descriptor`` / ``b_descriptor`` (tcgen05 descriptor words; 4- / 6-bit codes packed or
-    padded as :mod:`mmasim.placement.smem_packed` says), C and D the Tensor Memory image
-    ``(TMEM lanes, columns)`` in the data path layout of ``model.layout("d")`` (what
-    ``tcgen05.ld`` reads back per lane); a block-scaled kind's ``scale_a`` / ``scale_b`` are the
-    TMEM images of ``model.layout("scale_a")`` / ``("scale_b")`` (their own columns, duplicated
-    in all four 32-lane partitions), ``byte_id_a`` / ``byte_id_b`` the scale factor A / B IDs.
-    ``.sp``, ``cta_group::2`` (pairs of images), A in Tensor Memory (no ``a_descriptor``) and
-    16-bit accumulators: :mod:`mmasim.placement.tcgen05_warp`.  ``lane_alignment`` (0 or 16):
+    ``tcgen05.mma``, every form (shared-memory and Tensor Memory images, the CTA pair's,
+    block scales, sparse metadata): :func:`mmasim.placement.tcgen05_warp.warp`, whose
+    docstring gives the operands.  ``lane_alignment`` (0 or 16):
     where the half-data-path layouts C and F (tcgen05 M = 64, M = 128 ``cta_group::2`` sparse)
     start within each 32-lane sub-partition, the same for C / D, A in Tensor Memory and the
     metadata (PTX §9.7.16.10.5); an instruction without such a layout refuses 16 (``OperandError``).

@@ -1,37 +1,12 @@
 """The registry: every part the plugins registered, checked and indexed.
 
-The registry is built plugin by plugin (built-ins first, then entry points,
-then :func:`mmasim.register`, each in registration order), so that every part
-has one owner and a failure is blamed on the plugin that caused it:
-
-- a name (format, decoder, accumulator, encoding, layout, kernel, architecture
-  or alias) or a datapath (:func:`datapath_identity`) that another plugin already
-  owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins (two
-  tables of one plugin giving one architecture the same datapath, a
-  :class:`~mmasim.errors.TableError`); so is a register layout that would place
-  an operand of another plugin's datapath which another plugin's layout places
-  (:mod:`mmasim.placement.claims`);
-- a table adds datapaths to an architecture another table declares only with
-  ``[architecture] extends = "<name>"``; such datapaths may not declare
-  ``default_for``, and neither their literal names nor (for another plugin's
-  architecture) their printed instruction strings may already resolve there (each
-  would change how the existing architecture resolves an instruction string);
-- every accumulator is an :class:`~mmasim.accumulators.Accumulator` record
-  (a plain function is wrapped in one), checked as it registers
-  (:meth:`~mmasim.accumulators.Accumulator.check`);
-- a table that ``inherits`` another architecture gets its datapaths, relabelled
-  by its own ``[[evidence]]`` (:func:`mmasim.registry.tables.inherit`);
-- a hook that raises or returns the wrong type is a
-  :class:`~mmasim.errors.PluginError`, an invalid table a
-  :class:`~mmasim.errors.TableError`.
-
-A third-party plugin that fails is left out as a whole (``Registry.failures``)
-and the registry is built again without it; a built-in one raises.  The plugins
-come from :mod:`mmasim.registry.manager`; :mod:`mmasim.registry.plugins` (which changes
-them) rebuilds the registry through :func:`reset_registry` and
-:func:`install_registry`.
-Decoders of third-party plugins are wrapped so that output of the wrong shape
-is a ``PluginError`` naming the plugin.
+The registry is built plugin by plugin (built-ins first, then entry points, then
+:func:`mmasim.register`, each in registration order), so that every part has one owner and
+a failure is blamed on the plugin that caused it (:func:`build_registry` lists the checks).
+A third-party plugin that fails is left out as a whole (``Registry.failures``) and the
+registry is built again without it; a built-in one raises.  The plugins come from
+:mod:`mmasim.registry.manager`; :mod:`mmasim.registry.plugins` (which changes them)
+rebuilds the registry through :func:`reset_registry` and :func:`install_registry`.
 """
 
 from __future__ import annotations
@@ -511,7 +486,30 @@ def _resolves(reg: Registry, arch: Architecture, segments: list, instruction: st
 def build_registry() -> Registry:
     """Build the registry from every registered plugin, leaving out the third-party ones that fail.
 
-    A built-in plugin that fails raises its error (a bug in mmasim).
+    A built-in plugin that fails raises its error (a bug in mmasim).  The checks:
+
+    - a name (format, decoder, accumulator, encoding, layout, kernel, architecture
+      or alias) or a datapath (:func:`datapath_identity`) that another plugin already
+      owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins (two
+      tables of one plugin giving one architecture the same datapath, a
+      :class:`~mmasim.errors.TableError`); so is a register layout that would place
+      an operand of another plugin's datapath which another plugin's layout places
+      (:mod:`mmasim.placement.claims`);
+    - a table adds datapaths to an architecture another table declares only with
+      ``[architecture] extends = "<name>"``; such datapaths may not declare
+      ``default_for``, and neither their literal names nor (for another plugin's
+      architecture) their printed instruction strings may already resolve there (each
+      would change how the existing architecture resolves an instruction string);
+    - every accumulator is an :class:`~mmasim.accumulators.Accumulator` record
+      (a plain function is wrapped in one), checked as it registers
+      (:meth:`~mmasim.accumulators.Accumulator.check`);
+    - a table that ``inherits`` another architecture gets its datapaths, relabelled
+      by its own ``[[evidence]]`` (:func:`mmasim.registry.tables.inherit`);
+    - a hook that raises or returns the wrong type is a
+      :class:`~mmasim.errors.PluginError`, an invalid table a
+      :class:`~mmasim.errors.TableError`;
+    - decoders of third-party plugins are wrapped so that output of the wrong shape
+      is a ``PluginError`` naming the plugin.
     """
     pm = plugin_manager.get_plugin_manager()
     order, results, failures = _contributions(pm)

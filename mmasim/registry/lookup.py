@@ -1,46 +1,13 @@
-"""Resolving ``(arch, instruction, **qualifiers)`` to one datapath.
+"""Resolving ``(arch, instruction, **qualifiers)`` to one datapath (:func:`lookup_instruction`,
+whose docstring gives the rules).
 
-The instruction string is read as PTX-style qualifiers separated by dots, in
-any of the spellings users write: MMA-Sim 2.1.1's strings
-(``m16n8k16.f32.f16.f16.f32``, ``m128n8k16.kind::f16.f32.bf16.bf16``), full PTX
-(``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``) or a family prefix
-with keyword qualifiers (``tcgen05.mma.kind::f8f6f4`` + ``a_type=...``).
-Datapaths may also list literal extra names (``names`` in the table).
-
-The rules:
-
-- An instruction string is printable ASCII without spaces or line breaks
-  (:func:`instruction_text`); each token is read whole (shapes in ASCII decimal digits).
-  Keyword qualifiers are read by their types (:func:`qualifier_value`).
-- Every token is read, or the lookup fails with :class:`UnknownInstruction`
-  naming it; two tokens for one field (two kinds, two shapes, two layouts for A,
-  a repeated ``satfinite``) fail naming both.  Type names, kinds and shapes
-  match without regard to case (PTX spells each one way).
-- Syntax tokens belong to an instruction family (:data:`SYNTAX`): ``sync`` and
-  ``aligned`` to ``mma.sync`` / ``wgmma``; ``row`` / ``col`` to ``mma.sync``, where
-  PTX allows any layout pair only for the f16 ``m8n8k4`` and ``.row.col``
-  elsewhere; ``cta_group::1`` and ``collector::a::{fill,use,lastuse,discard}``
-  (a cache hint for A, no arithmetic change) to ``tcgen05.mma``;
-  ``block_scale`` to block-scaled kinds.
-- Qualifiers that name an instruction of their own (:data:`NAMING`): ``cta_group::2``
-  (a CTA pair) and ``ws`` (weight-stationary) for ``tcgen05.mma``, ``.xor.popc`` /
-  ``.and.popc`` for single-bit ``mma``.  A datapath lists them (``Datapath.qualifiers``)
-  and a lookup matches it only when it names exactly those (``cta_group::1`` is the
-  default and names nothing).
-- An optional PTX token that is absent means the instruction without it
-  (dense without ``sp``, wrapping without ``satfinite``, no ``kind::`` where the
-  family's kind is optional).  Three types ``D.A.B`` mean C = D (MMA-Sim
-  2.1.1's spelling; wgmma / tcgen05 have no C type at all).
-- Anything else left open must be named: a lookup that leaves several datapaths
-  is :class:`AmbiguousInstruction` listing them, unless they differ only in
-  qualifiers the tables declare a default for (``default_for``: e.g. the
-  design card's ``tcgen05.kind::mxf4nvf4.4X`` is NVFP4 with ue4m3 scales; PTX's
-  own ``scale_vec`` defaults).  :class:`Resolution` records what was defaulted
-  and why; ``Model.describe()`` prints it.
-
-Every function takes the registry (:class:`mmasim.registry.build.Registry`) as
-``reg``; this module does not import it, since the registry uses the lookup to
-check that a table extending an architecture changes no existing name.
+The instruction string is read as PTX-style qualifiers separated by dots, in any of the
+spellings users write: MMA-Sim 2.1.1's strings (``m16n8k16.f32.f16.f16.f32``), full PTX
+(``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``) or a family prefix with keyword
+qualifiers (``tcgen05.mma.kind::f8f6f4`` + ``a_type=...``); datapaths may list literal extra
+names (``names`` in the table).  Every function takes the registry as ``reg``; this module
+does not import it, since the registry uses the lookup to check that a table extending an
+architecture changes no existing name.
 """
 
 from __future__ import annotations
@@ -473,7 +440,37 @@ def _defaulted(dp, want: dict, reg) -> tuple:
 
 
 def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Resolution:
-    """Resolve a lookup to one datapath, or raise (see the module docstring for the rules)."""
+    """Resolve a lookup to one datapath, or raise.  The rules:
+
+    - An instruction string is printable ASCII without spaces or line breaks
+      (:func:`instruction_text`); each token is read whole (shapes in ASCII decimal digits).
+      Keyword qualifiers are read by their types (:func:`qualifier_value`).
+    - Every token is read, or the lookup fails with :class:`UnknownInstruction`
+      naming it; two tokens for one field (two kinds, two shapes, two layouts for A,
+      a repeated ``satfinite``) fail naming both.  Type names, kinds and shapes
+      match without regard to case (PTX spells each one way).
+    - Syntax tokens belong to an instruction family (:data:`SYNTAX`): ``sync`` and
+      ``aligned`` to ``mma.sync`` / ``wgmma``; ``row`` / ``col`` to ``mma.sync``, where
+      PTX allows any layout pair only for the f16 ``m8n8k4`` and ``.row.col``
+      elsewhere; ``cta_group::1`` and ``collector::a::{fill,use,lastuse,discard}``
+      (a cache hint for A, no arithmetic change) to ``tcgen05.mma``;
+      ``block_scale`` to block-scaled kinds.
+    - Qualifiers that name an instruction of their own (:data:`NAMING`): ``cta_group::2``
+      (a CTA pair) and ``ws`` (weight-stationary) for ``tcgen05.mma``, ``.xor.popc`` /
+      ``.and.popc`` for single-bit ``mma``.  A datapath lists them (``Datapath.qualifiers``)
+      and a lookup matches it only when it names exactly those (``cta_group::1`` is the
+      default and names nothing).
+    - An optional PTX token that is absent means the instruction without it
+      (dense without ``sp``, wrapping without ``satfinite``, no ``kind::`` where the
+      family's kind is optional).  Three types ``D.A.B`` mean C = D (MMA-Sim
+      2.1.1's spelling; wgmma / tcgen05 have no C type at all).
+    - Anything else left open must be named: a lookup that leaves several datapaths
+      is :class:`AmbiguousInstruction` listing them, unless they differ only in
+      qualifiers the tables declare a default for (``default_for``: e.g. the
+      design card's ``tcgen05.kind::mxf4nvf4.4X`` is NVFP4 with ue4m3 scales; PTX's
+      own ``scale_vec`` defaults).  :class:`Resolution` records what was defaulted
+      and why; ``Model.describe()`` prints it.
+    """
     name = resolve_arch(reg, arch)
     architecture = reg.architectures[name]
     try:

@@ -6,7 +6,7 @@
 - :func:`linear`: ``torch.nn.functional.linear`` with autograd, every GEMM emulated;
 - :func:`emulate`: a context manager routing every ``nn.Linear`` of a model through it.
 
-May import: the public mmasim API (``gemm``, ``quantize``, models, words). torch is imported
+A tool: may import the core packages and the public API ``mmasim``; torch is imported
 only when a function that needs it runs.
 """
 

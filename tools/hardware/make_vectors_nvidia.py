@@ -2,7 +2,7 @@
 
     python tools/hardware/make_vectors_nvidia.py [--out vectors/hardware] [--check]
 
-T2 (shared/seeds/004) measured an RTX 2060 (sm_75), an RTX 5070 Ti (sm_120a) and
+T2 (docs/datapaths.md, sources) measured an RTX 2060 (sm_75), an RTX 5070 Ti (sm_120a) and
 an A100 (sm_80) against MMA-Sim.  Every expected D word here is either the
 literal word T2 reports (the Turing minimal case) or is derived by code in this
 file from the rule T2 measured: exact rational arithmetic (``fractions``), the

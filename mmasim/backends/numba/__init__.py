@@ -1,12 +1,8 @@
 """The numba backend: compiled kernels per accumulator family (:mod:`.kernels`).
 
-Importing this package does not import numba; the built-in kernels are
-registered through the ``mmasim_kernels`` hook (this module is a built-in
-plugin) and compiled on first use.  The registry holds every plugin's kernel
-builders, one owner per accumulator family like every other part
-(:mod:`mmasim.registry.build`): a plugin cannot replace a built-in kernel.  Rows a
-kernel leaves (flags) are computed by the numpy backend, so their words (or
-errors) are the reference's.
+A built-in plugin of the ``mmasim_kernels`` hook; importing it does not import numba,
+kernels compile on first use.  One owner per family's kernel (a plugin cannot replace a
+built-in one); rows a kernel flags are computed by the numpy backend.
 """
 
 from __future__ import annotations

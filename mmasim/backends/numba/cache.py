@@ -1,22 +1,13 @@
 """Where the compiled kernels are kept between processes, and which of them may be used.
 
 Every kernel is compiled with :func:`jit`: a numba dispatcher whose on-disk cache is
-:class:`KernelCache`, in a user cache folder (never in the installed package):
-
-    ``$MMASIM_CACHE_DIR``, else the platform's user cache folder for ``mmasim``
-    (``~/.cache/mmasim`` on Linux), then ``numba/<digest>/``
-
-where ``<digest>`` is :func:`sources_digest`, a SHA-256 of every source file of this
-backend.  The kernels inline primitives from several of these files, so a kernel compiled
-from one version of the sources is never loaded by another: a changed file changes the
-folder and the stamp numba checks in each index (:meth:`KernelLocator.get_source_stamp`).
-numba checks its own version and the CPU (name and features) in each entry.
-
-numba's own cache keys a closure by the pickle of its cells; a cell holding a dispatcher
-(the step function of a row kernel) pickles with a random id, so those kernels were compiled
-again in every process.  :class:`KernelCache` keys cells by what they are
-(:func:`_cell_key`).  Nothing is written when this module is imported, only when a kernel
-is compiled; a folder that cannot be written leaves the kernels compiled per process.
+:class:`KernelCache`, in ``$MMASIM_CACHE_DIR`` or else the user cache folder for ``mmasim``
+(``~/.cache/mmasim`` on Linux), under ``numba/<digest>/``: :func:`sources_digest`, a SHA-256
+of every source file of this backend, since the kernels inline primitives from several of
+them (a changed file changes the folder and the stamp numba checks).  Cells of a closure are
+keyed by what they are (:func:`_cell_key`), not by numba's pickle of them, which gives a
+dispatcher a random id.  Nothing is written on import, only when a kernel is compiled; a
+folder that cannot be written leaves the kernels compiled per process.
 """
 
 from __future__ import annotations

@@ -1,37 +1,13 @@
 """The compiled backend's kernels, bound to one plan: decode specs, parameter records, builders.
 
-Each kernel is the scalar transcription of its numpy reference in
-:mod:`mmasim.accumulators`, fused per dot product: decode every element, form
-the products, accumulate, encode the D word, and decode it again as the C of
-the next hardware step.  Fixed-point families use exact int64 arithmetic only
-(the same shifts, clips and wrap-arounds as the reference); the IEEE families
-(FMA chain, mul-add chain, FTZ mul-add) use IEEE binary32/binary64 operations,
-which numba emits without fast-math (no contraction, no reassociation), and a
-correctly rounded fused multiply-add (``llvm.fma``).  The kernels are written
-with the shared primitives of :mod:`.primitives`; the window's rules live in
-:mod:`.window`, its tile kernels in :mod:`.tiles`, the other families in
-:mod:`.families`.
-
-Nothing here knows an architecture: every kernel is driven by arrays built
-from the plan's formats and encoding, and by a named record of the family's
-parameters:
-
-``FM``  (5, 12) int64
-    decode spec of the A, B, C, D and scale formats: a slice of ``TAB`` (a
-    decode table built by the registered decoder over every container word,
-    for containers of at most 16 bits, so plugin decoders are honoured), or
-    the parameters of the generic float / int decoders for wider containers.
-``TAB`` (n, 5) int64
-    decoded ``cls, sign, m, q, r`` of every word of the tabled formats.
-``RA``  the family's parameter record (:class:`WindowRecord`, :class:`TwoStageRecord`, ...)
-    as a one-element structured array; a kernel reads ``R = RA[0]`` and its fields by name.
-``ENC`` int64
-    the output encoding.
-
-Rows a kernel cannot compute exactly in int64 (an exact-sum exponent spread
-wider than 62 bits, a group sum that the reference refuses) are flagged in
-``flags``; the backend recomputes those rows with the numpy reference, so the
-result (or the error) is the reference's.
+Each kernel is the scalar transcription of its numpy reference in :mod:`mmasim.accumulators`,
+fused per dot product: decode, products, accumulate, encode the D word and decode it again as
+the next step's C.  Fixed-point families use exact int64 arithmetic only; the IEEE families
+use binary32 / binary64 operations without fast-math and ``llvm.fma``.  The rules are written
+with :mod:`.primitives`, :mod:`.window`, :mod:`.tiles` and :mod:`.families`; nothing here
+knows an architecture (the arrays a kernel reads are on :class:`Kernel`).  Rows a kernel
+cannot compute exactly in int64 are flagged, and the backend recomputes them with the numpy
+reference, so the result (or the error) is the reference's.
 """
 
 from __future__ import annotations
@@ -72,7 +48,24 @@ NO_RECORD = NoRecord(0)
 
 # ------------------------------------------------------------ python side
 class Kernel:
-    """A compiled kernel bound to one datapath's formats, parameters and encoding."""
+    """A compiled kernel bound to one datapath's formats, parameters and encoding.
+
+    Nothing here knows an architecture: every kernel is driven by arrays built
+    from the plan's formats and encoding, and by a named record of the family's
+    parameters:
+
+    ``FM``  (5, 12) int64
+        decode spec of the A, B, C, D and scale formats: a slice of ``TAB`` (a
+        decode table built by the registered decoder over every container word,
+        for containers of at most 16 bits, so plugin decoders are honoured), or
+        the parameters of the generic float / int decoders for wider containers.
+    ``TAB`` (n, 5) int64
+        decoded ``cls, sign, m, q, r`` of every word of the tabled formats.
+    ``RA``  the family's parameter record (:class:`WindowRecord`, :class:`TwoStageRecord`, ...)
+        as a one-element structured array; a kernel reads ``R = RA[0]`` and its fields by name.
+    ``ENC`` int64
+        the output encoding.
+    """
 
     def __init__(self, plan, fn, R, out_kind="word", words=None):
         self.fn = fn
@@ -133,8 +126,7 @@ class LeanWindowKernel(Kernel):
         if nspec:
             # the rows with a special value, gathered as int64 words and computed into
             # int64 words: the general kernel then compiles one signature for every lean
-            # kernel, whatever their formats (copying A and B of every row to int64
-            # instead cost the lean kernels 15-65 % in benchmarks/bench.py)
+            # kernel, whatever their formats (A and B of the other rows stay in their own dtype)
             d = np.flatnonzero(spec)
             if ncols > 0:
                 i = d // ncols

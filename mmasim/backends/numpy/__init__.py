@@ -1,5 +1,6 @@
-"""The numpy backend: the reference accumulators, and a lean path for the common
-window datapaths (:mod:`.lean`; same words, rows with inf / NaN go to the reference)."""
+"""The numpy backend: sparse selection, then the lean path for the common window
+datapaths where it applies (:mod:`.lean`), else the reference (:mod:`.reference`).
+"""
 
 from __future__ import annotations
 
