@@ -5,7 +5,7 @@ one datapath (:class:`~mmasim.backends.plan.Plan`, :class:`~mmasim.backends.plan
 ``[fast]`` extra) runs compiled kernels, bit-identical, registered per accumulator
 family through the ``mmasim_kernels`` hook.  Selection: the ``backend=`` argument, else
 ``MMASIM_BACKEND`` (``numpy``, ``numba``, ``auto``), else ``auto`` (numba when it
-imports).  What a kernel does not cover is computed by numpy (:func:`kernel_coverage`).
+imports, except a datapath's first call of fewer than ``AUTO_MIN_PRODUCTS`` products: numpy).  What a kernel does not cover is computed by numpy (:func:`kernel_coverage`).
 
 May import the packages below it (``errors`` .. ``registry``).
 """
@@ -63,9 +63,29 @@ def resolve(name: str | None = None) -> str:
     return key
 
 
-def get(name: str | None = None):
-    """The backend object for ``name`` (see :func:`resolve`): ``compute(plan, rows)``."""
-    key = resolve(name)
+def get(name: str | None = None, plan=None, products: int | None = None):
+    """The backend object for ``name`` (see :func:`resolve`): ``compute(plan, rows)``.
+
+    Under ``auto``, a call of fewer than :data:`AUTO_MIN_PRODUCTS` products of a ``plan``
+    whose compiled kernel this process has not used yet is computed by numpy, without
+    importing numba (both give the same words)."""
+    if plan is not None and products is not None and products < AUTO_MIN_PRODUCTS and _auto(name) \
+            and "numba kernel" not in plan.cache:
+        key = "numpy"
+    else:
+        key = resolve(name)
     if key not in _instances:
         _instances[key] = NumbaBackend() if key == "numba" else NumpyBackend()
     return _instances[key]
+
+
+#: under ``auto``, the products of one call from which a datapath's first computation takes the
+#: compiled kernel: below it numpy finishes before numba is imported and the kernel loaded
+#: from the cache (about a second in a fresh process; ``benchmarks/bench.py`` start-up rows)
+AUTO_MIN_PRODUCTS = 1 << 22
+
+
+def _auto(name) -> bool:
+    if name is None:
+        name = os.environ.get(ENV) or "auto"
+    return str(name).strip().lower() == "auto"

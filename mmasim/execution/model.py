@@ -218,15 +218,15 @@ class Model:
             raise ShapeError(f"{self.instruction}: a batch of {n:,} dot products (shape {tuple(batch)}) needs {need}, "
                              "more than this machine can allocate; split the batch") from None
 
-    def _backend(self, backend):
+    def _backend(self, backend, products=None):
         if backend is None and self.backend is not None:
             backend = self.backend
-        return backends.get(backend)
+        return backends.get(backend, self.plan, products)
 
     def _compute(self, arrays, batch, n, backend, threads=1):
-        be = self._backend(backend)
-        out = self._result_rows(batch, n)
         k = max(self.datapath.k, 1)
+        be = self._backend(backend, n * k)
+        out = self._result_rows(batch, n)
         chunk = max(1, self.CHUNK_ELEMENTS // k)
         rows = Rows.batch(arrays, batch, 0, n)
         plan = self.plan
@@ -310,7 +310,7 @@ class Model:
         if self.sparse_rule or sparse_metadata is not None or (scale_a is None) != (dp.scale is None) \
                 or (scale_b is None) != (dp.scale is None) or A.shape[1] != dp.k:
             return None
-        be = self._backend(backend)
+        be = self._backend(backend, C.shape[0] * C.shape[1] * max(dp.k, 1))
         if not be.takes_matrices(self.plan):
             return None
         M, N = C.shape
