@@ -47,13 +47,20 @@ def test_linear_forward_and_gradients_on_exact_inputs_equal_torch():
     assert torch.equal(b.grad.double(), b2.grad)
 
 
-def test_each_gemm_of_a_linear_layer_is_the_direct_gemm():
-    rng = np.random.default_rng(5)
-    x = torch.from_numpy(rng.standard_normal((16, 32)).astype(np.float32)).requires_grad_()
-    w = torch.from_numpy(rng.standard_normal((16, 32)).astype(np.float32)).requires_grad_()
-    dy = torch.from_numpy(rng.standard_normal((16, 16)).astype(np.float32))
-    y = mt.linear(x, w, emulation=A100)
+def _layer(seed, batch, inp, out, em):
+    """(y, x, w, dy) of a linear layer on random normal x and w, after y.backward(dy)."""
+    rng = np.random.default_rng(seed)
+    x, w, dy = (torch.from_numpy(rng.standard_normal(s).astype(np.float32))
+                for s in ((batch, inp), (out, inp), (batch, out)))
+    x.requires_grad_()
+    w.requires_grad_()
+    y = mt.linear(x, w, emulation=em)
     y.backward(dy)
+    return y, x, w, dy
+
+
+def test_each_gemm_of_a_linear_layer_is_the_direct_gemm():
+    y, x, w, dy = _layer(5, 16, 32, 16, A100)
     assert np.array_equal(y.detach().numpy(), _direct(x.detach().numpy(), w.detach().numpy().T, A100))
     assert np.array_equal(x.grad.numpy(), _direct(dy.numpy(), w.detach().numpy(), A100))
     assert np.array_equal(w.grad.numpy(), _direct(dy.numpy().T, x.detach().numpy(), A100))
@@ -183,12 +190,7 @@ def _direct_tensor_scaled(a, b, instruction):
 
 def test_h100_fp8_layer_on_partial_tiles_is_the_three_direct_gemms():
     # x and W are cast once for the forward and reused by the backward GEMMs, dy once for both
-    rng = np.random.default_rng(9)
-    x = torch.from_numpy(rng.standard_normal((20, 40)).astype(np.float32)).requires_grad_()
-    w = torch.from_numpy(rng.standard_normal((12, 40)).astype(np.float32)).requires_grad_()
-    dy = torch.from_numpy(rng.standard_normal((20, 12)).astype(np.float32))
-    y = mt.linear(x, w, emulation=H100_FP8)
-    y.backward(dy)
+    y, x, w, dy = _layer(9, 20, 40, 12, H100_FP8)
     xn, wn = x.detach().numpy(), w.detach().numpy()
     e4, e5 = "wgmma.mma_async.k32.f32.e4m3.e4m3", "wgmma.mma_async.k32.f32.e5m2.e4m3"
     assert np.array_equal(y.detach().numpy(), _direct_tensor_scaled(xn, wn.T, e4))
