@@ -213,3 +213,14 @@ def test_a_second_backward_reads_its_own_gradient():
     e5 = "wgmma.mma_async.k32.f32.e5m2.e4m3"
     assert np.array_equal(g1.numpy(), _direct_tensor_scaled(dy1.numpy(), w.numpy(), e5))
     assert np.array_equal(x.grad.numpy(), _direct_tensor_scaled(dy2.numpy(), w.numpy(), e5))
+
+
+def test_an_emulation_looks_its_model_up_again_in_a_new_registry():
+    from mmasim import registry
+    em = mt.Emulation("A100", "mma.sync.m16n8k16.f32.bf16.bf16.f32")
+    first = em.model()
+    assert em.model() is first                       # the GEMMs of a layer share one model
+    registry.reset_registry()                        # what registering a plugin does
+    again = em.model()
+    assert again is not first and again._reg is registry.get_registry()
+    assert again.instruction == first.instruction
