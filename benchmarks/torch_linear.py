@@ -4,7 +4,9 @@
 
 Times ``mmasim.torch.linear`` forward and backward (three GEMMs of batch x features x features)
 after one small warm-up call (compiles the kernels), with default threading, and prints the
-median of ``--repeat`` runs and the time per product.
+median of ``--repeat`` runs, the time per product, and the CPU seconds of the process (every
+thread) per run: on a machine other work shares, CPU seconds / cores is what the run would
+take on idle cores.
 """
 
 from __future__ import annotations
@@ -31,19 +33,22 @@ def main(argv=None) -> int:
     w = torch.randn(args.features, args.features, requires_grad=True)
     small = mt.linear(x[:64, :], w[:64, :], emulation=em)
     small.sum().backward()
-    fwd, bwd = [], []
+    fwd, bwd, cpu = [], [], []
     for _ in range(args.repeat):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         y = mt.linear(x, w, emulation=em)
         t1 = time.perf_counter()
         y.backward(torch.ones_like(y))
         fwd.append(t1 - t0)
         bwd.append(time.perf_counter() - t1)
-    f, b = statistics.median(fwd), statistics.median(bwd)
+        cpu.append(time.process_time() - c0)
+    f, b, c = statistics.median(fwd), statistics.median(bwd), statistics.median(cpu)
     products = 3 * args.batch * args.features * args.features
     print(f"{args.preset}, batch {args.batch}, {args.features} x {args.features}, backend "
-          f"{mmasim.backends.resolve()}: forward {f:.2f} s, backward {b:.2f} s, total {f + b:.2f} s "
-          f"({(f + b) / products * 1e9:.1f} ns per product)")
+          f"{mmasim.backends.resolve()}, {mmasim.execution.threads.resolve()} threads: forward {f:.2f} s, backward {b:.2f} s, "
+          f"total {f + b:.2f} s ({(f + b) / products * 1e9:.1f} ns per product); "
+          f"CPU {c:.2f} s ({c / products * 1e9:.1f} ns per product)")
     return 0
 
 

@@ -224,3 +224,19 @@ def test_empty_inputs():
     assert mmasim.quantize(np.zeros(0), "bf16").words.shape == (0,)
     q = mmasim.quantize(np.zeros((0, 32), dtype=np.float32), "nvfp4")
     assert q.words.shape == (0, 32) and q.scales.shape == (0, 2)
+
+
+
+def test_element_formats_are_a_fresh_dict_read_again_from_a_new_registry():
+    from mmasim.quantization import casts
+    from test_plugins import make_plugin      # a toy architecture whose A and B are a new format
+    first = casts.element_formats()
+    assert "e4m3" in first and "neg8" not in first
+    first.pop("e4m3")
+    assert "e4m3" in casts.element_formats()         # a fresh dict each call
+    mmasim.register(make_plugin(), name="toy-elements")
+    try:
+        assert "neg8" in casts.element_formats()     # read again from the new registry
+    finally:
+        mmasim.unregister(name="toy-elements")
+    assert "neg8" not in casts.element_formats()

@@ -47,13 +47,20 @@ def test_linear_forward_and_gradients_on_exact_inputs_equal_torch():
     assert torch.equal(b.grad.double(), b2.grad)
 
 
-def test_each_gemm_of_a_linear_layer_is_the_direct_gemm():
-    rng = np.random.default_rng(5)
-    x = torch.from_numpy(rng.standard_normal((16, 32)).astype(np.float32)).requires_grad_()
-    w = torch.from_numpy(rng.standard_normal((16, 32)).astype(np.float32)).requires_grad_()
-    dy = torch.from_numpy(rng.standard_normal((16, 16)).astype(np.float32))
-    y = mt.linear(x, w, emulation=A100)
+def _layer(seed, batch, inp, out, em):
+    """(y, x, w, dy) of a linear layer on random normal x and w, after y.backward(dy)."""
+    rng = np.random.default_rng(seed)
+    x, w, dy = (torch.from_numpy(rng.standard_normal(s).astype(np.float32))
+                for s in ((batch, inp), (out, inp), (batch, out)))
+    x.requires_grad_()
+    w.requires_grad_()
+    y = mt.linear(x, w, emulation=em)
     y.backward(dy)
+    return y, x, w, dy
+
+
+def test_each_gemm_of_a_linear_layer_is_the_direct_gemm():
+    y, x, w, dy = _layer(5, 16, 32, 16, A100)
     assert np.array_equal(y.detach().numpy(), _direct(x.detach().numpy(), w.detach().numpy().T, A100))
     assert np.array_equal(x.grad.numpy(), _direct(dy.numpy(), w.detach().numpy(), A100))
     assert np.array_equal(w.grad.numpy(), _direct(dy.numpy().T, x.detach().numpy(), A100))
@@ -154,3 +161,66 @@ def test_scheme_presets_are_quantize_and_gemm_called_directly(name):
     d = np.asarray(mmasim.gemm(qa, qb, None, model=m, **kw))
     want = d.view(np.float32) if d.dtype == np.uint32 else d.astype(np.float32)
     assert np.array_equal(mt.matmul(a, b, em), want)
+
+
+H100_FP8 = mt.preset("H100-fp8-tensor")
+#: OCP 8-bit floating point formats: the largest finite e4m3 and e5m2 values
+FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
+
+
+def _direct_tensor_scaled(a, b, instruction):
+    """a @ b under per-tensor FP8 scaling by mmasim.quantize + mmasim.gemm called directly:
+    each operand times RN(max / amax), cast, its words padded with +0 (code 0) to wgmma's
+    M 64, N 8, K 32; D times RN(RN(1/sa) * RN(1/sb)) in binary32."""
+    m = mmasim.Model.lookup("H100", instruction)
+    words, inv = [], []
+    for x, fmt, tile in ((a, m.a_format, (64, 32)), (b, m.b_format, (32, 8))):
+        x = np.asarray(x, np.float32)
+        s = np.float32(np.float32(FP8_MAX[fmt.key]) / np.float32(np.abs(x).max()))
+        q = mmasim.quantize((x * s).astype(np.float32), fmt.key, saturate=True).words
+        shape = [-(-n // t) * t for n, t in zip(x.shape, tile)]
+        w = np.zeros(shape, dtype=q.dtype)
+        w[:x.shape[0], :x.shape[1]] = q
+        words.append(w)
+        inv.append(np.float32(np.float32(1) / s))
+    c = np.zeros((words[0].shape[0], words[1].shape[1]), dtype=np.uint32)
+    d = from_words(mmasim.gemm(words[0], words[1], c, model=m), m.d_format).astype(np.float32)
+    return (d[:a.shape[0], :b.shape[1]] * np.float32(inv[0] * inv[1])).astype(np.float32)
+
+
+def test_h100_fp8_layer_on_partial_tiles_is_the_three_direct_gemms():
+    # x and W are cast once for the forward and reused by the backward GEMMs, dy once for both
+    y, x, w, dy = _layer(9, 20, 40, 12, H100_FP8)
+    xn, wn = x.detach().numpy(), w.detach().numpy()
+    e4, e5 = "wgmma.mma_async.k32.f32.e4m3.e4m3", "wgmma.mma_async.k32.f32.e5m2.e4m3"
+    assert np.array_equal(y.detach().numpy(), _direct_tensor_scaled(xn, wn.T, e4))
+    assert np.array_equal(x.grad.numpy(), _direct_tensor_scaled(dy.numpy(), wn, e5))
+    assert np.array_equal(w.grad.numpy(), _direct_tensor_scaled(dy.numpy().T, xn, e5))
+
+
+def test_a_second_backward_reads_its_own_gradient():
+    # the forward's words are kept for every backward; each backward casts its own dy
+    rng = np.random.default_rng(10)
+    x = torch.from_numpy(rng.standard_normal((8, 32)).astype(np.float32)).requires_grad_()
+    w = torch.from_numpy(rng.standard_normal((8, 32)).astype(np.float32))
+    y = mt.linear(x, w, emulation=H100_FP8)
+    dy1 = torch.from_numpy(rng.standard_normal((8, 8)).astype(np.float32))
+    dy2 = torch.from_numpy(rng.standard_normal((8, 8)).astype(np.float32) * 3)
+    y.backward(dy1, retain_graph=True)
+    g1 = x.grad.clone()
+    x.grad = None
+    y.backward(dy2)
+    e5 = "wgmma.mma_async.k32.f32.e5m2.e4m3"
+    assert np.array_equal(g1.numpy(), _direct_tensor_scaled(dy1.numpy(), w.numpy(), e5))
+    assert np.array_equal(x.grad.numpy(), _direct_tensor_scaled(dy2.numpy(), w.numpy(), e5))
+
+
+def test_an_emulation_looks_its_model_up_again_in_a_new_registry():
+    from mmasim.registry import build as registry
+    em = mt.Emulation("A100", "mma.sync.m16n8k16.f32.bf16.bf16.f32")
+    first = em.model()
+    assert em.model() is first                       # the GEMMs of a layer share one model
+    registry.reset_registry()                        # what registering a plugin does
+    again = em.model()
+    assert again is not first and again._reg is registry.get_registry()
+    assert again.instruction == first.instruction

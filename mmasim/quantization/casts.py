@@ -40,10 +40,19 @@ NAN_POLICIES = ("raise", "propagate")
 
 
 def element_formats(registry=None) -> dict:
-    """``key -> Format`` of every float format some datapath reads as its A or B operand."""
+    """``key -> Format`` of every float format some datapath reads as its A or B operand
+    (read from the datapaths once per registry: every quantize call asks)."""
+    global _elements
     reg = registry or get_registry()
-    keys = {k for arch in reg.architectures.values() for dp in arch.datapaths for k in (dp.a, dp.b)}
-    return {k: reg.formats[k] for k in sorted(keys) if not reg.formats[k].integer}
+    cached = _elements
+    if cached[0] is not reg:
+        keys = {k for arch in reg.architectures.values() for dp in arch.datapaths for k in (dp.a, dp.b)}
+        cached = _elements = (reg, {k: reg.formats[k] for k in sorted(keys) if not reg.formats[k].integer})
+    return dict(cached[1])
+
+
+#: (the registry last asked, its element formats)
+_elements = (None, {})
 
 
 def decode(fmt: Format, words):

@@ -82,8 +82,19 @@ class Emulation:
         return getattr(self, which) or self
 
     def model(self):
+        """The instruction's :class:`~mmasim.execution.model.Model`, looked up once per registry (every
+        GEMM of a layer reuses it, and the kernel its plan holds; a plugin registered since,
+        which makes a new registry, makes a new lookup)."""
         from mmasim.execution.model import Model
-        return Model.lookup(self.arch, self.instruction, **dict(self.qualifiers))
+        from mmasim.registry.build import get_registry
+        m = _MODELS.get(self)
+        if m is None or m._reg is not get_registry():
+            m = _MODELS[self] = Model.lookup(self.arch, self.instruction, **dict(self.qualifiers))
+        return m
+
+
+#: Emulation -> its Model (see Emulation.model)
+_MODELS: dict = {}
 
 
 def _fp8(arch, a, b, op):

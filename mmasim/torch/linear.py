@@ -51,9 +51,9 @@ def _np(t):
     return t.detach().to("cpu", torch.float32).numpy()
 
 
-def _mm(a, b, em, which):
+def _mm(a, b, em, which, memo, keys):
     torch = _torch()
-    y = matmul(_np(a), _np(b), em.for_gemm(which))
+    y = matmul(_np(a), _np(b), em.for_gemm(which), memo=memo, keys=keys)
     return torch.from_numpy(y).to(a.device)
 
 
@@ -61,17 +61,22 @@ def _function():
     torch = _torch()
 
     class _Linear(torch.autograd.Function):
+        # the words of x and W cast in the forward are kept (ctx.memo) for the backward GEMMs that
+        # read them in the same format; dy's words only within one backward (matmul's memo)
         @staticmethod
         def forward(ctx, x2, weight, em):
             ctx.save_for_backward(x2, weight)
-            ctx.em = em
-            return _mm(x2, weight.t(), em, "forward")
+            ctx.em, ctx.memo = em, {}
+            return _mm(x2, weight.t(), em, "forward", ctx.memo, (("x", False), ("w", True)))
 
         @staticmethod
         def backward(ctx, dy):
-            x2, weight = ctx.saved_tensors
-            dx = _mm(dy, weight, ctx.em, "dgrad") if ctx.needs_input_grad[0] else None
-            dw = _mm(dy.t(), x2, ctx.em, "wgrad") if ctx.needs_input_grad[1] else None
+            x2, weight = ctx.saved_tensors      # raises if either was modified in place since
+            memo = dict(ctx.memo)
+            dx = _mm(dy, weight, ctx.em, "dgrad", memo, (("dy", False), ("w", False))) \
+                if ctx.needs_input_grad[0] else None
+            dw = _mm(dy.t(), x2, ctx.em, "wgrad", memo, (("dy", True), ("x", False))) \
+                if ctx.needs_input_grad[1] else None
             return dx, dw, None
 
     return _Linear

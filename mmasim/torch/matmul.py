@@ -5,6 +5,11 @@ matrices are padded with zeros to whole instruction tiles (zero rows, columns an
 as a kernel pads a partial tile), :func:`mmasim.gemm` computes D from a zero start (C = None), and D's words
 become float32 values (scaled back in binary32 for per-tensor scaling, rounded to the output
 format where one is named).  numpy in, numpy out; :mod:`mmasim.torch.linear` wraps it for torch.
+
+A cast or per-tensor scaling acts on each element alone: the unpadded matrix is cast and its
+words padded with the word of +0 (the word a zero element is cast to), and a ``memo`` keeps the
+words of a named tensor, so that the GEMMs of a layer that read the same tensor in the same
+format (x and W in the forward and a backward GEMM, dy in both) cast it once.
 """
 
 from __future__ import annotations
@@ -77,8 +82,35 @@ def _operand(x: np.ndarray, fmt, em, axis: int):
     return quantize(x, fmt.key, saturate=em.saturate).words, np.float32(1)
 
 
-def matmul(a, b, emulation, *, progress=False, threads=None, backend=None) -> np.ndarray:
-    """``a @ b`` (float ``(M, K)`` by ``(K, N)``) through the emulated GEMM: float32 ``(M, N)``."""
+def _elementwise(x: np.ndarray, fmt, em, rows: int, cols: int, memo, key):
+    """(words padded to ``rows`` x ``cols`` with +0's word, decode scale) of ``x`` under a cast or
+    per-tensor scaling.  ``key``: ``None``, or ``(name, transposed)``: ``x`` is the tensor ``name``
+    (or its transpose), whose words ``memo`` keeps per format and scaling."""
+    tag = None if memo is None or key is None else (key[0], fmt.key, em.scaling, em.saturate)
+    if tag is not None and tag in memo:
+        words, scale = memo[tag]
+    else:
+        own = x.T if key is not None and key[1] else x
+        words, scale = _operand(own, fmt, em, axis=-1)
+        if tag is not None:
+            memo[tag] = words, scale
+    if key is not None and key[1]:
+        words = words.T
+    if words.shape != (rows, cols):
+        zero = _operand(np.zeros((1, 1), np.float32), fmt, em, axis=-1)[0][0, 0]
+        out = np.full((rows, cols), zero, dtype=words.dtype)
+        out[:words.shape[0], :words.shape[1]] = words
+        words = out
+    return np.ascontiguousarray(words), scale
+
+
+def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=None,
+           keys=(None, None)) -> np.ndarray:
+    """``a @ b`` (float ``(M, K)`` by ``(K, N)``) through the emulated GEMM: float32 ``(M, N)``.
+
+    ``memo`` (a dict) and ``keys`` (for ``a`` and ``b``: ``None`` or ``(name, transposed)``):
+    under a cast or per-tensor scaling, the words of the tensors so named are cast once and
+    kept in ``memo`` for the next GEMM that reads them (see the module)."""
     from mmasim import gemm
     a = np.asarray(a, dtype=np.float32)
     b = np.asarray(b, dtype=np.float32)
@@ -95,9 +127,12 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None) -> np
     if em.split_k:
         tk *= em.split_k
     Mp, Np, Kp = _round_up(max(M, 1), tm), _round_up(max(N, 1), tn), _round_up(max(K, 1), tk)
-    ap, bp = _pad(a, Mp, Kp), _pad(b, Kp, Np)
-    qa, sa = _operand(ap, model.a_format, em, axis=-1)
-    qb, sb = _operand(bp, model.b_format, em, axis=0)
+    if em.scaling == "scheme":      # block scales: the padded matrix is quantized
+        qa, sa = _operand(_pad(a, Mp, Kp), model.a_format, em, axis=-1)
+        qb, sb = _operand(_pad(b, Kp, Np), model.b_format, em, axis=0)
+    else:
+        qa, sa = _elementwise(a, model.a_format, em, Mp, Kp, memo, keys[0])
+        qb, sb = _elementwise(b, model.b_format, em, Kp, Np, memo, keys[1])
     kwargs = {}
     if em.promote_every:
         kwargs["promote_every"] = em.promote_every
