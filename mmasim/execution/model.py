@@ -85,6 +85,11 @@ class Model:
         return self.datapath.arch
 
     @property
+    def family(self):
+        """The instruction family of the datapath (:class:`mmasim.registry.family.Family`)."""
+        return self._reg.family(self.datapath.op)
+
+    @property
     def instruction(self) -> str:
         return self.datapath.canonical(self._reg.formats)
 

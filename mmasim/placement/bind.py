@@ -20,10 +20,9 @@ from mmasim.errors import (
     UnknownOption,
     UnsupportedDatapath,
 )
-from mmasim.registry.lookup import layout_rule, layouts_of
 from mmasim.operands.tensors import plain_array
 from mmasim.placement.expr import SELECTORS
-from mmasim.placement.fragment import OPERANDS, FragmentRule
+from mmasim.placement.fragment import OPERANDS, FragmentRule, operand_bits, rule_key
 from mmasim.placement.tcgen05_scales import replicate, unpack_scale
 
 _MAJOR = ("row", "col")
@@ -48,26 +47,6 @@ def _shape(model, operand):
         return ms[0], ns[0] if ns else 8
     raise ShapeError(f"{model.instruction}: the layout depends on the shape; name it in the instruction "
                      f"(e.g. m{ms[0] if ms else 64}n{ns[0] if ns else 8}k{model.k})")
-
-
-def _format_bits(dp, formats, operand):
-    """(format name, container bits) of ``operand``'s elements in datapath ``dp``."""
-    if operand == "sparse_metadata":
-        return "4-bit selector", 4
-    fmt = formats[dp.scale if operand in ("scale_a", "scale_b") else getattr(dp, operand)]
-    if operand in ("c", "d") and dp.op == "tcgen05.mma":
-        # one element per 32-bit TMEM word, not packed (PTX §9.7.16.10.4.1; mmasim.placement.tcgen05_warp)
-        return fmt.name, 32
-    return fmt.name, fmt.container_bits
-
-
-def rule_key(dp, formats, operand: str, M, N, alayout: str = "row", blayout: str = "col") -> dict:
-    """What :meth:`FragmentRule.matches` reads of ``operand`` of datapath ``dp`` at shape
-    ``M x N`` (``formats``: the registry's formats): the one description of an instruction's
-    operand that every layout look-up and the registry's layout claims use."""
-    return dict(op=dp.op, m=M, n=N, k=dp.k, operand=operand, bits=_format_bits(dp, formats, operand)[1],
-                arch=dp.arch, kind=dp.kind, a_type=dp.a, a_bits=formats[dp.a].container_bits, alayout=alayout,
-                blayout=blayout, sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
 
 
 def _matrix_shape(model, operand, M, N):
@@ -100,12 +79,12 @@ def _majors(model, alayout, blayout) -> tuple:
         return pair
     chosen = (alayout or pair[0], blayout or pair[1])
     given = ", ".join(f"{k}={v!r}" for k, v in (("alayout", alayout), ("blayout", blayout)) if v is not None)
-    reg = model._reg
+    syntax, formats = model.family.syntax, model._reg.formats
     if named and chosen != named:
         raise OperandError(f"{model.instruction}: {given} contradicts the instruction string's "
                            f".{named[0]}.{named[1]}")
-    if chosen not in layouts_of(model.datapath, reg):
-        raise OperandError(f"{model.instruction}: {given}: {layout_rule(model.datapath, reg)}")
+    if chosen not in syntax.layouts_of(model.datapath, formats):
+        raise OperandError(f"{model.instruction}: {given}: {syntax.layout_rule(model.datapath, formats)}")
     return chosen
 
 
@@ -137,8 +116,8 @@ def layout(model, operand: str, alayout: str | None = None, blayout: str | None 
     if operand == "sparse_metadata" and not dp.sparse:
         raise UnsupportedDatapath(f"{model.instruction} is dense: it has no sparse_metadata operand")
     M, N = _shape(model, operand)
-    fname, bits = _format_bits(dp, model._reg.formats, operand)
-    key = rule_key(dp, model._reg.formats, operand, M, N, alayout, blayout)
+    fname, bits = operand_bits(dp, model.family, model._reg.formats, operand)
+    key = rule_key(dp, model._reg.formats, operand, M, N, alayout, blayout, family=model.family)
     rules = [r for r in model._reg.layouts.values() if isinstance(r, FragmentRule) and r.matches(**key)]
     if not rules:
         raise UnsupportedDatapath(

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from mmasim.errors import OperandError, ShapeError, TableError, UnsupportedDatapath
-from mmasim.placement.bind import _shape, layout, rule_key, scale_operands, sparse_operand
-from mmasim.placement.fragment import FragmentRule
+from mmasim.placement.bind import _shape, layout, scale_operands, sparse_operand
+from mmasim.placement.fragment import FragmentRule, rule_key
 from mmasim.placement.smem_packed import read_model_operand
 
 _PAIR = "cta_group::2"
@@ -38,7 +38,7 @@ def a_tmem_layout(model, lane_alignment: int = 0):
         raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory exists only for tcgen05.mma")
     M, N = _shape(model, "d")
     bits = model.a_format.container_bits
-    key = rule_key(dp, model._reg.formats, "a", M, N)
+    key = rule_key(dp, model._reg.formats, "a", M, N, family=model.family)
     rules = [r for r in model._reg.layouts.values()
              if isinstance(r, FragmentRule) and r.storage == "tmem" and r.matches(**key)]
     if not rules:
