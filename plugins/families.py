@@ -9,6 +9,7 @@ a third-party plugin) plus the modules its fields name.
 """
 
 from mmasim import hookimpl
+from mmasim.placement import tcgen05_warp, wgmma_warp
 from mmasim.placement.smem_packed import smem_packing
 from mmasim.registry.family import AliasTarget, Family, Syntax
 
@@ -60,14 +61,14 @@ FAMILIES = (
                               prefixes=("mma.sync.aligned.",)),
            emitter="mmasim.harness.nv_sync", target=NVIDIA_TARGET),
     Family("wgmma.mma_async", Syntax(lead=("wgmma", "mma_async"), fixed=("sync", "aligned")),
-           storage={"a": ("registers", "smem"), "b": ("smem",)}, descriptor="wgmma",
+           storage={"a": ("registers", "smem"), "b": ("smem",)}, descriptor="wgmma", warp=wgmma_warp.warp,
            emitter="mmasim.harness.nv_async", target=NVIDIA_TARGET),
     Family("tcgen05.mma", Syntax(lead=("tcgen05", "mma"), naming=("ws",), hints=_COLLECTOR, cta_group=True,
                                  refused={"scale_input_d": _SCALE_INPUT_D, "scale-input-d": _SCALE_INPUT_D},
                                  check=tcgen05_check),
            storage={"a": ("smem", "tmem"), "b": ("smem",), "c": _TMEM, "d": _TMEM, "scale_a": _TMEM,
                     "scale_b": _TMEM, "sparse_metadata": _TMEM},
-           descriptor="tcgen05", smem_packing=smem_packing,
+           descriptor="tcgen05", smem_packing=smem_packing, warp=tcgen05_warp.warp,
            emitter="mmasim.harness.nv_tcgen05", target=NVIDIA_TARGET),
     Family("v_mfma", Syntax(lead=("v_mfma",), kind_optional=True, prefixes=("v_mfma_", "v_mfma.")),
            emitter="mmasim.harness.amd", target=AMD_TARGET),

@@ -27,14 +27,15 @@ from mmasim.placement.tcgen05_scales import replicate, unpack_scale
 
 _MAJOR = ("row", "col")
 
-_NOT_IN_REGISTERS = {
-    ("wgmma.mma_async", "b"): "B of wgmma.mma_async is read from shared memory through a matrix descriptor "
-                              "(see mmasim.placement.SmemLayout)",
-    ("tcgen05.mma", "a"): "A of tcgen05.mma is read from shared memory (or TMEM) through a descriptor "
-                          "(see mmasim.placement.SmemLayout)",
-    ("tcgen05.mma", "b"): "B of tcgen05.mma is read from shared memory through a matrix descriptor "
-                          "(see mmasim.placement.SmemLayout)",
-}
+def _not_in_registers(model, operand) -> str | None:
+    """Why ``operand`` has no register / TMEM fragment layout (its family reads it from shared
+    memory through a descriptor: ``Family.storage``), or None."""
+    spaces = model.family.storage_of(operand)
+    if spaces[0] != "smem":
+        return None
+    how = " (or TMEM) through a descriptor" if "tmem" in spaces else " through a matrix descriptor"
+    return (f"{operand.upper()} of {model.datapath.op} is read from shared memory{how} "
+            "(see mmasim.placement.SmemLayout)")
 
 
 def _shape(model, operand):
@@ -109,8 +110,9 @@ def layout(model, operand: str, alayout: str | None = None, blayout: str | None 
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
             raise OperandError(f"{name} must be a non-negative integer; got {v!r}")
     dp = model.datapath
-    if (dp.op, operand) in _NOT_IN_REGISTERS:
-        raise UnsupportedDatapath(f"{model.instruction}: {_NOT_IN_REGISTERS[dp.op, operand]}")
+    why = _not_in_registers(model, operand)
+    if why:
+        raise UnsupportedDatapath(f"{model.instruction}: {why}")
     if operand in ("scale_a", "scale_b") and not dp.scale:
         raise UnsupportedDatapath(f"{model.instruction} is not block-scaled: it has no {operand} operand")
     if operand == "sparse_metadata" and not dp.sparse:
@@ -238,9 +240,9 @@ def expand(model, compressed, sparse_metadata) -> np.ndarray:
     return full
 
 
-def _held(model, images="images") -> str:
-    """What the instruction's scale factors and metadata are held in, for error messages."""
-    return f"Tensor Memory {images}" if model.datapath.op == "tcgen05.mma" else "registers"
+def _held(model, operand, images="images") -> str:
+    """What ``operand`` (scale factors, metadata) is held in, for error messages."""
+    return f"Tensor Memory {images}" if model.family.storage_of(operand)[0] == "tmem" else "registers"
 
 
 def scale_operands(model, scale_a, scale_b, byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0) -> dict:
@@ -254,7 +256,7 @@ def scale_operands(model, scale_a, scale_b, byte_id_a=0, byte_id_b=0, thread_id_
             raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
         return {}
     if scale_a is None or scale_b is None:
-        raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b {_held(model)} "
+        raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b {_held(model, 'scale_a')} "
                          "(fragments('scale_a', SA), fragments('scale_b', SB))")
     return {"scale_a": unpack_scale(model, "scale_a", layout(model, "scale_a", byte_id=byte_id_a,
                                                              thread_id=thread_id_a), scale_a),
@@ -273,7 +275,7 @@ def sparse_operand(model, A, sparse_metadata, sparsity_selector=0, **options):
             raise OperandError(f"{model.instruction} is dense: it takes no sparsity_selector")
         return A, {}
     if sparse_metadata is None:
-        raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse_metadata {_held(model, 'image')} "
+        raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse_metadata {_held(model, 'sparse_metadata', 'image')} "
                                   "(the sparse metadata: fragments('sparse_metadata', words, selector=...))")
     md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector, **options).unpack(sparse_metadata))
     return expand(model, A, md), {"sparse_metadata": md}

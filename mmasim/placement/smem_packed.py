@@ -111,12 +111,14 @@ def packed_image(layout: SmemLayout, words, pack: tuple, *, field_shift: int = 0
     return layout.to_image(by)
 
 
-def read_model_operand(model, operand: str, image, descriptor, rows: int, depth: int, major: str,
-                       target: str) -> np.ndarray:
-    """A / B of ``model`` read from its shared-memory image: whole containers through
-    :func:`read_operand`, tcgen05's packed / padded sub-byte codes through :func:`read_packed_operand`."""
+def read_model_operand(model, operand: str, image, descriptor, rows: int, depth: int, major: str) -> np.ndarray:
+    """A / B of ``model`` read from its shared-memory image through a descriptor of its family's
+    format (``Family.descriptor``): whole containers through :func:`read_operand`, sub-byte codes
+    packed or padded as the family's ``smem_packing`` says through :func:`read_packed_operand`."""
     fmt = model.a_format if operand == "a" else model.b_format
-    pack = smem_packing(model.datapath.kind, fmt) if target == "tcgen05" else ("bytes", fmt.container_bits)
+    family = model.family
+    target = family.descriptor
+    pack = family.smem_packing(model.datapath.kind, fmt) if family.smem_packing else ("bytes", fmt.container_bits)
     if pack[0] == "bytes":
         return read_operand(image, descriptor, rows, depth, fmt.container_bits, major=major, target=target)
     try:
