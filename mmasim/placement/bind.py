@@ -174,13 +174,7 @@ def metadata_words(nibbles) -> np.ndarray:
 
 def _metadata_nibbles(model, X, chunks):
     md = plain_array(X, "sparse_metadata")
-    nwords = model.sparse_rule.words(model.datapath.k)
-    if md.ndim != 2 or md.dtype.kind not in "iu" or md.shape[1] != nwords:
-        raise SparseMetadataError(
-            f"{model.instruction}: sparse_metadata must be integer words of shape (M, {nwords}), the matrix "
-            f"form's (nibble j of a row is the selector of chunk j of its logical K); got {md.dtype} {md.shape}")
-    if md.size and (md.min() < 0 or int(md.max()) > 0xFFFFFFFF):
-        raise SparseMetadataError("sparse_metadata words must be 32-bit (0 <= word <= 0xFFFFFFFF)")
+    _sparse.check_words(md, model.sparse_rule.words(model.datapath.k), matrix=True, where=f"{model.instruction}: ")
     return _sparse.nibbles(md, chunks)
 
 
