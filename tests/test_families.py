@@ -5,7 +5,6 @@ tests an op string."""
 import ast
 import pathlib
 import re
-import types
 
 import attrs
 import pytest
@@ -13,27 +12,18 @@ import pytest
 import mmasim
 from mmasim.errors import PluginConflict, UnknownInstruction
 from mmasim.registry.family import AliasTarget, Family, Syntax
+from test_plugin_isolation import make_plugin, registered  # noqa: F401 - the fixture undoes each register
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-TOY_TABLE = """
-[architecture]
-name = "FamToy"
-vendor = "Example"
-description = "a toy architecture of a toy instruction family"
-aliases = ["famtoy-1", "sm_77q"]
-
-[[datapath]]
-op = "famtoy.mma"
-a = "f16"
-b = "f16"
-d = "f32"
-k = 4
-accumulator = "window"
-params = { F = 25, zeros = "excluded" }
-rounding = "rz-f32"
-status = { kind = "assumed", evidence = "toy" }
-"""
+#: a toy architecture whose one datapath is of the toy family (a parsed table)
+TOY_TABLE = {
+    "architecture": {"name": "FamToy", "vendor": "Example", "aliases": ["famtoy-1", "sm_77q"],
+                     "description": "a toy architecture of a toy instruction family"},
+    "datapath": [{"op": "famtoy.mma", "a": "f16", "b": "f16", "d": "f32", "k": 4, "accumulator": "window",
+                  "params": {"F": 25, "zeros": "excluded"}, "rounding": "rz-f32",
+                  "status": {"kind": "assumed", "evidence": "toy"}}],
+}
 
 CALLS = []
 
@@ -48,33 +38,8 @@ TOY_FAMILY = Family("famtoy.mma", Syntax(lead=("famtoy", "mma"), fixed=("sync",)
 
 
 def plugin(*families, table=True):
-    p = types.SimpleNamespace()
-
-    @mmasim.hookimpl
-    def mmasim_families():
-        return list(families)
-
-    p.mmasim_families = mmasim_families
-    if table:
-        @mmasim.hookimpl
-        def mmasim_architectures():
-            return [TOY_TABLE]
-
-        p.mmasim_architectures = mmasim_architectures
-    return p
-
-
-@pytest.fixture
-def registered():
-    names = []
-
-    def register(p, name):
-        mmasim.register(p, name=name)
-        names.append(name)
-
-    yield register
-    for name in names:
-        mmasim.unregister(name=name)
+    """A plugin of ``families`` (and, with ``table``, the toy architecture)."""
+    return make_plugin(mmasim_families=list(families), **({"mmasim_architectures": [TOY_TABLE]} if table else {}))
 
 
 def test_a_plugins_family_gives_its_datapaths_their_syntax_warp_and_target(registered):
