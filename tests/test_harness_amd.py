@@ -37,10 +37,14 @@ def _cache(tmp_path_factory, monkeypatch):
 
 
 # ---------------------------------------------------------------- what is generated
+#: the gfx target of each CDNA generation (AMD's CDNA1 / CDNA2 / CDNA3 ISA guides: gfx908, gfx90a, gfx942)
+TARGETS = {"CDNA1": "gfx908", "CDNA2": "gfx90a", "CDNA3": "gfx942"}
+
+
 def test_every_amd_instruction_has_one_wavefront_kernel():
     for arch, ins in ALL:
         (s,) = amd.specs(mmasim.MMA(arch, ins))
-        assert s.threads == 64 and s.target == amd.TARGETS[arch] and s.arch == arch
+        assert s.threads == 64 and s.target == TARGETS[arch] and s.arch == arch
         assert [b.operand for b in s.inputs][:3] == ["a", "b", "c"] and s.output.operand == "d"
         assert s.assembly.split()[0] == amd.mnemonic(mmasim.MMA(arch, ins))
         assert f'extern "C" __global__ void {s.name}(const uint32_t* const* in, uint32_t* out)' in s.device
@@ -286,7 +290,7 @@ def test_specs_refuse_an_nvidia_instruction():
 def test_every_instruction_assembles_for_its_target(arch):
     specs = _specs(arch)
     lines = [s.assembly for s in specs]
-    r = amd.check_assembly(amd.TARGETS[arch], lines)
+    r = amd.check_assembly(TARGETS[arch], lines)
     assert r["errors"] == {}, "\n".join(f"{k}: {v}" for k, v in r["errors"].items())
     assert r["encoded"] == len(lines)
     # the assembler prints each instruction in its canonical spelling: the table's mnemonic is
@@ -325,7 +329,7 @@ def test_assembler_results_are_cached_by_content(tmp_path, monkeypatch):
 @needs_clang
 @pytest.mark.parametrize("arch", ARCHS)
 def test_generated_device_code_compiles_for_its_target(arch):
-    r = amd.check_device_code(amd.TARGETS[arch], _specs(arch))
+    r = amd.check_device_code(TARGETS[arch], _specs(arch))
     assert r["errors"] == {}, "\n".join(f"{k}: {v}" for k, v in r["errors"].items())
 
 

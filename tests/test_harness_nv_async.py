@@ -12,68 +12,69 @@ import mmasim
 from mmasim import UnsupportedDatapath
 from mmasim.errors import ShapeError
 from mmasim.harness import nv_async as nv
+from mmasim.harness import nv_tcgen05 as tc
 from mmasim.harness.spec import KernelSpec
 
 
 # ------------------------------------------------------------------ instruction descriptor
 def test_idesc_kind_f16_f32_d_m128_n256_sets_dtype_bit4_n_at_17_m_at_24():
     # dtype F32 = 1 at bits 4-5; atype / btype F16 = 0; N >> 3 = 32 at 17-22; M >> 4 = 8 at 24-28
-    assert nv.instruction_descriptor("f16", 128, 256, "f16", "f16", "f32") == (1 << 4) | (32 << 17) | (8 << 24)
-    assert nv.instruction_descriptor("f16", 128, 256, "f16", "f16", "f32") == 0x08400010
+    assert tc.instruction_descriptor("f16", 128, 256, "f16", "f16", "f32") == (1 << 4) | (32 << 17) | (8 << 24)
+    assert tc.instruction_descriptor("f16", 128, 256, "f16", "f16", "f32") == 0x08400010
 
 
 def test_idesc_kind_f16_bf16_m64_n8_atype_and_btype_are_one():
     # BF16 = 1 in atype (bits 7-9) and btype (bits 10-12)
-    assert nv.instruction_descriptor("f16", 64, 8, "bf16", "bf16", "f32") == 0x04020490
+    assert tc.instruction_descriptor("f16", 64, 8, "bf16", "bf16", "f32") == 0x04020490
 
 
 def test_idesc_kind_f16_with_f16_d_has_dtype_zero():
-    assert nv.instruction_descriptor("f16", 64, 8, "f16", "f16", "f16") == (1 << 17) | (4 << 24)
+    assert tc.instruction_descriptor("f16", 64, 8, "f16", "f16", "f16") == (1 << 17) | (4 << 24)
 
 
 def test_idesc_kind_tf32_types_are_two():
-    assert nv.instruction_descriptor("tf32", 128, 64, "tf32", "tf32", "f32") == 0x08100910
+    assert tc.instruction_descriptor("tf32", 128, 64, "tf32", "tf32", "f32") == 0x08100910
 
 
 def test_idesc_kind_i8_signed_a_unsigned_b_saturate_s32():
     # saturate bit 3; dtype S32 = 2; Signed 8b = 1 (atype), Unsigned 8b = 0 (btype)
-    assert nv.instruction_descriptor("i8", 128, 16, "s8", "u8", "s32", saturate=True) == 0x080400A8
+    assert tc.instruction_descriptor("i8", 128, 16, "s8", "u8", "s32", saturate=True) == 0x080400A8
 
 
 def test_idesc_kind_f8f6f4_sparse_e2m1_by_e3m2_f16_d():
     # sparsity bit 2; E2M1 = 5 (atype), E3M2 = 4 (btype); N = 128 -> 16 << 17; M = 64 -> 4 << 24
-    word = nv.instruction_descriptor("f8f6f4", 64, 128, "e2m1", "e3m2", "f16", sparse=True)
+    word = tc.instruction_descriptor("f8f6f4", 64, 128, "e2m1", "e3m2", "f16", sparse=True)
     assert word == 0x04201284
 
 
 def test_idesc_sparsity_selector_is_bits_0_1_and_max_shift_bits_30_31():
-    base = nv.instruction_descriptor("f16", 128, 64, "f16", "f16", "f32", sparse=True)
-    assert nv.instruction_descriptor("f16", 128, 64, "f16", "f16", "f32", sparse=True, sparsity_selector=3) == base | 3
-    assert nv.instruction_descriptor("f16", 128, 64, "f16", "f16", "f32", sparse=True, max_shift=2) == base | 2 << 30
+    base = tc.instruction_descriptor("f16", 128, 64, "f16", "f16", "f32", sparse=True)
+    assert tc.instruction_descriptor("f16", 128, 64, "f16", "f16", "f32", sparse=True, sparsity_selector=3) == base | 3
+    assert tc.instruction_descriptor("f16", 128, 64, "f16", "f16", "f32", sparse=True, max_shift=2) == base | 2 << 30
 
 
 def test_idesc_negate_and_transpose_bits_13_to_16():
-    base = nv.instruction_descriptor("f16", 128, 64, "f16", "f16", "f32")
+    base = tc.instruction_descriptor("f16", 128, 64, "f16", "f16", "f32")
     for kw, bit in (("negate_a", 13), ("negate_b", 14), ("transpose_a", 15), ("transpose_b", 16)):
-        assert nv.instruction_descriptor("f16", 128, 64, "f16", "f16", "f32", **{kw: True}) == base | 1 << bit
+        assert tc.instruction_descriptor("f16", 128, 64, "f16", "f16", "f32", **{kw: True}) == base | 1 << bit
 
 
 def test_idesc_kind_mxf8f6f4_scale_ids_scale_type_and_m_shifted_by_7():
     # SFB ID at 4-5, E5M2 = 1 (atype), E2M3 = 3 (btype), N >> 3 at 17, UE8M0 = 1 at 23,
     # M >> 7 = 2 at 27-28, SFA ID at 29-30
-    word = nv.instruction_descriptor("mxf8f6f4", 256, 8, "e5m2", "e2m3", scale_type="ue8m0",
+    word = tc.instruction_descriptor("mxf8f6f4", 256, 8, "e5m2", "e2m3", scale_type="ue8m0",
                                      scale_a_id=3, scale_b_id=1)
     assert word == 0x70820C90
 
 
 def test_idesc_kind_mxf4nvf4_ue4m3_scale_type_is_zero():
-    assert nv.instruction_descriptor("mxf4nvf4", 128, 256, "e2m1", "e2m1", scale_type="ue4m3") == 0x08400480
-    assert nv.instruction_descriptor("mxf4nvf4", 128, 256, "e2m1", "e2m1", scale_type="ue8m0") == 0x08C00480
+    assert tc.instruction_descriptor("mxf4nvf4", 128, 256, "e2m1", "e2m1", scale_type="ue4m3") == 0x08400480
+    assert tc.instruction_descriptor("mxf4nvf4", 128, 256, "e2m1", "e2m1", scale_type="ue8m0") == 0x08C00480
 
 
 def test_idesc_kind_mxf4_k96_is_bit_31():
-    plain = nv.instruction_descriptor("mxf4", 128, 8, "e2m1", "e2m1")
-    assert nv.instruction_descriptor("mxf4", 128, 8, "e2m1", "e2m1", k96=True) == plain | 1 << 31
+    plain = tc.instruction_descriptor("mxf4", 128, 8, "e2m1", "e2m1")
+    assert tc.instruction_descriptor("mxf4", 128, 8, "e2m1", "e2m1", k96=True) == plain | 1 << 31
 
 
 @pytest.mark.parametrize("kw", [
@@ -87,7 +88,7 @@ def test_idesc_kind_mxf4_k96_is_bit_31():
 ])
 def test_idesc_refuses_values_the_isa_table_does_not_list(kw):
     with pytest.raises(ShapeError):
-        nv.instruction_descriptor(**kw)
+        tc.instruction_descriptor(**kw)
 
 
 def test_idesc_reserved_bits_stay_zero():
@@ -95,12 +96,12 @@ def test_idesc_reserved_bits_stay_zero():
     for kind, a, d in (("f16", "bf16", "f32"), ("tf32", "tf32", "f32"), ("f8f6f4", "e2m1", "f16"), ("i8", "s8", "s32")):
         for m in (64, 128, 256):
             for n in (8, 136, 256):
-                w = nv.instruction_descriptor(kind, m, n, a, a, d, sparse=True, sparsity_selector=3, max_shift=3,
+                w = tc.instruction_descriptor(kind, m, n, a, a, d, sparse=True, sparsity_selector=3, max_shift=3,
                                               saturate=kind == "i8", negate_a=True, negate_b=True)
                 assert w & plain_reserved == 0
     scaled_reserved = 0b11 | 1 << 3 | 1 << 6 | 0b111 << 24
     for kind, st, ids in (("mxf8f6f4", "ue8m0", 3), ("mxf4", "ue8m0", 2), ("mxf4nvf4", "ue4m3", 2)):
-        w = nv.instruction_descriptor(kind, 256, 256, "e2m1", "e2m1", sparse=True, scale_type=st,
+        w = tc.instruction_descriptor(kind, 256, 256, "e2m1", "e2m1", sparse=True, scale_type=st,
                                       scale_a_id=ids, scale_b_id=ids, negate_a=True, negate_b=True)
         assert w & scaled_reserved == 0
         if kind == "mxf8f6f4":
@@ -126,12 +127,12 @@ def test_wgmma_descriptors_are_k_major_no_swizzle_with_lbo_128_and_sbo_per_8_row
 
 def test_tcgen05_descriptors_carry_the_fixed_0b001_at_bits_46_to_48():
     m = _model("B200", "tcgen05.mma.kind::f8f6f4.f32.e4m3.e4m3")
-    spec = nv.specs(m, m=128)[0]
+    spec = tc.specs(m, m=128)[0]
     a = spec.inputs[0]
     # A: 128 rows x 32 e4m3 = 32 bytes per row: LBO 128 bytes, SBO 256 bytes, version 0b001 at 46,
     # LBO mode (bit 52) 0, swizzle (61-63) 0 = none
     assert a.descriptor == (128 >> 4) << 16 | (256 >> 4) << 32 | 1 << 46
-    assert spec.options["idesc"] == nv.instruction_descriptor("f8f6f4", 128, min(m.legal_n), "e4m3", "e4m3", "f32")
+    assert spec.options["idesc"] == tc.instruction_descriptor("f8f6f4", 128, min(m.legal_n), "e4m3", "e4m3", "f32")
 
 
 # ------------------------------------------------------------------ shared-memory images
@@ -225,12 +226,12 @@ TCGEN05 = [("B200", "tcgen05.mma.kind::f16.f32.bf16.bf16"), ("B200", "tcgen05.mm
 @pytest.mark.parametrize("arch,instruction", TCGEN05)
 def test_tcgen05_place_then_invert_returns_a_b_c_per_cta(arch, instruction):
     model = _model(arch, instruction)
-    for spec in nv.specs(model):
+    for spec in tc.specs(model):
         ops = _random_ops(spec, model)
         # the low bits of the 8-bit containers of 4/6-bit codes are where Format.field_shift says
         for o, f in (("a", model.a_format), ("b", model.b_format)):
             ops[o] = (ops[o] & np.uint64((1 << f.field_bits) - 1)) << np.uint64(f.field_shift)
-        a_buf, b_buf, c_buf = nv.place(spec, model, ops)
+        a_buf, b_buf, c_buf = tc.place(spec, model, ops)
         g, m, n, cases = spec.cluster, spec.options["m"], spec.options["n"], 2
         rows, cols = m // g, n // g
         pa, pb = tuple(spec.options["a_packing"]), tuple(spec.options["b_packing"])
@@ -243,22 +244,22 @@ def test_tcgen05_place_then_invert_returns_a_b_c_per_cta(arch, instruction):
                         == ops["a"][i, r * rows:(r + 1) * rows]).all()
                 assert (nv.image_operand(bimg, cols, model.k, pb, model.b_format.field_shift)
                         == ops["b"][i, :, r * cols:(r + 1) * cols].T).all()
-        assert (nv.read(spec, model, c_buf) == ops["c"]).all()
+        assert (tc.read(spec, model, c_buf) == ops["c"]).all()
 
 
 def test_tcgen05_tmem_words_of_one_lane_are_one_row_for_m128():
     # layout D (M = 128, cta_group::1): row i in TMEM lane i, column j in column j; thread t
     # writes lane t with tcgen05.st.32x32b, so thread t's C words are row t
     model = _model("B200", "tcgen05.mma.kind::f16.f32.f16.f16")
-    spec = [s for s in nv.specs(model) if s.options["m"] == 128][0]
+    spec = [s for s in tc.specs(model) if s.options["m"] == 128][0]
     ops = _random_ops(spec, model, cases=1)
-    c_buf = nv.place(spec, model, ops)[2].reshape(128, -1)
+    c_buf = tc.place(spec, model, ops)[2].reshape(128, -1)
     assert (c_buf[5] == ops["c"][0, 5]).all()
 
 
 def test_cta_group_2_kernels_run_on_a_two_block_cluster():
     model = _model("B200", "tcgen05.mma.cta_group::2.kind::f16.f32.f16.f16")
-    for spec in nv.specs(model):
+    for spec in tc.specs(model):
         assert spec.cluster == 2 and "__cluster_dims__(2, 1, 1)" in spec.device
         assert spec.options["layout"] == ("A" if spec.options["m"] == 256 else "B")
 
@@ -295,12 +296,12 @@ def test_tcgen05_scale_and_metadata_buffers_read_back_through_warp_give_the_matr
     images (thread t of CTA r: lane 128 r + t); read as the kernel's operands by Model.warp, the
     buffers give the matrix form's D through read()."""
     model = _model("B200", instruction)
-    for spec in nv.specs(model):
+    for spec in tc.specs(model):
         ops = _tcgen05_ops(spec, model)
-        bufs = nv.place(spec, model, ops)
+        bufs = tc.place(spec, model, ops)
         assert [b.operand for b in spec.inputs][3:] == [o for o in ("scale_a", "scale_b", "sparse_metadata")
                                                         if o in ops]
-        D = nv.read(spec, model, nv.simulate(spec, model, bufs, 2))
+        D = tc.read(spec, model, tc.simulate(spec, model, bufs, 2))
         extra = [o for o in ("scale_a", "scale_b", "sparse_metadata") if o in ops]
         expected = np.stack([model(ops["a"][i], ops["b"][i], ops["c"][i], **{o: ops[o][i] for o in extra})
                              for i in range(2)])
@@ -313,10 +314,10 @@ def test_tcgen05_scale_a_buffer_repeats_each_row_in_the_four_warps_as_ptx_requir
     storing its own partition with tcgen05.st.32x32b) carry the same scale words; the columns
     follow D's and the buffer says which layout it is."""
     model = _model("B200", "tcgen05.mma.kind::mxf4.block_scale.scale_vec::2X.block32.f32.e2m1.e2m1.ue8m0")
-    spec = nv.specs(model)[0]
+    spec = tc.specs(model)[0]
     ops = _tcgen05_ops(spec, model, cases=1)
     names = [b.operand for b in spec.inputs]
-    sa = nv.place(spec, model, ops)[names.index("scale_a")].reshape(128, -1)
+    sa = tc.place(spec, model, ops)[names.index("scale_a")].reshape(128, -1)
     for w in (1, 2, 3):
         np.testing.assert_array_equal(sa[32 * w:32 * w + 32], sa[:32])
     # row 33's two scale factors (scale_vec::2X, SFA_ID 0): thread 1, column 1, bytes 0 and 1
@@ -329,10 +330,10 @@ def test_tcgen05_m128_pair_scale_b_buffer_splits_n_between_the_warp_pairs_as_lay
     """M = 128 cta_group::2 (the 2x2 data path): warps 0 and 1 of each CTA (lanes 0..63, D's first
     N/2 columns) carry scale_B's first N/2 columns, warps 2 and 3 the rest; both CTAs the same."""
     model = _model("B200", "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue4m3")
-    spec = [s for s in nv.specs(model, n=32) if s.options["m"] == 128][0]
+    spec = [s for s in tc.specs(model, n=32) if s.options["m"] == 128][0]
     ops = _tcgen05_ops(spec, model, cases=1)
     names = [b.operand for b in spec.inputs]
-    sb = nv.place(spec, model, ops)[names.index("scale_b")].reshape(2, 128, -1)
+    sb = tc.place(spec, model, ops)[names.index("scale_b")].reshape(2, 128, -1)
     SB = ops["scale_b"][0]
     word = lambda n: sum(int(SB[v, n]) << (8 * v) for v in range(4))    # noqa: E731 (scale_vec::4X: the word)
     for cta in (0, 1):
@@ -344,7 +345,7 @@ def test_tcgen05_m128_pair_scale_b_buffer_splits_n_between_the_warp_pairs_as_lay
 
 
 def test_spec_round_trips_through_json_with_its_cluster():
-    spec = nv.specs(_model("B200", "tcgen05.mma.cta_group::2.kind::tf32.f32.tf32.tf32"))[0]
+    spec = tc.specs(_model("B200", "tcgen05.mma.cta_group::2.kind::tf32.f32.tf32.tf32"))[0]
     assert KernelSpec.from_json(spec.to_json()) == spec
 
 
@@ -478,7 +479,7 @@ def test_padded_4bit_codes_fill_the_low_8_bytes_of_each_16_byte_chunk():
 ])
 def test_harness_run_on_the_simulated_device_writes_block_scaled_tcgen05_vectors_the_dot_form_reproduces(
         tmp_path, instruction):
-    """`mmasim harness run` on the SimulatedDevice (tcgen05 kernels: nv_async.simulate): every
+    """`mmasim harness run` on the SimulatedDevice (tcgen05 kernels: nv_tcgen05.simulate): every
     recorded dot case's D equals the dot form on its recorded a, b, c, scales and metadata."""
     from mmasim.vectors import files as vectors
     from mmasim.harness import run as hrun

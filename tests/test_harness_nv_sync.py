@@ -6,6 +6,7 @@ and check the written vector files with ``mmasim validate``.
 """
 import json
 
+import attrs
 import numpy as np
 import pytest
 
@@ -56,6 +57,12 @@ PTX = [
 ]
 
 
+#: the nvcc target of each architecture: the arch-specific sm_NNa where the architecture has one
+#: (wgmma needs sm_90a, tcgen05 sm_100a / sm_103a: PTX ISA "Target ISA notes"), else sm_NN
+TARGETS = {"Volta": "sm_70", "Turing": "sm_75", "Ampere": "sm_80", "Ada Lovelace": "sm_89", "Hopper": "sm_90a",
+           "Blackwell": "sm_100a", "Blackwell Ultra": "sm_103a", "RTX Blackwell": "sm_120a"}
+
+
 @pytest.mark.parametrize("arch, instruction, opcode, regs", PTX, ids=[p[1] for p in PTX])
 def test_kernel_spells_the_ptx_isa_opcode_with_its_register_counts(arch, instruction, opcode, regs):
     (spec,) = nv_sync.specs(mmasim.MMA(arch, instruction))
@@ -63,7 +70,7 @@ def test_kernel_spells_the_ptx_isa_opcode_with_its_register_counts(arch, instruc
     words = {b.operand: b.words for b in spec.inputs}
     assert (words["a"], words["b"], words["c"], spec.output.words) == regs
     assert f'asm volatile("{opcode} ' in spec.device
-    assert spec.threads == 32 and spec.target == nv_sync.TARGETS[arch]
+    assert spec.threads == 32 and spec.target == TARGETS[arch]
 
 
 def test_sparse_kernel_passes_metadata_register_and_immediate_selector():
@@ -219,7 +226,9 @@ def test_cli_harness_generate_unknown_instruction_is_an_error(tmp_path, capsys):
 
 
 def test_generate_lists_instructions_whose_emitter_is_missing(tmp_path, monkeypatch):
-    monkeypatch.setitem(gen.FAMILIES, "mma.sync", "no_such_emitter")
+    reg = mmasim.get_registry()
+    monkeypatch.setitem(reg.families, "mma.sync",
+                        attrs.evolve(reg.families["mma.sync"], emitter="mmasim.harness.no_such_emitter"))
     res = gen.generate("Turing", out=tmp_path)
     assert not res.kernels and len(res.skipped) == len(mmasim.instructions("Turing"))
     assert all(why.startswith("not generated:") and "no_such_emitter" in why for _, why in res.skipped)

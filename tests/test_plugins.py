@@ -120,7 +120,8 @@ def test_builtin_python_plugins_are_only_those_whose_code_differs():
     # the table plugin: architecture tables and layout tables (archs/layouts/*.toml), no other part
     assert hooks.pop("mmasim_plugins.archs") == {"mmasim_architectures", "mmasim_layouts"}
     assert hooks == {"mmasim_plugins.blackwell": {"mmasim_layouts"},        # B200 TMEM / smem layouts
-                     "mmasim_plugins.rtx_blackwell": {"mmasim_formats"}}    # the sm_120 e2m1 container
+                     "mmasim_plugins.rtx_blackwell": {"mmasim_formats"},    # the sm_120 e2m1 container
+                     "mmasim_plugins.families": {"mmasim_families"}}        # the instruction families
 
 
 def test_table_hook_of_the_older_plugin_api_still_registers_a_packaged_table(tmp_path, monkeypatch):

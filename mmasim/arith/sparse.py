@@ -99,6 +99,20 @@ def nibbles(metadata: np.ndarray, count: int) -> np.ndarray:
     return nib[..., :count].astype(np.int64)
 
 
+def check_words(md: np.ndarray, nwords: int, *, matrix: bool = False, where: str = "") -> np.ndarray:
+    """``md`` if it is sparse metadata words: integers, ``nwords`` per row (``(..., nwords)``;
+    ``matrix``: exactly ``(M, nwords)``, the matrix form's), each 32-bit; else
+    :class:`~mmasim.SparseMetadataError` (``where``: what the message starts with)."""
+    if md.dtype.kind not in "iu" or (md.ndim != 2 if matrix else md.ndim == 0) or md.shape[-1] != nwords:
+        shape = (f"(M, {nwords}), the matrix form's (nibble j of a row is the selector of chunk j of its "
+                 "logical K)") if matrix else f"(..., {nwords})"
+        raise SparseMetadataError(f"{where}sparse_metadata must be integer words of shape {shape}; "
+                                  f"got {md.dtype} {md.shape}")
+    if md.size and (md.min() < 0 or int(md.max()) > 0xFFFFFFFF):
+        raise SparseMetadataError("sparse_metadata words must be 32-bit (0 <= word <= 0xFFFFFFFF)")
+    return md
+
+
 def check(rule: SparseRule, k: int, metadata: np.ndarray, where=None) -> np.ndarray:
     """The selector nibbles ``(..., chunks)`` of metadata words ``(..., W)``, every one legal, else
     :class:`~mmasim.SparseMetadataError` naming the first illegal one: its chunk and

@@ -11,7 +11,7 @@ from mmasim.errors import DtypeError, OperandError, ScaleError, ShapeError, Spar
 from mmasim.registry.lookup import Resolution, lookup_instruction
 from mmasim.registry.build import Registry, get_registry
 from mmasim.backends.plan import Plan, Rows, compute
-from mmasim.arith.sparse import check as check_selectors
+from mmasim.arith.sparse import check as check_selectors, check_words
 from mmasim.arith.special import rules_for as special_rules
 from mmasim.operands.tensors import accepts_tensors
 from mmasim.operands.words import VALUES, as_array, from_words, to_words, typed_dtype
@@ -83,6 +83,11 @@ class Model:
     @property
     def arch(self) -> str:
         return self.datapath.arch
+
+    @property
+    def family(self):
+        """The instruction family of the datapath (:class:`mmasim.registry.family.Family`)."""
+        return self._reg.family(self.datapath.op)
 
     @property
     def instruction(self) -> str:
@@ -189,13 +194,7 @@ class Model:
         """``md`` checked as the sparse metadata words ``(..., words)`` of :meth:`dot`: integer
         32-bit words whose every selector is legal (an error names the case in the whole batch,
         or ``where(index)``)."""
-        nwords = self.sparse_rule.words(self.datapath.k)
-        if md.dtype.kind not in "iu" or md.ndim == 0 or md.shape[-1] != nwords:
-            raise SparseMetadataError(
-                f"sparse_metadata must be integer words of shape (..., {nwords}); got {md.dtype} {md.shape}"
-            )
-        if md.size and (md.min() < 0 or int(md.max()) > 0xFFFFFFFF):
-            raise SparseMetadataError("sparse_metadata words must be 32-bit (0 <= word <= 0xFFFFFFFF)")
+        check_words(md, self.sparse_rule.words(self.datapath.k))
         check_selectors(self.sparse_rule, self.datapath.k, md, where)
         return md
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -31,11 +32,12 @@ from mmasim.errors import (
     UnsupportedDatapath,
 )
 from mmasim.harness.host import execute
-from mmasim.harness.spec import Buffer, KernelSpec, layout_name
+from mmasim.harness.spec import Buffer, KernelSpec, compile_target, layout_name
 from mmasim.harness.toolchain import cache_key, cache_path
 
 #: the mmasim architecture -> the gfx target its kernels are compiled for
-TARGETS = {"CDNA1": "gfx908", "CDNA2": "gfx90a", "CDNA3": "gfx942"}
+#: the emitter's software run of a kernel: none
+simulate = None
 #: threads per block: one wavefront of 64 lanes
 THREADS = 64
 #: the LLVM release whose AMDGPU assembler first knows every gfx942 instruction mmasim models
@@ -49,8 +51,8 @@ NOPS_AFTER = ("s_nop 7",) * 8
 
 
 def handles(model) -> bool:
-    """True for the instructions this module emits (``v_mfma`` and ``v_smfmac``)."""
-    return model.datapath.op in ("v_mfma", "v_smfmac")
+    """True for the instructions this module emits (its family's record names it: ``v_mfma``, ``v_smfmac``)."""
+    return model.family.emitter == __name__
 
 
 def mnemonic(model) -> str:
@@ -125,7 +127,7 @@ def assembly(model) -> str:
     """The instruction with concrete registers, exactly as the assembler sees it: D (and C) from
     register 0 (AGPRs on gfx908, VGPRs elsewhere), then A, B and the index register in VGPRs."""
     regs = registers(model)
-    acc = "a" if TARGETS[model.arch] == "gfx908" else "v"
+    acc = "a" if compile_target(model, "AMD gfx") == "gfx908" else "v"
     d = _reg(acc, 0, regs["d"])
     nxt = regs["d"] if acc == "v" else 0
     a = _reg("v", nxt, regs["a"])
@@ -181,9 +183,7 @@ def specs(model) -> list:
     """One :class:`KernelSpec` for a ``v_mfma`` / ``v_smfmac`` model."""
     if not handles(model):
         raise UnsupportedDatapath(f"{model.instruction}: not a v_mfma / v_smfmac instruction (mmasim.harness.amd)")
-    if model.arch not in TARGETS:
-        raise UnsupportedDatapath(f"{model.arch}: no AMD gfx target known to the harness")
-    target = TARGETS[model.arch]
+    target = compile_target(model, "AMD gfx")
     sparse = model.datapath.op == "v_smfmac"
     regs = registers(model)
     name = kernel_name(model)
@@ -411,6 +411,16 @@ def host_source(spec) -> str:
 
 
 INFO_SOURCE = _HOST_HEAD + '\nint main() { return mmasim_info(""); }\n'
+
+
+def source(spec) -> tuple:
+    """``(text, suffix)``: the kernel's HIP program (:func:`host_source`)."""
+    return host_source(spec), ".hip"
+
+
+def build_line(spec, src: str, exe: str) -> str:
+    """The ``build.sh`` line that builds ``src`` into ``exe`` (:func:`build_command`)."""
+    return shlex.join(build_command(spec, src, exe))
 
 
 def build_command(spec, source: str, exe: str, hipcc: str = "hipcc") -> list:

@@ -1,8 +1,7 @@
 """``mmasim harness generate``: one self-contained source per instruction, its spec and a build script.
 
-Each instruction goes to the emitter of its family: ``mma.sync`` / ``mma.sp`` to
-:mod:`mmasim.harness.nv_sync`, ``wgmma.mma_async`` and ``tcgen05.mma`` to
-:mod:`mmasim.harness.nv_async`, AMD ``v_mfma`` / ``v_smfmac`` to :mod:`mmasim.harness.amd`.
+Each instruction goes to the emitter its family's record names (``Family.emitter``: a module
+with ``specs``, ``place``, ``read``, ``source``, ``build_line`` and ``simulate``).
 An instruction no emitter can take (the module is missing, mmasim refuses the datapath, a
 layout is not registered) is listed with the reason, never dropped silently.
 """
@@ -10,25 +9,13 @@ from __future__ import annotations
 
 import importlib
 import pathlib
-import shlex
 
 import attrs
 
 from mmasim import MMA, instructions as _instructions
 from mmasim.operands.display import one_line
 from mmasim.errors import MMAError
-from mmasim.harness import host
 from mmasim.harness.spec import KernelSpec, source_text
-
-#: datapath op -> the emitter module (relative to mmasim.harness)
-FAMILIES = {
-    "mma.sync": "nv_sync",
-    "wgmma.mma_async": "nv_async",
-    "tcgen05.mma": "nv_async",
-    "v_mfma": "amd",
-    "v_smfmac": "amd",
-}
-
 
 class NotGenerated(MMAError):
     """An instruction the harness cannot generate a kernel for (the message says why)."""
@@ -45,15 +32,14 @@ class Generated:
 
 
 def emitter(model):
-    """The emitter module of ``model``'s family; :class:`NotGenerated` when there is none."""
-    op = model.datapath.op
-    name = FAMILIES.get(op)
-    if name is None:
-        raise NotGenerated(f"no harness emitter for {op} instructions")
+    """The emitter module of ``model``'s family (``Family.emitter``); :class:`NotGenerated` when there is none."""
+    family = model.family
+    if family.emitter is None:
+        raise NotGenerated(f"no harness emitter for {family.name} instructions")
     try:
-        return importlib.import_module(f"mmasim.harness.{name}")
+        return importlib.import_module(family.emitter)
     except ImportError as e:
-        raise NotGenerated(f"the {op} emitter mmasim.harness.{name} is not available ({e})") from None
+        raise NotGenerated(f"the {family.name} emitter {family.emitter} is not available ({e})") from None
 
 
 def model_specs(model) -> list:
@@ -91,20 +77,12 @@ def specs_for(arch: str, instructions=None):
 
 def source(model, spec: KernelSpec) -> tuple:
     """``(text, suffix)`` of the self-contained source of ``spec``."""
-    mod = emitter(model)
-    if hasattr(mod, "host_source"):              # AMD: HIP, the emitter's own host program
-        return mod.host_source(spec), ".hip"
-    return host.cuda_source(spec), ".cu"
+    return emitter(model).source(spec)
 
 
 def build_line(model, spec: KernelSpec, src: str) -> str:
-    mod = emitter(model)
-    exe = spec.name
-    if hasattr(mod, "build_command"):
-        return shlex.join(mod.build_command(spec, src, exe))
-    target = spec.target
-    return '"${NVCC:-nvcc}" ' + shlex.join(["-gencode", f"arch=compute_{target[3:]},code={target}", "-std=c++17",
-                                            "-o", exe, src])
+    """The ``build.sh`` line that builds ``src`` into the executable ``spec.name``."""
+    return emitter(model).build_line(spec, src, spec.name)
 
 
 def generate(arch: str, instructions=None, out=".") -> Generated:

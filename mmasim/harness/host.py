@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shlex
 import subprocess
 import tempfile
 
@@ -135,6 +136,18 @@ def cuda_main(spec: KernelSpec) -> str:
 def cuda_source(spec: KernelSpec) -> str:
     """The complete ``.cu`` of one kernel: prelude, device code, host ``main()``."""
     return PRELUDE + "\n" + spec.device + cuda_main(spec)
+
+
+def source(spec: KernelSpec) -> tuple:
+    """``(text, suffix)`` of the self-contained source of a CUDA kernel (the NVIDIA emitters' ``source``)."""
+    return cuda_source(spec), ".cu"
+
+
+def build_line(spec: KernelSpec, src: str, exe: str) -> str:
+    """The ``build.sh`` line that compiles a CUDA kernel's ``src`` into ``exe`` with nvcc."""
+    target = spec.target
+    return '"${NVCC:-nvcc}" ' + shlex.join(["-gencode", f"arch=compute_{target[3:]},code={target}", "-std=c++17",
+                                            "-o", exe, src])
 
 
 def device_batch(specs) -> str:

@@ -1,6 +1,5 @@
-"""Harness kernels of NVIDIA's asynchronous MMA instructions: Hopper ``wgmma.mma_async``
-(``.sp`` included) and Blackwell ``tcgen05.mma`` (``.sp``, ``.ws``, ``cta_group::2``,
-block-scaled kinds: :mod:`mmasim.harness.nv_tcgen05`); the shared-memory images both use are
+"""Harness kernels of Hopper's ``wgmma.mma_async`` (``.sp`` included); Blackwell ``tcgen05.mma``
+has its own emitter, :mod:`mmasim.harness.nv_tcgen05`; the shared-memory images both use are
 :mod:`mmasim.harness.nv_common`'s.
 
 Every function here follows the protocol of :mod:`mmasim.harness.spec`:
@@ -41,18 +40,14 @@ from mmasim.harness.nv_common import (
     packing,
     smem_layout,
 )
-from mmasim.harness.nv_tcgen05 import (
-    _tcgen05_place,
-    _tcgen05_read,
-    _tcgen05_spec,
-    instruction_descriptor,
-    simulate,
-)
+from mmasim.harness.host import build_line, source
+from mmasim.harness.spec import Buffer, KernelSpec, compile_target
 
-#: this module's names, the tcgen05 ones (from nv_tcgen05) and the shared images (from nv_common) included
-__all__ = ["specs", "place", "read", "simulate", "instruction_descriptor", "operand_image", "image_operand",
+__all__ = ["specs", "place", "read", "source", "build_line", "simulate", "operand_image", "image_operand",
            "packing", "smem_layout", "THREADS", "WGMMA_N"]
-from mmasim.harness.spec import Buffer, KernelSpec
+
+#: the emitter's software run of a kernel: none
+simulate = None
 
 #: N of the wgmma kernels ``specs`` emits by default: the smallest and the largest legal N
 #: (every N gives the same datapath in mmasim; these two cover the accumulator layout's
@@ -152,7 +147,8 @@ def _wgmma_spec(model, n: int, a_source: str) -> KernelSpec:
     code.append(f"  uint32_t* po = out + (blk * {THREADS}u + t) * {rd}u;\n"
                 + _regs_loop("po", "d", rd, "__float_as_uint" if f32 else ""))
     code.append("}\n")
-    return KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={}, target="sm_90a",
+    return KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={},
+                      target=compile_target(model, "NVIDIA"),
                       threads=THREADS, name=name, assembly=asm, inputs=tuple(inputs),
                       output=Buffer("d", "registers", rd, layout="Model.layout('d')"), device="".join(code),
                       options={"n": n, "m": M, "a_source": a_source, "family": "wgmma",
@@ -211,31 +207,22 @@ def _wgmma_read(spec, model, out):
 
 
 # ============================================================== the protocol
-def specs(model, n=None, m=None) -> list:
-    """The kernels of ``model``'s instruction.
-
-    wgmma: one kernel per N of ``n`` (default :data:`WGMMA_N`: the smallest and the largest
-    legal N) and per A source (shared memory, registers).  tcgen05: one kernel per M of
-    ``m`` (default: every legal M) at N = ``n`` (default: the smallest legal N)."""
-    op = model.datapath.op
-    if op == "wgmma.mma_async":
-        ns = WGMMA_N if n is None else (n if isinstance(n, (tuple, list)) else (n,))
-        ns = sorted({_resolve_n(model, x) for x in ns})
-        return [_wgmma_spec(model, x, src) for x in ns for src in ("smem", "registers")]
-    if op == "tcgen05.mma":
-        nn = _resolve_n(model, "min" if n is None else n)
-        ms = tuple(model.legal_m) if m is None else (m if isinstance(m, (tuple, list)) else (m,))
-        return [_tcgen05_spec(model, x, nn) for x in ms]
-    raise UnsupportedDatapath(f"{model.instruction}: not an asynchronous NVIDIA MMA (wgmma.mma_async / tcgen05.mma)")
+def specs(model, n=None) -> list:
+    """The kernels of ``model``'s instruction: one per N of ``n`` (default :data:`WGMMA_N`: the
+    smallest and the largest legal N) and per A source (shared memory, registers)."""
+    if model.family.emitter != __name__:
+        raise UnsupportedDatapath(f"{model.instruction}: not a {__name__} instruction (its emitter is "
+                                  f"{model.family.emitter})")
+    ns = WGMMA_N if n is None else (n if isinstance(n, (tuple, list)) else (n,))
+    ns = sorted({_resolve_n(model, x) for x in ns})
+    return [_wgmma_spec(model, x, src) for x in ns for src in ("smem", "registers")]
 
 
 def place(spec, model, ops: dict) -> list:
     """The kernel's input buffers (uint32, in ``spec.inputs`` order) for operand matrices ``ops``."""
-    return _tcgen05_place(spec, model, ops) if spec.options.get("family") == "tcgen05" \
-        else _wgmma_place(spec, model, ops)
+    return _wgmma_place(spec, model, ops)
 
 
 def read(spec, model, out) -> np.ndarray:
     """D ``(cases, M, N)`` (uint64 words) from the kernel's output buffer."""
-    return _tcgen05_read(spec, model, out) if spec.options.get("family") == "tcgen05" \
-        else _wgmma_read(spec, model, out)
+    return _wgmma_read(spec, model, out)

@@ -12,6 +12,8 @@ import numpy as np
 
 from mmasim.errors import MMAError, ShapeError, UnsupportedDatapath
 from mmasim.placement import SmemLayout
+from mmasim.placement.smem_packed import packed_image, packed_words
+from mmasim.placement.smem_packed import smem_packing as packing     # the one rule of sub-byte packing
 
 THREADS = 128
 
@@ -28,43 +30,23 @@ def smem_layout(rows: int, kbytes: int) -> SmemLayout:
                       evidence="chosen by the harness (mmasim.harness.nv_common.smem_layout)")
 
 
-def packing(kind, fmt) -> tuple:
-    """How elements of format ``fmt`` sit in shared memory for a tcgen05 ``kind`` (``None``:
-    wgmma): ``("bytes", container_bits)`` (whole 8 / 16 / 32-bit containers), ``("pair", 4)``
-    (4-bit codes two per byte, lower K in the low nibble, no padding: PTX 9.0
-    §9.7.16.10.4.6, .kind::mxf4 / .kind::mxf4nvf4) or ``("padded", field_bits)`` (the 4- or
-    6-bit codes of .kind::f8f6f4 / .kind::mxf8f6f4 packed 16 to a 16-byte chunk, then 64 / 32
-    bits of padding: the ``.b4x16_p64`` / ``.b6x16_p32`` forms of PTX §5.5.1.1.1 that
-    §9.7.16.10.4.4 draws for these kinds; assumed for .kind::f8f6f4 as well)."""
-    if fmt.container_bits == 4:
-        return ("pair", 4)
-    if kind in ("f8f6f4", "mxf8f6f4") and fmt.field_bits < 8 and not fmt.integer:
-        return ("padded", fmt.field_bits)
-    return ("bytes", fmt.container_bits)
-
-
 def operand_image(words, pack=("bytes", 8), field_shift: int = 0):
     """``(rows, K)`` operand words -> (flat uint32 shared-memory image, the SmemLayout used).
 
-    ``pack``: from :func:`packing`; ``field_shift``: where the code sits in a padded
-    element's container (``Format.field_shift``)."""
+    ``pack``: from :func:`packing` (:func:`mmasim.placement.smem_packed.smem_packing`; packed and
+    padded codes as :func:`mmasim.placement.smem_packed.packed_image` places them); ``field_shift``:
+    where the code sits in the element's container (``Format.field_shift``)."""
     w = np.asarray(words, dtype=np.uint64)
     if w.ndim != 2:
         raise ShapeError(f"expected a (rows, K) operand; got {w.shape}")
     rows, K = w.shape
     mode, bits = pack
     if mode == "pair":
-        by = ((w[:, 0::2] & np.uint64(0xF)) | (w[:, 1::2] & np.uint64(0xF)) << np.uint64(4)).astype(np.uint8)
         lay = smem_layout(rows, K // 2)
-        img = lay.to_image(by)
+        img = packed_image(lay, w, pack, field_shift=field_shift)
     elif mode == "padded":
         lay = smem_layout(rows, K)
-        codes = (w >> np.uint64(field_shift)) & np.uint64((1 << bits) - 1)
-        chunks = lay.to_image(codes.astype(np.uint8)).reshape(-1, 16).astype(np.uint64)
-        bitsarr = ((chunks[:, :, None] >> np.arange(bits, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
-        flat = np.zeros((chunks.shape[0], 128), dtype=np.uint8)
-        flat[:, : 16 * bits] = bitsarr.reshape(chunks.shape[0], 16 * bits)
-        img = np.packbits(flat, axis=1, bitorder="little").reshape(-1)
+        img = packed_image(lay, w, pack, field_shift=field_shift)
     else:
         nb = bits // 8
         by = np.zeros((rows, K * nb), dtype=np.uint8)
@@ -80,16 +62,9 @@ def image_operand(image, rows: int, K: int, pack=("bytes", 8), field_shift: int 
     """The inverse of :func:`operand_image`: ``(rows, K)`` words (uint64) from a flat uint32 image."""
     by = np.ascontiguousarray(image, dtype="<u4").view(np.uint8)
     mode, bits = pack
-    if mode == "pair":
-        b = smem_layout(rows, K // 2).from_image(by, rows, K // 2).astype(np.uint64)
-        out = np.zeros((rows, K), dtype=np.uint64)
-        out[:, 0::2], out[:, 1::2] = b & np.uint64(0xF), b >> np.uint64(4)
-        return out
-    if mode == "padded":
-        flat = np.unpackbits(by.reshape(-1, 16), axis=1, bitorder="little")[:, : 16 * bits]
-        codes = (flat.reshape(-1, 16, bits).astype(np.uint64) << np.arange(bits, dtype=np.uint64)).sum(axis=2)
-        b = smem_layout(rows, K).from_image(codes.reshape(-1).astype(np.uint8), rows, K).astype(np.uint64)
-        return b << np.uint64(field_shift)
+    if mode in ("pair", "padded"):
+        return packed_words(smem_layout(rows, K // 2 if mode == "pair" else K), by, rows, K, pack,
+                            field_shift=field_shift)
     nb = bits // 8
     b = smem_layout(rows, K * nb).from_image(by, rows, K * nb).astype(np.uint64)
     out = np.zeros((rows, K), dtype=np.uint64)

@@ -24,13 +24,11 @@ import re
 import numpy as np
 
 from mmasim.errors import MMAError, OperandError, ShapeError, UnsupportedDatapath
-from mmasim.harness.spec import Buffer, KernelSpec, layout_name
+from mmasim.harness.host import build_line, source
+from mmasim.harness.spec import Buffer, KernelSpec, compile_target, layout_name
 
-#: the mmasim architecture -> the nvcc target its kernels are compiled for
-TARGETS = {
-    "Volta": "sm_70", "Turing": "sm_75", "Ampere": "sm_80", "Ada Lovelace": "sm_89", "Hopper": "sm_90a",
-    "Blackwell": "sm_100a", "Blackwell Ultra": "sm_103a", "RTX Blackwell": "sm_120a",
-}
+#: the emitter's software run of a kernel: none (the simulated device runs its registers through Model.warp)
+simulate = None
 
 #: the sparsity selector every sparse kernel uses (0 is legal for every mma.sp shape and type)
 SPARSITY_SELECTOR = 0
@@ -40,8 +38,8 @@ SCALE_SELECTOR = (0, 0)
 
 
 def handles(model) -> bool:
-    """True for the instructions this module emits (``mma.sync`` and its sparse forms)."""
-    return model.datapath.op == "mma.sync"
+    """True for the instructions this module emits (its family's record names it: ``mma.sync``)."""
+    return model.family.emitter == __name__
 
 
 def _ptx_type(name: str) -> str:
@@ -162,8 +160,7 @@ def specs(model) -> list:
     if not handles(model):
         raise UnsupportedDatapath(f"{model.instruction}: not an mma.sync instruction (mmasim.harness.nv_sync)")
     dp = model.datapath
-    if model.arch not in TARGETS:
-        raise UnsupportedDatapath(f"{model.arch}: no NVIDIA target known to the harness")
+    target = compile_target(model, "NVIDIA")
     regs = {op: _registers(model, op) for op in "abcd"}
     sparse, scaled = bool(dp.sparse), bool(dp.scale)
     if sparse:
@@ -185,7 +182,7 @@ def specs(model) -> list:
         options["byte_id_a"], options["thread_id_a"] = SCALE_SELECTOR
         options["byte_id_b"], options["thread_id_b"] = SCALE_SELECTOR
     device = device_code(name, opcode, regs, dp.a == "f64", sparse, scaled)
-    return [KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={}, target=TARGETS[model.arch],
+    return [KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={}, target=target,
                        threads=32, name=name, assembly=opcode, inputs=tuple(inputs),
                        output=Buffer("d", "registers", regs["d"], layout=layout_name(model, "d")),
                        device=device, options=options)]

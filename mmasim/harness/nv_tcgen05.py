@@ -1,5 +1,4 @@
-"""Harness kernels of Blackwell ``tcgen05.mma`` (the protocol of :mod:`mmasim.harness.spec`, through
-:mod:`mmasim.harness.nv_async`).
+"""Harness kernels of Blackwell ``tcgen05.mma`` (the protocol of :mod:`mmasim.harness.spec`).
 
 ``tcgen05.mma`` (PTX ISA 9.0 §9.7.16): A and B from shared memory (K-major, no swizzle),
 the accumulator in Tensor Memory: ``tcgen05.alloc`` / ``relinquish_alloc_permit``, C
@@ -43,11 +42,13 @@ from mmasim.harness.nv_common import (
     _fmt,
     _missing,
     _regs_loop,
+    _resolve_n,
     _smem_addr,
     operand_image,
     packing,
 )
-from mmasim.harness.spec import Buffer, KernelSpec
+from mmasim.harness.host import build_line, source
+from mmasim.harness.spec import Buffer, KernelSpec, compile_target
 
 
 # ============================================================== tcgen05 instruction descriptor
@@ -177,7 +178,18 @@ def _pow2_cols(n: int) -> int:
     return c
 
 
-def _tcgen05_spec(model, m: int, n: int) -> KernelSpec:
+def specs(model, n=None, m=None) -> list:
+    """The kernels of ``model``'s instruction: one per M of ``m`` (default: every legal M) at
+    N = ``n`` (default: the smallest legal N)."""
+    if model.family.emitter != __name__:
+        raise UnsupportedDatapath(f"{model.instruction}: not a {__name__} instruction (its emitter is "
+                                  f"{model.family.emitter})")
+    nn = _resolve_n(model, "min" if n is None else n)
+    ms = tuple(model.legal_m) if m is None else (m if isinstance(m, (tuple, list)) else (m,))
+    return [_spec(model, x, nn) for x in ms]
+
+
+def _spec(model, m: int, n: int) -> KernelSpec:
     dp = model.datapath
     ws = "ws" in dp.qualifiers
     cta2 = "cta_group::2" in dp.qualifiers
@@ -300,8 +312,8 @@ def _tcgen05_spec(model, m: int, n: int) -> KernelSpec:
                 + '  if (w == 0) {\n    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");\n'
                 f'    asm volatile("tcgen05.dealloc.{g}.sync.aligned.b32 %0, {ncols};" :: "r"(taddr) : "memory");\n  }}\n')
     code.append("}\n")
-    target = "sm_103a" if model.arch == "Blackwell Ultra" else "sm_100a"
-    return KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={}, target=target,
+    return KernelSpec(arch=model.arch, instruction=model.instruction, qualifiers={},
+                      target=compile_target(model, "NVIDIA"),
                       threads=THREADS, name=name, assembly=head, inputs=tuple(inputs),
                       output=Buffer("d", "registers", rd, layout=f"tmem_datapath({letter!r}, {n}) via tcgen05.ld.32x32b"),
                       device="".join(code), cluster=group,
@@ -339,7 +351,8 @@ def _tmem_extra(spec, model, ops, cases):
     return out
 
 
-def _tcgen05_place(spec, model, ops):
+def place(spec, model, ops) -> list:
+    """The kernel's input buffers (uint32, in ``spec.inputs`` order) for operand matrices ``ops``."""
     dp = model.datapath
     m, n, group = spec.options["m"], spec.options["n"], spec.cluster
     frag = tmem_datapath(spec.options["layout"], n)
@@ -385,7 +398,8 @@ def simulate(spec, model, inputs, cases: int) -> np.ndarray:
     return np.stack(out).reshape(-1)
 
 
-def _tcgen05_read(spec, model, out):
+def read(spec, model, out) -> np.ndarray:
+    """D ``(cases, M, N)`` (uint64 words) from the kernel's output buffer."""
     frag = tmem_datapath(spec.options["layout"], spec.options["n"])
     rd, group = spec.output.words, spec.cluster
     regs = np.asarray(out, dtype=np.uint32).reshape(-1, group, THREADS, rd)

@@ -112,8 +112,8 @@ class SimulatedDevice(Device):
 
     def run(self, spec, model, inputs, cases) -> np.ndarray:
         from mmasim.harness.nv_sync import selectors
-        if spec.options.get("family") == "tcgen05":        # shared-memory and Tensor Memory images
-            from mmasim.harness.nv_tcgen05 import simulate
+        simulate = gen.emitter(model).simulate      # the emitter's own (shared-memory / Tensor Memory images)
+        if simulate is not None:
             return simulate(spec, model, inputs, cases)
         if spec.threads != 32 or any(b.space != "registers" for b in spec.inputs):
             raise UnsupportedDatapath(f"SimulatedDevice: {spec.name} is not a 32-lane register kernel")

@@ -100,6 +100,17 @@ class KernelSpec:
         return cls(**raw)
 
 
+def compile_target(model, vendor: str) -> str:
+    """The target ``model``'s kernels are compiled for: its family's rule over the architecture's
+    names (``Family.compile_target``); :class:`~mmasim.errors.UnsupportedDatapath` where there is none."""
+    from mmasim import aliases
+    from mmasim.errors import UnsupportedDatapath
+    target = model.family.compile_target(aliases(model.arch))
+    if target is None:
+        raise UnsupportedDatapath(f"{model.arch}: no {vendor} target known to the harness")
+    return target
+
+
 def layout_name(model, operand: str) -> str:
     """The name of ``operand``'s register layout (:meth:`mmasim.Model.layout`) that a
     :class:`Buffer` records, or ``""`` where mmasim has none registered."""

@@ -3,9 +3,9 @@ layout tables ``archs/layouts/*.toml`` by :func:`load_layouts`), shared-memory l
 and descriptors, TMEM loads and result slices, sparse compression, and warp-level
 execution of a model (:func:`warp`).  The core ships no layout rule: the tables do.
 
-Imports ``mmasim.errors``, ``mmasim.arith`` and ``mmasim.operands``;
-``bind.py``, which binds a model's operands to their layouts, also reads the
-registry's layout look-up (``mmasim.registry.lookup``).
+Imports ``mmasim.errors``, ``mmasim.arith`` and ``mmasim.operands``, no registry module:
+a family's rules (its ``.row`` / ``.col`` pairs, operand storage, warp execution) come from
+the model's record, ``Model.family``.
 """
 
 from mmasim.placement.base import Layout

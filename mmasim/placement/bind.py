@@ -20,22 +20,22 @@ from mmasim.errors import (
     UnknownOption,
     UnsupportedDatapath,
 )
-from mmasim.registry.lookup import layout_rule, layouts_of
 from mmasim.operands.tensors import plain_array
 from mmasim.placement.expr import SELECTORS
-from mmasim.placement.fragment import OPERANDS, FragmentRule
+from mmasim.placement.fragment import OPERANDS, FragmentRule, operand_bits, rule_key
 from mmasim.placement.tcgen05_scales import replicate, unpack_scale
 
 _MAJOR = ("row", "col")
 
-_NOT_IN_REGISTERS = {
-    ("wgmma.mma_async", "b"): "B of wgmma.mma_async is read from shared memory through a matrix descriptor "
-                              "(see mmasim.placement.SmemLayout)",
-    ("tcgen05.mma", "a"): "A of tcgen05.mma is read from shared memory (or TMEM) through a descriptor "
-                          "(see mmasim.placement.SmemLayout)",
-    ("tcgen05.mma", "b"): "B of tcgen05.mma is read from shared memory through a matrix descriptor "
-                          "(see mmasim.placement.SmemLayout)",
-}
+def _not_in_registers(model, operand) -> str | None:
+    """Why ``operand`` has no register / TMEM fragment layout (its family reads it from shared
+    memory through a descriptor: ``Family.storage``), or None."""
+    spaces = model.family.storage_of(operand)
+    if spaces[0] != "smem":
+        return None
+    how = " (or TMEM) through a descriptor" if "tmem" in spaces else " through a matrix descriptor"
+    return (f"{operand.upper()} of {model.datapath.op} is read from shared memory{how} "
+            "(see mmasim.placement.SmemLayout)")
 
 
 def _shape(model, operand):
@@ -48,26 +48,6 @@ def _shape(model, operand):
         return ms[0], ns[0] if ns else 8
     raise ShapeError(f"{model.instruction}: the layout depends on the shape; name it in the instruction "
                      f"(e.g. m{ms[0] if ms else 64}n{ns[0] if ns else 8}k{model.k})")
-
-
-def _format_bits(dp, formats, operand):
-    """(format name, container bits) of ``operand``'s elements in datapath ``dp``."""
-    if operand == "sparse_metadata":
-        return "4-bit selector", 4
-    fmt = formats[dp.scale if operand in ("scale_a", "scale_b") else getattr(dp, operand)]
-    if operand in ("c", "d") and dp.op == "tcgen05.mma":
-        # one element per 32-bit TMEM word, not packed (PTX §9.7.16.10.4.1; mmasim.placement.tcgen05_warp)
-        return fmt.name, 32
-    return fmt.name, fmt.container_bits
-
-
-def rule_key(dp, formats, operand: str, M, N, alayout: str = "row", blayout: str = "col") -> dict:
-    """What :meth:`FragmentRule.matches` reads of ``operand`` of datapath ``dp`` at shape
-    ``M x N`` (``formats``: the registry's formats): the one description of an instruction's
-    operand that every layout look-up and the registry's layout claims use."""
-    return dict(op=dp.op, m=M, n=N, k=dp.k, operand=operand, bits=_format_bits(dp, formats, operand)[1],
-                arch=dp.arch, kind=dp.kind, a_type=dp.a, a_bits=formats[dp.a].container_bits, alayout=alayout,
-                blayout=blayout, sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
 
 
 def _matrix_shape(model, operand, M, N):
@@ -100,12 +80,12 @@ def _majors(model, alayout, blayout) -> tuple:
         return pair
     chosen = (alayout or pair[0], blayout or pair[1])
     given = ", ".join(f"{k}={v!r}" for k, v in (("alayout", alayout), ("blayout", blayout)) if v is not None)
-    reg = model._reg
+    syntax, formats = model.family.syntax, model._reg.formats
     if named and chosen != named:
         raise OperandError(f"{model.instruction}: {given} contradicts the instruction string's "
                            f".{named[0]}.{named[1]}")
-    if chosen not in layouts_of(model.datapath, reg):
-        raise OperandError(f"{model.instruction}: {given}: {layout_rule(model.datapath, reg)}")
+    if chosen not in syntax.layouts_of(model.datapath, formats):
+        raise OperandError(f"{model.instruction}: {given}: {syntax.layout_rule(model.datapath, formats)}")
     return chosen
 
 
@@ -130,15 +110,16 @@ def layout(model, operand: str, alayout: str | None = None, blayout: str | None 
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
             raise OperandError(f"{name} must be a non-negative integer; got {v!r}")
     dp = model.datapath
-    if (dp.op, operand) in _NOT_IN_REGISTERS:
-        raise UnsupportedDatapath(f"{model.instruction}: {_NOT_IN_REGISTERS[dp.op, operand]}")
+    why = _not_in_registers(model, operand)
+    if why:
+        raise UnsupportedDatapath(f"{model.instruction}: {why}")
     if operand in ("scale_a", "scale_b") and not dp.scale:
         raise UnsupportedDatapath(f"{model.instruction} is not block-scaled: it has no {operand} operand")
     if operand == "sparse_metadata" and not dp.sparse:
         raise UnsupportedDatapath(f"{model.instruction} is dense: it has no sparse_metadata operand")
     M, N = _shape(model, operand)
-    fname, bits = _format_bits(dp, model._reg.formats, operand)
-    key = rule_key(dp, model._reg.formats, operand, M, N, alayout, blayout)
+    fname, bits = operand_bits(dp, model.family, model._reg.formats, operand)
+    key = rule_key(dp, model._reg.formats, operand, M, N, alayout, blayout, family=model.family)
     rules = [r for r in model._reg.layouts.values() if isinstance(r, FragmentRule) and r.matches(**key)]
     if not rules:
         raise UnsupportedDatapath(
@@ -193,13 +174,7 @@ def metadata_words(nibbles) -> np.ndarray:
 
 def _metadata_nibbles(model, X, chunks):
     md = plain_array(X, "sparse_metadata")
-    nwords = model.sparse_rule.words(model.datapath.k)
-    if md.ndim != 2 or md.dtype.kind not in "iu" or md.shape[1] != nwords:
-        raise SparseMetadataError(
-            f"{model.instruction}: sparse_metadata must be integer words of shape (M, {nwords}), the matrix "
-            f"form's (nibble j of a row is the selector of chunk j of its logical K); got {md.dtype} {md.shape}")
-    if md.size and (md.min() < 0 or int(md.max()) > 0xFFFFFFFF):
-        raise SparseMetadataError("sparse_metadata words must be 32-bit (0 <= word <= 0xFFFFFFFF)")
+    _sparse.check_words(md, model.sparse_rule.words(model.datapath.k), matrix=True, where=f"{model.instruction}: ")
     return _sparse.nibbles(md, chunks)
 
 
@@ -259,9 +234,9 @@ def expand(model, compressed, sparse_metadata) -> np.ndarray:
     return full
 
 
-def _held(model, images="images") -> str:
-    """What the instruction's scale factors and metadata are held in, for error messages."""
-    return f"Tensor Memory {images}" if model.datapath.op == "tcgen05.mma" else "registers"
+def _held(model, operand, images="images") -> str:
+    """What ``operand`` (scale factors, metadata) is held in, for error messages."""
+    return f"Tensor Memory {images}" if model.family.storage_of(operand)[0] == "tmem" else "registers"
 
 
 def scale_operands(model, scale_a, scale_b, byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0) -> dict:
@@ -275,7 +250,7 @@ def scale_operands(model, scale_a, scale_b, byte_id_a=0, byte_id_b=0, thread_id_
             raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
         return {}
     if scale_a is None or scale_b is None:
-        raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b {_held(model)} "
+        raise ScaleError(f"{model.instruction} is block-scaled: pass the scale_a and scale_b {_held(model, 'scale_a')} "
                          "(fragments('scale_a', SA), fragments('scale_b', SB))")
     return {"scale_a": unpack_scale(model, "scale_a", layout(model, "scale_a", byte_id=byte_id_a,
                                                              thread_id=thread_id_a), scale_a),
@@ -294,7 +269,7 @@ def sparse_operand(model, A, sparse_metadata, sparsity_selector=0, **options):
             raise OperandError(f"{model.instruction} is dense: it takes no sparsity_selector")
         return A, {}
     if sparse_metadata is None:
-        raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse_metadata {_held(model, 'image')} "
+        raise SparseMetadataError(f"{model.instruction} is sparse: pass the sparse_metadata {_held(model, 'sparse_metadata', 'image')} "
                                   "(the sparse metadata: fragments('sparse_metadata', words, selector=...))")
     md = metadata_words(layout(model, "sparse_metadata", selector=sparsity_selector, **options).unpack(sparse_metadata))
     return expand(model, A, md), {"sparse_metadata": md}

@@ -1,7 +1,7 @@
 """Which operands a register layout rule would take from another plugin's rule.
 
 A :class:`~mmasim.placement.FragmentRule` applies to every instruction operand it
-matches (:func:`~mmasim.placement.bind.rule_key`), and the most specific matching
+matches (:func:`~mmasim.placement.fragment.rule_key`), and the most specific matching
 rule wins.  So a rule copied under a new name with one more filter (an
 architecture, a shape) would silently replace the layout of an instruction
 another plugin placed.  :func:`taken` finds such an operand: the registry refuses
@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import attrs
 
-from mmasim.placement.bind import rule_key
-from mmasim.placement.fragment import OPERANDS, FragmentRule
+from mmasim.placement.fragment import OPERANDS, FragmentRule, rule_key
 
 _MAJOR = ("row", "col")
 
@@ -52,9 +51,10 @@ def _has(dp, operand: str) -> bool:
     return operand in OPERANDS
 
 
-def taken(rule: FragmentRule, others, datapaths, formats) -> Claim | None:
+def taken(rule: FragmentRule, others, datapaths, formats, family_of) -> Claim | None:
     """The first operand of ``datapaths`` that ``rule`` matches and a rule of ``others`` matches
-    too (so that one of them would stop placing it, or both would tie), or ``None``."""
+    too (so that one of them would stop placing it, or both would tie), or ``None``
+    (``family_of(op)``: the instruction family of an op)."""
     for dp in datapaths:
         if dp.op != rule.op:
             continue
@@ -68,7 +68,7 @@ def taken(rule: FragmentRule, others, datapaths, formats) -> Claim | None:
                 for n in _values(tuple(dp.n), rule.n, [q.n for q in rivals]):
                     for alayout in _MAJOR:
                         for blayout in _MAJOR:
-                            key = rule_key(dp, formats, operand, m, n, alayout, blayout)
+                            key = rule_key(dp, formats, operand, m, n, alayout, blayout, family=family_of(dp.op))
                             if not rule.matches(**key):
                                 continue
                             for q in rivals:

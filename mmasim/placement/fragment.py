@@ -420,6 +420,27 @@ class Fragment:
         return out
 
 
+def operand_bits(dp, family, formats, operand: str) -> tuple:
+    """(format name, container bits) of ``operand``'s elements in datapath ``dp`` of ``family``
+    (``formats``: the registry's formats); C / D held in Tensor Memory take one 32-bit word
+    per element, not packed (PTX §9.7.16.10.4.1)."""
+    if operand == "sparse_metadata":
+        return "4-bit selector", 4
+    fmt = formats[dp.scale if operand in ("scale_a", "scale_b") else getattr(dp, operand)]
+    if operand in ("c", "d") and family.storage_of(operand)[0] == "tmem":
+        return fmt.name, 32
+    return fmt.name, fmt.container_bits
+
+
+def rule_key(dp, formats, operand: str, M, N, alayout: str = "row", blayout: str = "col", *, family) -> dict:
+    """What :meth:`FragmentRule.matches` reads of ``operand`` of datapath ``dp`` (of ``family``) at
+    shape ``M x N`` (``formats``: the registry's formats): the one description of an instruction's
+    operand that every layout look-up and the registry's layout claims use."""
+    return dict(op=dp.op, m=M, n=N, k=dp.k, operand=operand, bits=operand_bits(dp, family, formats, operand)[1],
+                arch=dp.arch, kind=dp.kind, a_type=dp.a, a_bits=formats[dp.a].container_bits, alayout=alayout,
+                blayout=blayout, sparse=bool(dp.sparse), qualifiers=tuple(dp.qualifiers))
+
+
 def _index(x, what, size):
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
         raise ShapeError(f"{what} must be an integer, got {x!r}")

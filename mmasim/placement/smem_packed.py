@@ -69,23 +69,46 @@ def _check(pack, depth, major):
                          f"of {CHUNK}")
 
 
+def _byte_columns(pack, depth: int) -> int:
+    """Bytes per row of ``depth`` sub-byte codes packed as ``pack``."""
+    return depth // 2 if pack[0] == "pair" else depth
+
+
+def _codes(by, pack, rows: int, depth: int) -> np.ndarray:
+    """The ``(rows, depth)`` codes (uint64) held in the packed bytes ``by`` ``(rows, bytes)``."""
+    mode, bits = pack
+    if mode == "pair":
+        by = np.asarray(by).astype(np.uint64)
+        out = np.empty((rows, depth), dtype=np.uint64)
+        out[:, 0::2], out[:, 1::2] = by & np.uint64(0xF), by >> np.uint64(4)
+        return out
+    # padded: byte j of a chunk is where the layout puts byte-sized element 16c + j
+    by = np.asarray(by).astype(np.uint8)
+    chunk_bits = np.unpackbits(by.reshape(rows, depth // CHUNK, CHUNK), axis=2, bitorder="little")
+    fields = chunk_bits[:, :, : CHUNK * bits].reshape(rows, depth // CHUNK, CHUNK, bits).astype(np.uint64)
+    return (fields << np.arange(bits, dtype=np.uint64)).sum(axis=3).reshape(rows, depth)
+
+
+def _bytes(codes, pack) -> np.ndarray:
+    """The packed bytes ``(rows, bytes)`` of the ``(rows, depth)`` codes (padding bits 0)."""
+    mode, bits = pack
+    if mode == "pair":
+        return (codes[:, 0::2] | codes[:, 1::2] << np.uint64(4)).astype(np.uint8)
+    rows, depth = codes.shape
+    nchunks = depth // CHUNK
+    fields = ((codes.reshape(rows, nchunks, CHUNK, 1) >> np.arange(bits, dtype=np.uint64)) & np.uint64(1))
+    chunk_bits = np.zeros((rows, nchunks, 8 * CHUNK), dtype=np.uint8)
+    chunk_bits[:, :, : CHUNK * bits] = fields.reshape(rows, nchunks, CHUNK * bits)
+    return np.packbits(chunk_bits, axis=2, bitorder="little").reshape(rows, depth)
+
+
 def read_packed_operand(image, descriptor, rows: int, depth: int, pack: tuple, *, field_shift: int = 0,
                         major: str = "K", target: str = "tcgen05") -> np.ndarray:
     """The ``(rows, depth)`` container words (uint64) of a sub-byte operand read through its
     descriptor: the code of element ``(r, k)`` shifted left by ``field_shift``."""
     _check(pack, depth, major)
-    mode, bits = pack
-    if mode == "pair":
-        by = read_operand(image, descriptor, rows, depth // 2, 8, major=major, target=target)
-        out = np.empty((rows, depth), dtype=np.uint64)
-        out[:, 0::2], out[:, 1::2] = by & np.uint64(0xF), by >> np.uint64(4)
-        return out << np.uint64(field_shift)
-    # padded: byte j of a chunk is where the layout puts byte-sized element 16c + j
-    by = read_operand(image, descriptor, rows, depth, 8, major=major, target=target).astype(np.uint8)
-    chunk_bits = np.unpackbits(by.reshape(rows, depth // CHUNK, CHUNK), axis=2, bitorder="little")
-    fields = chunk_bits[:, :, : CHUNK * bits].reshape(rows, depth // CHUNK, CHUNK, bits).astype(np.uint64)
-    codes = (fields << np.arange(bits, dtype=np.uint64)).sum(axis=3)
-    return codes.reshape(rows, depth) << np.uint64(field_shift)
+    by = read_operand(image, descriptor, rows, _byte_columns(pack, depth), 8, major=major, target=target)
+    return _codes(by, pack, rows, depth) << np.uint64(field_shift)
 
 
 def packed_image(layout: SmemLayout, words, pack: tuple, *, field_shift: int = 0) -> np.ndarray:
@@ -98,25 +121,26 @@ def packed_image(layout: SmemLayout, words, pack: tuple, *, field_shift: int = 0
         raise ShapeError(f"{layout.name}: a sub-byte image is placed with a layout of bytes (element_bits=8)")
     rows, depth = w.shape
     _check(pack, depth, layout.major)
-    mode, bits = pack
-    codes = (w.astype(np.uint64) >> np.uint64(field_shift)) & np.uint64((1 << bits) - 1)
-    if mode == "pair":
-        by = (codes[:, 0::2] | codes[:, 1::2] << np.uint64(4)).astype(np.uint8)
-        return layout.to_image(by)
-    nchunks = depth // CHUNK
-    fields = ((codes.reshape(rows, nchunks, CHUNK, 1) >> np.arange(bits, dtype=np.uint64)) & np.uint64(1))
-    chunk_bits = np.zeros((rows, nchunks, 8 * CHUNK), dtype=np.uint8)
-    chunk_bits[:, :, : CHUNK * bits] = fields.reshape(rows, nchunks, CHUNK * bits)
-    by = np.packbits(chunk_bits, axis=2, bitorder="little").reshape(rows, depth)
-    return layout.to_image(by)
+    codes = (w.astype(np.uint64) >> np.uint64(field_shift)) & np.uint64((1 << pack[1]) - 1)
+    return layout.to_image(_bytes(codes, pack))
 
 
-def read_model_operand(model, operand: str, image, descriptor, rows: int, depth: int, major: str,
-                       target: str) -> np.ndarray:
-    """A / B of ``model`` read from its shared-memory image: whole containers through
-    :func:`read_operand`, tcgen05's packed / padded sub-byte codes through :func:`read_packed_operand`."""
+def packed_words(layout: SmemLayout, image, rows: int, depth: int, pack: tuple, *, field_shift: int = 0) -> np.ndarray:
+    """The inverse of :func:`packed_image`: the ``(rows, depth)`` container words (uint64) held in
+    the flat ``uint8`` image placed with ``layout``."""
+    _check(pack, depth, layout.major)
+    by = layout.from_image(image, rows, _byte_columns(pack, depth))
+    return _codes(by, pack, rows, depth) << np.uint64(field_shift)
+
+
+def read_model_operand(model, operand: str, image, descriptor, rows: int, depth: int, major: str) -> np.ndarray:
+    """A / B of ``model`` read from its shared-memory image through a descriptor of its family's
+    format (``Family.descriptor``): whole containers through :func:`read_operand`, sub-byte codes
+    packed or padded as the family's ``smem_packing`` says through :func:`read_packed_operand`."""
     fmt = model.a_format if operand == "a" else model.b_format
-    pack = smem_packing(model.datapath.kind, fmt) if target == "tcgen05" else ("bytes", fmt.container_bits)
+    family = model.family
+    target = family.descriptor
+    pack = family.smem_packing(model.datapath.kind, fmt) if family.smem_packing else ("bytes", fmt.container_bits)
     if pack[0] == "bytes":
         return read_operand(image, descriptor, rows, depth, fmt.container_bits, major=major, target=target)
     try:
@@ -126,4 +150,5 @@ def read_model_operand(model, operand: str, image, descriptor, rows: int, depth:
         raise UnsupportedDatapath(f"{model.instruction}: {operand.upper()} (.{fmt.name}): {exc}") from None
 
 
-__all__ = ["PACKING_EVIDENCE", "PADDED_KINDS", "smem_packing", "read_packed_operand", "packed_image", "read_model_operand"]
+__all__ = ["PACKING_EVIDENCE", "PADDED_KINDS", "smem_packing", "read_packed_operand", "packed_image", "packed_words",
+           "read_model_operand"]

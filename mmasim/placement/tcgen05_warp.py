@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from mmasim.errors import OperandError, ShapeError, TableError, UnsupportedDatapath
-from mmasim.placement.bind import _shape, layout, rule_key, scale_operands, sparse_operand
-from mmasim.placement.fragment import FragmentRule
+from mmasim.placement.bind import _shape, layout, scale_operands, sparse_operand
+from mmasim.placement.fragment import FragmentRule, rule_key
 from mmasim.placement.smem_packed import read_model_operand
 
 _PAIR = "cta_group::2"
@@ -34,11 +34,12 @@ def a_tmem_layout(model, lane_alignment: int = 0):
     where no layout is registered.  ``lane_alignment``: 0 or 16 for the half-data-path layouts
     C and F (as D's; PTX §9.7.16.10.5), refused by the others."""
     dp = model.datapath
-    if dp.op != "tcgen05.mma":
-        raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory exists only for tcgen05.mma")
+    if "tmem" not in model.family.storage_of("a"):
+        held = " / ".join(f.name for f in model._reg.families.values() if "tmem" in f.storage_of("a"))
+        raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory exists only for {held}")
     M, N = _shape(model, "d")
     bits = model.a_format.container_bits
-    key = rule_key(dp, model._reg.formats, "a", M, N)
+    key = rule_key(dp, model._reg.formats, "a", M, N, family=model.family)
     rules = [r for r in model._reg.layouts.values()
              if isinstance(r, FragmentRule) and r.storage == "tmem" and r.matches(**key)]
     if not rules:
@@ -82,7 +83,7 @@ def _check_major(name, major):
         raise OperandError(f"{name} must be 'K' or 'MN'; got {major!r}")
 
 
-def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, sparsity_selector=0,
+def warp(model, a_regs, b_regs, c_regs, *, sparse_metadata=None, backend=None, sparsity_selector=0,
          a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", scale_a=None, scale_b=None,
          byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0, lane_alignment=0, **options) -> np.ndarray:
     """D: the Tensor Memory image ``uint32 (TMEM lanes, columns)`` of ``tcgen05.mma``, for an
@@ -135,12 +136,12 @@ def warp(model, a_regs, b_regs, c_regs, sparse_metadata=None, backend=None, spar
                            "matrix descriptor, start address relative to the image)")
     ncta = 2 if pair else 1
     # whole containers, or 4- / 6-bit codes packed / padded as smem_packed says (PTX §9.7.16.10.4)
-    B = np.concatenate([read_model_operand(model, "b", img, b_descriptor, N // ncta, K, b_major, "tcgen05")
+    B = np.concatenate([read_model_operand(model, "b", img, b_descriptor, N // ncta, K, b_major)
                         for img in _images(model, b_regs, "B", pair)], axis=0).T
     if a_descriptor is None:
         A = a_tmem_layout(model, lane_alignment).unpack(a_regs)
     else:
-        A = np.concatenate([read_model_operand(model, "a", img, a_descriptor, M // ncta, ka, a_major, "tcgen05")
+        A = np.concatenate([read_model_operand(model, "a", img, a_descriptor, M // ncta, ka, a_major)
                             for img in _images(model, a_regs, "A", pair)], axis=0)
     C = lc.unpack(c_regs)
     cbits = model.format_of("c").container_bits

@@ -1,12 +1,10 @@
 """Warp-level execution: a model's operands as the lanes hold them.
 
-The layouts come from :mod:`mmasim.placement.bind` (``layout(model, operand)``).  ``warp`` unpacks
-A, B and C from registers, computes with the model's matrix form (so it equals the
-matrix form by construction) and packs D.  For ``wgmma.mma_async`` B (and A when
-its descriptor is given) is read from a shared-memory image through its matrix descriptor
-(:func:`mmasim.placement.smem.read_operand`, the canonical layouts of
-:class:`mmasim.placement.SmemLayout`).  Every ``tcgen05.mma`` model goes to
-:mod:`mmasim.placement.tcgen05_warp`.
+``warp`` runs the function the instruction's family names (``Family.warp``:
+:mod:`mmasim.placement.wgmma_warp`, :mod:`mmasim.placement.tcgen05_warp`), else
+:func:`registers`.  The layouts come from :mod:`mmasim.placement.bind` (``layout(model, operand)``);
+:func:`registers` unpacks A, B and C from registers, computes with the model's matrix form (so it
+equals the matrix form by construction) and packs D (:func:`finish`).
 """
 
 from __future__ import annotations
@@ -19,31 +17,6 @@ from mmasim.errors import OperandError, TableError
 from mmasim.placement.bind import _options, layout, scale_operands, sparse_operand
 from mmasim.placement.expr import SELECTORS
 from mmasim.placement.fragment import MATRICES
-from mmasim.placement.smem_packed import read_model_operand
-from mmasim.placement.tcgen05_warp import warp as _tcgen05_warp     # every tcgen05.mma form
-
-
-def _wgmma_operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, M, N):
-    """A and B of ``wgmma.mma_async``: B (and A when ``a_descriptor`` is given) read from
-    shared-memory images through their descriptors (:func:`mmasim.placement.smem.read_operand`),
-    A otherwise unpacked from the warpgroup's registers with ``la``."""
-    dp = model.datapath
-    for name, major, fmt in (("a_major", a_major, model.a_format), ("b_major", b_major, model.b_format)):
-        if major not in ("K", "MN"):
-            raise OperandError(f"{name} must be 'K' or 'MN'; got {major!r}")
-        if major == "MN" and fmt.name not in ("f16", "bf16"):
-            raise OperandError(f"{model.instruction}: {name}='MN' (the transpose) exists only for .f16 / .bf16 "
-                               f"operands, not .{fmt.name}")
-    if b_descriptor is None:
-        raise OperandError(f"{model.instruction}: B is a shared-memory image; pass b_descriptor (its 64-bit "
-                           "matrix descriptor, start address relative to the image)")
-    B = read_model_operand(model, "b", b, b_descriptor, N, dp.k, b_major, "wgmma").T
-    if a_descriptor is None:
-        if a_major != "K":
-            raise OperandError(f"{model.instruction}: a_major applies to A in shared memory (pass a_descriptor)")
-        return la.unpack(a), B
-    ka = dp.stored_k if dp.sparse else dp.k
-    return read_model_operand(model, "a", a, a_descriptor, M, ka, a_major, "wgmma"), B
 
 
 def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, backend=None,
@@ -77,26 +50,42 @@ def warp(model, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metad
     if any(k in SELECTORS for k in options):
         raise OperandError("warp takes the selectors as byte_id_a, thread_id_a, byte_id_b, thread_id_b and "
                            "sparsity_selector")
-    dp = model.datapath
-    if dp.op == "tcgen05.mma":      # shared-memory / Tensor Memory images: mmasim.placement.tcgen05_warp
-        return _tcgen05_warp(model, a_regs, b_regs, c_regs, sparse_metadata=sparse_metadata, backend=backend,
-                             sparsity_selector=sparsity_selector, a_descriptor=a_descriptor,
-                             b_descriptor=b_descriptor, a_major=a_major, b_major=b_major, scale_a=scale_a,
-                             scale_b=scale_b, byte_id_a=byte_id_a, byte_id_b=byte_id_b, thread_id_a=thread_id_a,
-                             thread_id_b=thread_id_b, lane_alignment=lane_alignment, **options)
+    run = model.family.warp or registers
+    return run(model, a_regs, b_regs, c_regs, scale_a=scale_a, scale_b=scale_b, sparse_metadata=sparse_metadata,
+               backend=backend, byte_id_a=byte_id_a, thread_id_a=thread_id_a, byte_id_b=byte_id_b,
+               thread_id_b=thread_id_b, sparsity_selector=sparsity_selector, a_descriptor=a_descriptor,
+               b_descriptor=b_descriptor, a_major=a_major, b_major=b_major, lane_alignment=lane_alignment,
+               **options)
+
+
+def check_lane_alignment(model, lane_alignment, options) -> None:
+    """``lane_alignment`` other than 0 only where D's layout takes it (else ``OperandError``)."""
     if lane_alignment:
-        layout(model, "d", lane_alignment=lane_alignment, **options)    # OperandError: no such selector
-    if dp.op == "wgmma.mma_async":
-        la, lc, ld = (layout(model, o, **options) for o in ("a", "c", "d"))
-        A, B = _wgmma_operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, la,
-                              la.rows, ld.cols)
-        lb = la
-    else:
-        if a_descriptor is not None or b_descriptor is not None or (a_major, b_major) != ("K", "K"):
-            raise OperandError(f"{model.instruction}: its operands are registers; a_descriptor, b_descriptor, "
-                               "a_major and b_major are for wgmma / tcgen05 shared-memory operands")
-        la, lb, lc, ld = (layout(model, o, **options) for o in MATRICES)
-        A, B = la.unpack(a_regs), lb.unpack(b_regs)
+        layout(model, "d", lane_alignment=lane_alignment, **options)
+
+
+def registers(model, a_regs, b_regs, c_regs, *, scale_a=None, scale_b=None, sparse_metadata=None, backend=None,
+              byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0, sparsity_selector=0, a_descriptor=None,
+              b_descriptor=None, a_major="K", b_major="K", lane_alignment=0, **options) -> np.ndarray:
+    """:func:`warp` of a family whose operands are all registers (``mma.sync``, ``v_mfma``)."""
+    check_lane_alignment(model, lane_alignment, options)
+    if a_descriptor is not None or b_descriptor is not None or (a_major, b_major) != ("K", "K"):
+        smem = " / ".join(f.syntax.lead[0] for f in model._reg.families.values()
+                          if any("smem" in spaces for spaces in f.storage.values()))
+        raise OperandError(f"{model.instruction}: its operands are registers; a_descriptor, b_descriptor, "
+                           f"a_major and b_major are for {smem} shared-memory operands")
+    la, lb, lc, ld = (layout(model, o, **options) for o in MATRICES)
+    return finish(model, (la, lb, lc, ld), la.unpack(a_regs), lb.unpack(b_regs), c_regs, backend=backend,
+                  scale_a=scale_a, scale_b=scale_b, sparse_metadata=sparse_metadata, byte_id_a=byte_id_a,
+                  thread_id_a=thread_id_a, byte_id_b=byte_id_b, thread_id_b=thread_id_b,
+                  sparsity_selector=sparsity_selector, lane_alignment=lane_alignment)
+
+
+def finish(model, layouts, A, B, c_regs, *, backend, scale_a, scale_b, sparse_metadata, byte_id_a, thread_id_a,
+           byte_id_b, thread_id_b, sparsity_selector, lane_alignment) -> np.ndarray:
+    """D registers from the unpacked ``A`` / ``B`` and C's registers, the layouts ``(la, lb, lc, ld)``
+    given: the scales and metadata read, the matrix form per block, D packed."""
+    la, lb, lc, ld = layouts
     C = lc.unpack(c_regs)
     blocks = ld.blocks
     if not la.blocks == lb.blocks == lc.blocks == blocks:

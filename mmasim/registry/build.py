@@ -20,6 +20,7 @@ from mmasim.registry import manager as plugin_manager
 from mmasim.accumulators import Accumulator
 from mmasim.accumulators.accumulator import ContractError
 from mmasim.registry.datapath import Architecture, Datapath
+from mmasim.registry.family import Family, plain
 from mmasim.arith.decode import Decoded
 from mmasim.arith.encode import Encoding
 from mmasim.errors import MMAError, PluginConflict, PluginError, TableError, UnknownInstruction
@@ -66,6 +67,11 @@ class Registry:
     failures: dict = attrs.field(factory=dict)      # skipped plugin name -> its error
     owners: dict = attrs.field(factory=dict)        # architecture name -> plugin that declares it
     datapath_plugins: dict = attrs.field(factory=dict)  # Datapath -> plugin that added it
+    families: dict = attrs.field(factory=dict)      # op -> Family (mmasim.registry.family)
+
+    def family(self, op: str) -> Family:
+        """The instruction family of datapaths of ``op`` (:func:`~mmasim.registry.family.plain` if none is registered)."""
+        return self.families.get(op) or plain(op)
 
     def check(self) -> None:
         """Every name a table or format uses must be registered."""
@@ -113,6 +119,7 @@ _PARTS = (  # hook, registry field, what one item is, its type(s), its key
     ("mmasim_formats", "formats", "format", (Format,), lambda x: x.key),
     ("mmasim_encodings", "encodings", "encoding", (Encoding,), lambda x: x.key),
     ("mmasim_layouts", "layouts", "layout", (Layout,), lambda x: x.name),
+    ("mmasim_families", "families", "instruction family", (Family,), lambda x: x.name),
 )
 _FUNCTIONS = (("mmasim_decoders", "decoders", "decoder"), ("mmasim_accumulators", "accumulators", "accumulator"),
               ("mmasim_kernels", "kernels", "kernel"))
@@ -279,7 +286,7 @@ def _assemble(order: list, results: dict, pm) -> Registry:
         for key, fn in fields["decoders"].items()
     }
     reg = Registry(fields["formats"], decoders, fields["accumulators"], fields["encodings"],
-                   fields["layouts"], {}, {}, kernels=fields["kernels"])
+                   fields["layouts"], {}, {}, kernels=fields["kernels"], families=fields["families"])
 
     # architectures: declaring tables first, then the tables that extend one
     # (plugin, its table's position in the plugin's list, the table)
@@ -455,7 +462,7 @@ def _check_layout_claims(reg: Registry, owner_of: dict) -> None:
         others = [r for other, r in rules if owner_of[other] != plugin]
         datapaths = [dp for arch in reg.architectures.values() for dp in arch.datapaths
                      if reg.datapath_plugins.get(dp) != plugin]
-        claim = taken(rule, others, datapaths, reg.formats)
+        claim = taken(rule, others, datapaths, reg.formats, reg.family)
         if claim is not None:
             dp = claim.datapath
             shape = "".join(f"{x}{v}" for x, v in (("m", claim.m), ("n", claim.n)) if v is not None and v >= 0)
@@ -488,8 +495,8 @@ def build_registry() -> Registry:
 
     A built-in plugin that fails raises its error (a bug in mmasim).  The checks:
 
-    - a name (format, decoder, accumulator, encoding, layout, kernel, architecture
-      or alias) or a datapath (:func:`datapath_identity`) that another plugin already
+    - a name (format, decoder, accumulator, encoding, layout, kernel, instruction family,
+      architecture or alias) or a datapath (:func:`datapath_identity`) that another plugin already
       owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins (two
       tables of one plugin giving one architecture the same datapath, a
       :class:`~mmasim.errors.TableError`); so is a register layout that would place

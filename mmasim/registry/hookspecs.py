@@ -13,7 +13,7 @@ the ``mmasim`` entry-point group::
     myarch = "myarch_plugin"
 
 Every name a plugin registers (format, decoder, accumulator, encoding, layout,
-kernel, architecture and alias), every datapath and every operand a register layout
+kernel, instruction family, architecture and alias), every datapath and every operand a register layout
 places has one owner: registering one that another plugin owns with a different
 value is a :class:`~mmasim.errors.PluginConflict` naming both plugins.  A hook that raises
 or returns the wrong type is a :class:`~mmasim.errors.PluginError`; the
@@ -70,6 +70,13 @@ def mmasim_encodings():
 @hookspec
 def mmasim_layouts():
     """Return an iterable of layouts: :class:`mmasim.placement.FragmentRule` (register / TMEM fragments; a layout table (TOML) gives them through :func:`mmasim.placement.load_layouts`), :class:`mmasim.placement.SmemLayout` (or ``CoreMatrixLayout``) and :class:`mmasim.placement.ResultSlice` (docs/layouts.md)."""
+
+
+@hookspec
+def mmasim_families():
+    """Return an iterable of :class:`mmasim.registry.family.Family`: instruction families (the
+    ``op`` of datapaths), each with its syntax, operand storage, warp-level execution, harness
+    emitter and compile-target rule (docs/plugins.md, "Instruction families")."""
 
 
 @hookspec

@@ -38,30 +38,6 @@ _VEC = re.compile(r"(?:scale_vec::)?([124])x", re.ASCII)
 _CTA = re.compile(r"cta_group::([0-9A-Za-z_]+)", re.ASCII)
 
 
-@attrs.frozen
-class Syntax:
-    """The PTX tokens of one instruction family beyond its operands' qualifiers."""
-
-    lead: tuple                     # tokens that name the family, in order ("tcgen05", "mma")
-    fixed: tuple = ()               # tokens PTX writes for it, optional here ("sync", "aligned")
-    layouts: bool = False           # takes .row/.col for A and B
-    kind_optional: bool = False     # a missing kind:: means the form without one
-    c_type: bool = False            # PTX spells a C type (three types D.A.B mean C = D)
-
-
-SYNTAX = {
-    "mma.sync": Syntax(lead=("mma",), fixed=("sync", "aligned"), layouts=True, kind_optional=True, c_type=True),
-    "wgmma.mma_async": Syntax(lead=("wgmma", "mma_async"), fixed=("sync", "aligned")),
-    "tcgen05.mma": Syntax(lead=("tcgen05", "mma")),
-    "v_mfma": Syntax(lead=("v_mfma",), kind_optional=True),
-}
-# tcgen05.mma's collector usage hints for A (PTX ISA, tcgen05.mma): they say whether
-# A is kept in or read from the collector buffer, not how it is multiplied.
-_COLLECTOR = {"collector::a::discard", "collector::a::fill", "collector::a::use", "collector::a::lastuse"}
-# PTX qualifier tokens that select an instruction of their own (Datapath.qualifiers), with the
-# families they belong to: tcgen05.mma's CTA pair and weight-stationary forms, and the bit
-# operation of single-bit mma (.xor.popc / .and.popc, written as two tokens).
-NAMING = {"ws": "tcgen05.mma", "and": "mma.sync", "xor": "mma.sync", "popc": "mma.sync"}
 QUALIFIERS = ("a_type", "b_type", "c_type", "d_type", "scale_type", "saturate", "sparse",
               "block", "scale_vec", "kind")
 _TYPE_FIELD = {"a_type": "a", "b_type": "b", "c_type": "c", "d_type": "d", "scale_type": "scale"}
@@ -131,14 +107,18 @@ def _vocabulary(reg):
     return names, kinds, ops
 
 
-def _lead(tokens: list, ops) -> tuple:
+def _families(reg) -> list:
+    """The registered families, in registration order."""
+    return list(reg.families.values())
+
+
+def _lead(tokens: list, ops, reg) -> tuple:
     """``(op, number of tokens that name it)`` from the start of ``tokens`` (``(None, 0)``:
     the string names no family, as MMA-Sim 2.1.1's strings)."""
     low = [t.lower() for t in tokens]
     best = (None, 0)
     for op in ops:
-        syntax = SYNTAX.get(op)
-        lead = syntax.lead if syntax else tuple(op.split("."))
+        lead = reg.family(op).syntax.lead
         for spelling in (lead, lead[:1]):          # "tcgen05.mma" or "tcgen05"; "wgmma.mma_async" or "wgmma"
             n = len(spelling)
             if tuple(low[:n]) == spelling and n > best[1]:
@@ -173,14 +153,19 @@ def parse_instruction(text: str, reg) -> dict:
     want = _Want()
     types: list = []
     layouts: list = []
-    op, used = _lead(tokens, ops)
+    families = _families(reg)
+    fixed = {t for f in families for t in f.syntax.fixed}
+    hints = {t: (field, f.name) for f in families for t, field in f.syntax.hints.items()}
+    refused = {t: why for f in families for t, why in f.syntax.refused.items()}
+    naming = {t: f.name for f in families for t in f.syntax.naming}
+    op, used = _lead(tokens, ops, reg)
     if op:
         want.put("op", op, ".".join(tokens[:used]), text)
     for tok in tokens[used:]:
         low = tok.lower()
-        if low in ("sync", "aligned"):
+        if low in fixed:
             want.put(low, True, tok, text)
-            want.setdefault("ops", set()).add(frozenset(o for o, s in SYNTAX.items() if low in s.fixed))
+            want.setdefault("ops", set()).add(frozenset(f.name for f in families if low in f.syntax.fixed))
         elif low in ("row", "col"):
             layouts.append(tok)
         elif low == "sp":
@@ -201,24 +186,22 @@ def parse_instruction(text: str, reg) -> dict:
             want.put("saturate", True, tok, text)
         elif low == "block_scale":
             want.put("block_scale", True, tok, text)
-        elif low in _COLLECTOR:
-            want.put("collector", low, tok, text)
-            want.setdefault("ops", set()).add(frozenset({"tcgen05.mma"}))
-        elif low in ("scale_input_d", "scale-input-d"):
-            raise UnsupportedDatapath(
-                f"instruction {text!r}: tcgen05.mma's scale-input-d (D = A*B + D * 2^-scale-input-d) is not "
-                "modelled: how the scaled D enters the window was not measured (docs/datapaths.md §6)")
-        elif low in NAMING:
+        elif low in hints:
+            want.put(hints[low][0], low, tok, text)
+            want.setdefault("ops", set()).add(frozenset({hints[low][1]}))
+        elif low in refused:
+            raise UnsupportedDatapath(f"instruction {text!r}: {refused[low]}")
+        elif low in naming:
             want.put(f"qualifier {low}", True, tok, text)
             want.setdefault("qualifiers", set()).add(low)
-            want.setdefault("ops", set()).add(frozenset({NAMING[low]}))
+            want.setdefault("ops", set()).add(frozenset({naming[low]}))
         elif (m := _CTA.fullmatch(low)):
             if m.group(1) not in ("1", "2"):
                 raise UnknownInstruction(f"instruction {text!r}: {tok!r}: PTX defines cta_group::1 and cta_group::2")
             want.put("cta_group", int(m.group(1)), tok, text)
             if m.group(1) == "2":
                 want.setdefault("qualifiers", set()).add(low)
-            want.setdefault("ops", set()).add(frozenset({"tcgen05.mma"}))
+            want.setdefault("ops", set()).add(frozenset(f.name for f in families if f.syntax.cta_group))
         elif (m := _SHAPE.fullmatch(low)):
             want.put("shape", tuple(int(x) for x in m.groups()), tok, text)
         elif (m := _KSHAPE.fullmatch(low)):
@@ -233,7 +216,7 @@ def parse_instruction(text: str, reg) -> dict:
             types.append((names[low], tok))
         else:
             raise UnknownInstruction(f"instruction {text!r}: cannot read {tok!r}{_token_hint(low, names, kinds)}")
-    _check_naming(want, text)
+    _check_naming(want, text, families, tuple(t for t, _ in types))
     if "shape" in want:
         if "k" in want:
             raise UnknownInstruction(f"instruction {text!r}: {want.tokens['shape']!r} and {want.tokens['k']!r} both set k")
@@ -241,12 +224,13 @@ def parse_instruction(text: str, reg) -> dict:
         want.tokens["k"] = want.tokens["m"] = want.tokens["n"] = want.tokens.pop("shape")
     if layouts:
         if len(layouts) != 2:
+            takes = " / ".join(f.name for f in families if f.syntax.layouts) or "an instruction"
             raise UnknownInstruction(
-                f"instruction {text!r}: layout tokens {', '.join(map(repr, layouts))}: mma.sync takes "
+                f"instruction {text!r}: layout tokens {', '.join(map(repr, layouts))}: {takes} takes "
                 "exactly two (.alayout for A, then .blayout for B)")
         want["layout"] = tuple(t.lower() for t in layouts)
         want.tokens["layout"] = ".".join(layouts)
-        want.setdefault("ops", set()).add(frozenset(o for o, s in SYNTAX.items() if s.layouts))
+        want.setdefault("ops", set()).add(frozenset(f.name for f in families if f.syntax.layouts))
     if len(types) == 4:
         want["d"], want["a"], want["b"], want["c"] = (t for t, _ in types)
     elif len(types) == 3:
@@ -260,32 +244,25 @@ def parse_instruction(text: str, reg) -> dict:
         raise UnknownInstruction(
             f"instruction {text!r}: too many type qualifiers ({', '.join(t for _, t in types)}); D.A.B[.C] is four at most")
     want.tokens.update(zip("dabc", (tok for _, tok in types)))
-    if any(t == "b1" for t, _ in types) and "popc" not in want.get("qualifiers", ()):
-        raise UnknownInstruction(
-            f"instruction {text!r}: single-bit mma needs its bit operation: PTX spells it .xor.popc or .and.popc")
     return want
 
 
-def _check_naming(want: dict, text: str) -> None:
-    """PTX's pairings of the naming qualifiers: ``.and.popc`` / ``.xor.popc`` (one bit
-    operation, always with ``.popc``), and ``.ws`` only with ``cta_group::1``."""
-    q = want.get("qualifiers", set())
-    ops = q & {"and", "xor"}
-    if len(ops) > 1:
-        raise UnknownInstruction(f"instruction {text!r}: .and and .xor both set the bit operation")
-    if bool(ops) != ("popc" in q):
-        raise UnknownInstruction(
-            f"instruction {text!r}: PTX spells the single-bit operation .xor.popc or .and.popc")
-    if "ws" in q and "cta_group::2" in q:
-        raise UnknownInstruction(f"instruction {text!r}: PTX defines tcgen05.mma.ws for cta_group::1 only")
+def _check_naming(want: dict, text: str, families, types: tuple) -> None:
+    """Each family's rules on the naming qualifiers and the types (``Syntax.check``: e.g.
+    PTX's pairings ``.and.popc`` / ``.xor.popc``)."""
+    q = frozenset(want.get("qualifiers", ()))
+    for f in families:
+        why = f.syntax.check(q, types) if f.syntax.check else None
+        if why:
+            raise UnknownInstruction(f"instruction {text!r}: {why}")
     if q:
-        want["qualifiers"] = frozenset(q)
+        want["qualifiers"] = q
 
 
-def _normal(text: str) -> str:
-    """A spelling for close-match suggestions: no case, no PTX prefixes."""
+def _normal(text: str, reg) -> str:
+    """A spelling for close-match suggestions: no case, no family prefixes (``Syntax.prefixes``)."""
     text = str(text).lower()
-    for prefix in ("mma.sync.aligned.", "v_mfma_", "v_mfma."):
+    for prefix in (p for f in _families(reg) for p in f.syntax.prefixes):
         if text.startswith(prefix):
             text = text[len(prefix):]
     return text
@@ -357,7 +334,7 @@ def _apply_qualifiers(want: dict, qualifiers: dict, reg) -> dict:
 
 def _fits(dp, want: dict, reg) -> bool:
     fmt = reg.formats
-    syntax = SYNTAX.get(dp.op)
+    syntax = reg.family(dp.op).syntax
     for key, value in want.items():
         if key in ("a", "b", "c", "d", "scale"):
             actual = getattr(dp, key)
@@ -384,7 +361,7 @@ def _fits(dp, want: dict, reg) -> bool:
         elif key in ("op", "kind", "k", "block", "scale_vec", "saturate"):
             if getattr(dp, key) != value:
                 return False
-    if "kind" not in want and syntax is not None and syntax.kind_optional and dp.kind is not None:
+    if "kind" not in want and syntax.kind_optional and dp.kind is not None:
         return False            # mma.sync / v_mfma without kind:: is the kind-less instruction
     if want.get("three_types") and "c" not in want and dp.c != dp.d:
         return False            # D.A.B: C = D
@@ -395,9 +372,9 @@ def _close_hint(reg, architecture, instruction: str) -> str:
     known = sorted({dp.canonical(reg.formats) for dp in architecture.datapaths}
                    | {n for dp in architecture.datapaths for n in dp.names})
     by_normal = {}
-    for name in sorted(known, key=lambda x: (x != _normal(x), len(x), x)):   # plainest spelling first
-        by_normal.setdefault(_normal(name), name)
-    close = difflib.get_close_matches(_normal(instruction), list(by_normal), n=5, cutoff=0.4)
+    for name in sorted(known, key=lambda x: (x != _normal(x, reg), len(x), x)):   # plainest spelling first
+        by_normal.setdefault(_normal(name, reg), name)
+    close = difflib.get_close_matches(_normal(instruction, reg), list(by_normal), n=5, cutoff=0.4)
     return f" Close matches: {', '.join(by_normal[c] for c in close)}." if close else ""
 
 
@@ -433,8 +410,7 @@ def _defaulted(dp, want: dict, reg) -> tuple:
         if not named:
             name = _FIELD_NAME.get(field, field)
             out.append((name, _value(dp, field, reg), reason))
-    syntax = SYNTAX.get(dp.op)
-    if want.get("three_types") and "c" not in want and syntax is not None and syntax.c_type:
+    if want.get("three_types") and "c" not in want and reg.family(dp.op).syntax.c_type:
         out.append(("c_type", _value(dp, "c", reg), "three-type spelling D.A.B means C = D (MMA-Sim 2.1.1)"))
     return tuple(out)
 
@@ -449,17 +425,13 @@ def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Re
       naming it; two tokens for one field (two kinds, two shapes, two layouts for A,
       a repeated ``satfinite``) fail naming both.  Type names, kinds and shapes
       match without regard to case (PTX spells each one way).
-    - Syntax tokens belong to an instruction family (:data:`SYNTAX`): ``sync`` and
-      ``aligned`` to ``mma.sync`` / ``wgmma``; ``row`` / ``col`` to ``mma.sync``, where
-      PTX allows any layout pair only for the f16 ``m8n8k4`` and ``.row.col``
-      elsewhere; ``cta_group::1`` and ``collector::a::{fill,use,lastuse,discard}``
-      (a cache hint for A, no arithmetic change) to ``tcgen05.mma``;
-      ``block_scale`` to block-scaled kinds.
-    - Qualifiers that name an instruction of their own (:data:`NAMING`): ``cta_group::2``
-      (a CTA pair) and ``ws`` (weight-stationary) for ``tcgen05.mma``, ``.xor.popc`` /
-      ``.and.popc`` for single-bit ``mma``.  A datapath lists them (``Datapath.qualifiers``)
-      and a lookup matches it only when it names exactly those (``cta_group::1`` is the
-      default and names nothing).
+    - Syntax tokens belong to an instruction family, as its record says
+      (:class:`mmasim.registry.family.Syntax`, ``reg.family(op).syntax``): the optional fixed
+      tokens, the ``.row`` / ``.col`` pairs it allows, ``cta_group::N``, tokens that change no
+      arithmetic (``hints``) and tokens it refuses; ``block_scale`` belongs to block-scaled kinds.
+    - Qualifiers that name an instruction of their own (``Syntax.naming``, ``cta_group::2``):
+      a datapath lists them (``Datapath.qualifiers``) and a lookup matches it only when it
+      names exactly those (``cta_group::1`` is the default and names nothing).
     - An optional PTX token that is absent means the instruction without it
       (dense without ``sp``, wrapping without ``satfinite``, no ``kind::`` where the
       family's kind is optional).  Three types ``D.A.B`` mean C = D (MMA-Sim
@@ -511,36 +483,14 @@ def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Re
             candidates=listing,
         )
     dp = candidates[0]
-    if "layout" in want and want["layout"] not in layouts_of(dp, reg):
+    syntax = reg.family(dp.op).syntax
+    if "layout" in want and want["layout"] not in syntax.layouts_of(dp, reg.formats):
         raise UnknownInstruction(
-            f"{instruction!r}: layout {want.tokens['layout']!r}: {layout_rule(dp, reg)}")
+            f"{instruction!r}: layout {want.tokens['layout']!r}: {syntax.layout_rule(dp, reg.formats)}")
     if dp.refuse:
         raise UnsupportedDatapath(f"{dp.canonical(reg.formats)} on {name}: {dp.refuse}")
     return Resolution(dp, m=want.get("m"), n=want.get("n"), defaulted=_defaulted(dp, want, reg),
                       layout=want.get("layout"))
-
-
-_PAIRS = (("row", "col"), ("row", "row"), ("col", "row"), ("col", "col"))
-
-
-def layouts_of(dp, reg) -> tuple:
-    """The ``(.alayout, .blayout)`` pairs PTX allows ``dp`` (mma): any of row/col only for the
-    f16 m8n8k4 forms, ``.row.col`` for every other shape; none for a family without them."""
-    syntax = SYNTAX.get(dp.op)
-    if syntax is None or not syntax.layouts:
-        return ()
-    free = dp.m == (8,) and dp.n == (8,) and dp.k == 4 and reg.formats[dp.a].name == "f16"
-    return _PAIRS if free else _PAIRS[:1]
-
-
-def layout_rule(dp, reg) -> str:
-    """:func:`layouts_of` in words, for error messages."""
-    pairs = layouts_of(dp, reg)
-    if not pairs:
-        return f"{dp.op} takes no .row / .col qualifiers"
-    if len(pairs) == 1:
-        return f"PTX allows only .row.col for {dp.canonical(reg.formats)} (any .row/.col pair only for the f16 m8n8k4)"
-    return f"{dp.canonical(reg.formats)} takes any of " + ", ".join(f".{a}.{b}" for a, b in pairs)
 
 
 def resolve(reg, arch: str, instruction: str, qualifiers: dict):

@@ -25,12 +25,13 @@ import pluggy
 from mmasim.registry import hookspecs
 from mmasim.errors import PluginConflict, PluginError, PluginWarning
 
-#: The built-in plugins, registered in this order: the core's parts, every table
-#: in ``archs/``, and the architectures whose code differs from the core's
+#: The built-in plugins, registered in this order: the core's parts, the compiled
+#: kernels, the instruction families, every table in ``archs/``, and the architectures whose code differs from the core's
 #: (B200 layouts, RTX Blackwell's e2m1 container).
 DEFAULT_PLUGINS = (
     "mmasim.registry.core_parts",
     "mmasim.backends.numba",
+    "mmasim_plugins.families",
     "mmasim_plugins.archs",
     "mmasim_plugins.blackwell",
     "mmasim_plugins.rtx_blackwell",

@@ -1,0 +1,165 @@
+"""Instruction families as records: a plugin registers a family (its syntax, warp execution,
+compile target) and the core asks the record; a family name has one owner; and no core module
+tests an op string."""
+
+import ast
+import pathlib
+import re
+
+import attrs
+import pytest
+
+import mmasim
+from mmasim.errors import PluginConflict, UnknownInstruction
+from mmasim.registry.family import AliasTarget, Family, Syntax
+from test_plugin_isolation import make_plugin, registered  # noqa: F401 - the fixture undoes each register
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+#: a toy architecture whose one datapath is of the toy family (a parsed table)
+TOY_TABLE = {
+    "architecture": {"name": "FamToy", "vendor": "Example", "aliases": ["famtoy-1", "sm_77q"],
+                     "description": "a toy architecture of a toy instruction family"},
+    "datapath": [{"op": "famtoy.mma", "a": "f16", "b": "f16", "d": "f32", "k": 4, "accumulator": "window",
+                  "params": {"F": 25, "zeros": "excluded"}, "rounding": "rz-f32",
+                  "status": {"kind": "assumed", "evidence": "toy"}}],
+}
+
+CALLS = []
+
+
+def toy_warp(model, a, b, c, **keywords):
+    CALLS.append((model.instruction, a, b, c, keywords))
+    return "ran by the family's warp"
+
+
+TOY_FAMILY = Family("famtoy.mma", Syntax(lead=("famtoy", "mma"), fixed=("sync",)), warp=toy_warp,
+                    target=AliasTarget(r"sm_[0-9]+q"))
+
+
+def plugin(*families, table=True):
+    """A plugin of ``families`` (and, with ``table``, the toy architecture)."""
+    return make_plugin(mmasim_families=list(families), **({"mmasim_architectures": [TOY_TABLE]} if table else {}))
+
+
+def test_a_plugins_family_gives_its_datapaths_their_syntax_warp_and_target(registered):
+    # without a record the op is read as its dot-separated name: "sync" belongs to other families
+    registered(plugin(), "famtoy-table")
+    with pytest.raises(UnknownInstruction):
+        mmasim.MMA("FamToy", "famtoy.mma.sync.k4.f32.f16.f16")
+    mmasim.unregister(name="famtoy-table")
+    registered(plugin(TOY_FAMILY), "famtoy")
+    m = mmasim.MMA("FamToy", "famtoy.mma.sync.k4.f32.f16.f16")
+    assert m.family is mmasim.get_registry().families["famtoy.mma"] == TOY_FAMILY
+    assert m.family.compile_target(mmasim.aliases("FamToy")) == "sm_77q"
+    CALLS.clear()
+    assert m.warp("A", "B", "C", b_descriptor=7) == "ran by the family's warp"
+    (ins, a, b, c, kw), = CALLS
+    assert (a, b, c, kw["b_descriptor"], kw["sparsity_selector"]) == ("A", "B", "C", 7, 0)
+
+
+def test_a_family_without_an_emitter_is_listed_as_not_generated(registered):
+    from mmasim.harness import generate as gen
+    registered(plugin(TOY_FAMILY), "famtoy")
+    with pytest.raises(gen.NotGenerated, match="no harness emitter for famtoy.mma instructions"):
+        gen.emitter(mmasim.MMA("FamToy", "famtoy.mma.k4.f32.f16.f16"))
+
+
+def test_a_family_name_has_one_owner(registered):
+    registered(plugin(TOY_FAMILY), "famtoy")
+    other = attrs.evolve(TOY_FAMILY, syntax=Syntax(lead=("famtoy", "mma")))
+    with pytest.raises(PluginConflict) as info:
+        mmasim.register(plugin(other, table=False), name="famtoy-rival")
+    text = str(info.value)
+    assert "instruction family 'famtoy.mma'" in text and "'famtoy-rival'" in text and "'famtoy'" in text
+    assert "famtoy-rival" not in {s.name for s in mmasim.registry.plugins.status()}
+    # the built-in records have their owner too
+    builtin = mmasim.get_registry().families["mma.sync"]
+    with pytest.raises(PluginConflict, match="instruction family 'mma.sync'.*mmasim_plugins.families"):
+        mmasim.register(plugin(attrs.evolve(builtin, emitter=None), table=False), name="mma-rival")
+    # the same record again is no conflict
+    registered(plugin(TOY_FAMILY, table=False), "famtoy-again")
+
+
+def test_a_family_record_refuses_storage_outside_its_spaces():
+    with pytest.raises(ValueError, match="storage must name spaces"):
+        Family("x.mma", Syntax(lead=("x",)), storage={"b": ("global",)})
+
+
+# ------------------------------------------------------------------ no op strings in the core
+#: the modules that implement a family's rules, named by its record, and why each may spell ops
+ALLOWED = {
+    "mmasim/harness/nv_sync.py": "emitter of mma.sync (Family.emitter)",
+    "mmasim/harness/nv_async.py": "emitter of wgmma.mma_async",
+    "mmasim/harness/nv_tcgen05.py": "emitter of tcgen05.mma",
+    "mmasim/harness/nv_common.py": "what the NVIDIA emitters share",
+    "mmasim/harness/amd.py": "emitter of v_mfma / v_smfmac",
+    "mmasim/placement/smem.py": "the shared-memory descriptor formats (Family.descriptor)",
+    "mmasim/placement/smem_packed.py": "tcgen05's sub-byte packing (Family.smem_packing)",
+    "mmasim/placement/tmem.py": "tcgen05's Tensor Memory layouts and tcgen05.ld shapes",
+    "mmasim/placement/tcgen05_warp.py": "tcgen05's warp execution (Family.warp)",
+    "mmasim/placement/wgmma_warp.py": "wgmma's warp execution (Family.warp)",
+    "mmasim/nv_ptx/sim.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
+    "mmasim/amd/sim.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
+    "mmasim/torch/emulation.py": "recipes name the instruction each runs, as a user writes it",
+}
+
+
+def op_pattern() -> re.Pattern:
+    """A string that spells an op: a registered family's name or first lead token (or PTX's
+    ``mma.sp``), whole or followed by '.', ':' or '_'."""
+    names = {"mma.sp"}
+    for f in mmasim.get_registry().families.values():
+        names |= {f.name, f.syntax.lead[0]}
+    alts = "|".join(sorted(map(re.escape, names), key=len, reverse=True))
+    return re.compile(rf"(?:{alts})(?:$|[.:_])")
+
+
+def op_strings(source: str, pattern: re.Pattern) -> list:
+    """``(line, text)`` of every string constant in ``source`` that spells an op: docstrings,
+    text with spaces (messages, help) and the names in ``__all__`` are not op strings."""
+    tree = ast.parse(source)
+    skip = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant):
+            skip.add(id(body[0].value))
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            skip |= {id(n) for n in ast.walk(node.value)}
+    hits = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in skip and not re.search(r"\s", n.value) and pattern.match(n.value)]
+    return [(n.lineno, n.value) for n in sorted(hits, key=lambda n: (n.lineno, n.col_offset))]
+
+
+def test_the_scan_finds_op_strings_and_passes_prose():
+    pattern = op_pattern()
+    found = op_strings('"""A docstring about tcgen05.mma."""\n'
+                       'def f(dp):\n'
+                       '    """mma.sync only."""\n'
+                       '    if dp.op == "tcgen05.mma" or dp.op.startswith("v_mfma_"):\n'
+                       '        raise ValueError("A of tcgen05.mma is read from shared memory")\n'
+                       '    return {"wgmma": 1}, "mma", "mma.sp", "harmless"\n'
+                       '__all__ = ["tcgen05_ld"]\n', pattern)
+    assert [text for _, text in found] == ["tcgen05.mma", "v_mfma_", "wgmma", "mma", "mma.sp"]
+
+
+def test_no_core_module_tests_an_op_string():
+    pattern = op_pattern()
+    found = []
+    for path in sorted((ROOT / "mmasim").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in ALLOWED:
+            continue
+        found += [f"{rel}:{line}: {text!r}" for line, text in op_strings(path.read_text(encoding="utf-8"), pattern)]
+    assert not found, "op strings outside the family modules (ask the family record):\n" + "\n".join(found)
+    assert all((ROOT / rel).is_file() for rel in ALLOWED), "an allowed module is gone: drop it from ALLOWED"
+
+
+def test_placement_imports_no_registry_module():
+    from test_architecture import graph
+
+    edges = graph()
+    wrong = {m: sorted(t for t in targets if t.startswith("mmasim.registry"))
+             for m, targets in edges.items() if m.startswith("mmasim.placement")}
+    assert not {m: t for m, t in wrong.items() if t}, "placement asks the model's family, not the registry"
