@@ -150,3 +150,50 @@ def test_hook_markers_live_in_the_leaf_hookspecs_module():
     from mmasim.registry import plugins
 
     assert mmasim.hookimpl is hookspecs.hookimpl is plugins.hookimpl
+
+
+#: the packages of mmasim/, lowest first (docs/architecture.md, "Layers"): a module may import
+#: its own package and the packages of lower layers; the tools may also use the public API
+#: (the top-level package ``mmasim``), which imports only from lower layers
+LAYERS = (
+    ("errors",), ("arith",), ("operands",), ("accumulators",), ("placement",), ("registry",), ("backends",),
+    ("quantization",), ("execution",), ("composition",), ("interop",),
+    ("vectors", "compare", "accuracy", "torch", "nv_ptx", "amd"), ("characterize",), ("harness",), ("cli",),
+    ("mmasim", "__main__"),
+)
+TOOLS = {"vectors", "compare", "accuracy", "torch", "nv_ptx", "amd", "characterize", "harness", "cli"}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "mmasim"
+
+
+def upward_imports(edges: dict) -> list:
+    """``(importer, imported)`` pairs that reach a package of the same or a higher layer."""
+    rank = {p: i for i, layer in enumerate(LAYERS) for p in layer}
+    out = []
+    for name, deps in sorted(edges.items()):
+        mine = _package(name)
+        for dep in sorted(deps):
+            theirs = _package(dep)
+            if theirs == mine or (theirs == "mmasim" and dep == "mmasim" and mine in TOOLS):
+                continue
+            if rank[theirs] >= rank[mine]:
+                out.append((name, dep))
+    return out
+
+
+def test_every_package_of_mmasim_has_a_layer():
+    assert {_package(name) for name in modules()} == {p for layer in LAYERS for p in layer}
+
+
+def test_no_package_imports_one_of_its_own_layer_or_above():
+    assert upward_imports(graph()) == []
+
+
+def test_the_layer_check_sees_an_upward_import():
+    edges = {"mmasim.arith.decode": {"mmasim.registry.build"}, "mmasim.cli.main": {"mmasim"},
+             "mmasim.registry.build": {"mmasim.arith.decode"}, "mmasim.execution.model": {"mmasim"}}
+    assert upward_imports(edges) == [("mmasim.arith.decode", "mmasim.registry.build"),
+                                     ("mmasim.execution.model", "mmasim")]
