@@ -45,6 +45,16 @@ def _fma(typingctx, a, b, c):
     return None
 
 
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The binary64 whose bits are the int64 ``x`` (a bit cast: vectorizes, no memory)."""
+    if isinstance(x, types.Integer) and x.bitwidth == 64:
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(types.float64))
+        return types.float64(x), codegen
+    return None
+
+
 # --------------------------------------------------------------- scalar parts
 @_inline
 def _bitlen(x):
