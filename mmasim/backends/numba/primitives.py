@@ -55,6 +55,29 @@ def _f64_bits(typingctx, x):
     return None
 
 
+@intrinsic
+def _i64_bits(typingctx, x):
+    """The bits of the binary64 ``x`` as an int64 (a bit cast)."""
+    if isinstance(x, types.Float) and x.bitwidth == 64:
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(types.int64))
+        return types.int64(x), codegen
+    return None
+
+
+@intrinsic
+def _f32_word(typingctx, x):
+    """The binary32 word (zero-extended to int64) of a binary64 ``x`` that binary32
+    represents exactly (the conversion is then exact: no rounding)."""
+    if isinstance(x, types.Float) and x.bitwidth == 64:
+        def codegen(context, builder, sig, args):
+            f = builder.fptrunc(args[0], context.get_value_type(types.float32))
+            w = builder.bitcast(f, context.get_value_type(types.int32))
+            return builder.zext(w, context.get_value_type(types.int64))
+        return types.int64(x), codegen
+    return None
+
+
 # --------------------------------------------------------------- scalar parts
 @_inline
 def _bitlen(x):

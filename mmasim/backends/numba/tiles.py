@@ -18,8 +18,8 @@ import numpy as np
 
 from collections import namedtuple
 
-from .primitives import (F32_SPEC, FINITE, INF, NEG, ZERO, _clip, _decode, _decode_call, _enc, _f64_bits, _fmt,
-                         _is_f32, _jit, _inline, _pack, _rows, _rz_enc, _trunc)
+from .primitives import (F32_SPEC, FINITE, INF, NEG, ZERO, _clip, _decode, _decode_call, _enc, _f32_word, _f64_bits,
+                         _fmt, _i64_bits, _is_f32, _jit, _inline, _pack, _rows, _rz_enc, _trunc)
 from .window import _d_or_c, _window_params, _window_quantum
 
 #: The lane decode of one A / B format (a record per format; fields by name):
@@ -247,6 +247,59 @@ def _tile_sum(nr, step, R, hoff, px, win, cdec, sp, tot, sc, acc):
 
 
 @_inline
+def _rz_f32(v):
+    """The binary64 value of the binary32 word that the round-toward-zero encoding into
+    binary32 gives for the exact binary64 ``v`` (the lane form of :func:`_pack` with
+    ``_rz_enc`` of binary32): the fraction cut to 23 bits where ``|v|`` is normal in
+    binary32, to multiples of 2**-149 below, inf from 2**128 (``lead > bias``), +0 for a
+    zero."""
+    a = abs(v)
+    dn = _f64_bits(_i64_bits(v) & ~np.int64((1 << 29) - 1))
+    ds = np.trunc(v * 2.0 ** 149) * 2.0 ** -149
+    d = ds if a < 2.0 ** -126 else dn
+    d = (np.inf if v > 0 else -np.inf) if a >= 2.0 ** 128 else d
+    return d + 0.0
+
+
+@_inline
+def _tile_chain_rz32(nr, R, hoff, last, px, step, win, cv, cr, cl, sp, sc, acc):
+    """One step of the window for rows whose C and D are binary32 and D is encoded toward
+    zero: the window (``hi - hoff``, see :func:`_tile_sum`), the truncated C and
+    products summed exactly in binary64, and D (its value, the next step's C: ``cv``, its
+    r ``cr``, live ``cl``) by :func:`_rz_f32`, all in binary64 / int64 lanes (no decode
+    and pack between steps).  ``last``: the last step (an overflow to inf is then D;
+    before, it marks the row in ``sp``, as its C would)."""
+    hi, msr, qu = win
+    excl = R.excl == 1
+    for r in range(nr):
+        live = hi[r] > DEAD
+        h = hi[r] - hoff
+        quantum, _ = _window_quantum(h if live else np.int64(NEG), live, False, cl[r], cr[r], msr[r], R)
+        qc = _clip(quantum, -NEG_F, NEG_F)
+        qu[r] = qc
+        s = _f64_bits((np.int64(1023) - qc) << 52)
+        sc[r] = s
+        acc[r] = np.trunc((cv[r] if cl[r] else 0.0) * s)
+    for k in range(step):
+        for r in range(nr):
+            acc[r] += np.trunc(px[k, r] * sc[r])
+    for r in range(nr):
+        a = acc[r]
+        fin = a - a == 0.0
+        sp[r] |= not fin
+        v = (a if fin else 0.0) * _f64_bits((np.int64(1023) + qu[r]) << 52)
+        if excl:
+            v = v if hi[r] > DEAD else cv[r]      # no live product: D is C
+        d = _rz_f32(v)
+        e = (_i64_bits(d) >> 52) & 0x7FF
+        cv[r] = d
+        cr[r] = e - 1023 if e > 1 else np.int64(-126)
+        cl[r] = d != 0.0
+        if not last:
+            sp[r] |= d - d != 0.0
+
+
+@_inline
 def _tile_pack(nr, rz, excl, tot, win, cdec, sp, ENC, cw):
     """Encode the D words of a tile into ``cw`` (0 for rows marked in ``sp``); ``rz``:
     round toward zero into the word's own fraction width (``_pack`` of ``_rz_enc(ENC)``)."""
@@ -268,6 +321,8 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
     a constant of the closure: numba prunes the branches it decides before it
     inlines the helpers, and LLVM folds the rest, so that the loops have no variant
     branches."""
+
+    CHAIN = CKIND == 2 and DKIND == 2 and RZ == 1     # binary32 C and D toward zero: chained in lanes
 
     def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out,
                            flags, LV, LA, spec):
@@ -297,6 +352,7 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
         tot = np.empty(T, np.int64)
         sc = np.empty(T, np.float64)
         acc = np.empty(T, np.float64)
+        cv = np.empty(T, np.float64)
         nb = sa.shape[1] if SCALED else 0
         scl = (np.zeros((nb, T), np.float64), np.zeros((nb, T), np.int64))
         ops, idx = (wa, wb, wc, sa, sb), (ia, ib, ic, isa, isb)
@@ -307,8 +363,16 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
                 _tile_in(ops, idx, ncols, t0, nr, 0, fa, fb, LV, tiles, cw, sp, fp4, TAB, scl)
             else:
                 _tile_in(ops, idx, ncols, t0, nr, 1, fa, fb, LV, tiles, cw, sp, fp4, TAB, scl)
+            if CHAIN:
+                # binary32 C and D encoded toward zero: C decoded once, the steps chained in lanes
+                _c_tile(2, cw, nr, fp2, TAB, cdec, sp)
+                ccm, ccq, ccr, clive = cdec
+                for r in range(nr):
+                    cv[r] = np.float64(ccm[r]) * _f64_bits((np.int64(1023) + ccq[r]) << 52)
             for s0 in range(0, K, step):
-                if CKIND == DKIND:      # one inlined decode for C and D
+                if CHAIN:
+                    pass
+                elif CKIND == DKIND:      # one inlined decode for C and D
                     _c_tile(CKIND, cw, nr, fp2 if s0 == 0 else fp3, TAB, cdec, sp)
                 elif s0 == 0:
                     _c_tile(CKIND, cw, nr, fp2, TAB, cdec, sp)
@@ -320,11 +384,17 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
                     _tile_products(tiles, s0, step, nr, 0, fa, fb, zc, px, win[0], hh)
                 else:
                     _tile_products(tiles, s0, step, nr, 1, fa, fb, zc, px, win[0], hh)
-                _tile_sum(nr, step, R, R.roff, px, win, cdec, sp, tot, sc, acc)
-                if RZ:
-                    _tile_pack(nr, True, excl, tot, win, cdec, sp, ENC, cw)
+                if CHAIN:
+                    _tile_chain_rz32(nr, R, R.roff, s0 + step >= K, px, step, win, cv, cdec[2], cdec[3], sp, sc, acc)
                 else:
-                    _tile_pack(nr, False, excl, tot, win, cdec, sp, ENC, cw)
+                    _tile_sum(nr, step, R, R.roff, px, win, cdec, sp, tot, sc, acc)
+                    if RZ:
+                        _tile_pack(nr, True, excl, tot, win, cdec, sp, ENC, cw)
+                    else:
+                        _tile_pack(nr, False, excl, tot, win, cdec, sp, ENC, cw)
+            if CHAIN:
+                for r in range(nr):
+                    cw[r] = _f32_word(cv[r])
             for r in range(nr):
                 d = t0 + r
                 spec[d] = sp[r]
