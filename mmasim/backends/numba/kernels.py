@@ -41,7 +41,7 @@ from collections import namedtuple
 import numpy as np
 
 from ...decode import decode_float, decode_int
-from ..numpy.lean import LeanGrouped
+from ..numpy.lean import LeanGrouped, one_product_window, word_tables
 from .families import (exact_sum_kernel, fma_f32_kernel, fma_f64_kernel, ftz_mul_add_kernel, group_scaled_kernel,
                        integer_kernel, integer_xor_kernel, mul_add_f32_kernel, mul_add_f64_kernel, two_stage_kernel)
 from .primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO, _is_f32
@@ -168,9 +168,7 @@ def _per_format(fn):
 def _packed_table(fmt, decoder):
     """Every word of ``fmt`` decoded and packed into one int64:
     cls | sign << 2 | m << 3 | (q + 2**15) << 23 | (r + 2**15) << 39; ``None`` if a field does not fit."""
-    words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
-    dec = decoder(fmt, words)
-    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    cls, sign, m, q, r = word_tables(fmt, decoder)
     if (m.min() < 0 or m.max() >= 1 << 20 or np.abs(q).max() >= 1 << 15 or np.abs(r).max() >= 1 << 15
             or cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1):
         return None
@@ -194,9 +192,7 @@ def _lane_spec(fmt, decoder):
                                ro=fmt.bias, P=2.0 ** (1023 - fmt.bias)),
                     None, M + 1, max(fmt.bias, (1 << E) - 1 - fmt.bias))
         return None
-    words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
-    dec = decoder(fmt, words)
-    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    cls, sign, m, q, r = word_tables(fmt, decoder)
     fin = cls == FINITE
     if cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1 or m.min() < 0:
         return None
@@ -246,8 +242,7 @@ def _scale_bounds(plan):
     fmt = plan.scale_format
     if fmt.container_bits > 16:
         return None
-    dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
-    cls, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.m, dec.q, dec.r))
+    cls, _, m, q, r = word_tables(fmt, plan.decoder(fmt))
     fin = cls == FINITE
     if not fin.any() or (m[fin] >= np.int64(1) << np.clip(r[fin] - q[fin] + 1, 0, 62)).any():
         return None
@@ -311,8 +306,7 @@ def _grouped_table(plan, lg):
     ``lg`` (a LeanGrouped), rows 2-5 per scale word (built by the registered decoder):
     the signed significand (0 for a zero or inf / NaN), q, r, and 1 for inf / NaN."""
     fmt = plan.scale_format
-    dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
-    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    cls, sign, m, q, r = word_tables(fmt, plan.decoder(fmt))
     fin = cls == FINITE
     N = max(len(lg.P), len(cls))
     T = np.zeros((6, N), dtype=np.int64)
@@ -361,7 +355,7 @@ def _window(plan):
             if k.FM is not None:
                 k.extra = (_grouped_table(plan, lg), np.array([lg.bshift, lg.q0], dtype=np.int64))
                 return k
-    if not (group == 1 and cd is None and p.get("c_relative") is None and p.get("subnormal_redo") is None):
+    if not one_product_window(plan):
         return general    # groups elsewhere (the sparse FP4 datapaths): the general kernel
     LV, LA, hoff, bits, rmax = lean
     ckind, dkind = (_c_kind([int(x) for x in row]) for row in general.FM[2:4])
@@ -399,7 +393,15 @@ def _integer(plan):
     bitop = plan.parameters.get("bitop")
     if bitop not in (None, "xor"):
         return None
-    return _make(plan, integer_xor_kernel if bitop == "xor" else integer_kernel, NO_RECORD)
+    k = _make(plan, integer_xor_kernel if bitop == "xor" else integer_kernel, NO_RECORD)
+    if k is not None:
+        # A and B of the built-in integer decoder decoded arithmetically (integer_step's
+        # vectorized loop), not through their tables
+        for i, fmt in enumerate((plan.a_format, plan.b_format)):
+            if plan.decoder(fmt) is decode_int and fmt.field_bits < 64:
+                k.FM[i, :] = 0
+                k.FM[i, 2], k.FM[i, 3], k.FM[i, 4], k.FM[i, 8] = 1, fmt.field_shift, fmt.field_bits, int(fmt.signed)
+    return k
 
 
 def _group_scaled(plan):

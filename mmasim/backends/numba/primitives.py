@@ -123,6 +123,20 @@ def _fmt(FM, f):
 
 
 @_inline
+def _int_value(w, fp):
+    """The value of word ``w`` of integer decode spec ``fp`` (decode.decode_int, arithmetic:
+    ``fp[1] == 0``): the field, two's complement where signed."""
+    fs = fp[3]
+    fb = fp[4]
+    if fb >= 64:
+        return w
+    x = (w >> fs) & ((np.int64(1) << fb) - 1)
+    if fp[8] == 1:
+        x = x - (np.int64(1) << fb) if x >= (np.int64(1) << (fb - 1)) else x
+    return x
+
+
+@_inline
 def _decode(w, fp, TAB):
     """(cls, sign, m, q, r) of word ``w`` in format ``fp`` (decode.decode_float / decode_int)."""
     if fp[1] > 0:
@@ -132,14 +146,7 @@ def _decode(w, fp, TAB):
     fs = fp[3]
     fb = fp[4]
     if fp[2] == 1:  # integer
-        if fb >= 64:
-            x = w
-        else:
-            x = (w >> fs) & ((np.int64(1) << fb) - 1)
-        if fp[8] == 1 and fb < 64:
-            top = np.int64(1) << (fb - 1)
-            if x >= top:
-                x -= np.int64(1) << fb
+        x = _int_value(w, fp)
         s = np.int64(1) if x < 0 else np.int64(0)
         m = -x if x < 0 else x
         return (ZERO if m == 0 else FINITE), s, m, np.int64(0), np.int64(0)
