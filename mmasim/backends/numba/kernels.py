@@ -17,7 +17,7 @@ from collections import namedtuple
 import numpy as np
 
 from mmasim.arith.decode import decode_float, decode_int
-from mmasim.backends.numpy.lean import LeanGrouped
+from mmasim.backends.numpy.lean import LeanGrouped, one_product_window, word_tables
 from mmasim.backends.numba.families import (
     exact_sum_kernel,
     fma_f32_kernel,
@@ -31,7 +31,7 @@ from mmasim.backends.numba.families import (
     two_stage_kernel,
 )
 from mmasim.backends.numba.primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO, _is_f32
-from mmasim.backends.numba.tiles import LSQ, LZQ, PACK_M, _c_kind, lean_variant
+from mmasim.backends.numba.tiles import NEG_F, RBIAS, TCODE, LaneFormat, _c_kind, lean_variant
 from mmasim.backends.numba.window import GDEAD, WindowRecord, grouped_variant, window_kernel
 
 # --------------------------------------------------------- parameter records
@@ -170,9 +170,7 @@ def _per_format(fn):
 def _packed_table(fmt, decoder):
     """Every word of ``fmt`` decoded and packed into one int64:
     cls | sign << 2 | m << 3 | (q + 2**15) << 23 | (r + 2**15) << 39; ``None`` if a field does not fit."""
-    words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
-    dec = decoder(fmt, words)
-    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    cls, sign, m, q, r = word_tables(fmt, decoder)
     if (m.min() < 0 or m.max() >= 1 << 20 or np.abs(q).max() >= 1 << 15 or np.abs(r).max() >= 1 << 15
             or cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1):
         return None
@@ -180,73 +178,79 @@ def _packed_table(fmt, decoder):
 
 
 @_per_format
-def _lean_spec(fmt, decoder):
-    """Lean decode of an A / B format: ``(row, table or None, r - q offset, significand bits)``, or ``None``.
+def _lane_spec(fmt, decoder):
+    """Lane decode of an A / B format: ``(LaneFormat, table or None, significand bits, largest |r|)``, or ``None``.
 
-    Row: ``mode, table offset, field shift, field mask, sign bit, M, exponent mask, bias``.
-    Mode 0 reads the table (containers of up to 16 bits, built by the registered
-    decoder): row 0 the signed significand, row 1 q (LZQ for a zero, LSQ for inf /
-    NaN).  Mode 1 decodes a wider IEEE format arithmetically."""
-    if fmt.container_bits > 8:
+    Containers of up to 16 bits: a table built by the registered decoder over every word,
+    each entry the bits of the word's exact binary64 value (NaN for an inf / NaN) with
+    r + RBIAS in its low TCODE bits (which an exact value of at most 52 - TCODE significant
+    bits leaves zero).  Wider IEEE formats with subnormals: decoded arithmetically."""
+    if fmt.container_bits > 16:
+        E, M = fmt.exp_bits, fmt.man_bits
         if (decoder is decode_float and fmt.nan == "ieee" and fmt.subnormals and fmt.signed
-                and not fmt.integer and fmt.exp_bits + fmt.man_bits < 40):
-            E, M = fmt.exp_bits, fmt.man_bits
-            return ([1, 0, fmt.field_shift, (1 << fmt.field_bits) - 1, E + M, M, (1 << E) - 1, fmt.bias],
-                    None, M, M + 1)
+                and not fmt.integer and E <= 11 and M <= 26 and fmt.bias <= 1022):
+            return (LaneFormat(mode=1, off=0, fs=fmt.field_shift, fmask=(1 << fmt.field_bits) - 1,
+                               magmask=(1 << (E + M)) - 1, M=M, dshift=52 - M, sbit=E + M, emask=(1 << E) - 1,
+                               ro=fmt.bias, P=2.0 ** (1023 - fmt.bias)),
+                    None, M + 1, max(fmt.bias, (1 << E) - 1 - fmt.bias))
         return None
-    words = np.arange(1 << fmt.container_bits, dtype=np.uint64)
-    dec = decoder(fmt, words)
-    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    cls, sign, m, q, r = word_tables(fmt, decoder)
     fin = cls == FINITE
-    if cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1 or m.min() < 0 or m.max() >= 1 << 30:
+    if cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1 or m.min() < 0:
         return None
-    if (m[fin] == 0).any() or (m[cls == ZERO] != 0).any() or np.abs(q[fin]).max(initial=0) >= 1 << 20:
+    if (m[fin] == 0).any() or (m[cls == ZERO] != 0).any() or m.max(initial=0) >= 1 << (52 - TCODE):
         return None
-    off = np.unique(r[fin] - q[fin])
-    if len(off) > 1:
+    if (np.abs(q[fin]) >= 1 << 9).any() or (np.abs(r[fin]) >= RBIAS // 2).any():
         return None
-    sm = np.where(fin, np.where(sign == 1, -m, m), 0)
-    qq = np.where(fin, q, np.where(cls == ZERO, LZQ, LSQ))
-    return [0, 0, 0, 0, 0, 0, 0, 0], np.stack([sm, qq]), int(off[0]) if len(off) else 0, \
-        int(m[fin].max(initial=0)).bit_length()
+    if (m[fin] >= np.int64(1) << np.clip(r[fin] - q[fin] + 1, 0, 62)).any():
+        return None     # a factor below 2**(r + 1): the sum bound of _window
+    val = np.where(fin, np.where(sign == 1, -m, m) * np.exp2(np.where(fin, q, 0).astype(np.float64)), 0.0)
+    val = np.where(cls >= INF, np.nan, val)
+    tab = val.view(np.int64) | np.where(fin, r + RBIAS, 0)
+    row = LaneFormat(mode=0, off=0, fs=0, fmask=0, magmask=0, M=0, dshift=0, sbit=0, emask=0, ro=RBIAS, P=1.0)
+    return row, tab, int(m[fin].max(initial=0)).bit_length(), int(np.abs(r[fin]).max(initial=0))
 
 
-def _lean_specs(plan):
-    """``(LT, LS, r - q offset of the products, significand bits of the products)`` of
-    the lean window decode of A and B, or ``None``."""
-    rows, tabs, roff, bits, off = [], [], 0, 0, 0
-    for fmt in (plan.a_format, plan.b_format):
-        spec = _lean_spec(fmt, plan.decoder(fmt))
+_LANE_DTYPE = [(f, np.float64 if f == "P" else np.int64) for f in LaneFormat._fields]
+
+
+def _lane_specs(plan):
+    """``(LV, LA, exponent code offset of a product, significand bits of a product, largest |r|)``
+    of the lane decode of A and B (``LA``: their :data:`LaneFormat` records), or ``None``."""
+    rows, tabs, hoff, bits, rmax, off = [], [], 0, 0, 0, 0
+    for i, fmt in enumerate((plan.a_format, plan.b_format)):
+        spec = _lane_spec(fmt, plan.decoder(fmt))
         if spec is None:
             return None
-        row, tab, o, b = spec
-        row = list(row)             # the format's row (kept per format), with this plan's table offset
-        if tab is not None:
-            row[1] = off
+        row, tab, b, rm = spec
+        if tab is not None and i == 1 and plan.b_format == plan.a_format and rows[0][0] == 0:
+            row = row._replace(off=rows[0][1])      # B shares A's table
+        elif tab is not None:
+            row = row._replace(off=off)     # this plan's table offset
             tabs.append(tab)
-            off += tab.shape[1]
-        rows.append(row)
-        roff += o
+            off += len(tab)
+        rows.append(tuple(row))
+        hoff += row.ro
         bits += b
-    LT = np.concatenate(tabs, axis=1) if tabs else np.zeros((2, 1), np.int64)
-    # row 2: m and q packed into one word (the tiles of the lean kernel read one table
-    # entry per element); 0 where m does not fit (the variant is then not used)
-    packs = (np.abs(LT[0]) < 1 << (PACK_M - 1)).all()
-    LT = np.ascontiguousarray(np.vstack([LT, LT[1] * (1 << PACK_M) + LT[0] if packs else np.zeros_like(LT[0])]))
-    return LT, np.array(rows, dtype=np.int64), roff, bits
+        rmax += rm
+    LV = np.ascontiguousarray(np.concatenate(tabs)) if tabs else np.zeros(1, np.int64)
+    return LV, np.array(rows, dtype=_LANE_DTYPE), hoff, bits, rmax
 
 
 def _scale_bounds(plan):
-    """(min r - q offset, significand bits) over every word of the scale format, or ``None``."""
+    """(significand bits, largest |r|) over every finite word of the scale format, or ``None``
+    (no finite word, a container over 16 bits, a factor not below 2**(r + 1), or |q| beyond
+    what :func:`.tiles._lane_scales` scales exactly)."""
     fmt = plan.scale_format
     if fmt.container_bits > 16:
         return None
-    dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
-    cls, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.m, dec.q, dec.r))
+    cls, _, m, q, r = word_tables(fmt, plan.decoder(fmt))
     fin = cls == FINITE
-    if not fin.any():
+    if not fin.any() or (m[fin] >= np.int64(1) << np.clip(r[fin] - q[fin] + 1, 0, 62)).any():
         return None
-    return int((r - q)[fin].min()), int(m[fin].max()).bit_length()
+    if np.abs(q[fin]).max() >= NEG_F // 2:
+        return None
+    return int(m[fin].max()).bit_length(), int(np.abs(r[fin]).max())
 
 
 def _format_specs(plan):
@@ -304,8 +308,7 @@ def _grouped_table(plan, lg):
     ``lg`` (a LeanGrouped), rows 2-5 per scale word (built by the registered decoder):
     the signed significand (0 for a zero or inf / NaN), q, r, and 1 for inf / NaN."""
     fmt = plan.scale_format
-    dec = plan.decoder(fmt)(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
-    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
+    cls, sign, m, q, r = word_tables(fmt, plan.decoder(fmt))
     fin = cls == FINITE
     N = max(len(lg.P), len(cls))
     T = np.zeros((6, N), dtype=np.int64)
@@ -342,7 +345,7 @@ def _window(plan):
         scaled=1 if scaled else 0, clog_g=_clog2(group), clog_cd=_clog2(int(cd["group"])) if cd else 0,
         roff=0, S=0)
     general = _make(plan, window_kernel, R, words=np.int64)   # the lean kernels' special rows: int64 too
-    lean = _lean_specs(plan)
+    lean = _lane_specs(plan)
     if lean is None or general is None:
         return general
     if group > 1 or cd is not None:
@@ -354,27 +357,35 @@ def _window(plan):
             if k.FM is not None:
                 k.extra = (_grouped_table(plan, lg), np.array([lg.bshift, lg.q0], dtype=np.int64))
                 return k
-    LT, LS, roff, bits = lean
-    simple = group == 1 and cd is None and p.get("c_relative") is None and p.get("subnormal_redo") is None
-    # the lean kernel keeps products shifted left by S, the largest left shift a live
-    # product can need (its raw exponent is at most the window's): they must fit int64
-    S, lean_ok = max(0, int(p["F"]) - roff), simple
+    if not one_product_window(plan):
+        return general    # groups elsewhere (the sparse FP4 datapaths): the general kernel
+    LV, LA, hoff, bits, rmax = lean
+    ckind, dkind = (_c_kind([int(x) for x in row]) for row in general.FM[2:4])
+    nf = 2          # factors of a product
     if scaled:
         sb = _scale_bounds(plan)
-        if sb is None:
-            lean_ok = False
-        else:
-            S = max(0, int(p["F"]) - roff - 2 * sb[0])
-            bits += 2 * sb[1]
-    lean_ok = lean_ok and bits + S <= 62 and (not scaled or (LS[0, 0] == 0 and LS[1, 0] == 0))
-    ckind, dkind = (_c_kind([int(x) for x in row]) for row in general.FM[2:4])
-    if not (lean_ok and LS[0, 0] == LS[1, 0] and ckind > 0 and dkind > 0 and (LS[0, 0] == 1 or LT[2].any())):
-        return general    # groups elsewhere (the sparse FP4 datapaths), other decodes: the general kernel
+        if sb is None or LA["mode"].any() or (R.excl == 0 and R.has_sf == 1):
+            return general
+        bits, rmax, nf = bits + 2 * sb[0], rmax + 2 * sb[1], 4
+    # The bound proof of the binary64 lanes (tiles.py).  Every factor is below 2**(r + 1)
+    # (checked per format), so a live product is below 2**(r_p + nf) with r_p <= E, and its
+    # truncation trunc(p * 2**-quantum) (quantum >= E - F) below 2**(F + nf): the product is
+    # exact in binary64 when its significand bits are at most 53, scaling it by a power of
+    # two is exact (or the result is below 1, and truncates to 0 either way), truncation is
+    # exact, and every partial sum of the step's truncated products is an integer below
+    # step * 2**(F + nf) <= 2**53, so exact.  Every |r| (products, C, D) stays inside the
+    # exponent range where 2**-quantum is built (NEG_F).
+    cd_r = max(max(f.bias, (1 << f.exp_bits) - f.bias) for f in (plan.c_format, plan.d_format))
+    F = int(p["F"])
+    ok = (bits <= 53 and F + nf + int(step).bit_length() <= 53 and max(rmax, cd_r) + F + 64 < NEG_F
+          and LA["mode"][0] == LA["mode"][1] and ckind > 0 and dkind > 0)
+    if not ok:
+        return general    # other decodes, or bounds the lanes cannot prove: the general kernel
     # the tile kernel compiled for the variant (A and B decoded alike, IEEE C and D:
     # every built-in window datapath with one product per group)
     rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
-    k = LeanWindowKernel(plan, lean_variant(scaled, ckind, dkind, LS[0, 0], rz), R._replace(roff=roff, S=S))
-    k.extra = (LT, LS)
+    k = LeanWindowKernel(plan, lean_variant(scaled, ckind, dkind, int(LA["mode"][0]), rz), R._replace(roff=hoff))
+    k.extra = (LV, LA)
     return k
 
 
@@ -384,7 +395,15 @@ def _integer(plan):
     bitop = plan.parameters.get("bitop")
     if bitop not in (None, "xor"):
         return None
-    return _make(plan, integer_xor_kernel if bitop == "xor" else integer_kernel, NO_RECORD)
+    k = _make(plan, integer_xor_kernel if bitop == "xor" else integer_kernel, NO_RECORD)
+    if k is not None:
+        # A and B of the built-in integer decoder decoded arithmetically (integer_step's
+        # vectorized loop), not through their tables
+        for i, fmt in enumerate((plan.a_format, plan.b_format)):
+            if plan.decoder(fmt) is decode_int and fmt.field_bits < 64:
+                k.FM[i, :] = 0
+                k.FM[i, 2], k.FM[i, 3], k.FM[i, 4], k.FM[i, 8] = 1, fmt.field_shift, fmt.field_bits, int(fmt.signed)
+    return k
 
 
 def _group_scaled(plan):

@@ -45,6 +45,39 @@ def _fma(typingctx, a, b, c):
     return None
 
 
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The binary64 whose bits are the int64 ``x`` (a bit cast: vectorizes, no memory)."""
+    if isinstance(x, types.Integer) and x.bitwidth == 64:
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(types.float64))
+        return types.float64(x), codegen
+    return None
+
+
+@intrinsic
+def _i64_bits(typingctx, x):
+    """The bits of the binary64 ``x`` as an int64 (a bit cast)."""
+    if isinstance(x, types.Float) and x.bitwidth == 64:
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(types.int64))
+        return types.int64(x), codegen
+    return None
+
+
+@intrinsic
+def _f32_word(typingctx, x):
+    """The binary32 word (zero-extended to int64) of a binary64 ``x`` that binary32
+    represents exactly (the conversion is then exact: no rounding)."""
+    if isinstance(x, types.Float) and x.bitwidth == 64:
+        def codegen(context, builder, sig, args):
+            f = builder.fptrunc(args[0], context.get_value_type(types.float32))
+            w = builder.bitcast(f, context.get_value_type(types.int32))
+            return builder.zext(w, context.get_value_type(types.int64))
+        return types.int64(x), codegen
+    return None
+
+
 # --------------------------------------------------------------- scalar parts
 @_inline
 def _bitlen(x):
@@ -90,6 +123,20 @@ def _fmt(FM, f):
 
 
 @_inline
+def _int_value(w, fp):
+    """The value of word ``w`` of integer decode spec ``fp`` (decode.decode_int, arithmetic:
+    ``fp[1] == 0``): the field, two's complement where signed."""
+    fs = fp[3]
+    fb = fp[4]
+    if fb >= 64:
+        return w
+    x = (w >> fs) & ((np.int64(1) << fb) - 1)
+    if fp[8] == 1:
+        x = x - (np.int64(1) << fb) if x >= (np.int64(1) << (fb - 1)) else x
+    return x
+
+
+@_inline
 def _decode(w, fp, TAB):
     """(cls, sign, m, q, r) of word ``w`` in format ``fp`` (decode.decode_float / decode_int)."""
     if fp[1] > 0:
@@ -99,14 +146,7 @@ def _decode(w, fp, TAB):
     fs = fp[3]
     fb = fp[4]
     if fp[2] == 1:  # integer
-        if fb >= 64:
-            x = w
-        else:
-            x = (w >> fs) & ((np.int64(1) << fb) - 1)
-        if fp[8] == 1 and fb < 64:
-            top = np.int64(1) << (fb - 1)
-            if x >= top:
-                x -= np.int64(1) << fb
+        x = _int_value(w, fp)
         s = np.int64(1) if x < 0 else np.int64(0)
         m = -x if x < 0 else x
         return (ZERO if m == 0 else FINITE), s, m, np.int64(0), np.int64(0)

@@ -16,16 +16,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from collections import namedtuple
+
 from mmasim.backends.numba.primitives import (
     F32_SPEC,
     FINITE,
     INF,
     NEG,
     ZERO,
+    _clip,
     _decode,
     _decode_call,
     _enc,
+    _f32_word,
+    _f64_bits,
     _fmt,
+    _i64_bits,
     _is_f32,
     _jit,
     _inline,
@@ -36,36 +42,48 @@ from mmasim.backends.numba.primitives import (
 )
 from mmasim.backends.numba.window import _d_or_c, _window_params, _window_quantum
 
-LZQ = -(1 << 30)     # q of a zero element
-LSQ = 1 << 36        # q of an inf / NaN element
-LZT = -(1 << 29)     # a product q below this has a zero factor
-LST = 1 << 35        # a product q at or above this has an inf / NaN factor
+#: The lane decode of one A / B format (a record per format; fields by name):
+#: ``mode`` 0 a table (``LV``, from ``off``; containers of up to 16 bits, built by the
+#: registered decoder), 1 an IEEE format with subnormals decoded arithmetically: the field
+#: (``fs``, ``fmask``), its magnitude bits (``magmask``), fraction bits ``M``, the shift of
+#: the magnitude into a binary64 (``dshift`` = 52 - M), the sign bit ``sbit``, the exponent
+#: mask ``emask`` (inf / NaN), and ``P`` = 2**(1023 - bias): the magnitude bits placed in a
+#: binary64 are the value times 2**(bias - 1023), subnormals included.  The exponent code of
+#: an element is r + ``ro``.
+LaneFormat = namedtuple("LaneFormat", "mode off fs fmask magmask M dshift sbit emask ro P")
+
+TCODE = 12                  # a tabled element: its exact binary64 value, r + RBIAS in the low TCODE bits
+TMASK = (1 << TCODE) - 1
+RBIAS = 1 << (TCODE - 1)
+DEAD = -(1 << 40)           # the exponent channel of a product with a zero factor (below every window)
+NEG_F = 1000                # the scale 2**-quantum is built for |quantum| <= NEG_F (the bound proofs keep it there)
 
 
 @_inline
-def _lean_one(x0, mode, ls, LT):
-    """Lean decode of one word: (signed m, q), the class folded into q (LZQ, LSQ).
-    ``ls``: the format's row of LS as a tuple; ``mode`` is passed apart so that a
-    literal mode folds the branch away."""
+def _lane_fmt(LA, i):
+    """Record ``i`` of ``LA`` as a :data:`LaneFormat` of values (kept in registers)."""
+    f = LA[i]
+    return LaneFormat(f.mode, f.off, f.fs, f.fmask, f.magmask, f.M, f.dshift, f.sbit, f.emask, f.ro, f.P)
+
+
+@_inline
+def _lane_get(x, mode, f):
+    """(value, exponent code) of tile element ``x``: the element's exact value as a binary64
+    (NaN for an inf / NaN, 0 for a zero) and r + ``f.ro`` (any value for a zero)."""
     if mode == 0:
-        i = np.uint64(ls[1]) + np.uint64(x0)    # unsigned: no wrap-around code
-        return LT[0, i], LT[1, i]
-    fs, fmask, sp, M, emask, bias = ls[2], ls[3], ls[4], ls[5], ls[6], ls[7]
-    x = (x0 >> fs) & fmask
-    e = (x >> M) & emask
-    f = x & ((np.int64(1) << M) - 1)
-    nrm = e != 0
-    m = (f | (np.int64(1) << M)) if nrm else f
-    q = ((e if nrm else np.int64(1)) - bias) - M
-    q = LZQ if m == 0 else q
-    q = LSQ if e == emask else q
-    return (-m if ((x >> sp) & 1) == 1 else m), q
+        c = x & TMASK
+        return _f64_bits(x ^ c), c
+    y = (x >> f.fs) & f.fmask
+    mag = y & f.magmask
+    e = mag >> f.M
+    v = _f64_bits((mag << f.dshift) | ((y >> f.sbit) << 63)) * f.P
+    return (np.nan if e == f.emask else v), (e if e > 1 else np.int64(1))
 
 
 @_inline
-def _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr, r):
-    """Per block, into column ``r``: signed product of the two scales, its q, r - q
-    offset of the scaled products, scale raw sum; returns whether a scale is inf / NaN."""
+def _lane_scales(sa, sb, rsa, rsb, nb, fp4, TAB, bsv, bsr, r):
+    """Per block, into column ``r``: the exact value of the product of the two scales
+    (binary64; 0 for a zero) and their raw sum; returns whether a scale is inf / NaN."""
     special = False
     for blk in range(nb):
         xc, xsg, xm, xq, xr = _decode_call(np.int64(sa[rsa, blk]), fp4, TAB)
@@ -73,23 +91,19 @@ def _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr, r):
         if xc >= INF or yc >= INF:
             special = True
         bsr[blk, r] = xr + yr
-        bro[blk, r] = roff + (xr - xq) + (yr - yq)
-        if xc == ZERO or yc == ZERO:
-            bsm[blk, r] = 0
-            bqs[blk, r] = LZQ
-        else:
-            v = xm * ym
-            bsm[blk, r] = -v if (xsg ^ ysg) == 1 else v
-            bqs[blk, r] = xq + yq
+        v = np.float64(xm * ym) * _f64_bits((np.int64(1023) + _clip(xq + yq, -NEG_F, NEG_F)) << 52)
+        bsv[blk, r] = 0.0 if (xc == ZERO or yc == ZERO) else (-v if (xsg ^ ysg) == 1 else v)
     return special
 
 
 # The lean window on tiles of rows.  Rows are computed TILE at a time, step by
 # step; every inner loop runs over the rows of the tile (k-major tile arrays),
 # has no branches, and vectorizes, and the rows' serial chains (window, sum,
-# pack, decode of D as the next C) overlap.  Each phase is an inlined helper,
-# called by the driver (window_lean_kernel) once per variant with the variant
-# as a literal (A / B decoded by table or arithmetically, the C / D decode, the
+# pack, decode of D as the next C) overlap.  Products, their truncation and
+# their sum are binary64 lanes (exact: see the bound proofs of the builder);
+# exponents and the C / D words int64.  Each phase is an inlined helper, called
+# by the driver (window_lean_kernel) once per variant with the variant as a
+# literal (A / B decoded by table or arithmetically, the C / D decode, the
 # encoder), so that the loops have no variant branches.  The driver is not
 # itself inlined anywhere: numba's inlining copies the inlined function's
 # variable scope once per block, and a large inlined body costs tens of seconds
@@ -97,52 +111,32 @@ def _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr, r):
 TILE = 64    # rows per tile (the tile arrays stay in the L1 / L2 caches)
 
 
-PACK_M = 24  # a tabled element in a tile: q * 2**PACK_M + m, |m| < 2**(PACK_M - 1)
-
-
 @_inline
-def _tile_put(x, k, r, mode, ls, LT, tm):
-    """Word ``x`` into element ``k, r`` of a tile: its packed table entry (mode 0:
-    ``q * 2**PACK_M + m``, one scalar load, no gathers later), or the word itself
-    (decoded arithmetically with the products)."""
-    if mode == 0:
-        tm[k, r] = LT[2, np.uint64(ls[1]) + np.uint64(x)]
-    else:
-        tm[k, r] = x
-
-
-@_inline
-def _tile_get(tm, k, r, mode, ls, LT):
-    """(signed m, q) of tile element ``k, r`` (see :func:`_tile_put`)."""
-    if mode == 0:
-        v = tm[k, r]
-        m = (v << (64 - PACK_M)) >> (64 - PACK_M)
-        return m, (v - m) >> PACK_M
-    return _lean_one(tm[k, r], mode, ls, LT)
-
-
-@_inline
-def _tile_in(ops, idx, ncols, t0, nr, mode, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl):
+def _tile_in(ops, idx, ncols, t0, nr, mode, fa, fb, LV, tiles, cw, sp, fp4, TAB, scl):
     """Rows ``t0 ..`` of the operands into a tile: A and B k-major (one loop over K
-    for both), the C words into ``cw``, the scales of the blocks (``_lean_scales``;
-    ``sp``: an inf / NaN scale).  ``ops``: the A, B, C, scale A, scale B words;
-    ``idx``: their row indices; ``tiles``: the A and B tiles (see :func:`_tile_put`);
-    ``scl``: the per-block scale arrays (none when unscaled)."""
+    for both; a tabled element is its ``LV`` entry, otherwise the word itself), the C
+    words into ``cw``, the scales of the blocks (``_lane_scales``; ``sp``: an inf /
+    NaN scale).  ``ops``: the A, B, C, scale A, scale B words; ``idx``: their row
+    indices; ``scl``: the per-block scale arrays (none when unscaled)."""
     wa, wb, wc, sa, sb = ops
     ia, ib, ic, isa, isb = idx
     at, bt = tiles
-    bsm, bqs, bro, bsr = scl
+    bsv, bsr = scl
     K = wa.shape[1]
-    nb = bsm.shape[0]
+    nb = bsv.shape[0]
     for r in range(nr):
         ra, rb, rc, rsa, rsb = _rows(t0 + r, ncols, ia, ib, ic, isa, isb)
         for k in range(K):
-            _tile_put(wa[ra, k], k, r, mode, la, LT, at)
-            _tile_put(wb[rb, k], k, r, mode, lb, LT, bt)
+            if mode == 0:
+                at[k, r] = LV[np.uint64(fa.off) + np.uint64(wa[ra, k])]
+                bt[k, r] = LV[np.uint64(fb.off) + np.uint64(wb[rb, k])]
+            else:
+                at[k, r] = wa[ra, k]
+                bt[k, r] = wb[rb, k]
         cw[r] = wc[rc]
         sp[r] = False
         if nb > 0:
-            sp[r] = _lean_scales(sa, sb, rsa, rsb, nb, fp4, TAB, roff, bsm, bqs, bro, bsr, r)
+            sp[r] = _lane_scales(sa, sb, rsa, rsb, nb, fp4, TAB, bsv, bsr, r)
 
 
 @_inline
@@ -181,89 +175,148 @@ def _c_kind(fp):
 
 
 @_inline
-def _tile_products(tiles, s0, step, nr, mode, la, lb, LT, S, px, pu, win):
-    """Unscaled products of one step for a tile: ``px = (ma * mb) << S``,
-    ``pu = S - q``; ``hi`` / ``lo`` (of ``win``): the largest / smallest ``q``."""
+def _tile_products(tiles, s0, step, nr, mode, fa, fb, zc, px, hi, hh):
+    """Unscaled products of one step for a tile: ``px`` their exact values (binary64),
+    ``hi`` the largest exponent code sum of the products, a product with a zero factor
+    counting as ``zc`` (the zero rule: e_zero's code, or DEAD where zeros are excluded).
+    The running maximum goes down the rows of ``hh`` (a loop that writes back where it
+    read becomes masked stores, slow on AMD CPUs)."""
     at, bt = tiles
-    hi, lo, msr, qu = win
     for r in range(nr):
-        hi[r] = np.int64(LZQ) * 8
-        lo[r] = np.int64(LSQ) * 8
+        hh[0, r] = DEAD
     for k in range(step):
         for r in range(nr):
-            ma, qa = _tile_get(at, s0 + k, r, mode, la, LT)
-            mb, qb = _tile_get(bt, s0 + k, r, mode, lb, LT)
-            q = qa + qb
-            px[k, r] = (ma * mb) << S
-            pu[k, r] = S - q
-            h = hi[r]
-            hi[r] = q if q > h else h
-            lw = lo[r]
-            lo[r] = q if q < lw else lw
+            va, ca = _lane_get(at[s0 + k, r], mode, fa)
+            vb, cb = _lane_get(bt[s0 + k, r], mode, fb)
+            p = va * vb
+            px[k, r] = p
+            c = ca + cb if p != 0.0 else zc
+            h = hh[k, r]
+            hh[k + 1, r] = c if c > h else h
+    for r in range(nr):
+        hi[r] = hh[step, r]
 
 
 @_inline
-def _tile_products_scaled(tiles, s0, step, block, nr, la, lb, LT, S, px, pu, win, scl):
+def _tile_products_scaled(tiles, s0, step, block, nr, fa, fb, zc, px, win, hh, scl):
     """Block-scaled products of one step (A and B tabled): block by block, the
-    block's scale product per row; ``hi``: the largest raw exponent (q plus the
-    block's r - q offset), ``lo``: the smallest q, ``msr``: the largest scale raw
-    sum of the blocks holding a nonzero product."""
+    block's scale product per row; ``hi`` (of ``win``): the largest code sum of a
+    product plus its block's scale raw sum (``zc`` for a product with a zero factor),
+    ``msr``: the largest scale raw sum of the blocks holding a nonzero product (the
+    scale floor; the builder takes no scale floor where zeros count)."""
     at, bt = tiles
-    bsm, bqs, bro, bsr = scl
-    hi, lo, msr, qu = win
+    bsv, bsr = scl
+    hi, msr, zb = win
     for r in range(nr):
-        hi[r] = np.int64(LZQ) * 8
-        lo[r] = np.int64(LSQ) * 8
+        hi[r] = DEAD
         msr[r] = np.int64(NEG)
     for blk in range(s0 // block, (s0 + step - 1) // block + 1):
+        k0, k1 = max(s0, blk * block) - s0, min(s0 + step, blk * block + block) - s0
         for r in range(nr):
-            qu[r] = np.int64(LZQ) * 8       # the block's largest raw (qu is free until _tile_sum)
-        for k in range(max(s0, blk * block), min(s0 + step, blk * block + block)):
+            hh[k0, r] = DEAD       # the block's largest code sum, from row k0 of hh down
+            zb[r] = zc - bsr[blk, r] if zc > DEAD else np.int64(DEAD)    # (zb: qu, free until _tile_sum)
+        for k in range(k0, k1):
             for r in range(nr):
-                ma, qa = _tile_get(at, k, r, 0, la, LT)
-                mb, qb = _tile_get(bt, k, r, 0, lb, LT)
-                q = qa + qb + bqs[blk, r]
-                px[k - s0, r] = (ma * mb * bsm[blk, r]) << S
-                pu[k - s0, r] = S - q
-                qr = q + bro[blk, r]
-                h = qu[r]
-                qu[r] = qr if qr > h else h
-                lw = lo[r]
-                lo[r] = q if q < lw else lw
+                va, ca = _lane_get(at[s0 + k, r], 0, fa)
+                vb, cb = _lane_get(bt[s0 + k, r], 0, fb)
+                p = va * vb * bsv[blk, r]
+                px[k, r] = p
+                c = ca + cb if p != 0.0 else zb[r]
+                h = hh[k, r]
+                hh[k + 1, r] = c if c > h else h
         for r in range(nr):
-            hb = qu[r]
+            live = hh[k1, r] > DEAD
+            hb = hh[k1, r] + bsr[blk, r] if live else np.int64(DEAD)
             h = hi[r]
             hi[r] = hb if hb > h else h
             # only a block holding a nonzero product raises the scale floor
-            m0, m1 = msr[r], bsr[blk, r] if hb > LZT else np.int64(NEG)
+            m0, m1 = msr[r], bsr[blk, r] if live else np.int64(NEG)
             msr[r] = m1 if m1 > m0 else m0
 
 
 @_inline
-def _tile_sum(nr, step, R, hoff, px, pu, win, cdec, sp, tot):
-    """The window of each row (:func:`_window_quantum`, from the largest product
-    exponent ``hi + hoff``), the truncated C and the sum of the truncated products,
-    in quanta of ``2**quantum`` (into ``tot``; ``qu``: quantum)."""
-    hi, lo, msr, qu = win
+def _tile_sum(nr, step, R, hoff, px, win, cdec, sp, tot, sc, acc):
+    """The window of each row (:func:`_window_quantum`, from the largest product raw
+    exponent ``hi - hoff``, which holds e_zero where a product has a zero factor and
+    zeros count), the truncated C and the sum of the truncated products, in quanta of
+    ``2**quantum`` (into ``tot``; ``qu``: quantum; ``hi``: DEAD where no product is
+    live).  A product's truncation is ``trunc(p * 2**-quantum)`` in binary64, exact
+    (the builder's bound proofs); a sum that is not finite marks its row in ``sp``."""
+    hi, msr, qu = win
     ccm, ccq, ccr, clive = cdec
     for r in range(nr):
-        h = hi[r] + hoff
-        hi[r] = h
-        sp[r] |= h >= LST
+        live = hi[r] > DEAD
+        h = hi[r] - hoff
+        hi[r] = h if live else np.int64(DEAD)
         c_live = clive[r]
         cr = ccr[r]
-        live = h > LZT
-        quantum, _ = _window_quantum(h if live else np.int64(NEG), live, lo[r] < LZT, c_live, cr, msr[r], R)
+        quantum, _ = _window_quantum(h if live else np.int64(NEG), live, False, c_live, cr, msr[r], R)
         qu[r] = quantum
+        sc[r] = _f64_bits((np.int64(1023) - _clip(quantum, -NEG_F, NEG_F)) << 52)
         cm = ccm[r] if c_live else np.int64(0)
         tot[r] = _trunc(cm < 0, abs(cm), ccq[r], quantum)
+        acc[r] = 0.0
     for k in range(step):
         for r in range(nr):
-            x = px[k, r]
-            sg = x >> 63
-            sh = pu[k, r] + qu[r]
-            t = ((x ^ sg) - sg) >> (sh if sh < 63 else np.int64(63))
-            tot[r] += (t ^ sg) - sg
+            acc[r] += np.trunc(px[k, r] * sc[r])
+    for r in range(nr):
+        a = acc[r]
+        fin = a - a == 0.0
+        sp[r] |= not fin
+        tot[r] += np.int64(a if fin else 0.0)
+
+
+@_inline
+def _rz_f32(v):
+    """The binary64 value of the binary32 word that the round-toward-zero encoding into
+    binary32 gives for the exact binary64 ``v`` (the lane form of :func:`_pack` with
+    ``_rz_enc`` of binary32): the fraction cut to 23 bits where ``|v|`` is normal in
+    binary32, to multiples of 2**-149 below, inf from 2**128 (``lead > bias``), +0 for a
+    zero."""
+    a = abs(v)
+    dn = _f64_bits(_i64_bits(v) & ~np.int64((1 << 29) - 1))
+    ds = np.trunc(v * 2.0 ** 149) * 2.0 ** -149
+    d = ds if a < 2.0 ** -126 else dn
+    d = (np.inf if v > 0 else -np.inf) if a >= 2.0 ** 128 else d
+    return d + 0.0
+
+
+@_inline
+def _tile_chain_rz32(nr, R, hoff, last, px, step, win, cv, cr, cl, sp, sc, acc):
+    """One step of the window for rows whose C and D are binary32 and D is encoded toward
+    zero: the window (``hi - hoff``, see :func:`_tile_sum`), the truncated C and
+    products summed exactly in binary64, and D (its value, the next step's C: ``cv``, its
+    r ``cr``, live ``cl``) by :func:`_rz_f32`, all in binary64 / int64 lanes (no decode
+    and pack between steps).  ``last``: the last step (an overflow to inf is then D;
+    before, it marks the row in ``sp``, as its C would)."""
+    hi, msr, qu = win
+    excl = R.excl == 1
+    for r in range(nr):
+        live = hi[r] > DEAD
+        h = hi[r] - hoff
+        quantum, _ = _window_quantum(h if live else np.int64(NEG), live, False, cl[r], cr[r], msr[r], R)
+        qc = _clip(quantum, -NEG_F, NEG_F)
+        qu[r] = qc
+        s = _f64_bits((np.int64(1023) - qc) << 52)
+        sc[r] = s
+        acc[r] = np.trunc((cv[r] if cl[r] else 0.0) * s)
+    for k in range(step):
+        for r in range(nr):
+            acc[r] += np.trunc(px[k, r] * sc[r])
+    for r in range(nr):
+        a = acc[r]
+        fin = a - a == 0.0
+        sp[r] |= not fin
+        v = (a if fin else 0.0) * _f64_bits((np.int64(1023) + qu[r]) << 52)
+        if excl:
+            v = v if hi[r] > DEAD else cv[r]      # no live product: D is C
+        d = _rz_f32(v)
+        e = (_i64_bits(d) >> 52) & 0x7FF
+        cv[r] = d
+        cr[r] = e - 1023 if e > 1 else np.int64(-126)
+        cl[r] = d != 0.0
+        if not last:
+            sp[r] |= d - d != 0.0
 
 
 @_inline
@@ -272,11 +325,11 @@ def _tile_pack(nr, rz, excl, tot, win, cdec, sp, ENC, cw):
     round toward zero into the word's own fraction width (``_pack`` of ``_rz_enc(ENC)``)."""
     dmask = ENC[7]
     enc = _rz_enc(ENC) if rz else _enc(ENC)    # one inlined _pack; rz is a constant
-    hi, lo, msr, qu = win
+    hi, msr, qu = win
     ccm, ccq, ccr, clive = cdec
     for r in range(nr):
         cm = ccm[r] if clive[r] else np.int64(0)
-        oneg, omag, e0 = _d_or_c(tot[r], qu[r], excl, hi[r] > LZT, cm < 0, abs(cm), ccq[r])
+        oneg, omag, e0 = _d_or_c(tot[r], qu[r], excl, hi[r] > DEAD, cm < 0, abs(cm), ccq[r])
         word = _pack(oneg, omag, e0, False, False, False, False, enc)
         cw[r] = np.int64(0) if sp[r] else word & dmask
 
@@ -289,66 +342,79 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
     inlines the helpers, and LLVM folds the rest, so that the loops have no variant
     branches."""
 
+    CHAIN = CKIND == 2 and DKIND == 2 and RZ == 1     # binary32 C and D toward zero: chained in lanes
+
     def window_lean_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out,
-                           flags, LT, LS, spec):
+                           flags, LV, LA, spec):
         """The window with one product per group (``group`` 1, no ``c_dominant``,
         ``c_relative``, ``subnormal_redo``), scaled or not, on tiles of rows (above).
 
-        Pass one decodes, multiplies and finds the window; products are kept
-        pre-shifted left by ``S`` (the largest left shift a live product can need,
-        ``R.S``), so that pass two truncates each with one right shift:
-        ``t = (|p| << S) >> (S - q + quantum)``, the same value as the reference's
-        ``(|p| << d) >> -d`` clips.  A row with an inf / NaN (input, scale, C, or a
-        step that overflowed) is marked in ``spec`` and its word is not used (the
-        general kernel computes it)."""
+        Pass one decodes, multiplies and finds the window; pass two truncates every
+        product at the window's quantum and sums, in binary64 lanes (exact).  A row
+        with an inf / NaN (input, scale, C, or a step that overflowed) is marked in
+        ``spec`` and its word is not used (the general kernel computes it)."""
         n = out.shape[0]
         K = wa.shape[1]
         fp2, fp3, fp4 = _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
         R = _window_params(RA[0])
         excl = R.excl == 1
-        roff = R.roff
-        S = R.S
-        la = (LS[0, 0], LS[0, 1], LS[0, 2], LS[0, 3], LS[0, 4], LS[0, 5], LS[0, 6], LS[0, 7])
-        lb = (LS[1, 0], LS[1, 1], LS[1, 2], LS[1, 3], LS[1, 4], LS[1, 5], LS[1, 6], LS[1, 7])
+        fa, fb = _lane_fmt(LA, 0), _lane_fmt(LA, 1)
         T = TILE
         tiles = (np.empty((K, T), np.int64), np.empty((K, T), np.int64))
-        px = np.empty((step, T), np.int64)
-        pu = np.empty((step, T), np.int64)
+        px = np.empty((step, T), np.float64)
+        hh = np.empty((step + 1, T), np.int64)
+        # a product with a zero factor: e_zero's exponent code where zeros count, else below any window
+        zc = np.int64(DEAD) if excl else R.ezero + R.roff
         cw = np.empty(T, np.int64)
         cdec = (np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.bool_))
-        win = (np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64))
+        win = (np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64))      # hi, msr, qu
         sp = np.empty(T, np.bool_)
         tot = np.empty(T, np.int64)
+        sc = np.empty(T, np.float64)
+        acc = np.empty(T, np.float64)
+        cv = np.empty(T, np.float64)
         nb = sa.shape[1] if SCALED else 0
-        scl = (np.zeros((nb, T), np.int64), np.zeros((nb, T), np.int64), np.zeros((nb, T), np.int64),
-               np.zeros((nb, T), np.int64))
+        scl = (np.zeros((nb, T), np.float64), np.zeros((nb, T), np.int64))
         ops, idx = (wa, wb, wc, sa, sb), (ia, ib, ic, isa, isb)
-        hoff = 0 if SCALED else roff      # hi + hoff: the largest raw exponent of a product
         nspec = 0
         for t0 in range(0, n, T):
             nr = min(T, n - t0)
             if AMODE == 0:
-                _tile_in(ops, idx, ncols, t0, nr, 0, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl)
+                _tile_in(ops, idx, ncols, t0, nr, 0, fa, fb, LV, tiles, cw, sp, fp4, TAB, scl)
             else:
-                _tile_in(ops, idx, ncols, t0, nr, 1, la, lb, LT, tiles, cw, sp, fp4, TAB, roff, scl)
+                _tile_in(ops, idx, ncols, t0, nr, 1, fa, fb, LV, tiles, cw, sp, fp4, TAB, scl)
+            if CHAIN:
+                # binary32 C and D encoded toward zero: C decoded once, the steps chained in lanes
+                _c_tile(2, cw, nr, fp2, TAB, cdec, sp)
+                ccm, ccq, ccr, clive = cdec
+                for r in range(nr):
+                    cv[r] = np.float64(ccm[r]) * _f64_bits((np.int64(1023) + ccq[r]) << 52)
             for s0 in range(0, K, step):
-                if CKIND == DKIND:      # one inlined decode for C and D
+                if CHAIN:
+                    pass
+                elif CKIND == DKIND:      # one inlined decode for C and D
                     _c_tile(CKIND, cw, nr, fp2 if s0 == 0 else fp3, TAB, cdec, sp)
                 elif s0 == 0:
                     _c_tile(CKIND, cw, nr, fp2, TAB, cdec, sp)
                 else:
                     _c_tile(DKIND, cw, nr, fp3, TAB, cdec, sp)
                 if SCALED:
-                    _tile_products_scaled(tiles, s0, step, block, nr, la, lb, LT, S, px, pu, win, scl)
+                    _tile_products_scaled(tiles, s0, step, block, nr, fa, fb, zc, px, win, hh, scl)
                 elif AMODE == 0:
-                    _tile_products(tiles, s0, step, nr, 0, la, lb, LT, S, px, pu, win)
+                    _tile_products(tiles, s0, step, nr, 0, fa, fb, zc, px, win[0], hh)
                 else:
-                    _tile_products(tiles, s0, step, nr, 1, la, lb, LT, S, px, pu, win)
-                _tile_sum(nr, step, R, hoff, px, pu, win, cdec, sp, tot)
-                if RZ:
-                    _tile_pack(nr, True, excl, tot, win, cdec, sp, ENC, cw)
+                    _tile_products(tiles, s0, step, nr, 1, fa, fb, zc, px, win[0], hh)
+                if CHAIN:
+                    _tile_chain_rz32(nr, R, R.roff, s0 + step >= K, px, step, win, cv, cdec[2], cdec[3], sp, sc, acc)
                 else:
-                    _tile_pack(nr, False, excl, tot, win, cdec, sp, ENC, cw)
+                    _tile_sum(nr, step, R, R.roff, px, win, cdec, sp, tot, sc, acc)
+                    if RZ:
+                        _tile_pack(nr, True, excl, tot, win, cdec, sp, ENC, cw)
+                    else:
+                        _tile_pack(nr, False, excl, tot, win, cdec, sp, ENC, cw)
+            if CHAIN:
+                for r in range(nr):
+                    cw[r] = _f32_word(cv[r])
             for r in range(nr):
                 d = t0 + r
                 spec[d] = sp[r]

@@ -90,6 +90,25 @@ def code_tables(fmt, decoder):
     return cls, sign, m, q, r
 
 
+#: the parameters of the window accumulator that make more than one product per group
+#: or that read C beyond its window (LeanGrouped's and the general kernels')
+GROUP_RULES = ("c_dominant", "c_relative", "subnormal_redo")
+
+
+def one_product_window(plan) -> bool:
+    """Whether ``plan`` is the truncating window with one product per group (``group`` 1,
+    none of :data:`GROUP_RULES`), scaled or not, of the built-in accumulator: the datapaths
+    of the one-product fast paths of both backends (:class:`LeanWindow`, the numba
+    ``window_lean_kernel``; sparse datapaths reach the compiled kernel as dense rows)."""
+    dp = plan.datapath
+    if not plan.builtin or dp.accumulator != "window" or plan.encoding.mode not in ("rz", "rne") or not plan.declared:
+        return False
+    p = dp.parameters
+    if int(p.get("group", 1)) != 1 or any(p.get(rule) is not None for rule in GROUP_RULES):
+        return False
+    return p.get("scale_floor") is None or dp.scale is not None
+
+
 class _Decode:
     """The lean decode of one format, through tables of the registered decoder's
     outputs: over every container word (containers of up to 16 bits; A / B only),
@@ -167,15 +186,9 @@ class LeanWindow:
     def __init__(self, plan):
         self.ok = False
         dp = plan.datapath
-        if not plan.builtin or dp.accumulator != "window" or dp.sparse or plan.encoding.mode not in ("rz", "rne"):
+        if dp.sparse or not one_product_window(plan):
             return
         p = dict(dp.parameters)
-        # one product per group, none of the C rules or the redo (LeanGrouped's)
-        if not plan.declared or int(p.get("group", 1)) != 1 \
-                or any(p.get(rule) is not None for rule in ("c_dominant", "c_relative", "subnormal_redo")):
-            return
-        if p.get("scale_floor") is not None and dp.scale is None:
-            return
         self.ta = _Decode(plan.a_format, plan.decoder(plan.a_format))
         self.tb = _Decode(plan.b_format, plan.decoder(plan.b_format))
         if not (self.ta.ok and self.tb.ok):
@@ -311,7 +324,7 @@ class LeanGrouped:
         self.redo = p.get("subnormal_redo")
         self.sf = p.get("scale_floor")
         self.F = int(p["F"])
-        if g == 1 and cd is None and self.crel is None and self.redo is None:
+        if one_product_window(plan):
             return    # LeanWindow's
         block, k = dp.block, dp.k
         step = plan.step
