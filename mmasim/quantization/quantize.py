@@ -110,8 +110,8 @@ class Scheme:
 def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise", tile=None,
              container: str | None = None) -> Quantized:
     """``x`` (float values: numpy float16/32/64 or ``ml_dtypes`` arrays, torch float
-    tensors, Python floats) as the words and scales of ``scheme`` (see the module
-    docstring, and :func:`schemes` for every name).
+    tensors, Python floats) as the words and scales of ``scheme`` (docs/quantize.md gives
+    each rule, :func:`schemes` every name).
 
     ``axis``: the axis the blocks run along (K: -1 for an ``(M, K)`` A, 0 for a
     ``(K, N)`` B).  ``saturate`` (plain casts only): clamp what rounds past the
