@@ -57,7 +57,7 @@ class Accumulator:
 
     @classmethod
     def of(cls, value) -> "Accumulator":
-        """``value`` as a record: a record as it is; a plain function (the older plugin API)
+        """``value`` as a record: a record as it is; a plain function (a plugin may return one)
         with its ``Params`` and ``special_values`` attributes if it has them, and scales
         not checked."""
         if isinstance(value, cls):

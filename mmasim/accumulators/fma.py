@@ -5,8 +5,8 @@ Each step is one correctly rounded (RNE) fused multiply-add in the precision of 
 the specification here, so the arithmetic is exact IEEE binary64 with error-free
 transformations (numpy has no fused multiply-add): :func:`fma` for the chain, :func:`fma_f64`
 for one binary64 step.  Special values follow IEEE 754 (the record's ``special_values``).
-Refuses block scales, any encoding but RNE into f32 / f64, and f32 operands whose products are
-not exact in binary64 (:class:`~mmasim.errors.TableError`).
+Refuses block scales, and (:class:`~mmasim.errors.TableError`) any encoding but RNE into f32 /
+f64 and f32 operands whose products are not exact in binary64.
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ def fma(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding):
     """D words of the chain over K.  f32: ``a*b`` is exact in binary64 (operands of at most 26
     significand bits); ``a*b + c`` is rounded to odd in binary64 and then to nearest even in f32
     by the integer encoder, which is the correctly rounded f32 fma.  f64: :func:`fma_f64` per
-    step.  NaN in, inf x 0 or inf - inf give the encoding's NaN word (payloads are not
-    propagated); an exact zero sum is +0 unless both addends are -0; a nonzero result that
-    rounds to zero keeps its sign."""
+    step.  Special values: the record's ``special_values``; a nonzero result that rounds to
+    zero keeps its sign."""
     if scale_a is not None or scale_b is not None:
         raise TypeError("the fma accumulator takes no block scales")
     if encoding.format not in ("f32", "f64") or encoding.mode != "rne":
