@@ -1,20 +1,11 @@
 """The accumulator contract: one record per datapath family.
 
-An :class:`Accumulator` holds what the rest of mmasim needs to know of a
-family: its function, the parameters it takes (``Params``, a frozen attrs
-class, see :mod:`mmasim.accumulators.params`), whether it takes block scales,
-and its special-value rules as text.  The record is called exactly like its
-function, ``acc(a, b, c, scale_a, scale_b, encoding, **params)``.
-
-The record is checked when the registry is built (:meth:`Accumulator.check`):
-``Params`` must be an attrs class whose fields are the function's keyword
-parameters, so a table's ``params`` (checked against ``Params`` when the table
-loads) are exactly what the function is called with.  A block-scaled datapath
-may use only an accumulator that takes scales, and an accumulator that needs
-them only on a block-scaled datapath.
-
-Each built-in family lives in the module of its name and is registered under
-that name: ``mmasim/accumulators/window.py`` defines ``window``, the registry
+Gives :class:`Accumulator`: what the rest of mmasim needs to know of a family (its function,
+its ``Params``, its use of block scales, its special-value text), called exactly like its
+function, ``acc(a, b, c, scale_a, scale_b, encoding, **params)``.  :meth:`Accumulator.check`,
+run when the registry is built, refuses a record that contradicts itself
+(:class:`ContractError`).  Each built-in family lives in the module of its name and is
+registered under that name: ``mmasim/accumulators/window.py`` defines ``window``, the registry
 key ``"window"`` (file = function = key).
 """
 
@@ -66,7 +57,7 @@ class Accumulator:
 
     @classmethod
     def of(cls, value) -> "Accumulator":
-        """``value`` as a record: a record as it is; a plain function (the older plugin API)
+        """``value`` as a record: a record as it is; a plain function (a plugin may return one)
         with its ``Params`` and ``special_values`` attributes if it has them, and scales
         not checked."""
         if isinstance(value, cls):
@@ -75,7 +66,12 @@ class Accumulator:
                    str(getattr(value, "special_values", "") or ""))
 
     def check(self) -> None:
-        """Raise :class:`ContractError` if the record contradicts itself."""
+        """Raise :class:`ContractError` if the record contradicts itself: ``Params`` must be an
+        attrs class whose fields are the function's keyword parameters, so a table's ``params``
+        (checked against ``Params`` when the table loads) are exactly what the function is
+        called with.  (That a block-scaled datapath uses only an accumulator that takes scales,
+        and one that needs them only a block-scaled datapath, is checked per table:
+        :func:`mmasim.registry.tables.check_scales`.)"""
         if not callable(self.function):
             raise ContractError(f"function {self.function!r} is not callable")
         if self.scales not in SCALES:

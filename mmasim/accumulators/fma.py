@@ -1,22 +1,12 @@
 """FMA chain: ``c = fma(a_k, b_k, c)`` for k = 0..K-1 (docs/datapaths.md section 5).
 
-Each step is one correctly rounded (RNE) fused multiply-add in the precision of
-D (``encoding.format``: "f32" or "f64"): NVIDIA DMMA f64, AMD f32/f64 MFMA.  IEEE
-operations are the specification here, so the arithmetic is exact IEEE binary64
-with error-free transformations; numpy has no fused multiply-add.
-
-- f32: ``a*b`` is exact in binary64 (operands of at most 26 significand bits);
-  ``a*b + c`` is rounded to odd in binary64 and then to nearest even in f32 by
-  the integer encoder, which is the correctly rounded f32 fma.
-- f64: Boldo and Melquiond's emulation ``RN(th + RO(tl + ul))`` with
-  ``(uh, ul) = TwoProduct(a, b)`` and ``(th, tl) = TwoSum(c, uh)``, used where
-  no intermediate can overflow or underflow; the other lanes (subnormal or
-  huge operands, products near the ends of the range) are summed exactly with
-  integers (:func:`mmasim.arith.intmath.exact_sum`) and rounded by the encoder.
-
-Special values follow IEEE 754: NaN in, inf x 0 or inf - inf give NaN (the
-encoding's NaN word: payloads are not propagated); an exact zero sum is +0
-unless both addends are -0; a nonzero result that rounds to zero keeps its sign.
+Each step is one correctly rounded (RNE) fused multiply-add in the precision of D
+(``encoding.format``: "f32" or "f64"): NVIDIA DMMA f64, AMD f32/f64 MFMA.  IEEE operations are
+the specification here, so the arithmetic is exact IEEE binary64 with error-free
+transformations (numpy has no fused multiply-add): :func:`fma` for the chain, :func:`fma_f64`
+for one binary64 step.  Special values follow IEEE 754 (the record's ``special_values``).
+Refuses block scales, and (:class:`~mmasim.errors.TableError`) any encoding but RNE into f32 /
+f64 and f32 operands whose products are not exact in binary64.
 """
 
 from __future__ import annotations
@@ -33,6 +23,11 @@ _HALF = 27  # f64 significands are split as hi * 2**27 + lo for the exact fallba
 
 
 def fma(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding):
+    """D words of the chain over K.  f32: ``a*b`` is exact in binary64 (operands of at most 26
+    significand bits); ``a*b + c`` is rounded to odd in binary64 and then to nearest even in f32
+    by the integer encoder, which is the correctly rounded f32 fma.  f64: :func:`fma_f64` per
+    step.  Special values: the record's ``special_values``; a nonzero result that rounds to
+    zero keeps its sign."""
     if scale_a is not None or scale_b is not None:
         raise TypeError("the fma accumulator takes no block scales")
     if encoding.format not in ("f32", "f64") or encoding.mode != "rne":
@@ -54,7 +49,12 @@ def fma(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding):
 
 
 def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray, encoding) -> np.ndarray:
-    """Correctly rounded binary64 ``a*b + c``, element-wise (``encoding``: rne-f64)."""
+    """Correctly rounded binary64 ``a*b + c``, element-wise (``encoding``: rne-f64).
+
+    Boldo and Melquiond's emulation ``RN(th + RO(tl + ul))`` with ``(uh, ul) = TwoProduct(a, b)``
+    and ``(th, tl) = TwoSum(c, uh)``, used where no intermediate can overflow or underflow; the
+    other lanes (subnormal or huge operands, products near the ends of the range) are summed
+    exactly with integers (:func:`mmasim.arith.intmath.exact_sum`) and rounded by the encoder."""
     with np.errstate(all="ignore"):
         finite = np.isfinite(a) & np.isfinite(b)
         # specials and zero products: one IEEE operation is exact (a*b is ±0, ±inf or NaN)

@@ -1,20 +1,8 @@
 """GST-FDPA: a window over block-scaled exact group sums (docs/datapaths.md section 4).
 
-The products ``a*b`` of each group of ``group`` consecutive elements are summed
-exactly; each group sum is multiplied by its block's scale product
-``scale_a * scale_b``.  The window exponent is the largest of the groups' *scale*
-exponents (the raw exponent of the scale product, not of the group sum) and C's
-raw exponent; a group whose products are all zero, or whose scale product is
-zero, counts with ``zeros`` (e_zero), as does a zero C.  Every scaled group sum
-and C are truncated toward zero to a multiple of ``2**(E - F)``, summed exactly,
-and rounded by the encoder.  Parameters:
-
-``F``
-    fraction bits kept below the window exponent ``E``.
-``group``
-    products summed exactly before scaling (a divisor of the scale block).
-``zeros``
-    e_zero, the exponent an all-zero group, a zero scale product or a zero C counts with.
+Gives the accumulator :func:`group_scaled_window` (the rule on the function, the parameters on
+:class:`GroupScaledWindowParams`); it needs block scales and refuses a step that is not a
+multiple of ``group``.  Special values are NVIDIA's (:data:`mmasim.arith.special.NVIDIA_RULES`).
 """
 
 from __future__ import annotations
@@ -32,6 +20,13 @@ from mmasim.accumulators.window import window_total
 
 def group_scaled_window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, encoding, *,
                         F: int, group: int, zeros: int):
+    """The products ``a*b`` of each group of ``group`` consecutive elements are summed
+    exactly; each group sum is multiplied by its block's scale product ``scale_a * scale_b``.
+    The window exponent ``E`` is the largest of the groups' *scale* exponents (the raw exponent
+    of the scale product, not of the group sum) and C's raw exponent; a group whose products
+    are all zero, or whose scale product is zero, counts with ``zeros`` (e_zero), as does a
+    zero C.  Every scaled group sum and C are truncated toward zero to a multiple of
+    ``2**(E - F)``, summed exactly, and rounded by the encoder."""
     if scale_a is None or scale_b is None:
         raise TypeError("group_scaled_window is a block-scaled accumulator: it needs scale_a and scale_b")
     if a.shape[-1] % group:
@@ -56,7 +51,15 @@ def group_scaled_window(a: Decoded, b: Decoded, c: Decoded, scale_a, scale_b, en
 
 @attrs.frozen(kw_only=True)
 class GroupScaledWindowParams:
-    """The parameters of :func:`group_scaled_window` (module docstring)."""
+    """The parameters of :func:`group_scaled_window`:
+
+    ``F``
+        fraction bits kept below the window exponent ``E``.
+    ``group``
+        products summed exactly before scaling (a divisor of the scale block).
+    ``zeros``
+        e_zero, the exponent an all-zero group, a zero scale product or a zero C counts with.
+    """
 
     F: int = attrs.field(validator=integer(0, 1024))
     group: int = attrs.field(validator=integer(1, 1024))

@@ -1,18 +1,12 @@
-"""Declared parameters of the accumulator families.
+"""Declared parameters of the accumulator families: the validators a ``Params`` class is built of.
 
-Every accumulator record (:class:`mmasim.accumulators.Accumulator`) names its
-``Params``: a frozen attrs class whose fields are the keyword parameters it takes (name, type, range, default).  When a
-table loads, its datapath's ``params`` are checked against that class
-(:func:`mmasim.registry.tables.check_params`): an unknown name, a missing required one,
-a wrong type or a value out of range is a :class:`~mmasim.errors.TableError`
-naming the file, the datapath and the field.  The accumulator itself is still
-called with the table's values as keyword arguments
-(``acc(a, b, c, scale_a, scale_b, encoding, **params)``); the class only checks.
-
-A third-party accumulator declares its parameters the same way
-(``Accumulator(my_sum, MySumParams, ...)``; a plain function of the older
-plugin API may set ``my_sum.Params = MySumParams``); one without ``Params``
-takes its parameters unchecked.
+Every accumulator record (:class:`mmasim.accumulators.Accumulator`) names its ``Params``: a
+frozen attrs class whose fields are the keyword parameters it takes (name, type, range,
+default), built from the validators here (:func:`integer`, :func:`boolean`, :func:`one_of`,
+:func:`table_of`, ...).  When a table loads, a datapath's ``params`` are checked against it
+(:func:`mmasim.registry.tables.check_params`), and a value it refuses is a :class:`ParamError`
+naming the field; the accumulator is still called with the table's values as keyword
+arguments.  An accumulator without ``Params`` takes its parameters unchecked.
 """
 
 from __future__ import annotations

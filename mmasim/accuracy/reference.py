@@ -1,16 +1,12 @@
 """The exact result of a GEMM, in integers: ``C + sum_k a_ik * b_kj`` (times any scales)
 with nothing rounded.
 
-Every operand element is an integer significand times a power of two (decoded words;
-a block scale folded into its element: significands multiply, exponents add).  An
-operand is cut into *planes*: integer matrices ``Z`` with ``|Z| < 2**L`` and one base
-exponent each, such that the operand is ``sum Z * 2**base`` exactly (significands wider
-than ``L / 2`` bits are first cut into limbs; elements whose exponents lie within
-``L - limb`` of a plane's base share it).  With ``L = floor((53 - ceil(log2 K)) / 2)``
-every sum in ``Za @ Zb`` is an integer below ``2**53``, so the binary64 matrix product
-of two planes is exact, whatever order BLAS adds in.  The plane products are then
-summed as Python integers, shifted to one common exponent.  Promotion scales (one per
-K block of A's rows and B's blocks) multiply each K block's exact sum, again in integers.
+Every operand element is an integer significand times a power of two (:class:`Terms`: decoded
+words, a block scale folded into its element).  :func:`matmul` multiplies two operands exactly
+through binary64 matrix products of integer *planes* (:func:`planes`, :func:`limb_bits`), exact
+whatever order BLAS adds in; :func:`gemm` adds C and the promotion scales (one per K block of
+A's rows and B's blocks), again in integers, and gives an :class:`Exact`.  Refuses inf and
+NaN (no exact result) and a scaled significand past 62 bits (:class:`~mmasim.AccuracyError`).
 """
 
 from __future__ import annotations
@@ -69,7 +65,9 @@ def limb_bits(K: int) -> int:
 
 def planes(t: Terms, L: int) -> list:
     """``[(Z, base), ...]`` with ``Z`` float64 integer matrices, ``|Z| < 2**L``, and the
-    operand equal to ``sum(Z * 2**base)`` exactly (see the module)."""
+    operand equal to ``sum(Z * 2**base)`` exactly: significands wider than ``L / 2`` bits are
+    first cut into limbs; elements whose exponents lie within ``L - limb`` of a plane's base
+    share it."""
     mag = np.abs(t.sig)
     p = int(bit_length(mag).max(initial=0))
     if p == 0:
@@ -103,7 +101,12 @@ def _add(total, exp, part, part_exp):
 
 
 def matmul(a: Terms, b: Terms):
-    """The exact ``a @ b`` of ``(M, K)`` and ``(K, N)`` terms: ``(object array of ints, exponent)``."""
+    """The exact ``a @ b`` of ``(M, K)`` and ``(K, N)`` terms: ``(object array of ints, exponent)``.
+
+    With ``L = floor((53 - ceil(log2 K)) / 2)`` (:func:`limb_bits`) every sum in ``Za @ Zb`` is
+    an integer below ``2**53``, so the binary64 matrix product of two planes is exact, whatever
+    order BLAS adds in; the plane products are then summed as Python integers, shifted to one
+    common exponent."""
     M, N = a.sig.shape[0], b.sig.shape[1]
     L = limb_bits(a.sig.shape[1])
     pa, pb = planes(a, L), planes(b, L)

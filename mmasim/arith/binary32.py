@@ -1,20 +1,13 @@
 """binary32 arithmetic on the CUDA cores: what a GEMM kernel computes outside the tensor
 core (the promotion of partial sums, the split-K reduction, the epilogue).
 
-Each operation is one IEEE 754 binary32 operation rounded to nearest even: ``add``
-(FADD), ``mul`` (FMUL) and ``fma`` (FFMA, one rounding of the exact ``x*y + z``).
-Values travel as float64 arrays that hold binary32 values exactly.  A sum or product of
-two binary32 values is rounded to nearest in binary64 and then into binary32: with 53 >= 2 *
-24 + 2 bits that double rounding is the correctly rounded result (S. A. Figueroa, "When is
-double rounding innocuous?", SIGNUM Newsletter 30(3), 1995; a binary32 product is even exact
-in binary64).  For the FFMA the exact ``x*y`` (binary64) plus ``z`` is rounded to odd in
-binary64 (:func:`mmasim.arith.ieee.odd_sum`) and then into binary32, the correctly rounded result
-(Boldo and Melquiond's rounding to odd).  The rounding into binary32 is
-the CPU's binary64-to-binary32 conversion when the CPU rounds to nearest even and keeps
-subnormals (checked on every call, :func:`hardware_rounds`), else the integer encoder
-(:func:`mmasim.arith.ieee.pack`); both give the same words.  NaN results are the canonical
-``0x7FFFFFFF``; signed zeros follow IEEE 754 (an exact zero sum is +0 unless both
-addends are -0).
+Gives :func:`add` (FADD), :func:`mul` (FMUL) and :func:`fma` (FFMA), each one IEEE 754 binary32
+operation rounded to nearest even, on float64 arrays that hold binary32 values exactly, and
+the conversions :func:`from_words`, :func:`to_words`, :func:`values`.  Each result is the
+correctly rounded one (the argument is on each function); NaN results are the canonical
+``0x7FFFFFFF``, signed zeros follow IEEE 754 (an exact zero sum is +0 unless both addends are
+-0).  The rounding into binary32 is the CPU's conversion where :func:`hardware_rounds`, else
+the integer encoder (:func:`mmasim.arith.ieee.pack`); both give the same words.
 """
 
 from __future__ import annotations
@@ -38,7 +31,8 @@ _SUBNORMAL = np.array([0x00000001, 0x80000003], np.uint32)
 
 def hardware_rounds() -> bool:
     """Whether this thread's CPU converts binary64 to binary32 rounding to nearest even with
-    subnormals kept, and reads binary32 subnormals as they are (no flush-to-zero)."""
+    subnormals kept, and reads binary32 subnormals as they are (no flush-to-zero); the
+    conversions ask it on every call."""
     with np.errstate(all="ignore"):
         ok = (_PROBES.astype(np.float32).view(np.uint32) == _WANT).all()
         back = _SUBNORMAL.view(np.float32).astype(np.float64)
@@ -70,19 +64,25 @@ def _round(x) -> np.ndarray:
 
 
 def add(x, y) -> np.ndarray:
-    """``x + y`` in binary32, RNE (FADD)."""
+    """``x + y`` in binary32, RNE (FADD).  The sum is rounded to nearest in binary64 and then
+    into binary32: with 53 >= 2 * 24 + 2 bits that double rounding is the correctly rounded
+    result (S. A. Figueroa, "When is double rounding innocuous?", SIGNUM Newsletter 30(3),
+    1995)."""
     with np.errstate(all="ignore"):
         return _round(np.asarray(x, dtype=np.float64) + np.asarray(y, dtype=np.float64))
 
 
 def mul(x, y) -> np.ndarray:
-    """``x * y`` in binary32, RNE (FMUL)."""
+    """``x * y`` in binary32, RNE (FMUL): a binary32 product is exact in binary64, so one
+    rounding into binary32 is the correctly rounded result."""
     with np.errstate(all="ignore"):
         return _round(np.asarray(x, dtype=np.float64) * np.asarray(y, dtype=np.float64))
 
 
 def fma(x, y, z) -> np.ndarray:
-    """``x * y + z`` in binary32 with one rounding, RNE (FFMA)."""
+    """``x * y + z`` in binary32 with one rounding, RNE (FFMA): the exact ``x*y`` (binary64)
+    plus ``z`` is rounded to odd in binary64 (:func:`mmasim.arith.ieee.odd_sum`) and then into
+    binary32, the correctly rounded result (Boldo and Melquiond's rounding to odd)."""
     x, y, z = (np.asarray(v, dtype=np.float64) for v in (x, y, z))
     with np.errstate(all="ignore"):
         return _round(ieee.odd_sum(x * y, z))

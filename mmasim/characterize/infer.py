@@ -1,20 +1,14 @@
 """Reading the probe ladders back: datapath parameters from D words (docs/characterize.md).
 
-:func:`infer` takes an instruction's shape (a :class:`~mmasim.Model`; only its formats, K, block
-size and sparse rule are read), the probe cases and the measured (or simulated) D words, and
-returns a :class:`Proposal`: the accumulator family, each parameter with the probes that decided
-it (or the set of values the words leave open and why), and a proposed ``[[datapath]]`` entry.
-
-Each ladder is read as a threshold: for every rung the two outcomes (the small term survived /
-was dropped; the two terms shared a step / did not) are worked out by exact arithmetic
-(:mod:`~mmasim.characterize.outcomes`: fractions and the output roundings of docs/datapaths.md §2),
-never by running the table's datapath; :mod:`~mmasim.characterize.ladders` reads one ladder,
-:mod:`~mmasim.characterize.window_readers` and :mod:`~mmasim.characterize.two_stage` each family.
-A rung whose two outcomes give the same word under a rounding is not informative and is skipped;
-a word that is neither outcome rejects that reading.  Finally the proposal is checked
-by simulating every probe through a datapath built from the proposal alone (the instruction's
-formats plus the inferred accumulator, parameters, step and rounding): a proposal is only
-reported as reproducing the device when every probe word agrees.
+Gives :func:`infer`: from an instruction's shape (a :class:`~mmasim.Model`; only its formats,
+K, block size and sparse rule are read), the probe cases and the measured (or simulated) D
+words, a :class:`Proposal`: the accumulator family, each parameter with the probes that
+decided it (or the values the words leave open and why), and a proposed ``[[datapath]]``.
+The outcomes of each rung are :mod:`~mmasim.characterize.outcomes`' exact arithmetic, never
+the table's datapath; :mod:`~mmasim.characterize.ladders` reads one ladder,
+:mod:`~mmasim.characterize.window_readers` and :mod:`~mmasim.characterize.two_stage` each
+family.  A proposal is reported as reproducing the device only when a datapath built from it
+alone (:func:`candidate_model`) gives every probe word.
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
 """Beyond one machine: :func:`mmasim.gemm` on dask arrays (``pip install 'mmasim-exact[dask]'``).
 
-``mmasim.gemm(A, B, C, ...)`` with a dask array among its operands returns a dask
-array: a blockwise graph with one task per ``(M, N)`` block of D.  Each task is
-the in-process :func:`mmasim.gemm` on its block (its rows of A, its columns of B,
-its block of C, and the matching scales and sparse metadata), so it chains the
-block's K tiles in the instruction's order exactly as one process does: every D
-element depends only on its row of A, its column of B and its C, and the words
-are those of the in-process call, whatever the blocks and the scheduler.
-
-Chunks: D's blocks are A's row chunks by B's column chunks (C's where A or B is
-not a dask array).  Each row chunk must be a multiple of the instruction's M and
-each column chunk of its N (as :func:`mmasim.gemm` takes whole matrices), else
-:class:`~mmasim.ShapeError`; the K axis (and the scales' and metadata's) is
-gathered into one chunk per task, because a block chains every K tile.
-
-Any scheduler computes the graph (``.compute()``; the threaded one by default,
-or a ``dask.distributed`` cluster).  A task rebuilds its model from the datapath
-in the worker's own registry, so workers need mmasim and the same plugins.
-Inside a task ``threads`` defaults to 1: dask runs the tasks side by side.
+Gives :func:`gemm`: a dask array of D, a blockwise graph with one task per ``(M, N)`` block,
+each task the in-process :func:`mmasim.gemm` on its block's operands, so the words are those
+of the in-process call whatever the blocks and the scheduler.  Never imports dask until a
+dask operand comes in (:func:`is_dask`).  Refuses a row chunk that is not a multiple of the
+instruction's M or a column chunk not of its N (:class:`~mmasim.ShapeError`, naming the
+chunks) and ``progress=`` (dask shows its own).  Chunks, schedulers and workers:
+docs/user-guide.md, "Every core, and beyond one machine".
 """
 
 from __future__ import annotations
@@ -126,7 +115,13 @@ def _suggest(legal, chunks) -> int:
 
 def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None, sparse_metadata=None,
          backend=None, progress=None, threads=None, check, in_process):
-    """:func:`mmasim.gemm` of ``model`` with dask operands: a dask array of D (see the module).
+    """:func:`mmasim.gemm` of ``model`` with dask operands: a dask array of D.
+
+    D's blocks are A's row chunks by B's column chunks (C's where A or B is not a dask array);
+    the K axis (and the scales' and metadata's) is gathered into one chunk per task, because a
+    block chains every K tile in the instruction's order.  A task rebuilds its model from the
+    datapath in the worker's own registry (:class:`_ModelRef`), so workers need mmasim and the
+    same plugins; inside a task ``threads`` defaults to 1: dask runs the tasks side by side.
     ``check``: :func:`mmasim.composition.gemm.check`, ``in_process``: :func:`mmasim.composition.gemm.gemm` (what
     each task runs; passed in, so that this module does not import the one that imports it)."""
     import dask.array as da

@@ -1,17 +1,13 @@
 """The operands of a composed :func:`mmasim.gemm` (promotion, split-K, an epilogue) as
 container words: arrays of words or values, and quantized tensors.
 
-A quantized tensor is any object with the attributes of :class:`mmasim.quantize`'s
-result: ``words`` (the element codes: the bits of each element as ``ml_dtypes``
-holds it, e.g. ``x.astype(float8_e4m3fn).view(uint8)``), ``format`` (the element
-format's name, ``"e4m3"``), ``scales``, ``scale_format`` (``"ue8m0"``, ``"ue4m3"``,
-``"f32"`` or ``None``), ``scale_use`` (``"instruction"``: scale words the
-block-scaled instruction reads; ``"promotion"``: binary32 scales applied at
-promotion; ``None``), ``block`` and ``tensor_scale`` (a binary32 value or ``None``).
-Its words are placed into the instruction's container (``Format.typed_shift``).
-A's scales are ``(M, K / block)``, B's ``(K / block, N)`` for instruction scales and
-``(K / bk, N / bn)`` for promotion scales.  The value a quantized tensor stands for is
-``decoded words x scales x tensor_scale``.
+Gives :func:`operand` (one matrix operand as an :class:`Operand`) and :func:`promotion_blocks`.
+A quantized tensor is any object with the attributes of :func:`mmasim.quantize`'s result
+(:func:`is_quantized`; the fields: docs/quantize.md); it stands for ``decoded words x scales x
+tensor_scale``.  Refuses elements or scales of a format the instruction does not read and
+promotion scales that are not binary32 (:class:`~mmasim.DtypeError`), scales the instruction
+does not take or that do not tile the matrix (:class:`~mmasim.ScaleError`) and an unknown
+``scale_use`` (:class:`~mmasim.GemmOptionError`).
 """
 
 from __future__ import annotations
@@ -62,7 +58,14 @@ def _same(name, fmt, what: str, role: str) -> None:
 
 
 def operand(model, x, what: str, fmt) -> Operand:
-    """``x`` (words, values or a quantized tensor) as an :class:`Operand` of format ``fmt``."""
+    """``x`` (words, values or a quantized tensor) as an :class:`Operand` of format ``fmt``.
+
+    A quantized tensor's ``words`` are element codes (the bits of each element as ``ml_dtypes``
+    holds it, e.g. ``x.astype(float8_e4m3fn).view(uint8)``), placed into the instruction's
+    container (``Format.typed_shift``); its ``scale_use`` says where its ``scales`` go:
+    ``"instruction"`` (scale words the block-scaled instruction reads: A's ``(M, K / block)``,
+    B's ``(K / block, N)``), ``"promotion"`` (binary32 scales applied at promotion,
+    :func:`promotion_blocks`) or ``None``."""
     if not is_quantized(x):
         arr, mode = as_array(x, what)
         words = to_words(arr, fmt, what)[0].astype(_CONTAINER[fmt.container_bits])

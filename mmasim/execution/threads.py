@@ -1,19 +1,12 @@
 """Every core: how many threads a computation uses, and the pool that runs its row chunks.
 
-``Model.dot``, the matrix form and :func:`mmasim.gemm` cut their rows into chunks
-and compute the chunks on several threads at once (the compiled kernels release
-the GIL; numpy releases it inside its array operations).  Every row is computed
-on its own, each chunk writes its own slice of the result, so the words do not
-depend on the number of threads.
-
-The thread count, first match wins:
-
-1. the ``threads=`` argument;
-2. the environment variable ``MMASIM_THREADS``;
-3. every core this process may run on (:func:`default_threads`).
-
-A batch too small to repay the hand-off (fewer than :data:`MIN_ELEMENTS_PER_THREAD`
-products per thread) runs on the calling thread alone.
+Gives :func:`resolve` (first match wins: the ``threads=`` argument, ``MMASIM_THREADS``, every
+core this process may run on, :func:`default_threads`), :func:`workers` and :func:`run`, which
+computes ``Model.dot``'s, the matrix form's and :func:`mmasim.gemm`'s row chunks on several
+threads at once (the compiled kernels release the GIL; numpy releases it inside its array
+operations).  Every row is computed on its own and each chunk writes its own slice, so the
+words do not depend on the number of threads.  Refuses a count that is not a positive integer
+(:class:`~mmasim.ThreadCountError`).  docs/user-guide.md, "Every core, and beyond one machine".
 """
 
 from __future__ import annotations
@@ -85,7 +78,8 @@ def resolve(threads=None) -> int:
 def workers(threads, rows: int, elements_per_row: int) -> int:
     """Threads worth using for ``rows`` rows of ``elements_per_row`` products each
     (``threads``: as :func:`check` returns it, ``None`` for every core; 1: compute on
-    the calling thread)."""
+    the calling thread).  A batch too small to repay the hand-off (fewer than
+    :data:`MIN_ELEMENTS_PER_THREAD` products per thread) runs on the calling thread alone."""
     if threads == 1 or rows <= 1:
         return 1
     enough = (rows * max(1, elements_per_row)) // MIN_ELEMENTS_PER_THREAD

@@ -1,24 +1,12 @@
-"""Harness kernels of Hopper's ``wgmma.mma_async`` (``.sp`` included); Blackwell ``tcgen05.mma``
-has its own emitter, :mod:`mmasim.harness.nv_tcgen05`; the shared-memory images both use are
-:mod:`mmasim.harness.nv_common`'s.
+"""Harness kernels of Hopper's ``wgmma.mma_async`` (PTX ISA 9.0 §9.7.15, ``.sp`` included), in the
+protocol of :mod:`mmasim.harness.spec`: :func:`specs`, :func:`place`, :func:`read`.
 
-Every function here follows the protocol of :mod:`mmasim.harness.spec`:
-``specs(model)`` lists the kernels of one instruction, ``place(spec, model, ops)`` turns
-operand matrices into the kernel's input buffers and ``read(spec, model, out)`` turns its
-output buffer into D.
-
-``wgmma.mma_async`` (PTX ISA 9.0 §9.7.15): a 128-thread warpgroup; B always, A optionally,
-from shared memory through a 64-bit matrix descriptor (K-major, no swizzle:
-:class:`mmasim.placement.SmemLayout`), A otherwise from registers
-(``Model.fragments("a")``), C loaded into the accumulator registers
-(``Model.fragments("c")``) and ``scale-d = 1``; ``wgmma.fence``, the instruction,
-``wgmma.commit_group``, ``wgmma.wait_group 0``.  One kernel per (N, A source):
-``options["n"]`` and ``options["a_source"]`` ("smem" / "registers").
-
-Not placed (``place`` raises :class:`mmasim.UnsupportedDatapath`, the kernels still
-compile): the register layouts of wgmma.sp metadata and sparse A where
-:mod:`mmasim.placement` has none, and any other operand whose layout ``Model.fragments``
-refuses (tcgen05 ``.ws`` sparse metadata at M = 32 / 64).
+Owns the warpgroup kernel (:func:`_wgmma_spec`): one per N and per A source, shared memory or
+registers.  The shared-memory images are :mod:`mmasim.harness.nv_common`'s, the register
+fragments ``Model.fragments``'; Blackwell ``tcgen05.mma`` has its own emitter,
+:mod:`mmasim.harness.nv_tcgen05`.  An operand whose layout ``Model.fragments`` refuses (the
+wgmma.sp metadata and sparse A where :mod:`mmasim.placement` has none) makes ``place`` raise
+:class:`mmasim.UnsupportedDatapath`; the kernel still compiles.
 """
 
 import numpy as np
@@ -67,6 +55,13 @@ def _wgmma_imms(a_type: str, a_source: str) -> str:
 
 
 def _wgmma_spec(model, n: int, a_source: str) -> KernelSpec:
+    """The kernel at N = ``n`` with A from ``a_source`` ("smem" / "registers"): a 128-thread
+    warpgroup; B always, A optionally, from shared memory through a 64-bit matrix descriptor
+    (K-major, no swizzle: :class:`mmasim.placement.SmemLayout`), A otherwise from registers
+    (``Model.fragments("a")``), C loaded into the accumulator registers
+    (``Model.fragments("c")``) and ``scale-d = 1``; ``wgmma.fence``, the instruction,
+    ``wgmma.commit_group``, ``wgmma.wait_group 0``.  ``options["n"]`` and
+    ``options["a_source"]`` record the choice."""
     dp = model.datapath
     M, K = 64, dp.k
     sparse = bool(dp.sparse)

@@ -1,21 +1,12 @@
-"""Harness kernels for NVIDIA's warp-level ``mma.sync`` and ``mma.sp`` (``mma.sp::ordered_metadata``).
+"""Harness kernels for NVIDIA's warp-level ``mma.sync`` and ``mma.sp`` (``mma.sp::ordered_metadata``),
+in the protocol of :mod:`mmasim.harness.spec`: :func:`specs`, :func:`place`, :func:`read`.
 
 One kernel per instruction: the 32 lanes of one block load their A, B, C registers (and the
-sparse metadata, the scale-factor registers), execute the instruction as inline PTX and store
-their D registers.  The PTX spelling follows the PTX ISA's syntax blocks for ``mma`` and
-``mma.sp``::
-
-    mma.sync.aligned.SHAPE.row.col{.satfinite}.DTYPE.ATYPE.BTYPE.CTYPE{.and|.xor.popc}  d, a, b, c;
-    mma.sync.aligned.SHAPE.row.col.kind::f8f6f4.DTYPE.ATYPE.BTYPE.CTYPE                d, a, b, c;
-    mma.sync.aligned.SHAPE.row.col.KIND.block_scale.scale_vec::NX.f32.ATYPE.BTYPE.f32.STYPE
-        d, a, b, c, scale-a, {byte-id-a, thread-id-a}, scale-b, {byte-id-b, thread-id-b};
-    mma.sp{::ordered_metadata}.sync.aligned.SHAPE.row.col...   d, a, b, c, e, f;
-
-(``e``: the metadata register, ``f``: the sparsity selector, an immediate.)  Register counts
-come from :meth:`mmasim.Model.layout` where the layout is registered; the sparse A fragment (A
-compressed to K/2 columns) and the one 32-bit metadata / scale register per thread from the PTX
-text.  Placement (:func:`place`, :func:`read`) goes through :meth:`mmasim.Model.fragments` /
-:meth:`mmasim.Model.unfragment` only.
+sparse metadata, the scale-factor registers), execute the instruction as inline PTX spelled as
+the PTX ISA spells it (:func:`assembly`) and store their D registers.  Register counts come
+from :meth:`mmasim.Model.layout` where the layout is registered, else from the PTX text
+(:func:`_registers`); placement goes through :meth:`mmasim.Model.fragments` /
+:meth:`mmasim.Model.unfragment` only.  What each kernel holds: docs/harness.md.
 """
 from __future__ import annotations
 
@@ -54,7 +45,16 @@ def _shape(model):
 
 
 def assembly(model) -> str:
-    """The PTX opcode with every qualifier (without operands), as the PTX ISA spells it."""
+    """The PTX opcode with every qualifier (without operands), as the PTX ISA's syntax blocks
+    for ``mma`` and ``mma.sp`` spell it::
+
+        mma.sync.aligned.SHAPE.row.col{.satfinite}.DTYPE.ATYPE.BTYPE.CTYPE{.and|.xor.popc}  d, a, b, c;
+        mma.sync.aligned.SHAPE.row.col.kind::f8f6f4.DTYPE.ATYPE.BTYPE.CTYPE                d, a, b, c;
+        mma.sync.aligned.SHAPE.row.col.KIND.block_scale.scale_vec::NX.f32.ATYPE.BTYPE.f32.STYPE
+            d, a, b, c, scale-a, {byte-id-a, thread-id-a}, scale-b, {byte-id-b, thread-id-b};
+        mma.sp{::ordered_metadata}.sync.aligned.SHAPE.row.col...   d, a, b, c, e, f;
+
+    (``e``: the metadata register, ``f``: the sparsity selector, an immediate.)"""
     dp = model.datapath
     M, N, K = _shape(model)
     if dp.sparse:
@@ -80,7 +80,8 @@ def _bits(model, operand):
 
 
 def _registers(model, operand) -> int:
-    """32-bit registers per lane of ``operand``."""
+    """32-bit registers per lane of ``operand``: :meth:`mmasim.Model.layout`'s where the layout
+    is registered; the sparse A fragment (A compressed to K/2 columns) from the PTX text."""
     M, N, K = _shape(model)
     dp = model.datapath
     if operand == "a" and dp.sparse:

@@ -1,30 +1,13 @@
-"""Harness kernels of Blackwell ``tcgen05.mma`` (the protocol of :mod:`mmasim.harness.spec`).
+"""Harness kernels of Blackwell ``tcgen05.mma`` (PTX ISA 9.0 §9.7.16), in the protocol of
+:mod:`mmasim.harness.spec`: :func:`specs`, :func:`place`, :func:`read`, and :func:`simulate`
+for :class:`mmasim.harness.run.SimulatedDevice`.
 
-``tcgen05.mma`` (PTX ISA 9.0 §9.7.16): A and B from shared memory (K-major, no swizzle),
-the accumulator in Tensor Memory: ``tcgen05.alloc`` / ``relinquish_alloc_permit``, C
-stored with ``tcgen05.st.32x32b`` (thread ``t`` writes TMEM lane ``t``: so a thread's
-words are its lane's columns), one thread issues the MMA with the 32-bit instruction
-descriptor :func:`instruction_descriptor`, ``tcgen05.commit`` to an mbarrier, every thread
-waits on it, D read with ``tcgen05.ld.32x32b`` and ``tcgen05.wait::ld``, ``dealloc``.
-The lane / column of each accumulator element is the data path layout of PTX's "Data Path
-Layout Organization" (:func:`mmasim.placement.tmem_datapath`: A, B, C for ``cta_group::2``,
-D for M = 128, E / G for ``.ws`` M = 64 / 32, F for M = 64).  ``cta_group::2`` runs on a
-2-CTA cluster (``KernelSpec.cluster == 2``, ``__cluster_dims__(2, 1, 1)``): CTA ``r`` of a
-case holds rows ``r * M/2 ..`` of A and columns ``r * N/2 ..`` of B in its shared memory and
-its own rows of D in its Tensor Memory; CTA 0 issues the MMA and the commit multicasts to
-both CTAs' mbarriers (PTX §9.7.16.5 "Issue Granularity": one thread of the pair issues
-.mma / .commit, one warp of each CTA .alloc / .dealloc; the split of A's rows and B's
-columns between the two CTAs is drawn only in figures: assumed, not run on a device).
-One kernel per legal M at the smallest legal N (``specs(model, m=..., n=...)``).  Block
-scale factors and sparse metadata are stored into TMEM columns after D with
-``tcgen05.st.32x32b`` as well (PTX ISA 9.0 §9.7.16.10.7 asks only that the scale factors
-"reside in Tensor Memory", duplicated to all 32-lane partitions; ``tcgen05.cp`` from shared
-memory, which CUTLASS uses, is another way to put them there): each is
-``Model.fragments(op, X)``'s Tensor Memory image (``scale_a`` / ``scale_b``: scale factor A /
-B ID 0, every partition written by its own warp; ``sparse_metadata``: the column pair at
-sparsity selector 0), thread ``t`` of CTA ``r`` writing lane ``128 r + t`` of the image;
-``place`` puts the compressed A of a sparse instruction in shared memory.  A from Tensor Memory
-(``[a-tmem]``) is not emitted.
+Owns the kernel's sequence and its Tensor Memory columns (:func:`_spec`), the instruction
+descriptor (:func:`instruction_descriptor`) and the split of a ``cta_group::2`` case over its
+CTA pair.  The shared-memory images are :mod:`mmasim.harness.nv_common`'s, the lane and column
+of each element :func:`mmasim.placement.tmem_datapath`'s and ``Model.fragments``'.  Emits no A
+from Tensor Memory (``[a-tmem]``); an operand whose layout ``Model.fragments`` refuses makes
+``place`` raise :class:`mmasim.UnsupportedDatapath` (the kernel still compiles).
 """
 
 from __future__ import annotations
@@ -190,6 +173,28 @@ def specs(model, n=None, m=None) -> list:
 
 
 def _spec(model, m: int, n: int) -> KernelSpec:
+    """The kernel at M = ``m``, N = ``n``.  A and B from shared memory (K-major, no swizzle), the
+    accumulator in Tensor Memory: ``tcgen05.alloc`` / ``relinquish_alloc_permit``, C stored with
+    ``tcgen05.st.32x32b`` (thread ``t`` writes TMEM lane ``t``: so a thread's words are its lane's
+    columns), one thread issues the MMA with :func:`instruction_descriptor`, ``tcgen05.commit`` to
+    an mbarrier, every thread waits on it, D read with ``tcgen05.ld.32x32b`` and
+    ``tcgen05.wait::ld``, ``dealloc``.  The lane / column of each accumulator element is the data
+    path layout of PTX's "Data Path Layout Organization" (:func:`mmasim.placement.tmem_datapath`:
+    A, B, C for ``cta_group::2``, D for M = 128, E / G for ``.ws`` M = 64 / 32, F for M = 64).
+
+    ``cta_group::2`` runs on a 2-CTA cluster (``KernelSpec.cluster == 2``,
+    ``__cluster_dims__(2, 1, 1)``): CTA ``r`` of a case holds rows ``r * M/2 ..`` of A and columns
+    ``r * N/2 ..`` of B in its shared memory and its own rows of D in its Tensor Memory; CTA 0
+    issues the MMA and the commit multicasts to both CTAs' mbarriers (PTX §9.7.16.5 "Issue
+    Granularity": one thread of the pair issues .mma / .commit, one warp of each CTA .alloc /
+    .dealloc; the split of A's rows and B's columns between the two CTAs is drawn only in
+    figures: assumed, not run on a device).
+
+    Block scale factors and sparse metadata are stored into TMEM columns after D with
+    ``tcgen05.st.32x32b`` as well (PTX ISA 9.0 §9.7.16.10.7 asks only that the scale factors
+    "reside in Tensor Memory", duplicated to all 32-lane partitions; ``tcgen05.cp`` from shared
+    memory, which CUTLASS uses, is another way to put them there); their words are
+    :func:`_tmem_extra`'s."""
     dp = model.datapath
     ws = "ws" in dp.qualifiers
     cta2 = "cta_group::2" in dp.qualifiers
@@ -333,7 +338,9 @@ def _tcgen05_shaped(model, m: int, n: int):
 def _tmem_extra(spec, model, ops, cases):
     """The per-thread words of the scale factors' and the sparse metadata's TMEM images:
     ``Model.fragments(op, X)`` of each case (``(128 * CTAs, columns)``), CTA ``r``'s lanes
-    ``128 r ..`` in the buffer of block ``case * CTAs + r``, thread ``t`` holding lane ``t``."""
+    ``128 r ..`` in the buffer of block ``case * CTAs + r``, thread ``t`` holding lane ``t``
+    (``scale_a`` / ``scale_b``: scale factor A / B ID 0, every partition written by its own warp;
+    ``sparse_metadata``: the column pair at sparsity selector 0)."""
     shaped = _tcgen05_shaped(model, spec.options["m"], spec.options["n"])
     out = {}
     for b in spec.inputs[3:]:
@@ -352,7 +359,8 @@ def _tmem_extra(spec, model, ops, cases):
 
 
 def place(spec, model, ops) -> list:
-    """The kernel's input buffers (uint32, in ``spec.inputs`` order) for operand matrices ``ops``."""
+    """The kernel's input buffers (uint32, in ``spec.inputs`` order) for operand matrices ``ops``;
+    a sparse instruction's A goes to shared memory compressed."""
     dp = model.datapath
     m, n, group = spec.options["m"], spec.options["n"], spec.cluster
     frag = tmem_datapath(spec.options["layout"], n)

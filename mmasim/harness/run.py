@@ -1,16 +1,13 @@
 """``mmasim harness run``: measure instructions on a GPU and write one vector file per instruction.
 
-For every kernel of the architecture: draw cases (:mod:`mmasim.operands.wordgen`: uniform bit patterns,
-near-one values, cancellation, subnormals, specials, extreme scales) and optionally the probe
-ladders, place them into register images (the emitter's ``place``), run the kernel on a
+For every kernel of the architecture: draw cases (:func:`random_tiles`, optionally the probe
+ladders, :func:`probe_tiles`), place them (the emitter's ``place``), run the kernel on a
 :class:`Device`, read D back (``read``) and save every D entry as one dot-product case of an
-``mmasim-vectors`` file (docs/vectors.md) with the device's provenance.  ``mmasim validate`` on
-the output folder then compares the simulator with the device.
-
-A :class:`Device` is anything with ``info()`` and ``run(spec, model, inputs, cases)``;
-:class:`CudaDevice` builds the generated source with nvcc and runs it,
-:class:`mmasim.harness.amd.HipDevice` does the same with hipcc, and a test can pass its
-own (e.g. :class:`SimulatedDevice`, which computes D with :meth:`mmasim.Model.warp`).
+``mmasim-vectors`` file (docs/vectors.md) with the device's provenance; ``mmasim validate`` on
+the output folder then compares the simulator with the device.  A :class:`Device` is anything
+with ``info()`` and ``run(spec, model, inputs, cases)``: :class:`CudaDevice` (nvcc),
+:class:`mmasim.harness.amd.HipDevice` (hipcc) or :class:`SimulatedDevice` (:meth:`mmasim.Model.warp`,
+for tests).  Refuses a device that is not the architecture (:func:`check_device`).
 """
 from __future__ import annotations
 

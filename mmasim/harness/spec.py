@@ -3,25 +3,10 @@
 A generated kernel knows nothing of matrices: it loads 32-bit words into registers (or copies
 them into shared memory), executes the one instruction, and stores the result registers. The
 host side (Python) places the operands with the layouts of :mod:`mmasim.placement` before the
-run and reads the result back after it. So one :class:`KernelSpec` says everything both sides
-must agree on, and is written beside each generated source as ``<name>.json``.
-
-The kernel signature is fixed for every target::
-
-    extern "C" __global__ void NAME(const uint32_t* const* in, uint32_t* out)
-
-One thread block runs one case: ``blockIdx.x`` is the case index.  Where ``cluster`` > 1
-(``tcgen05.mma.cta_group::2``: a pair of CTAs), a case is run by ``cluster`` consecutive blocks
-(one thread-block cluster, ``__cluster_dims__`` in the kernel): block ``b = case * cluster +
-rank`` and every buffer below is indexed by ``b`` where it says case (the host launches
-``cases * cluster`` blocks). ``in[i]`` is the buffer of
-``spec.inputs[i]`` and ``out`` the buffer of ``spec.output``. A ``registers`` buffer holds
-``cases * threads * words`` words: thread ``t`` of case ``k`` reads words
-``[(k * threads + t) * words, ... + words)`` into its registers, in register order (PTX's
-``{%r0, %r1, ...}`` operand order, the order :meth:`mmasim.Model.fragments` returns). A
-``smem`` buffer holds ``cases * words`` words: the kernel copies a case's words to shared memory
-at an address aligned to ``align`` bytes, and builds the matrix descriptor as ``descriptor``
-with the start-address field filled in (``descriptor`` is encoded with start address 0).
+run and reads the result back after it.  Owns what both sides must agree on: one
+:class:`KernelSpec` (the kernel's signature and its blocks) with a :class:`Buffer` per operand
+(how its words are indexed), written beside each generated source as ``<name>.json``; and
+the text that may reach a source (:func:`source_text`, else :class:`~mmasim.errors.HarnessError`).
 """
 from __future__ import annotations
 
@@ -50,7 +35,15 @@ def source_text(text, what: str) -> str:
 
 @attrs.frozen
 class Buffer:
-    """One operand's words as the kernel reads (or writes) them."""
+    """One operand's words as the kernel reads (or writes) them.
+
+    A ``registers`` buffer holds ``cases * threads * words`` words: thread ``t`` of case ``k``
+    reads words ``[(k * threads + t) * words, ... + words)`` into its registers, in register
+    order (PTX's ``{%r0, %r1, ...}`` operand order, the order :meth:`mmasim.Model.fragments`
+    returns).  A ``smem`` buffer holds ``cases * words`` words: the kernel copies a case's words
+    to shared memory at an address aligned to ``align`` bytes, and builds the matrix descriptor
+    as ``descriptor`` with the start-address field filled in (``descriptor`` is encoded with
+    start address 0).  Where the kernel's ``cluster`` > 1, "case" reads "block" throughout."""
 
     operand: str                      # "a", "b", "c", "d", "scale_a", "scale_b", "sparse_metadata"
     space: str                        # one of SPACES
@@ -66,7 +59,18 @@ class Buffer:
 
 @attrs.frozen
 class KernelSpec:
-    """One generated kernel: what it runs and the buffers it reads and writes."""
+    """One generated kernel: what it runs and the buffers it reads and writes.
+
+    The kernel signature is fixed for every target::
+
+        extern "C" __global__ void NAME(const uint32_t* const* in, uint32_t* out)
+
+    ``in[i]`` is the buffer of ``inputs[i]`` and ``out`` the buffer of ``output``.  One thread
+    block runs one case: ``blockIdx.x`` is the case index.  Where ``cluster`` > 1
+    (``tcgen05.mma.cta_group::2``: a pair of CTAs), a case is run by ``cluster`` consecutive
+    blocks (one thread-block cluster, ``__cluster_dims__`` in the kernel): block ``b = case *
+    cluster + rank``, every buffer is indexed by ``b`` where it says case, and the host launches
+    ``cases * cluster`` blocks."""
 
     arch: str                         # mmasim architecture name
     instruction: str                  # the canonical instruction (Model.instruction)

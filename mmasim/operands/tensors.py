@@ -1,28 +1,12 @@
-"""torch tensors in and out (the ``[torch]`` extra).
+"""torch tensors in and out (the ``[torch]`` extra), and numpy masked arrays refused.
 
-torch is never imported here: a tensor can only exist once its caller has
-imported torch, so :func:`is_tensor` looks for ``torch`` in ``sys.modules``
-and mmasim itself runs without torch installed.
-
-A tensor becomes a numpy array of the same meaning (docs/user-guide.md,
-"Words and values"):
-
-* integer tensors (``uint8/16/32/64``, ``int8/16/32/64``) are container words,
-  as numpy integer arrays are;
-* ``float16/32/64`` tensors are values;
-* ``bfloat16``, ``float8_e4m3fn``, ``float8_e5m2``, ``float8_e4m3fnuz``,
-  ``float8_e5m2fnuz`` and ``float8_e8m0fnu`` tensors are values too, read bit
-  for bit into the ``ml_dtypes`` type of the same name (torch has no numpy
-  conversion for them); ``float4_e2m1fn_x2`` holds two e2m1 values per byte,
-  element ``2i`` in the low nibble (torch's own packing), and becomes an
-  ``ml_dtypes.float4_e2m1fn`` array whose last axis is twice as long.
-
-Every decorated API function also refuses numpy masked arrays (:func:`refuse_masked`): a
-masked element has no word, and computing with the data under the mask would ignore it.
-
-CUDA (and other device) tensors are copied to the host first.  Results go back
-as tensors on the device of the first tensor operand: D words as ``uint16`` /
-``uint32`` / ``uint64`` tensors, values as the torch dtype of D's format.
+Owns the reading of a tensor as the numpy array of the same meaning (:func:`to_numpy`: integer
+tensors are words, float tensors values, the ``bfloat16`` / ``float8_*`` / ``float4_e2m1fn_x2``
+tensors read bit for bit into their ``ml_dtypes`` type) and of a result back into a tensor on
+the first tensor operand's device (:func:`from_numpy`); :func:`accepts_tensors` wraps an API
+function in both.  Never imports torch: :func:`is_tensor` looks in ``sys.modules``, so mmasim
+runs without it.  Refuses masked arrays (:func:`refuse_masked`) and a tensor with no numpy
+counterpart (:class:`~mmasim.DtypeError`).  The rule for users: docs/user-guide.md, "Typed arrays".
 """
 
 from __future__ import annotations
@@ -104,7 +88,15 @@ def host_bits(t, what: str = "operand"):
 
 
 def to_numpy(t, what: str = "operand"):
-    """The numpy array a torch tensor stands for (words stay words, values stay values)."""
+    """The numpy array a torch tensor stands for (words stay words, values stay values).
+
+    Integer tensors (``uint8/16/32/64``, ``int8/16/32/64``) are container words, as numpy
+    integer arrays are; ``float16/32/64`` tensors are values; ``bfloat16``, ``float8_e4m3fn``,
+    ``float8_e5m2``, ``float8_e4m3fnuz``, ``float8_e5m2fnuz`` and ``float8_e8m0fnu`` tensors are
+    values too, read bit for bit into the ``ml_dtypes`` type of the same name (torch has no numpy
+    conversion for them); ``float4_e2m1fn_x2`` holds two e2m1 values per byte, element ``2i`` in
+    the low nibble (torch's own packing), and becomes an ``ml_dtypes.float4_e2m1fn`` array whose
+    last axis is twice as long.  CUDA (and other device) tensors are copied to the host first."""
     name = dtype_name(t)
     if name in _BITWISE:
         return host_bits(t, what).view(_ml_dtypes(_BITWISE[name][1], what))
@@ -120,7 +112,9 @@ def to_numpy(t, what: str = "operand"):
 
 
 def from_numpy(arr, device=None):
-    """A torch tensor holding numpy array ``arr`` (words or values), on ``device``."""
+    """A torch tensor holding numpy array ``arr`` (words or values), on ``device``: D words as
+    ``uint16`` / ``uint32`` / ``uint64`` tensors, values as the torch dtype of their numpy or
+    ``ml_dtypes`` type."""
     torch = _torch()
     arr = np.asarray(arr)
     if not arr.flags.c_contiguous:

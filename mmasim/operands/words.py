@@ -1,20 +1,11 @@
 """Operands in and results out: container words or values.
 
-The rule (docs/user-guide.md, "Words and values"):
-
-* integer arrays (any integer dtype, Python ints) are **container words**: the
-  bits the hardware reads.  A signed array of the container's own width
-  (``int8`` for s8, ``int32`` for s32) is read as two's complement; any other
-  integer must be a non-negative word that fits the container.
-* float arrays (numpy ``float16/32/64``) and ``ml_dtypes`` arrays are
-  **values**; each must be exactly representable in the operand's format
-  (every bit the format does not read must be zero), else ``DtypeError``.
-* everything else (bool, complex, object, string, datetime, timedelta,
-  structured arrays, ragged lists, a list mixing ints and floats) is a
-  ``DtypeError``.
-
-:func:`as_array` applies the format-free part of the rule (what kind of
-array, words or values); :func:`to_words` the format's part.
+Owns the one rule that tells them apart (docs/user-guide.md, "Raw words" and "Typed arrays"):
+integer arrays are container words, float and ``ml_dtypes`` arrays values, anything else a
+``DtypeError``.  :func:`as_array` applies the format-free part of the rule (what kind of
+array, words or values); :func:`to_words` the format's part.  Refuses a word that does not
+fit its container (``WordRangeError``) and a value its format cannot hold exactly
+(``DtypeError``); nothing is rounded or truncated.
 """
 
 from __future__ import annotations
@@ -68,7 +59,8 @@ def as_array(x, what: str):
     array), ``"values"`` (float or ``ml_dtypes`` array) or ``None`` (an empty
     Python list: either).  Python lists and scalars are read element by element
     so that a list mixing ints and floats, bools, or ints past 64 bits never
-    turn silently into something else."""
+    turn silently into something else.  Everything else (bool, complex, object, string,
+    datetime, timedelta, structured arrays, ragged lists) is a ``DtypeError``."""
     if type(x) is np.ndarray and x.dtype.kind in "iu":     # the common case, first
         return x, WORDS
     refuse_masked(x, what)
@@ -144,7 +136,11 @@ def ignored_mask(fmt: Format) -> int:
 def to_words(x, fmt: Format, what: str):
     """Return ``(uint64 words, values?)`` for operand ``what`` in format ``fmt``.
 
-    ``values?`` is true when ``x`` held values (floats, ``ml_dtypes``)."""
+    ``values?`` is true when ``x`` held values (floats, ``ml_dtypes``).  A signed array of the
+    container's own width (``int8`` for s8, ``int32`` for s32) is read as two's complement; any
+    other integer must be a non-negative word that fits the container.  A value must be exactly
+    representable in ``fmt`` (every bit the format does not read must be zero), else
+    ``DtypeError``."""
     arr, mode = as_array(x, what)
     td = typed_dtype(fmt)
     if mode != VALUES:

@@ -1,23 +1,12 @@
 """A small formula language for layouts: integer expressions of the lane and the element index.
 
-The PTX ISA and AMD's matrix-instruction documentation give most register layouts
-as formulas (``groupID = %laneid >> 2``, ``row = groupID + 8 * ...``).  Tables and
-plugins write them as Python-syntax strings, e.g.::
-
-    row = "g + 8 * ((i >> 1) & 1)"
-    col = "2 * t + (i & 1) + 8 * (i >> 2)"
-
-Names: ``lane`` (thread within the warp / warpgroup / wavefront, or TMEM lane),
-``i`` (element index within that lane's fragment, PTX's a0, a1, ... order),
-``g`` (``(lane % 32) >> 2``, PTX's groupID within the warp), ``t`` (``lane % 4``, PTX's threadID_in_group),
-``w`` (``lane >> 5``, the warp of a warpgroup), ``M``, ``N``, ``K`` (the shape),
-``E`` (elements per lane), ``V`` (scale factors per row of A / column of B of a
-block-scaled instruction: PTX's ``.scale_vec::1X/2X/4X``) and the instruction's selector
-operands ``byte_id``, ``thread_id`` (PTX's ``{byte-id-a, thread-id-a}`` /
-``{byte-id-b, thread-id-b}`` of block scaling) and ``selector`` (the sparsity selector of
-``mma.sp``).  Operators: ``+ - * // % << >> & | ^``, unary ``-``,
-comparisons, ``and`` / ``or`` / ``not`` and ``a if cond else b``.  Nothing else is
-evaluated (no calls, attributes or subscripts): a table cannot run code.
+The PTX ISA and AMD's matrix-instruction documentation give most register layouts as formulas
+(``groupID = %laneid >> 2``, ``row = groupID + 8 * ...``); tables and plugins write them as
+Python-syntax strings, e.g. ``row = "g + 8 * ((i >> 1) & 1)"``.  Gives :func:`compile_expr`
+(check once), :func:`evaluate` and :func:`environment` (the names, :data:`NAMES`).  Operators:
+``+ - * // % << >> & | ^``, unary ``-``, comparisons, ``and`` / ``or`` / ``not`` and
+``a if cond else b``.  Refuses everything else (calls, attributes, subscripts, unknown names),
+a :class:`~mmasim.errors.TableError`: a table cannot run code.
 """
 
 from __future__ import annotations
@@ -116,7 +105,17 @@ def evaluate(node, env: dict):
 
 
 def environment(lanes: int, elements: int, M: int, N: int, K: int, V: int = 0, **selectors) -> dict:
-    """The names of the language over a ``(lanes, elements)`` grid (selectors default to 0)."""
+    """The names of the language over a ``(lanes, elements)`` grid (selectors default to 0).
+
+    ``lane`` (thread within the warp / warpgroup / wavefront, or TMEM lane), ``i`` (element index
+    within that lane's fragment, PTX's a0, a1, ... order), ``g`` (``(lane % 32) >> 2``, PTX's
+    groupID within the warp), ``t`` (``lane % 4``, PTX's threadID_in_group), ``w``
+    (``lane >> 5``, the warp of a warpgroup), ``M``, ``N``, ``K`` (the shape), ``E`` (elements
+    per lane), ``V`` (scale factors per row of A / column of B of a block-scaled instruction:
+    PTX's ``.scale_vec::1X/2X/4X``) and the instruction's selector operands (:data:`SELECTORS`):
+    ``byte_id``, ``thread_id`` (PTX's ``{byte-id-a, thread-id-a}`` / ``{byte-id-b, thread-id-b}``
+    of block scaling), ``selector`` (the sparsity selector of ``mma.sp``) and
+    ``lane_alignment``."""
     lane, i = np.meshgrid(np.arange(lanes, dtype=np.int64), np.arange(elements, dtype=np.int64), indexing="ij")
     env = {"lane": lane, "i": i, "g": (lane & 31) >> 2, "t": lane & 3, "w": lane >> 5,
            "M": M, "N": N, "K": K, "E": elements, "V": V}

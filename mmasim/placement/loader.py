@@ -1,30 +1,12 @@
 """Layout tables: register / TMEM layout rules written as TOML, read into :class:`FragmentRule`.
 
-The core ships no layout: the built-in ones are tables beside the architecture tables
-(``archs/layouts/*.toml``, registered by the table plugin ``mmasim_plugins.archs``), and a
-third-party plugin ships its own the same way (docs/layouts.md, "Adding a layout")::
-
-    [[layout]]
-    name = "mma.m16n8k8.b.16bit"
-    op = "mma.sync"
-    operands = ["b"]
-    m = 16
-    n = 8
-    k = 8
-    bits = 16
-    elements = 2
-    row = "2 * t + i"
-    col = "g"
-    description = "b0, b1 (.f16x2): row = threadID_in_group * 2 + i; col = groupID"
-    source = "PTX ISA, 9.7.14.5 'Matrix Fragments for mma.m16n8k8'"
-    evidence = "checked: PTX ISA 9.0 §9.7.14.5.7 (.f16 / .bf16 B)"
-
-Each ``[[layout]]`` row is one rule; its keys are :class:`FragmentRule`'s fields (a list
-where the field is a tuple; one value stands for a list of one).  :func:`load_layouts`
-checks every row as it loads: unknown or missing keys, a value of the wrong type, a formula
-outside the formula language (:mod:`mmasim.placement.expr`), a missing evidence, a name used
-twice, and, where the rule fixes the operand's shape, formulas that are not a bijection onto
-the matrix.  Each failure is a :class:`~mmasim.errors.TableError` naming the file and the rule.
+Owns the ``[[layout]]`` row (its keys, :data:`KEYS`, are :class:`FragmentRule`'s fields) and
+the checks a row passes as it loads; gives :func:`load_layouts`.  Holds no layout: the
+built-in ones are ``archs/layouts/*.toml``, registered by ``mmasim_plugins.archs``.  Refuses,
+as a :class:`~mmasim.errors.TableError` naming the file and the rule, unknown or missing keys,
+a value of the wrong type, a formula outside :mod:`mmasim.placement.expr`, a missing evidence,
+a name given twice and formulas that are not a bijection onto the matrix.  The row format and
+an example: docs/layouts.md, "Adding a layout".
 """
 
 from __future__ import annotations

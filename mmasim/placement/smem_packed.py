@@ -1,22 +1,13 @@
 """Sub-byte tcgen05 operands in shared memory: packed and padded 4- / 6-bit codes.
 
-PTX ISA 9.0 §9.7.16.10.4 "Packing formats of elements in Tensor and Shared memory":
-
-* ``.kind::mxf4`` / ``.kind::mxf4nvf4`` (§9.7.16.10.4.6): "pack two 4-bit elements in a 8-bit
-  container, with no padding" (``"pair"``).  The canonical layouts' byte formulas apply to the
-  bytes (``T = 32`` elements per 16-byte row); which element of a pair takes the low nibble is
-  drawn only in figures: here the lower K index (as every other sub-word packing, lowest first).
-* ``.kind::mxf8f6f4`` (§9.7.16.10.4.4): the 4- and 6-bit elements "must be contiguously packed
-  along with padding" (Figures 202 / 203): 16 consecutive K elements fill the low 64 / 96 bits of
-  a 16-byte chunk, the other 64 / 32 bits padding (PTX's ``.b4x16_p64`` / ``.b6x16_p32``), and the
-  chunks sit where the canonical layout puts 16 byte-sized elements (``"padded"``).  The same
-  form is assumed for ``.kind::f8f6f4`` (the text names only mxf8f6f4 for shared memory).
-
-A container word of mmasim's format is the code shifted by ``Format.field_shift`` (e2m1's code
-sits in bits 5:2 of its byte container).  K-major only: an MN-major sub-byte operand is not
-modelled.  :func:`read_packed_operand` reads through a descriptor (the byte reads of
-:func:`mmasim.placement.smem.read_operand`), :func:`packed_image` writes an image with any
-:class:`~mmasim.placement.SmemLayout` of byte elements.
+Owns the packing forms of PTX ISA 9.0 §9.7.16.10.4 (:func:`smem_packing` names a kind and
+format's form: ``"pair"``, two 4-bit codes a byte; ``"padded"``, 16 codes in a 16-byte chunk;
+``"bytes"``) and what each rests on (:data:`PACKING_EVIDENCE`).  Gives the reads through a
+descriptor (:func:`read_packed_operand`, :func:`read_model_operand`) and the images
+(:func:`packed_image`, :func:`packed_words`); a container word is the code shifted by
+``Format.field_shift``.  Refuses MN-major sub-byte operands (:class:`~mmasim.UnsupportedDatapath`)
+and a K that does not fill whole pairs or chunks (:class:`~mmasim.ShapeError`).  The table and
+what is assumed: docs/layouts.md, "Sub-byte operands in shared memory".
 """
 
 from __future__ import annotations

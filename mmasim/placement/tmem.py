@@ -1,19 +1,12 @@
 """``tcgen05.ld`` / ``tcgen05.st`` shapes: which TMEM lane and column each register of a
 warp's thread holds (PTX ISA 9.7.16.8.3 "Matrix fragments for tcgen05.ld/st").
 
-Rows are TMEM lanes relative to the 32-lane (or 16-lane) slab the warp accesses
-(warp ``w`` of a warpgroup accesses lanes ``32w .. 32w + 31``), columns are 32-bit
-TMEM columns relative to the address's column; ``.xN`` repeats along columns::
-
-    32x32b  .xN: register r of lane l holds (l, r)                              [32 x N]
-    16x64b  .xN: (l // 4 + 8 * (l % 2), (l // 2) % 2 + 2 * r)                    [16 x 2N]
-    16x128b .xN: (l // 4 + 8 * (r % 2), l % 4 + 4 * (r // 2))                    [16 x 4N]
-    16x256b .xN: (l // 4 + 8 * ((r // 2) % 2), r % 2 + 2 * (l % 4) + 8 * (r // 4))  [16 x 8N]
-    16x32bx2 .xN: (l % 16, N * (l // 16) + r)                                   [16 x 2N]
-
-``16x32bx2`` makes two ``16x32b`` accesses, the first at ``taddr``, the second at ``taddr +
-immHalfSplitoff``: columns ``0 .. N-1`` of its matrix are the first access's, ``N .. 2N-1``
-the second's (column ``N + c`` is TMEM column ``immHalfSplitoff + c``).
+Gives :func:`tcgen05_ld` (the fragment of one shape and ``.num``, :data:`TCGEN05_LD_SHAPES`)
+and :func:`tmem_datapath` (one CTA's accumulator rows under a data path layout A .. G,
+:data:`TMEM_DATAPATHS`), each with what it rests on.  Rows are TMEM lanes relative to the slab
+the warp accesses, columns 32-bit TMEM columns relative to the address's column.  Refuses an
+unknown shape, ``.num`` or letter and an N the layout cannot hold (:class:`~mmasim.ShapeError`).
+The formulas: docs/layouts.md, "What is modelled, and the formulas".
 """
 
 from __future__ import annotations
@@ -74,9 +67,8 @@ def tcgen05_ld(shape: str, num: int = 1):
 
 # The data path layouts of PTX's "Data path layout organization" (tcgen05), per CTA: which
 # TMEM lane / column holds accumulator element (row, col) of the rows this CTA owns.
-# Layout D and F are also the built-in layouts of the modelled cta_group::1 datapaths
-# (archs/layouts/ptx_tcgen05.toml); A, B, C, E, G (cta_group::2, .ws) are here for kernels that use
-# them, as mmasim does not model those instructions yet.
+# The harness places accumulators with them; archs/layouts/ptx_tcgen05.toml cites each letter in
+# the rule of the datapaths its qualifiers select.
 TMEM_DATAPATHS = {
     # letter: (rows per CTA, columns per lane as a formula of N, row, col, valid, what)
     "A": (128, "N", "lane", "i", "", "M = 256, cta_group::2: each CTA's 128 rows, row i in lane i"),

@@ -1,25 +1,12 @@
-"""Float values to the container words of a number format: round to nearest even,
-optionally saturating, with a NaN policy.
+"""Float values to the container words of a number format: round to nearest even, optionally
+saturating, with a NaN policy.
 
-The rounding itself is ``ml_dtypes``' (and numpy's) cast into the format's typed
-dtype: a single round-to-nearest-even from binary64 for every type mmasim uses
-(``tests/test_quantize_casts.py`` pins this on values that double rounding would
-get wrong).  A format whose typed dtype keeps more fraction bits than the format
-reads (tf32 and xf32 in an f32 word) is rounded by the integer encoder
-(:meth:`mmasim.arith.encode.Encoding.pack`) instead.  What this module adds is what
-``ml_dtypes`` leaves to its caller: overflow, infinities and NaN for formats that
-cannot hold them (``ml_dtypes`` turns a NaN into -0 for e2m1 and clamps e2m1's
-overflow silently; here each is a decision):
-
-* NaN: ``nan="propagate"`` gives the format's NaN word; ``"raise"`` (default)
-  refuses it; a format without NaN (e3m2, e2m3, e2m1) always refuses it.
-* a value that rounds past the largest finite value, or an infinity:
-  ``saturate=True`` gives the largest finite value of its sign; otherwise a
-  format with infinity gives infinity, a format with NaN but no infinity (e4m3,
-  the AMD fnuz types) gives NaN under ``nan="propagate"`` (the OCP 8-bit
-  conversion without saturation), and anything else is refused.
-
-Values are read exactly in binary64 (every float format mmasim knows is a subset).
+Gives :func:`cast` and the format facts recipes need (:func:`largest`, :func:`emax`,
+:func:`element_formats`, :func:`values`).  The rounding itself is ``ml_dtypes``' (and
+numpy's) single round-to-nearest-even from binary64, or the integer encoder where the typed
+dtype keeps more fraction bits than the format reads (:func:`_round`).  Owns what
+``ml_dtypes`` leaves to its caller: overflow, infinities and NaN for formats that cannot hold
+them, each a decision, never a silent clamp or -0.  The rules: docs/quantize.md, "Plain casts".
 """
 
 from __future__ import annotations
@@ -94,8 +81,17 @@ def _at(mask: np.ndarray) -> tuple:
 
 def cast(fmt: Format, x, *, saturate: bool = False, nan: str = "raise", what: str = "x") -> np.ndarray:
     """Round binary64 values ``x`` to nearest even in ``fmt``; its container words
-    (``uint8`` ... ``uint64``, the shape of ``x``).  See the module docstring for
-    ``saturate`` and ``nan``."""
+    (``uint8`` ... ``uint64``, the shape of ``x``).  Values are read exactly in binary64
+    (every float format mmasim knows is a subset).
+
+    * NaN: ``nan="propagate"`` gives the format's NaN word; ``"raise"`` (default) refuses it;
+      a format without NaN (e3m2, e2m3, e2m1) always refuses it.
+    * a value that rounds past the largest finite value, or an infinity: ``saturate=True``
+      gives the largest finite value of its sign; otherwise a format with infinity gives
+      infinity, a format with NaN but no infinity (e4m3, the AMD fnuz types) gives NaN under
+      ``nan="propagate"`` (the OCP 8-bit conversion without saturation), and anything else is
+      refused (``ml_dtypes`` turns a NaN into -0 for e2m1 and clamps e2m1's overflow
+      silently)."""
     if not isinstance(saturate, (bool, np.bool_)):
         raise QuantizeError(f"{what}: saturate must be True or False, not {saturate!r}")
     check_nan_policy(nan)
@@ -132,6 +128,11 @@ def cast(fmt: Format, x, *, saturate: bool = False, nan: str = "raise", what: st
 
 
 def _round(fmt: Format, x: np.ndarray, what: str) -> np.ndarray:
+    """``x`` (in range) rounded to nearest even into ``fmt``'s words: ``ml_dtypes``' (and
+    numpy's) cast into the typed dtype, a single rounding from binary64 for every type mmasim
+    uses (``tests/test_quantize_casts.py`` pins this on values that double rounding would get
+    wrong); a format whose typed dtype keeps more fraction bits than the format reads (tf32 and
+    xf32 in an f32 word) by the integer encoder (:func:`mmasim.arith.ieee.pack`)."""
     td = typed_dtype(fmt)
     if td is None:
         need = f" (install ml_dtypes for {fmt.typed})" if fmt.typed else ""

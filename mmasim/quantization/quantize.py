@@ -1,26 +1,14 @@
-"""Float tensors to element words and scales, by the recipes kernels run:
-``mmasim.quantize(x, scheme, axis=-1, ...)`` returns a :class:`Quantized` whose
-``words`` (and ``scales``) go to :meth:`mmasim.Model.dot` / :func:`mmasim.gemm` as
-they are.  docs/quantize.md gives each scheme's rule and source.
+"""Float tensors to element words and scales, by the recipes kernels run.
 
-* **plain casts**, one scheme per element format (its registry key: ``"e4m3"``,
-  ``"bf16"``, ``"tf32"``, ``"e2m1x"``, ...): round to nearest even
-  (:func:`mmasim.quantization.casts.cast`; ``saturate``, ``nan``).
-* **OCP MX v1.0** (``"mxfp8_e4m3"``, ``"mxfp8_e5m2"``, ``"mxfp6_e3m2"``,
-  ``"mxfp6_e2m3"``, ``"mxfp4"``): a ue8m0 scale per 32 elements along ``axis``,
-  ``X = 2**(floor(log2(amax)) - emax_elem)`` clamped to e8m0's range, elements
-  ``V / X`` rounded to nearest even with normals past the largest clamped to it
-  (OCP Microscaling Formats (MX) v1.0, section 6.3).
-* **NVFP4** (``"nvfp4"``): e2m1 elements, a ue4m3 scale per 16 along ``axis`` and
-  an f32 per-tensor scale, in binary32 arithmetic step for step as NVIDIA Transformer
-  Engine computes them (``transformer_engine/common/cast/nvfp4/core_nvfp4.cuh``:
-  ``compute_global_encode_scaling_factor_FP4``, ``compute_decoding_scaling_factor``;
-  the elements as ``quantize_transpose_nvfp4.cuh`` scales and converts them).
-* **DeepSeek fine-grained FP8** (``"deepseek_fp8"``): e4m3 elements, an f32 scale
-  ``amax / 448`` per ``tile`` (1 x 128 for activations, 128 x 128 for weights),
-  applied outside the tensor core at promotion, as DeepGEMM's
-  ``per_token_cast_to_fp8`` / ``per_block_cast_to_fp8`` compute them
-  (``deep_gemm/utils/math.py``, ``use_ue8m0=False``).
+Gives ``mmasim.quantize(x, scheme, axis=-1, ...)`` (:func:`quantize`), which returns a
+:class:`Quantized` whose ``words`` (and ``scales``) go to :meth:`mmasim.Model.dot` /
+:func:`mmasim.gemm` as they are, and :func:`schemes`.  Owns the schemes: a plain cast per
+element format (its registry key, :func:`mmasim.quantization.casts.cast`), OCP MX v1.0
+(:func:`_mx`), NVFP4 as NVIDIA Transformer Engine computes it (:func:`_nvfp4`) and DeepSeek
+fine-grained FP8 as DeepGEMM computes it (:func:`_deepseek`).  Refuses an unknown scheme
+(``UnknownScheme``), integers and values binary64 cannot hold (``DtypeError``), a value the
+recipe defines no result for (``NonFiniteError``) and blocks that do not divide ``x``
+(``BlockShapeError``).  docs/quantize.md gives each scheme's rule and source.
 """
 
 from __future__ import annotations
@@ -122,8 +110,8 @@ class Scheme:
 def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise", tile=None,
              container: str | None = None) -> Quantized:
     """``x`` (float values: numpy float16/32/64 or ``ml_dtypes`` arrays, torch float
-    tensors, Python floats) as the words and scales of ``scheme`` (see the module
-    docstring, and :func:`schemes` for every name).
+    tensors, Python floats) as the words and scales of ``scheme`` (docs/quantize.md gives
+    each rule, :func:`schemes` every name).
 
     ``axis``: the axis the blocks run along (K: -1 for an ``(M, K)`` A, 0 for a
     ``(K, N)`` B).  ``saturate`` (plain casts only): clamp what rounds past the

@@ -1,24 +1,14 @@
 """Every hook an mmasim plugin can implement, and the two markers.
 
-This module is a leaf: it imports nothing of mmasim, so that a plugin (built-in
-or third-party) and the core modules it uses can import ``hookimpl`` without an
-import circle.  A plugin is any module or object with functions decorated by
-``mmasim.hookimpl`` (this module's :data:`hookimpl`, re-exported by
-:mod:`mmasim` and :mod:`mmasim.registry.plugins`) and named like the specs below.  Built-in parts (the core's
-formats, decoders, accumulators and encoders, and the built-in architectures)
-are registered through these same hooks; third-party plugins are found through
-the ``mmasim`` entry-point group::
-
-    [project.entry-points.mmasim]
-    myarch = "myarch_plugin"
-
-Every name a plugin registers (format, decoder, accumulator, encoding, layout,
-kernel, instruction family, architecture and alias), every datapath and every operand a register layout
-places has one owner: registering one that another plugin owns with a different
-value is a :class:`~mmasim.errors.PluginConflict` naming both plugins.  A hook that raises
-or returns the wrong type is a :class:`~mmasim.errors.PluginError`; the
-plugin is then skipped (and reported once), or, for :func:`mmasim.register`,
-the error is raised.  See docs/plugins.md "Isolation and conflicts".
+A leaf: imports nothing of mmasim, so that a plugin (built-in or third-party) and the core
+modules it uses can import ``hookimpl`` without an import circle.  A plugin is any module or
+object with functions decorated by :data:`hookimpl` (re-exported as ``mmasim.hookimpl``) and
+named like the specs below; each spec's docstring is its contract.  Built-in parts are
+registered through these same hooks; third-party plugins are found through the ``mmasim``
+entry-point group.  Every registered name, datapath and placed operand has one owner
+(:class:`~mmasim.errors.PluginConflict` otherwise); a hook that raises or returns the wrong type
+is a :class:`~mmasim.errors.PluginError`.  docs/plugins.md: the hooks, entry points,
+"Isolation and conflicts".
 """
 
 import pluggy

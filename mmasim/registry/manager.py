@@ -1,16 +1,11 @@
 """The plugin manager: the built-ins and the entry points, and what is known of each plugin.
 
-Built-in parts are plugins like any other: the core's own parts
-(:mod:`mmasim.registry.core_parts`), the table plugin that registers every table in
-``archs/`` and the architecture plugins whose code differs from the core's,
-all listed in ``DEFAULT_PLUGINS``.  Third-party plugins come from the
-``mmasim`` entry-point group (loaded one by one: one that does not import or
-register is skipped and reported) or from :func:`mmasim.registry.plugins.register`.
-
-This module knows nothing of the registry built from the plugins
-(:mod:`mmasim.registry.build` uses it; :mod:`mmasim.registry.plugins` joins the two), so the
-import graph has no circle.  :func:`forget` drops every plugin; the registry
-built from them is dropped by its owner.
+Owns :data:`DEFAULT_PLUGINS` (the built-in plugins, the core's own parts among them) and the
+``mmasim`` entry-point group, loaded one by one: one that does not import or register is
+skipped and reported (:func:`failed`, :class:`PluginStatus`).  Gives :func:`get_plugin_manager`,
+:func:`add` / :func:`remove` for :func:`mmasim.registry.plugins.register`, and :func:`forget`.
+Knows nothing of the registry built from the plugins (:mod:`mmasim.registry.build` uses this
+module; :mod:`mmasim.registry.plugins` joins the two), so the import graph has no circle.
 """
 
 from __future__ import annotations

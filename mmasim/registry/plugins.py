@@ -1,29 +1,12 @@
 """Plugins: register, unregister and list them; the registry is rebuilt from them.
 
-Built-in parts are plugins like any other: the core's own parts
-(:mod:`mmasim.registry.core_parts`), the table plugin that registers every table in
-``archs/`` (``mmasim_plugins.archs``) and the architecture plugins whose code
-differs from the core's, listed in ``DEFAULT_PLUGINS``.  Third-party plugins
-come from the ``mmasim`` entry-point group or from :func:`register`.  The
-hooks and the ``hookimpl`` marker are in :mod:`mmasim.registry.hookspecs`; the plugin
-manager is :mod:`mmasim.registry.manager`; the registry built from the plugins is
-:mod:`mmasim.registry.build`.  This module joins them (it imports both; neither
-imports it).
-
-Isolation (docs/plugins.md, "Isolation and conflicts"):
-
-- Entry points are loaded one by one (:func:`entry_points`); one that does not
-  import or register is skipped.  When the registry is built, a plugin whose
-  hook raises, returns the wrong type or an invalid table, or that registers a
-  name or datapath another plugin owns, is skipped as a whole.  Each skipped
-  plugin is reported once, as a :class:`~mmasim.errors.PluginWarning` on
-  stderr naming the plugin and the reason; everything else keeps working, and
-  :func:`status` lists every plugin with its error.
-- :func:`register` is an explicit call: a plugin it registers that fails is
-  unregistered again and the error is raised (``PluginError``,
-  ``PluginConflict`` or ``TableError``).
-- A built-in plugin that fails is a bug in mmasim: its error is raised, never
-  skipped.
+Joins the plugin manager (:mod:`mmasim.registry.manager`: the built-ins of
+``DEFAULT_PLUGINS`` and the ``mmasim`` entry points) and the registry built from them
+(:mod:`mmasim.registry.build`); neither imports this module.  Gives :func:`register`,
+:func:`unregister`, :func:`status` and :func:`reset`.  A plugin that fails while the registry
+is built is skipped and reported once as a :class:`~mmasim.errors.PluginWarning`; one given to
+:func:`register` is removed again and its error raised; a failing built-in plugin is a bug,
+raised.  The rules: docs/plugins.md, "Isolation and conflicts".
 """
 
 from __future__ import annotations

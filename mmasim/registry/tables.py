@@ -1,21 +1,12 @@
 """Reading architecture tables (TOML) into :class:`~mmasim.registry.datapath.Architecture`.
 
-Schema (see docs/tables.md): ``[architecture]`` names the architecture;
-``[defaults]`` gives keys every ``[[datapath]]`` inherits; each ``[[datapath]]``
-may list keys in ``expand`` whose values are lists, expanded as a cartesian
-product; ``by_d`` overrides keys per D format and ``when`` (a list of
-``{match = {...}, set = {...}}``) overrides keys of the expanded datapaths a
-match selects; ``[[evidence]]`` entries set the
-validation status of every datapath their ``match`` selects (last match wins).
-``inherits = "Name"`` in ``[architecture]`` gives the architecture every datapath of
-another one, relabelled by its own ``[[evidence]]`` (see :func:`inherit`).
-
-Every table is checked as it loads (:func:`build_architecture`): unknown keys
-anywhere, wrong types, K outside ``1..MAX_K``, unknown sparse rules and
-parameters the accumulator does not declare (``acc.Params``, see
-:mod:`mmasim.accumulators.params`) and block scales the accumulator does not
-take (or needs and lacks, ``acc.scales``) are a :class:`~mmasim.errors.TableError`
-naming the file, the datapath and the field.
+Owns the table schema (docs/tables.md): ``[architecture]``, ``[defaults]``, ``[[datapath]]``
+with ``expand`` / ``by_d`` / ``when``, ``[[evidence]]``, ``inherits`` (:func:`inherit`) and
+``extends``.  Gives :func:`load_table`, :func:`build_architecture`, :func:`inherit` and the
+checks the registry reuses (:func:`check_params`, :func:`check_scales`).  Every table is
+checked as it loads: unknown keys anywhere, wrong types, K outside ``1..MAX_K``, unknown sparse
+rules, parameters the accumulator does not declare and block scales it does not take (or needs
+and lacks) are a :class:`~mmasim.errors.TableError` naming the file, the datapath and the field.
 """
 
 from __future__ import annotations

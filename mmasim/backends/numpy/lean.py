@@ -1,28 +1,13 @@
-"""A lean numpy path for the common window datapaths (the numpy backend's fast path).
+"""The numpy backend's lean path: the common window datapaths computed in fewer passes.
 
-The truncating window (:func:`mmasim.accumulators.window.window`) with one
-product per group (``group`` 1, no ``c_dominant``, ``c_relative`` or
-``subnormal_redo``), scaled or not, computed on container words with fewer
-passes: every A / B word is decoded through tables built by the registered
-decoder (:class:`_Decode`) into a signed significand and the exponent ``q`` of
-its last bit, the classes folded into ``q`` (a zero far below any window, an
-inf / NaN far above), one signed product array per step, reduced column by
-column.  Rows with an inf or NaN anywhere
-(or a step that overflowed into inf) are computed by the reference accumulator
-itself, so special values are the reference's.  Exact int64 arithmetic
-throughout; ``tests/test_speed_paths.py`` compares this path with the reference
-accumulator on every datapath it covers.
-
-:class:`LeanGrouped` is the same idea for the grouped block-scaled window (the
-B200 FP4 rules): one joint A x B table lookup per product, exact group sums of
-tiny integers, the group rules on group-level arrays.
-
-The rules of arithmetic are the reference's, called here, not restated: words
-are decoded through tables of the registered decoder's outputs, scale products
-are :func:`mmasim.arith.special.product`, the window's rules are the functions of
-:mod:`mmasim.accumulators.window`, D words come from
-:meth:`mmasim.arith.encode.Encoding.pack`.  What is this module's own is the layout of
-the work: tables, classes folded into ``q``, column-wise reductions.
+Gives :class:`LeanWindow` (the truncating window, one product per group, scaled or not) and
+:class:`LeanGrouped` (the grouped block-scaled window of the B200 FP4 rules); each says
+``ok = False`` where it does not apply, and the reference computes.  Owns only the layout of
+the work: words decoded through tables of the registered decoder's outputs
+(:func:`word_tables`, :func:`code_tables`), zero and inf / NaN folded into ``q``, column-wise
+reductions, exact int64 throughout.  The rules of arithmetic are the reference's, called, not
+restated; rows with an inf or NaN go to the reference accumulator.  docs/architecture.md,
+"Which module owns which rule", lists what is called.
 """
 
 from __future__ import annotations
@@ -181,7 +166,19 @@ class _Decode:
 
 
 class LeanWindow:
-    """The lean numpy window of one plan, or ``ok = False`` where it does not apply."""
+    """The lean numpy window of one plan, or ``ok = False`` where it does not apply.
+
+    The truncating window (:func:`mmasim.accumulators.window.window`) with one product per
+    group (``group`` 1, no ``c_dominant``, ``c_relative`` or ``subnormal_redo``), scaled or not,
+    on container words: every A / B word is decoded through tables built by the registered
+    decoder (:class:`_Decode`) into a signed significand and the exponent ``q`` of its last bit,
+    the classes folded into ``q`` (a zero far below any window, an inf / NaN far above), one
+    signed product array per step, reduced column by column.  Rows with an inf or NaN anywhere
+    (or a step that overflowed into inf) are computed by the reference accumulator itself.
+    Scale products are :func:`mmasim.arith.special.product`, the window's rules the functions
+    of :mod:`mmasim.accumulators.window`, D words :meth:`mmasim.arith.encode.Encoding.pack`'s;
+    ``tests/test_speed_paths.py`` compares this path with the reference accumulator on every
+    datapath it covers."""
 
     def __init__(self, plan):
         self.ok = False
@@ -289,7 +286,8 @@ def _group_reduce(x, g, op):
 class LeanGrouped:
     """The lean numpy path of the grouped block-scaled window (B200 NVFP4 / MXF4:
     ``group``, ``scale_floor``, ``c_dominant``, ``c_relative``, ``subnormal_redo``),
-    or ``ok = False`` where it does not apply.
+    or ``ok = False`` where it does not apply: one joint A x B table lookup per product, exact
+    group sums of tiny integers, the group rules on group-level arrays.
 
     Narrow A / B formats (containers of up to 8 bits, 16 together) are decoded
     pairwise through one joint table indexed by ``(a << bits_b) | b``: the signed
