@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .primitives import (FINITE, INF, NAN, NEG, NO_SPECIAL, ZERO, _bitlen, _decode,
-                         _floor_shift, _fma, _fmt, _int_value, _jit, _inline, _note_special, _pack, _pack_int, _product_class,
+                         _floor_shift, _fma, _fmt, _int_value, _jit, _inline, _note_special, _pack, _pack_int,
+                         _product_class,
                          _rows, _special_result, _trunc, _value, row_kernel)
 from .window import _group_sum
 
