@@ -19,7 +19,7 @@ from collections import namedtuple
 import numpy as np
 
 from .primitives import (F32_SPEC, FINITE, INF, NEG, ZERO, _clip, _decode, _decode_call, _enc, _f32_word, _f64_bits,
-                         _fmt, _i64_bits, _is_f32, _jit, _inline, _pack, _rows, _rz_enc, _trunc)
+                         _fmt, _i64_bits, _is_f32, _jit, _inline, _pack, _pow2, _rows, _rz_enc, _trunc)
 from .window import _d_or_c, _window_params, _window_quantum
 
 #: The lane decode of one A / B format (a record per format; fields by name):
@@ -71,7 +71,7 @@ def _lane_scales(sa, sb, rsa, rsb, nb, fp4, TAB, bsv, bsr, r):
         if xc >= INF or yc >= INF:
             special = True
         bsr[blk, r] = xr + yr
-        v = np.float64(xm * ym) * _f64_bits((np.int64(1023) + _clip(xq + yq, -NEG_F, NEG_F)) << 52)
+        v = np.float64(xm * ym) * _pow2(_clip(xq + yq, -NEG_F, NEG_F))
         bsv[blk, r] = 0.0 if (xc == ZERO or yc == ZERO) else (-v if (xsg ^ ysg) == 1 else v)
     return special
 
@@ -244,10 +244,20 @@ def _tile_sum(nr, step, R, hoff, px, win, cdec, sp, tot, sc, acc):
         cr = ccr[r]
         quantum, _ = _window_quantum(h if live else np.int64(NEG), live, False, c_live, cr, msr[r], R)
         qu[r] = quantum
-        sc[r] = _f64_bits((np.int64(1023) - _clip(quantum, -NEG_F, NEG_F)) << 52)
+        sc[r] = _pow2(-_clip(quantum, -NEG_F, NEG_F))
         cm = ccm[r] if c_live else np.int64(0)
         tot[r] = _trunc(cm < 0, abs(cm), ccq[r], quantum)
         acc[r] = 0.0
+    _lane_sum(nr, step, px, sc, acc, sp)
+    for r in range(nr):
+        tot[r] += np.int64(acc[r])
+
+
+@_inline
+def _lane_sum(nr, step, px, sc, acc, sp):
+    """Add the step's truncated products ``trunc(p * sc)`` of each row into ``acc``
+    (binary64, exact: the builder's bound proofs); a sum that is not finite (an inf / NaN
+    element) marks its row in ``sp`` and is set to 0."""
     for k in range(step):
         for r in range(nr):
             acc[r] += np.trunc(px[k, r] * sc[r])
@@ -255,7 +265,7 @@ def _tile_sum(nr, step, R, hoff, px, win, cdec, sp, tot, sc, acc):
         a = acc[r]
         fin = a - a == 0.0
         sp[r] |= not fin
-        tot[r] += np.int64(a if fin else 0.0)
+        acc[r] = a if fin else 0.0
 
 
 @_inline
@@ -289,17 +299,12 @@ def _tile_chain_rz32(nr, R, hoff, last, px, step, win, cv, cr, cl, sp, sc, acc):
         quantum, _ = _window_quantum(h if live else np.int64(NEG), live, False, cl[r], cr[r], msr[r], R)
         qc = _clip(quantum, -NEG_F, NEG_F)
         qu[r] = qc
-        s = _f64_bits((np.int64(1023) - qc) << 52)
+        s = _pow2(-qc)
         sc[r] = s
         acc[r] = np.trunc((cv[r] if cl[r] else 0.0) * s)
-    for k in range(step):
-        for r in range(nr):
-            acc[r] += np.trunc(px[k, r] * sc[r])
+    _lane_sum(nr, step, px, sc, acc, sp)
     for r in range(nr):
-        a = acc[r]
-        fin = a - a == 0.0
-        sp[r] |= not fin
-        v = (a if fin else 0.0) * _f64_bits((np.int64(1023) + qu[r]) << 52)
+        v = acc[r] * _pow2(qu[r])
         if excl:
             v = v if hi[r] > DEAD else cv[r]      # no live product: D is C
         d = _rz_f32(v)
@@ -381,7 +386,7 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
                 _c_tile(2, cw, nr, fp2, TAB, cdec, sp)
                 ccm, ccq, ccr, clive = cdec
                 for r in range(nr):
-                    cv[r] = np.float64(ccm[r]) * _f64_bits((np.int64(1023) + ccq[r]) << 52)
+                    cv[r] = np.float64(ccm[r]) * _pow2(ccq[r])
             for s0 in range(0, K, step):
                 if CHAIN:
                     pass
