@@ -1,41 +1,88 @@
 #!/usr/bin/env python3
 """Instructions per product of ``Model.dot`` (one thread), counted by valgrind.
 
-Run it twice under callgrind, once without the measured call and once with it; the inputs
-are generated identically in both runs, so the difference of the two totals is the call's:
+    python benchmarks/instructions_per_product.py Ampere m16n8k16.f32.f16.f16.f32 [--rows 20000]
+    python benchmarks/instructions_per_product.py B200 tcgen05.mma.kind::f8f6f4 --q a_type=e4m3 b_type=e4m3
 
-    valgrind --tool=callgrind --callgrind-out-file=cg0.out \\
-        python benchmarks/instructions_per_product.py Ampere m16n8k16.f32.f16.f16.f32 0
-    valgrind --tool=callgrind --callgrind-out-file=cg1.out \\
-        python benchmarks/instructions_per_product.py Ampere m16n8k16.f32.f16.f16.f32 100000
-    grep totals: cg0.out cg1.out     # (total1 - total0) / (100000 * K)
-
-Counts, not seconds: repeatable whatever else the machine runs (docs/performance.md).
+runs this script twice under ``valgrind --tool=callgrind``, once without the measured
+``dot`` and once with it (``--worker N``, the inputs generated identically in both runs),
+and prints the difference of the two totals divided by rows x K: the instructions of the
+call, per product; and the part of it in JIT-compiled code (functions without a symbol,
+callgrind's ``???:0x...``: the kernels).  OpenBLAS runs one thread (its idle threads spin,
+and callgrind counts the spinning).  The kernels are compiled (or loaded) first outside valgrind, for the
+host CPU named to numba explicitly (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``): valgrind
+reports other CPU features, which would make numba miss its cache and compile under
+valgrind.  Counts, not seconds: repeatable whatever else the machine runs
+(docs/performance.md).
 """
+import argparse
+import os
+import re
+import subprocess
 import sys
-
-import numpy as np
-
-import mmasim
-from mmasim.operands import wordgen
-
-ROWS = 100_000
-
-arch, ins, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-m = mmasim.MMA(arch, ins)
-rng = np.random.default_rng(1)
+import tempfile
 
 
-def w(fmt, shape):
-    x = wordgen.words(fmt, shape, rng, wordgen.WordKind.NEAR_ONE, padding=False)
-    b = fmt.container_bits
-    return x.astype(np.uint8 if b <= 8 else np.uint16 if b <= 16 else np.uint32)
+def _model(arch, ins, q):
+    import mmasim
+    return mmasim.MMA(arch, ins, **q)
 
 
-a, b, c = w(m.a_format, (ROWS, m.k)), w(m.b_format, (ROWS, m.k)), w(m.c_format, (ROWS,))
-s = {}
-if m.datapath.scale:
-    s = dict(scale_a=w(m.scale_format, (ROWS, m.datapath.blocks)), scale_b=w(m.scale_format, (ROWS, m.datapath.blocks)))
-m.dot(a[:64], b[:64], c[:64], threads=1, **{k: v[:64] for k, v in s.items()})   # compile / load the cache
-if n:
-    m.dot(a[:n], b[:n], c[:n], threads=1, **{k: v[:n] for k, v in s.items()})
+def worker(arch, ins, q, n, rows):
+    import numpy as np
+
+    from mmasim.operands import wordgen
+    m = _model(arch, ins, q)
+    rng = np.random.default_rng(1)
+
+    def w(fmt, shape):
+        x = wordgen.words(fmt, shape, rng, wordgen.WordKind.NEAR_ONE, padding=False)
+        b = fmt.container_bits
+        return x.astype(np.uint8 if b <= 8 else np.uint16 if b <= 16 else np.uint32)
+
+    a, b, c = w(m.a_format, (rows, m.k)), w(m.b_format, (rows, m.k)), w(m.c_format, (rows,))
+    s = {}
+    if m.datapath.scale:
+        s = dict(scale_a=w(m.scale_format, (rows, m.datapath.blocks)),
+                 scale_b=w(m.scale_format, (rows, m.datapath.blocks)))
+    m.dot(a[:64], b[:64], c[:64], threads=1, **{k: v[:64] for k, v in s.items()})   # compile / load the cache
+    if n:
+        m.dot(a[:n], b[:n], c[:n], threads=1, **{k: v[:n] for k, v in s.items()})
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("arch")
+    ap.add_argument("instruction")
+    ap.add_argument("--q", nargs="*", default=[], help="qualifiers, name=value")
+    ap.add_argument("--rows", type=int, default=20_000)
+    ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    q = dict(x.split("=", 1) for x in args.q)
+    if args.worker is not None:
+        return worker(args.arch, args.instruction, q, args.worker, args.rows)
+    import llvmlite.binding as ll
+    env = dict(os.environ, NUMBA_CPU_NAME=ll.get_host_cpu_name(), OPENBLAS_NUM_THREADS="1",
+               NUMBA_CPU_FEATURES=ll.get_host_cpu_features().flatten())
+    cmd = [sys.executable, os.path.abspath(__file__), args.arch, args.instruction, "--rows", str(args.rows),
+           "--q", *args.q, "--worker"]
+    subprocess.run(cmd + ["0"], env=env, check=True)          # compile into the cache, outside valgrind
+    totals, jit = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (0, args.rows):
+            out = os.path.join(tmp, f"cg{n}.out")
+            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + cmd + [str(n)],
+                           env=env, check=True, capture_output=True)
+            totals.append(int(re.search(r"^totals: (\d+)", open(out).read(), re.M).group(1)))
+            report = subprocess.run(["callgrind_annotate", "--threshold=100", out], capture_output=True,
+                                    text=True).stdout
+            jit.append(sum(int(m.group(1).replace(",", "")) for m in
+                           re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+\?\?\?:0x[0-9a-f]+ \[\?\?\?\]", report, re.M)))
+    k = _model(args.arch, args.instruction, q).k
+    n = args.rows * k
+    print(f"{args.arch} {args.instruction}: {totals[1] - totals[0]} instructions for {args.rows} x {k} products: "
+          f"{(totals[1] - totals[0]) / n:.1f} per product, {(jit[1] - jit[0]) / n:.1f} of them in compiled code")
+
+
+if __name__ == "__main__":
+    main()

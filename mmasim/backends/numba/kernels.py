@@ -377,7 +377,7 @@ def _window(plan):
     # exponent range where 2**-quantum is built (NEG_F).
     cd_r = max(max(f.bias, (1 << f.exp_bits) - f.bias) for f in (plan.c_format, plan.d_format))
     F = int(p["F"])
-    ok = (bits <= 53 and F + nf + int(step).bit_length() <= 53 and max(rmax, cd_r) + F + 64 < NEG_F
+    ok = (step % 2 == 0 and bits <= 53 and F + nf + int(step).bit_length() <= 53 and max(rmax, cd_r) + F + 64 < NEG_F
           and LA["mode"][0] == LA["mode"][1] and ckind > 0 and dkind > 0)
     if not ok:
         return general    # other decodes, or bounds the lanes cannot prove: the general kernel

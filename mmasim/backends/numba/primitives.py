@@ -46,23 +46,24 @@ def _fma(typingctx, a, b, c):
 
 
 @intrinsic
-def _f64_bits(typingctx, x):
-    """The binary64 whose bits are the int64 ``x`` (a bit cast: vectorizes, no memory)."""
-    if isinstance(x, types.Integer) and x.bitwidth == 64:
+def _bitcast(typingctx, x):
+    """A bit cast between int64 and binary64 (no memory, vectorizes): the binary64 whose
+    bits are the int64 ``x``, or the bits of the binary64 ``x``."""
+    to = {types.int64: types.float64, types.float64: types.int64}.get(x)
+    if to is not None:
         def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], context.get_value_type(types.float64))
-        return types.float64(x), codegen
+            return builder.bitcast(args[0], context.get_value_type(to))
+        return to(x), codegen
     return None
 
 
-@intrinsic
-def _i64_bits(typingctx, x):
-    """The bits of the binary64 ``x`` as an int64 (a bit cast)."""
-    if isinstance(x, types.Float) and x.bitwidth == 64:
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], context.get_value_type(types.int64))
-        return types.int64(x), codegen
-    return None
+_f64_bits = _i64_bits = _bitcast
+
+
+@_inline
+def _pow2(e):
+    """2**e as a binary64, for -1022 <= e <= 1023 (its bits built directly)."""
+    return _bitcast((np.int64(1023) + e) << 52)
 
 
 @intrinsic

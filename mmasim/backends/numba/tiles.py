@@ -1,22 +1,22 @@
-"""The lean window on tiles of rows (one product per group, scaled or not).
+"""The lean window on tiles of rows (one product per group, scaled or not), in binary64 lanes.
 
-Every A / B element becomes a signed significand ``sm`` and an exponent ``q``
-(of its last bit), read from a per-format table (containers of up to 16 bits:
-``LT[0]`` signed m, ``LT[1]`` q) or decoded arithmetically (wider IEEE
-formats), with the classes folded into ``q``: a zero has q = LZQ (its products
-fall far below any window), an inf / NaN has q = LSQ (its products rise far
-above).  The raw exponent is q plus a per-format constant (checked when the
-table is built).  A row with an inf / NaN anywhere (A, B, scales, C, or a step
-that overflowed) is computed by :func:`.window.window_kernel`, so special
-values are exactly the general kernel's.  The window's rules are those of
+Every A / B element becomes its exact value as a binary64 and the code r + ``ro`` of
+its raw exponent (:data:`LaneFormat`): read from a per-format table (containers of up
+to 16 bits, built by the registered decoder; one int64 per word, the value's bits with
+the code in the low TCODE bits, NaN for an inf / NaN) or decoded arithmetically (wider
+IEEE formats).  Products, their truncation at the window's quantum and their sum are
+binary64 operations, exact by the bound proof of the builder
+(:func:`mmasim.backends.numba.kernels._window`).  A row with an inf / NaN anywhere (A, B,
+scales, C, or a step that overflowed) is computed by :func:`.window.window_kernel`, so
+special values are exactly the general kernel's.  The window's rules are those of
 :mod:`.window` (:func:`~.window._window_quantum`, :func:`~.window._d_or_c`).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from collections import namedtuple
+
+import numpy as np
 
 from mmasim.backends.numba.primitives import (
     F32_SPEC,
@@ -36,6 +36,7 @@ from mmasim.backends.numba.primitives import (
     _jit,
     _inline,
     _pack,
+    _pow2,
     _rows,
     _rz_enc,
     _trunc,
@@ -91,7 +92,7 @@ def _lane_scales(sa, sb, rsa, rsb, nb, fp4, TAB, bsv, bsr, r):
         if xc >= INF or yc >= INF:
             special = True
         bsr[blk, r] = xr + yr
-        v = np.float64(xm * ym) * _f64_bits((np.int64(1023) + _clip(xq + yq, -NEG_F, NEG_F)) << 52)
+        v = np.float64(xm * ym) * _pow2(_clip(xq + yq, -NEG_F, NEG_F))
         bsv[blk, r] = 0.0 if (xc == ZERO or yc == ZERO) else (-v if (xsg ^ ysg) == 1 else v)
     return special
 
@@ -112,12 +113,13 @@ TILE = 64    # rows per tile (the tile arrays stay in the L1 / L2 caches)
 
 
 @_inline
-def _tile_in(ops, idx, ncols, t0, nr, mode, fa, fb, LV, tiles, cw, sp, fp4, TAB, scl):
-    """Rows ``t0 ..`` of the operands into a tile: A and B k-major (one loop over K
-    for both; a tabled element is its ``LV`` entry, otherwise the word itself), the C
-    words into ``cw``, the scales of the blocks (``_lane_scales``; ``sp``: an inf /
-    NaN scale).  ``ops``: the A, B, C, scale A, scale B words; ``idx``: their row
-    indices; ``scl``: the per-block scale arrays (none when unscaled)."""
+def _tile_in(ops, idx, ncols, t0, nr, mode, fa, fb, LV, tiles, cw, sp, fp4, TAB, scl, rows):
+    """Rows ``t0 ..`` of the operands into a tile: A and B k-major (a tabled element is
+    its ``LV`` entry, otherwise the word itself), the C words into ``cw``, the scales of
+    the blocks (``_lane_scales``; ``sp``: an inf / NaN scale).  ``ops``: the A, B, C,
+    scale A, scale B words; ``idx``: their row indices; ``scl``: the per-block scale
+    arrays (none when unscaled); ``rows``: a (5, TILE) uint64 work array, the operand
+    rows of each tile row (unsigned: numba indexes with them without wrap-around code)."""
     wa, wb, wc, sa, sb = ops
     ia, ib, ic, isa, isb = idx
     at, bt = tiles
@@ -126,6 +128,10 @@ def _tile_in(ops, idx, ncols, t0, nr, mode, fa, fb, LV, tiles, cw, sp, fp4, TAB,
     nb = bsv.shape[0]
     for r in range(nr):
         ra, rb, rc, rsa, rsb = _rows(t0 + r, ncols, ia, ib, ic, isa, isb)
+        rows[0, r], rows[1, r], rows[2, r] = np.uint64(ra), np.uint64(rb), np.uint64(rc)
+        rows[3, r], rows[4, r] = np.uint64(rsa), np.uint64(rsb)
+    for r in range(nr):
+        ra, rb = rows[0, r], rows[1, r]
         for k in range(K):
             if mode == 0:
                 at[k, r] = LV[np.uint64(fa.off) + np.uint64(wa[ra, k])]
@@ -133,10 +139,12 @@ def _tile_in(ops, idx, ncols, t0, nr, mode, fa, fb, LV, tiles, cw, sp, fp4, TAB,
             else:
                 at[k, r] = wa[ra, k]
                 bt[k, r] = wb[rb, k]
-        cw[r] = wc[rc]
+    for r in range(nr):
+        cw[r] = wc[rows[2, r]]
         sp[r] = False
-        if nb > 0:
-            sp[r] = _lane_scales(sa, sb, rsa, rsb, nb, fp4, TAB, bsv, bsr, r)
+    if nb > 0:
+        for r in range(nr):
+            sp[r] = _lane_scales(sa, sb, rows[3, r], rows[4, r], nb, fp4, TAB, bsv, bsr, r)
 
 
 @_inline
@@ -184,15 +192,20 @@ def _tile_products(tiles, s0, step, nr, mode, fa, fb, zc, px, hi, hh):
     at, bt = tiles
     for r in range(nr):
         hh[0, r] = DEAD
-    for k in range(step):
+    for k in range(0, step, 2):     # two elements per pass (the builder takes even steps only)
         for r in range(nr):
             va, ca = _lane_get(at[s0 + k, r], mode, fa)
             vb, cb = _lane_get(bt[s0 + k, r], mode, fb)
-            p = va * vb
+            ua, da = _lane_get(at[s0 + k + 1, r], mode, fa)
+            ub, db = _lane_get(bt[s0 + k + 1, r], mode, fb)
+            p, u = va * vb, ua * ub
             px[k, r] = p
+            px[k + 1, r] = u
             c = ca + cb if p != 0.0 else zc
+            d = da + db if u != 0.0 else zc
+            c = c if c > d else d
             h = hh[k, r]
-            hh[k + 1, r] = c if c > h else h
+            hh[k + 2, r] = c if c > h else h
     for r in range(nr):
         hi[r] = hh[step, r]
 
@@ -252,10 +265,20 @@ def _tile_sum(nr, step, R, hoff, px, win, cdec, sp, tot, sc, acc):
         cr = ccr[r]
         quantum, _ = _window_quantum(h if live else np.int64(NEG), live, False, c_live, cr, msr[r], R)
         qu[r] = quantum
-        sc[r] = _f64_bits((np.int64(1023) - _clip(quantum, -NEG_F, NEG_F)) << 52)
+        sc[r] = _pow2(-_clip(quantum, -NEG_F, NEG_F))
         cm = ccm[r] if c_live else np.int64(0)
         tot[r] = _trunc(cm < 0, abs(cm), ccq[r], quantum)
         acc[r] = 0.0
+    _lane_sum(nr, step, px, sc, acc, sp)
+    for r in range(nr):
+        tot[r] += np.int64(acc[r])
+
+
+@_inline
+def _lane_sum(nr, step, px, sc, acc, sp):
+    """Add the step's truncated products ``trunc(p * sc)`` of each row into ``acc``
+    (binary64, exact: the builder's bound proofs); a sum that is not finite (an inf / NaN
+    element) marks its row in ``sp`` and is set to 0."""
     for k in range(step):
         for r in range(nr):
             acc[r] += np.trunc(px[k, r] * sc[r])
@@ -263,7 +286,7 @@ def _tile_sum(nr, step, R, hoff, px, win, cdec, sp, tot, sc, acc):
         a = acc[r]
         fin = a - a == 0.0
         sp[r] |= not fin
-        tot[r] += np.int64(a if fin else 0.0)
+        acc[r] = a if fin else 0.0
 
 
 @_inline
@@ -297,17 +320,12 @@ def _tile_chain_rz32(nr, R, hoff, last, px, step, win, cv, cr, cl, sp, sc, acc):
         quantum, _ = _window_quantum(h if live else np.int64(NEG), live, False, cl[r], cr[r], msr[r], R)
         qc = _clip(quantum, -NEG_F, NEG_F)
         qu[r] = qc
-        s = _f64_bits((np.int64(1023) - qc) << 52)
+        s = _pow2(-qc)
         sc[r] = s
         acc[r] = np.trunc((cv[r] if cl[r] else 0.0) * s)
-    for k in range(step):
-        for r in range(nr):
-            acc[r] += np.trunc(px[k, r] * sc[r])
+    _lane_sum(nr, step, px, sc, acc, sp)
     for r in range(nr):
-        a = acc[r]
-        fin = a - a == 0.0
-        sp[r] |= not fin
-        v = (a if fin else 0.0) * _f64_bits((np.int64(1023) + qu[r]) << 52)
+        v = acc[r] * _pow2(qu[r])
         if excl:
             v = v if hi[r] > DEAD else cv[r]      # no live product: D is C
         d = _rz_f32(v)
@@ -373,6 +391,7 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
         sc = np.empty(T, np.float64)
         acc = np.empty(T, np.float64)
         cv = np.empty(T, np.float64)
+        rows = np.empty((5, T), np.uint64)
         nb = sa.shape[1] if SCALED else 0
         scl = (np.zeros((nb, T), np.float64), np.zeros((nb, T), np.int64))
         ops, idx = (wa, wb, wc, sa, sb), (ia, ib, ic, isa, isb)
@@ -380,15 +399,15 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
         for t0 in range(0, n, T):
             nr = min(T, n - t0)
             if AMODE == 0:
-                _tile_in(ops, idx, ncols, t0, nr, 0, fa, fb, LV, tiles, cw, sp, fp4, TAB, scl)
+                _tile_in(ops, idx, ncols, t0, nr, 0, fa, fb, LV, tiles, cw, sp, fp4, TAB, scl, rows)
             else:
-                _tile_in(ops, idx, ncols, t0, nr, 1, fa, fb, LV, tiles, cw, sp, fp4, TAB, scl)
+                _tile_in(ops, idx, ncols, t0, nr, 1, fa, fb, LV, tiles, cw, sp, fp4, TAB, scl, rows)
             if CHAIN:
                 # binary32 C and D encoded toward zero: C decoded once, the steps chained in lanes
                 _c_tile(2, cw, nr, fp2, TAB, cdec, sp)
                 ccm, ccq, ccr, clive = cdec
                 for r in range(nr):
-                    cv[r] = np.float64(ccm[r]) * _f64_bits((np.int64(1023) + ccq[r]) << 52)
+                    cv[r] = np.float64(ccm[r]) * _pow2(ccq[r])
             for s0 in range(0, K, step):
                 if CHAIN:
                     pass
