@@ -70,3 +70,27 @@ def test_a_call_at_the_threshold_gives_the_words_of_numpy(monkeypatch):
     got = m.dot(a, b, c)                                   # auto: this call takes the compiled kernel
     assert "numba kernel" in m.plan.cache
     assert np.array_equal(got, want)
+
+
+@pytest.mark.skipif(not backends.numba_available(), reason="needs numba (the [fast] extra)")
+def test_a_gemm_chooses_once_by_its_whole_size(monkeypatch):
+    # every K tile of one row block is a call of 64 * 64 * 16 products, far below the threshold;
+    # the GEMM as a whole is 2^22 products: all of it takes the compiled kernel
+    monkeypatch.delenv(backends.ENV, raising=False)
+    m = mmasim.MMA(*AMPERE)
+    m.plan.cache.pop("numba kernel", None)
+    M = N = 64
+    K = backends.AUTO_MIN_PRODUCTS // (M * N)
+    rng = np.random.default_rng(3)
+    A = rng.integers(0, 0x7C00, (M, K), dtype=np.uint16)
+    B = rng.integers(0, 0x7C00, (K, N), dtype=np.uint16)
+    C = np.zeros((M, N), np.uint32)
+    want = mmasim.gemm(A, B, C, model=m, backend="numpy", threads=1)
+    assert "numba kernel" not in m.plan.cache
+    got = mmasim.gemm(A, B, C, model=m, threads=1)
+    assert "numba kernel" in m.plan.cache
+    assert np.array_equal(got, want)
+    small = mmasim.MMA("B200", "tcgen05.mma.kind::f16.f32.f16.f16")
+    small.plan.cache.pop("numba kernel", None)
+    mmasim.gemm(A[:, :64], B[:64, :], C, model=small, threads=1)     # 2^18 products: numpy
+    assert "numba kernel" not in small.plan.cache

@@ -26,7 +26,7 @@ from mmasim.backends.numba import (
 )
 from mmasim.backends.numpy import NumpyBackend
 
-__all__ = ["BACKENDS", "ENV", "BackendError", "available", "resolve", "get", "NumbaBackend", "NumpyBackend",
+__all__ = ["BACKENDS", "ENV", "BackendError", "available", "resolve", "choose", "get", "AUTO_MIN_PRODUCTS", "NumbaBackend", "NumpyBackend",
            "numba_available", "register_kernel", "kernel_builders", "kernel_for", "compiled_families",
            "kernel_coverage"]
 
@@ -69,14 +69,19 @@ def get(name: str | None = None, plan=None, products: int | None = None):
     Under ``auto``, a call of fewer than :data:`AUTO_MIN_PRODUCTS` products of a ``plan``
     whose compiled kernel this process has not used yet is computed by numpy, without
     importing numba (both give the same words)."""
-    if plan is not None and products is not None and products < AUTO_MIN_PRODUCTS and _auto(name) \
-            and "numba kernel" not in plan.cache:
-        key = "numpy"
-    else:
-        key = resolve(name)
+    key = choose(name, plan, products)
     if key not in _instances:
         _instances[key] = NumbaBackend() if key == "numba" else NumpyBackend()
     return _instances[key]
+
+
+def choose(name: str | None, plan=None, products: int | None = None) -> str:
+    """The backend name :func:`get` uses for a job of ``products`` products of ``plan`` (a whole
+    GEMM decides once, by its ``M * N * K``, and hands the name to every call it makes)."""
+    if plan is not None and products is not None and products < AUTO_MIN_PRODUCTS and _auto(name) \
+            and "numba kernel" not in plan.cache:
+        return "numpy"
+    return resolve(name)
 
 
 #: under ``auto``, the products of one call from which a datapath's first computation takes the

@@ -14,6 +14,7 @@ import threading
 
 import numpy as np
 
+from mmasim import backends
 from mmasim.composition import dask as dask_gemm
 from mmasim.composition import compose
 from mmasim.errors import (
@@ -121,6 +122,7 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     or no source.
     """
     model = _model(model, arch, instruction, qualifiers)
+    backend = _whole_job_backend(model, backend, A, B)
     composed = compose.requested(A, B, promote_every, split_k, promotion_scale_a, promotion_scale_b,
                                  alpha, beta, out_format, saturate) or split_reduce != "sequential"
     if composed:
@@ -248,3 +250,15 @@ def check(model: Model, a_shape, b_shape, c_shape, k_order="forward", scale_a=No
     elif sparse_metadata is not None:
         raise SparseMetadataError(f"{name} is dense: sparse_metadata must be None")
     return M, K, N, order
+
+
+def _whole_job_backend(model: Model, backend, A, B):
+    """The backend of every call of one GEMM, chosen once by its ``M * N * K`` products (under
+    ``auto``, a small first job of a datapath is numpy's: see :func:`mmasim.backends.choose`)."""
+    if backend is None:
+        backend = model.backend
+    try:
+        (m, k), n = np.shape(A), np.shape(B)[1]
+    except (TypeError, ValueError, IndexError):
+        return backend                  # not a matrix: refused by the checks below
+    return backends.choose(backend, model.plan, int(m) * int(k) * int(n))
