@@ -22,6 +22,12 @@ print("numba" in sys.modules)
 """
 
 
+def _fresh(plan):
+    """The plan as a new process has it: no kernel in use, no products counted."""
+    plan.cache.pop("numba kernel", None)
+    plan.cache.pop("auto products", None)
+
+
 def _run(code: str, backend: str) -> str:
     env = {"MMASIM_BACKEND": backend, "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
@@ -42,7 +48,7 @@ def test_the_choice_follows_the_products_and_the_kernel_in_use(monkeypatch):
     monkeypatch.delenv(backends.ENV, raising=False)
     m = mmasim.MMA(*AMPERE)
     plan = m.plan
-    plan.cache.pop("numba kernel", None)
+    _fresh(plan)
     small = backends.AUTO_MIN_PRODUCTS - 1
     assert backends.get(None, plan, small).name == "numpy"
     assert backends.get("numpy", plan, backends.AUTO_MIN_PRODUCTS).name == "numpy"
@@ -59,7 +65,7 @@ def test_the_choice_follows_the_products_and_the_kernel_in_use(monkeypatch):
 def test_a_call_at_the_threshold_gives_the_words_of_numpy(monkeypatch):
     monkeypatch.delenv(backends.ENV, raising=False)
     m = mmasim.MMA(*AMPERE)
-    m.plan.cache.pop("numba kernel", None)
+    _fresh(m.plan)
     rows = backends.AUTO_MIN_PRODUCTS // m.k
     rng = np.random.default_rng(7)
     a = rng.integers(0, 0x7C00, (rows, m.k), dtype=np.uint16)      # finite f16 words of both signs
@@ -78,7 +84,7 @@ def test_a_gemm_chooses_once_by_its_whole_size(monkeypatch):
     # the GEMM as a whole is 2^22 products: all of it takes the compiled kernel
     monkeypatch.delenv(backends.ENV, raising=False)
     m = mmasim.MMA(*AMPERE)
-    m.plan.cache.pop("numba kernel", None)
+    _fresh(m.plan)
     M = N = 64
     K = backends.AUTO_MIN_PRODUCTS // (M * N)
     rng = np.random.default_rng(3)
@@ -91,6 +97,15 @@ def test_a_gemm_chooses_once_by_its_whole_size(monkeypatch):
     assert "numba kernel" in m.plan.cache
     assert np.array_equal(got, want)
     small = mmasim.MMA("B200", "tcgen05.mma.kind::f16.f32.f16.f16")
-    small.plan.cache.pop("numba kernel", None)
+    _fresh(small.plan)
     mmasim.gemm(A[:, :64], B[:64, :], C, model=small, threads=1)     # 2^18 products: numpy
     assert "numba kernel" not in small.plan.cache
+
+
+@pytest.mark.skipif(not backends.numba_available(), reason="needs numba (the [fast] extra)")
+def test_small_calls_take_the_kernel_once_their_products_add_up(monkeypatch):
+    monkeypatch.delenv(backends.ENV, raising=False)
+    plan = mmasim.MMA(*AMPERE).plan
+    _fresh(plan)
+    quarter = backends.AUTO_MIN_PRODUCTS // 4
+    assert [backends.get(None, plan, quarter).name for _ in range(5)] == ["numpy"] * 3 + ["numba"] * 2

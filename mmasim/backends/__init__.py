@@ -5,7 +5,7 @@ one datapath (:class:`~mmasim.backends.plan.Plan`, :class:`~mmasim.backends.plan
 ``[fast]`` extra) runs compiled kernels, bit-identical, registered per accumulator
 family through the ``mmasim_kernels`` hook.  Selection: the ``backend=`` argument, else
 ``MMASIM_BACKEND`` (``numpy``, ``numba``, ``auto``), else ``auto`` (numba when it
-imports, except a datapath's first call of fewer than ``AUTO_MIN_PRODUCTS`` products: numpy).  What a kernel does not cover is computed by numpy (:func:`kernel_coverage`).
+imports, except a datapath's first ``AUTO_MIN_PRODUCTS`` products in a process: numpy).  What a kernel does not cover is computed by numpy (:func:`kernel_coverage`).
 
 May import the packages below it (``errors`` .. ``registry``).
 """
@@ -66,9 +66,9 @@ def resolve(name: str | None = None) -> str:
 def get(name: str | None = None, plan=None, products: int | None = None):
     """The backend object for ``name`` (see :func:`resolve`): ``compute(plan, rows)``.
 
-    Under ``auto``, a call of fewer than :data:`AUTO_MIN_PRODUCTS` products of a ``plan``
-    whose compiled kernel this process has not used yet is computed by numpy, without
-    importing numba (both give the same words)."""
+    Under ``auto``, the calls of a ``plan`` are computed by numpy, without importing numba,
+    until their products reach :data:`AUTO_MIN_PRODUCTS` in this process (both give the
+    same words); from the call that reaches it on, by the compiled kernel."""
     key = choose(name, plan, products)
     if key not in _instances:
         _instances[key] = NumbaBackend() if key == "numba" else NumpyBackend()
@@ -78,9 +78,11 @@ def get(name: str | None = None, plan=None, products: int | None = None):
 def choose(name: str | None, plan=None, products: int | None = None) -> str:
     """The backend name :func:`get` uses for a job of ``products`` products of ``plan`` (a whole
     GEMM decides once, by its ``M * N * K``, and hands the name to every call it makes)."""
-    if plan is not None and products is not None and products < AUTO_MIN_PRODUCTS and _auto(name) \
-            and "numba kernel" not in plan.cache:
-        return "numpy"
+    if plan is not None and products is not None and _auto(name) and "numba kernel" not in plan.cache:
+        done = plan.cache.get("auto products", 0) + products
+        if done < AUTO_MIN_PRODUCTS:
+            plan.cache["auto products"] = done
+            return "numpy"
     return resolve(name)
 
 
