@@ -330,7 +330,8 @@ def scale_run(args):
     for idx, (label, arch, ins, q, peer, kind) in enumerate(CASES):
         if peer is None:
             continue
-        model = mmasim.MMA(arch, ins, **q)
+        # the compiled kernels in their steady state (under auto a datapath's first 2^22 products are numpy's)
+        model = mmasim.MMA(arch, ins, backend="numba" if "numba" in backends.available() else None, **q)
         a, b, c, s = make_inputs(model, n, rng)
         model.dot(a[:64], b[:64], c[:64], **{k: v[:64] for k, v in s.items()})
         row = {"label": label, "k": model.k, "cores": cores}
