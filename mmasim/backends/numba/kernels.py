@@ -188,7 +188,7 @@ def _lane_spec(fmt, decoder):
     if fmt.container_bits > 16:
         E, M = fmt.exp_bits, fmt.man_bits
         if (decoder is decode_float and fmt.nan == "ieee" and fmt.subnormals and fmt.signed
-                and not fmt.integer and E <= 11 and M <= 26 and fmt.bias <= 1022):
+                and not fmt.integer and fmt.container_bits <= 32 and E <= 11 and M <= 26 and fmt.bias <= 1022):
             return (LaneFormat(mode=1, off=0, fs=fmt.field_shift, fmask=(1 << fmt.field_bits) - 1,
                                magmask=(1 << (E + M)) - 1, M=M, dshift=52 - M, sbit=E + M, emask=(1 << E) - 1,
                                ro=fmt.bias, P=2.0 ** (1023 - fmt.bias)),

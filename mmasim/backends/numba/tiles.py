@@ -74,7 +74,7 @@ def _lane_get(x, mode, f):
     if mode == 0:
         c = x & TMASK
         return _f64_bits(x ^ c), c
-    y = (x >> f.fs) & f.fmask
+    y = (np.int64(x) >> f.fs) & f.fmask
     mag = y & f.magmask
     e = mag >> f.M
     v = _f64_bits((mag << f.dshift) | ((y >> f.sbit) << 63)) * f.P
@@ -378,7 +378,10 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
         excl = R.excl == 1
         fa, fb = _lane_fmt(LA, 0), _lane_fmt(LA, 1)
         T = TILE
-        tiles = (np.empty((K, T), np.int64), np.empty((K, T), np.int64))
+        if AMODE == 0:
+            tiles = (np.empty((K, T), np.int64), np.empty((K, T), np.int64))
+        else:       # the words themselves, unsigned: LLVM then shifts them logically (AVX2 has no 64-bit sra)
+            tiles = (np.empty((K, T), np.uint32), np.empty((K, T), np.uint32))
         px = np.empty((step, T), np.float64)
         hh = np.empty((step + 1, T), np.int64)
         # a product with a zero factor: e_zero's exponent code where zeros count, else below any window
