@@ -259,6 +259,7 @@ def _whole_job_backend(model: Model, backend, A, B):
         backend = model.backend
     try:
         (m, k), n = np.shape(A), np.shape(B)[1]
-    except (TypeError, ValueError, IndexError):
-        return backend                  # not a matrix: refused by the checks below
-    return backends.choose(backend, model.plan, int(m) * int(k) * int(n))
+        products = int(m) * int(k) * int(n)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return backend                  # not a matrix, or of unknown size (dask): the checks below decide
+    return backends.choose(backend, model.plan, products)
