@@ -6,8 +6,9 @@
 
 Every figure is the wall time of a new interpreter (best of ``--repeat``), so imports,
 the registry build and, for numba, the import of numba and the kernels' load from the
-cache are all counted.  ``auto`` is the default backend (numba for large calls, numpy for
-a datapath's small first call); ``numba`` forces the compiled kernels for every call.
+cache are all counted.  ``auto`` is the default backend (numpy until a datapath's products in the
+process reach ``mmasim.backends.AUTO_MIN_PRODUCTS``, then numba); ``numba`` forces the
+compiled kernels for every call.
 Figures are printed, never asserted; ``benchmarks/bench.py --startup`` prints the same rows.
 """
 

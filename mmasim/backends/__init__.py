@@ -47,10 +47,7 @@ def available() -> list:
 
 def resolve(name: str | None = None) -> str:
     """The backend to use for an explicit ``name`` (or ``None``)."""
-    source = "backend argument"
-    if name is None:
-        name = os.environ.get(ENV) or "auto"
-        source = f"environment variable {ENV}"
+    name, source = _requested(name)
     key = str(name).strip().lower()
     if key == "auto":
         return "numba" if numba_available() else "numpy"
@@ -86,13 +83,18 @@ def choose(name: str | None, plan=None, products: int | None = None) -> str:
     return resolve(name)
 
 
-#: under ``auto``, the products of one call from which a datapath's first computation takes the
-#: compiled kernel: below it numpy finishes before numba is imported and the kernel loaded
-#: from the cache (about a second in a fresh process; ``benchmarks/bench.py`` start-up rows)
+#: under ``auto``, the products a datapath computes in a process before it takes the compiled
+#: kernel: numpy does that much work in less time than importing numba and loading a kernel
+#: from the cache take (about a second in a fresh process; ``benchmarks/startup.py``)
 AUTO_MIN_PRODUCTS = 1 << 22
 
 
+def _requested(name):
+    """``(name, where it came from)``: the argument, else ``MMASIM_BACKEND``, else ``auto``."""
+    if name is not None:
+        return name, "backend argument"
+    return os.environ.get(ENV) or "auto", f"environment variable {ENV}"
+
+
 def _auto(name) -> bool:
-    if name is None:
-        name = os.environ.get(ENV) or "auto"
-    return str(name).strip().lower() == "auto"
+    return str(_requested(name)[0]).strip().lower() == "auto"

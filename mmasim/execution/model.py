@@ -217,10 +217,15 @@ class Model:
             raise ShapeError(f"{self.instruction}: a batch of {n:,} dot products (shape {tuple(batch)}) needs {need}, "
                              "more than this machine can allocate; split the batch") from None
 
-    def _backend(self, backend, products=None):
-        if backend is None and self.backend is not None:
+    def backend_name(self, backend=None, products=None) -> str:
+        """The backend a call of ``products`` products computes with: ``backend``, else this
+        model's, else ``MMASIM_BACKEND`` / auto (:func:`mmasim.backends.choose`)."""
+        if backend is None:
             backend = self.backend
-        return backends.get(backend, self.plan, products)
+        return backends.choose(backend, self.plan, products)
+
+    def _backend(self, backend, products=None):
+        return backends.get(self.backend_name(backend, products))
 
     def _compute(self, arrays, batch, n, backend, threads=1):
         k = max(self.datapath.k, 1)
