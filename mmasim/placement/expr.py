@@ -28,6 +28,12 @@ _CMP = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
     ast.Eq: operator.eq, ast.NotEq: operator.ne,
 }
+#: the names a formula may use: ``lane`` (thread of the warp / warpgroup / wavefront, or TMEM lane),
+#: ``i`` (element of that lane's fragment, PTX's a0, a1, ... order), ``g`` (``(lane % 32) >> 2``,
+#: PTX's groupID), ``t`` (``lane % 4``, PTX's threadID_in_group), ``w`` (``lane >> 5``, the warp of a
+#: warpgroup), ``M``, ``N``, ``K`` (the shape), ``E`` (elements per lane), ``V`` (scale factors per
+#: row of A / column of B: ``.scale_vec::1X/2X/4X``) and the selector operands (:data:`SELECTORS`:
+#: ``byte_id`` / ``thread_id`` of block scaling, ``selector`` of ``mma.sp``)
 NAMES = ("lane", "i", "g", "t", "w", "M", "N", "K", "E", "V", "byte_id", "thread_id", "selector", "lane_alignment")
 #: the selector operands a layout may depend on (bound per call, default 0); ``lane_alignment``:
 #: the TMEM lane (0 or 16 within each 32-lane sub-partition) where a half-data-path tcgen05
