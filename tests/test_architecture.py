@@ -155,13 +155,13 @@ def test_hook_markers_live_in_the_leaf_hookspecs_module():
 #: the packages of mmasim/, lowest first (docs/architecture.md, "Layers"): a module may import
 #: its own package and the packages of lower layers; the tools may also use the public API
 #: (the top-level package ``mmasim``), which imports only from lower layers
-LAYERS = (
+CORE_LAYERS = (
     ("errors",), ("arith",), ("operands",), ("accumulators",), ("placement",), ("registry",), ("backends",),
     ("quantization",), ("execution",), ("composition",), ("interop",),
-    ("vectors", "compare", "accuracy", "torch", "nv_ptx", "amd"), ("characterize",), ("harness",), ("cli",),
-    ("mmasim", "__main__"),
 )
-TOOLS = {"vectors", "compare", "accuracy", "torch", "nv_ptx", "amd", "characterize", "harness", "cli"}
+TOOL_LAYERS = (("vectors", "compare", "accuracy", "torch", "nv_ptx", "amd"), ("characterize",), ("harness",), ("cli",))
+LAYERS = CORE_LAYERS + TOOL_LAYERS + (("mmasim", "__main__"),)
+TOOLS = {p for layer in TOOL_LAYERS for p in layer}
 
 
 def _package(module: str) -> str:
