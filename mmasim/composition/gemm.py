@@ -253,10 +253,10 @@ def check(model: Model, a_shape, b_shape, c_shape, k_order="forward", scale_a=No
 
 def _whole_job_backend(model: Model, backend, A, B):
     """The backend of every call of one GEMM, chosen once by its ``M * N * K`` products (under
-    ``auto``, a small first job of a datapath is numpy's: see :meth:`Model.backend_name`)."""
+    ``auto``, a small first job of a datapath is numpy's: see :meth:`Model._backend_name`)."""
     try:
         (m, k), n = np.shape(A), np.shape(B)[1]
         products = int(m) * int(k) * int(n)
     except (TypeError, ValueError, IndexError, OverflowError):
         return backend                  # not a matrix, or of unknown size (dask): the checks below decide
-    return model.backend_name(backend, products)
+    return model._backend_name(backend, products)

@@ -217,7 +217,7 @@ class Model:
             raise ShapeError(f"{self.instruction}: a batch of {n:,} dot products (shape {tuple(batch)}) needs {need}, "
                              "more than this machine can allocate; split the batch") from None
 
-    def backend_name(self, backend=None, products=None) -> str:
+    def _backend_name(self, backend=None, products=None) -> str:
         """The backend a call of ``products`` products computes with: ``backend``, else this
         model's, else ``MMASIM_BACKEND`` / auto (:func:`mmasim.backends.choose`)."""
         if backend is None:
@@ -225,7 +225,7 @@ class Model:
         return backends.choose(backend, self.plan, products)
 
     def _backend(self, backend, products=None):
-        return backends.get(self.backend_name(backend, products))
+        return backends.get(self._backend_name(backend, products))
 
     def _compute(self, arrays, batch, n, backend, threads=1):
         k = max(self.datapath.k, 1)
