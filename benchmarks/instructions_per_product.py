@@ -2,12 +2,12 @@
 """Instructions per product of ``Model.dot`` (one thread), counted by valgrind.
 
     python benchmarks/instructions_per_product.py Ampere m16n8k16.f32.f16.f16.f32 [--rows 20000]
-    python benchmarks/instructions_per_product.py B200 tcgen05.mma.kind::f8f6f4 --q a_type=e4m3 b_type=e4m3
+    python benchmarks/instructions_per_product.py B200 tcgen05.mma.kind::f8f6f4 --q a_type=e4m3 b_type=e4m3 d_type=f32
 
 runs this script twice under ``valgrind --tool=callgrind``, once without the measured
 ``dot`` and once with it (``--worker N``, the inputs generated identically in both runs),
-and prints the difference of the two totals divided by rows x K: the instructions of the
-call, per product; and the part of it in JIT-compiled code (functions without a symbol,
+with ``MMASIM_BACKEND`` set to ``--backend`` (numba unless told), and prints the difference
+of the two totals divided by rows x K: the instructions of the call, per product; and the part of it in JIT-compiled code (functions without a symbol,
 callgrind's ``???:0x...``: the kernels).  OpenBLAS runs one thread (its idle threads spin,
 and callgrind counts the spinning).  The kernels are compiled (or loaded) first outside valgrind, for the
 host CPU named to numba explicitly (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``): valgrind
@@ -56,6 +56,8 @@ def main():
     ap.add_argument("instruction")
     ap.add_argument("--q", nargs="*", default=[], help="qualifiers, name=value")
     ap.add_argument("--rows", type=int, default=20_000)
+    ap.add_argument("--backend", default="numba", help="MMASIM_BACKEND of the measured call (default numba: "
+                    "the auto choice would compute a call this small with numpy)")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     q = dict(x.split("=", 1) for x in args.q)
@@ -63,7 +65,7 @@ def main():
         return worker(args.arch, args.instruction, q, args.worker, args.rows)
     import llvmlite.binding as ll
     env = dict(os.environ, NUMBA_CPU_NAME=ll.get_host_cpu_name(), OPENBLAS_NUM_THREADS="1",
-               NUMBA_CPU_FEATURES=ll.get_host_cpu_features().flatten())
+               NUMBA_CPU_FEATURES=ll.get_host_cpu_features().flatten(), MMASIM_BACKEND=args.backend)
     cmd = [sys.executable, os.path.abspath(__file__), args.arch, args.instruction, "--rows", str(args.rows),
            "--q", *args.q, "--worker"]
     subprocess.run(cmd + ["0"], env=env, check=True)          # compile into the cache, outside valgrind
