@@ -463,9 +463,16 @@ class HipDevice:
     The device is identified by a small HIP program's ``--info`` (its ``gcnArchName``); every
     kernel's program checks again that the device is its gfx target (exit 3 otherwise)."""
 
+    reports = "architecture"
+
     def __init__(self, index: int = 0, hipcc: str | None = None):
         self.index, self.hipcc = index, hipcc
         self._info = None
+
+    @staticmethod
+    def expected(target: str) -> str:
+        """What ``info()["compute_capability"]`` is for ``target``: the gfx name itself."""
+        return target
 
     def _env(self):
         return {"HIP_VISIBLE_DEVICES": str(self.index)}
