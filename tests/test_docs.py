@@ -221,7 +221,7 @@ def test_json_output_schemas_are_documented(tmp_path, capsys, monkeypatch):
     assert set(documented) == {f"mmasim.{c}/1" for c in ("list", "explain", "run", "compare", "validate", "plugins",
                                                          "layout", "harness-generate", "harness-run", "error", "accuracy", "warmup")}
     # harness run on the simulator of the placed registers (no GPU needed)
-    monkeypatch.setattr(hrun, "CudaDevice", lambda: hrun.SimulatedDevice("simulated GPU", "8.0"))
+    monkeypatch.setattr(hrun, "default_device", lambda model: hrun.SimulatedDevice("simulated GPU", "8.0"))
     good = ROOT / "vectors" / "hardware" / "blackwell" / "tf32-probe-ladder.hardware.npz"
     runs = {
         "list": ["list", "B200"],

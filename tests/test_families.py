@@ -65,6 +65,49 @@ def test_a_family_without_an_emitter_is_listed_as_not_generated(registered):
         gen.emitter(mmasim.MMA("FamToy", "famtoy.mma.k4.f32.f16.f16"))
 
 
+class ToyDevice:
+    """A plugin's device class: it reports a target as ``toy-<target>``."""
+
+    reports = "toy level"
+
+    @staticmethod
+    def expected(target):
+        return f"toy-{target}"
+
+
+def test_harness_run_takes_its_device_class_from_the_family_record(registered):
+    from mmasim.errors import HarnessError
+    from mmasim.harness import run as hrun
+    registered(plugin(attrs.evolve(TOY_FAMILY, device=f"{__name__}.ToyDevice")), "famtoy")
+    m = mmasim.MMA("FamToy", "famtoy.mma.k4.f32.f16.f16")
+    kind = hrun.device_class(m)
+    assert kind.__qualname__ == "ToyDevice" and isinstance(hrun.default_device(m), kind)
+    info = hrun.check_device(hrun.SimulatedDevice("toy GPU", "toy-sm_77q"), "FamToy", "sm_77q", kind)
+    assert info["name"] == "toy GPU"
+    with pytest.raises(HarnessError, match=r"has toy level 9\.0, but FamToy kernels \(sm_77q\) need toy-sm_77q"):
+        hrun.check_device(hrun.SimulatedDevice("toy GPU", "9.0"), "FamToy", "sm_77q", kind)
+    mmasim.unregister(name="famtoy")
+    registered(plugin(TOY_FAMILY), "famtoy")
+    with pytest.raises(HarnessError, match="no harness device for famtoy.mma instructions"):
+        hrun.device_class(mmasim.MMA("FamToy", "famtoy.mma.k4.f32.f16.f16"))
+
+
+def test_the_builtin_families_name_their_device_classes():
+    from mmasim.harness import amd
+    from mmasim.harness import run as hrun
+    nvidia = {"mma.sync": ("A100", "mma.sync.m16n8k16.f32.f16.f16"),
+              "wgmma.mma_async": ("H100", "wgmma.mma_async.m64n8k16.f32.f16.f16"),
+              "tcgen05.mma": ("B200", "tcgen05.mma.kind::tf32")}
+    amd_ = {"v_mfma": ("CDNA3", "v_mfma_f32_16x16x16_f16"), "v_smfmac": ("CDNA3", "v_smfmac_f32_16x16x32_f16")}
+    assert set(nvidia) | set(amd_) == {f.name for f in mmasim.get_registry().families.values() if f.emitter}
+    for table, kind in ((nvidia, hrun.CudaDevice), (amd_, amd.HipDevice)):
+        for family, (arch, name) in table.items():
+            model = mmasim.MMA(arch, name)
+            assert model.family.name == family and hrun.device_class(model) is kind, family
+    assert (hrun.CudaDevice.expected("sm_90a"), hrun.CudaDevice.expected("sm_120a")) == ("9.0", "12.0")
+    assert amd.HipDevice.expected("gfx942") == "gfx942"
+
+
 def test_a_family_name_has_one_owner(registered):
     registered(plugin(TOY_FAMILY), "famtoy")
     other = attrs.evolve(TOY_FAMILY, syntax=Syntax(lead=("famtoy", "mma")))

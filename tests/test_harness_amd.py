@@ -258,10 +258,11 @@ def test_hip_device_reports_the_gpu_and_runs_a_kernel(fake_hipcc, tmp_path, monk
 
 
 def test_harness_run_uses_the_hip_device_and_checks_its_gfx_target(fake_hipcc, tmp_path, monkeypatch):
-    # one HipDevice (amd.py) serves harness run: the gfx name of the device's --info is what
-    # check_device compares with the architecture's target
+    # the v_mfma / v_smfmac records name amd.HipDevice for harness run: the gfx name of the
+    # device's --info is what check_device compares with the architecture's target
     monkeypatch.setenv("MMASIM_HARNESS_CACHE", str(tmp_path / "cache"))
-    assert hrun.HipDevice is amd.HipDevice
+    for arch, name in (("CDNA3", "v_mfma_f32_16x16x16_f16"), ("CDNA3", "v_smfmac_f32_16x16x32_f16")):
+        assert hrun.device_class(mmasim.MMA(arch, name)) is amd.HipDevice
     hipcc, _ = fake_hipcc
     dev = amd.HipDevice(hipcc=hipcc)
     assert hrun.check_device(dev, "CDNA3", "gfx942")["name"] == "stub GPU"

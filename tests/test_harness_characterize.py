@@ -29,8 +29,8 @@ INTEGER = ("Ampere", "8.0", "mma.sync.m16n8k32.s32.s8.s8.satfinite")
 
 
 def _simulated(cc, monkeypatch):
-    # the CLI's default device (CudaDevice) replaced by the simulator of the placed registers
-    monkeypatch.setattr(hrun, "CudaDevice", lambda: hrun.SimulatedDevice("simulated GPU", cc))
+    # the CLI's default device (the family's CudaDevice) replaced by the simulator of the placed registers
+    monkeypatch.setattr(hrun, "default_device", lambda model: hrun.SimulatedDevice("simulated GPU", cc))
 
 
 @pytest.mark.parametrize("arch, cc, name", FLOAT, ids=[f[2].split(".m16")[0] for f in FLOAT])

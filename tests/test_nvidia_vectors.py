@@ -6,6 +6,8 @@ exact rational arithmetic written independently of mmasim.
 """
 
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from mmasim.vectors import files as vectors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "vectors" / "hardware"
+GEN = ROOT.parent.parent / "tools" / "hardware" / "make_vectors_nvidia.py"
 FILES = sorted(p for folder in ("turing", "ampere", "rtx_blackwell") for p in (ROOT / folder).glob("*.npz")
                if not p.name.startswith("khattak-mikaitis."))   # T2 facts (the other source: test_khattak_vectors.py)
 
@@ -31,6 +34,11 @@ def test_agrees_with_the_t2_measurements(path):
         i = int(out.mismatches[0])
         pytest.fail(f"{len(out.mismatches)}/{len(vf)} mismatches; first: {vf.labels[i]}: got "
                     f"{hex(int(out.got[i]))} expected {hex(int(vf.d[i]))}")
+
+
+def test_generator_reproduces_the_committed_files():
+    r = subprocess.run([sys.executable, str(GEN), "--check"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
 
 
 def test_turing_vectors_tell_F23_from_F24():

@@ -39,6 +39,17 @@ def test_every_bundled_file_validates_quickly(capsys):
     assert len(vectors.find()) >= 300
 
 
+def test_no_bundled_file_cites_a_folder_users_do_not_have():
+    # a provenance citation names a public source (docs/datapaths.md, sources), never an internal file
+    offenders = []
+    for path in vectors.find():
+        with np.load(path, allow_pickle=False) as z:
+            meta = str(z["meta"])
+        offenders += [f"{path.relative_to(ROOT)}: {word}" for word in ("shared/", "seeds/") if word in meta]
+    assert len(vectors.find()) >= 300
+    assert not offenders, offenders
+
+
 def test_table_per_architecture_and_datapath(capsys):
     rc = cli.main(["validate", "-q", str(GOOD)])
     out = capsys.readouterr().out

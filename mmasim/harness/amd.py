@@ -86,8 +86,8 @@ def _kpack(model) -> int:
 
 
 def blocks(model) -> int:
-    """Independent matrices one instruction computes (1 for v_smfmac)."""
-    if model.datapath.op == "v_smfmac":
+    """Independent matrices one instruction computes (1 for a sparse one, v_smfmac)."""
+    if model.datapath.sparse:
         return 1
     M, _, K = _shape(model)
     n, r = divmod(THREADS * _kpack(model), M * K)
@@ -102,8 +102,9 @@ def registers(model) -> dict:
     ``sparse_metadata``)."""
     M, N, K = _shape(model)
     nb = blocks(model)
-    sparse = model.datapath.op == "v_smfmac"
-    ka = K // 2 if sparse else K
+    dp = model.datapath
+    sparse = bool(dp.sparse)
+    ka = dp.stored_k if sparse else K
     per = THREADS * 32
 
     def words(elements, fmt):
@@ -133,7 +134,7 @@ def assembly(model) -> str:
     a = _reg("v", nxt, regs["a"])
     b = _reg("v", nxt + regs["a"], regs["b"])
     last = nxt + regs["a"] + regs["b"]
-    src2 = _reg("v", last, 1) if model.datapath.op == "v_smfmac" else d
+    src2 = _reg("v", last, 1) if model.datapath.sparse else d
     return f"{mnemonic(model)} {d}, {a}, {b}, {src2}"
 
 
@@ -184,7 +185,7 @@ def specs(model) -> list:
     if not handles(model):
         raise UnsupportedDatapath(f"{model.instruction}: not a v_mfma / v_smfmac instruction (mmasim.harness.amd)")
     target = compile_target(model, "AMD gfx")
-    sparse = model.datapath.op == "v_smfmac"
+    sparse = bool(model.datapath.sparse)
     regs = registers(model)
     name = kernel_name(model)
     opcode = mnemonic(model)
@@ -236,7 +237,7 @@ def place(spec, model, ops: dict) -> list:
             raise ShapeError(f"{model.instruction}: ops[{o!r}] must be (cases, {shape[0]}, {shape[1]}); "
                              f"got {X.shape}")
     out = {}
-    if model.datapath.op == "v_smfmac":
+    if model.datapath.sparse:
         if "sparse_metadata" not in ops:
             raise OperandError(f"{model.instruction} is sparse: ops must hold 'sparse_metadata'")
         md = np.asarray(ops["sparse_metadata"], dtype=np.uint64)
@@ -462,9 +463,16 @@ class HipDevice:
     The device is identified by a small HIP program's ``--info`` (its ``gcnArchName``); every
     kernel's program checks again that the device is its gfx target (exit 3 otherwise)."""
 
+    reports = "architecture"
+
     def __init__(self, index: int = 0, hipcc: str | None = None):
         self.index, self.hipcc = index, hipcc
         self._info = None
+
+    @staticmethod
+    def expected(target: str) -> str:
+        """What ``info()["compute_capability"]`` is for ``target``: the gfx name itself."""
+        return target
 
     def _env(self):
         return {"HIP_VISIBLE_DEVICES": str(self.index)}

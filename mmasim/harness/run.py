@@ -7,11 +7,14 @@ ladders, :func:`probe_tiles`), place them (the emitter's ``place``), run the ker
 the output folder then compares the simulator with the device.  A :class:`Device` is anything
 with ``info()`` and ``run(spec, model, inputs, cases)``: :class:`CudaDevice` (nvcc),
 :class:`mmasim.harness.amd.HipDevice` (hipcc) or :class:`SimulatedDevice` (:meth:`mmasim.Model.warp`,
-for tests).  Refuses a device that is not the architecture (:func:`check_device`).
+for tests).  The default device and what it must report are those of the class the instruction
+family's record names (``Family.device``, :func:`device_class`); a device that is not the
+architecture is refused (:func:`check_device`).
 """
 from __future__ import annotations
 
 import datetime
+import importlib
 import pathlib
 import re
 import subprocess
@@ -24,7 +27,6 @@ from mmasim.operands import wordgen
 from mmasim.execution.progress import bar as progress_bar
 from mmasim.harness import generate as gen
 from mmasim.harness import host, toolchain
-from mmasim.harness.amd import HipDevice
 
 #: the most random tiles per instruction one run draws (each tile's operands are held in memory)
 MAX_TILES = 1 << 16
@@ -37,7 +39,9 @@ KINDS = ("uniform", "near_one", "cancellation", "subnormal", "edge", "huge", "mi
 class Device:
     """The interface: ``info()`` -> dict (``name``, ``compute_capability`` "9.0", ``driver``,
     ``cuda``), and ``run(spec, model, inputs, cases)`` -> the output words (uint32, flat).
-    ``source``: the provenance of its vector files (docs/vectors.md)."""
+    ``source``: the provenance of its vector files (docs/vectors.md).  A class a family's
+    record names (``Family.device``) also says what its ``compute_capability`` is for a kernel
+    target: ``expected(target)``, and ``reports``, that value in words."""
 
     source = "hardware"
 
@@ -64,9 +68,17 @@ def _smi(args):
 class CudaDevice(Device):
     """GPU ``index`` (default 0) through nvidia-smi and binaries built with nvcc."""
 
+    reports = "compute capability"
+
     def __init__(self, index: int = 0):
         self.index = index
         self._info = None
+
+    @staticmethod
+    def expected(target: str) -> str:
+        """The compute capability of ``target``: ``sm_90a`` -> ``9.0``."""
+        cc = re.sub(r"[a-z]+$", "", target.split("_", 1)[1])
+        return f"{cc[:-1]}.{cc[-1]}"
 
     def info(self) -> dict:
         if self._info is None:
@@ -129,23 +141,37 @@ class SimulatedDevice(Device):
         return np.stack(out).astype(np.uint32).reshape(-1)
 
 
-def _cc_of(target: str) -> str:
-    """What the device reports for ``target``: ``sm_90a`` -> ``9.0`` (compute capability),
-    ``gfx942`` -> ``gfx942``."""
-    if not target.startswith("sm_"):
-        return target
-    cc = re.sub(r"[a-z]+$", "", target.split("_", 1)[1])
-    return f"{cc[:-1]}.{cc[-1]}"
+def device_class(model):
+    """The device class ``model``'s kernels run on: the one its family's record names
+    (``Family.device``, ``"module.Class"``)."""
+    family = model.family
+    if family.device is None:
+        raise HarnessError(f"no harness device for {family.name} instructions (its family record names none)")
+    module, _, name = family.device.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise HarnessError(f"the {family.name} device {family.device} is not available ({e})") from None
 
 
-def check_device(device: Device, arch: str, target: str) -> dict:
-    """The device's info, or :class:`HarnessError` when it is not ``arch`` (compute capability)."""
+def default_device(model) -> Device:
+    """The device ``run`` uses when given none: a :func:`device_class` of ``model``, GPU 0."""
+    return device_class(model)()
+
+
+def check_device(device: Device, arch: str, target: str, kind=None) -> dict:
+    """The device's info, or :class:`HarnessError` when it is not ``arch``: its
+    ``compute_capability`` must be what ``kind`` (the family's device class; default the
+    device's own class) expects for ``target`` (``9.0`` for ``sm_90a``, ``gfx942`` for ``gfx942``)."""
+    kind = kind or type(device)
+    if not hasattr(kind, "expected"):
+        raise HarnessError(f"{kind.__name__} does not say what a device reports for {target}: pass the "
+                           f"family's device class (device_class(model)) as kind")
     info = device.info()
-    want = _cc_of(target)
+    want = kind.expected(target)
     have = info.get("compute_capability", "")
     if have != want:
-        what = "compute capability" if target.startswith("sm_") else "architecture"
-        raise HarnessError(f"the device {info.get('name', '?')} has {what} {have or '?'}, "
+        raise HarnessError(f"the device {info.get('name', '?')} has {kind.reports} {have or '?'}, "
                            f"but {arch} kernels ({target}) need {want}")
     return info
 
@@ -302,9 +328,10 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
     pairs, skipped = gen.specs_for(arch, instructions)
     if not pairs:
         raise HarnessError(f"{arch}: nothing to run" + (f" ({skipped[0][1]})" if skipped else ""))
+    first, first_spec = pairs[0]
     if device is None:
-        device = CudaDevice() if pairs[0][1].target.startswith("sm_") else HipDevice()
-    info = check_device(device, arch, pairs[0][1].target)
+        device = default_device(first)
+    info = check_device(device, arch, first_spec.target, device_class(first))
     if probes and probe_source is None:
         from mmasim.characterize import probe_cases as probe_source
     per_ins = {}

@@ -12,9 +12,9 @@ word by calling the simulator: that would test nothing.
 
 Provenance per file:
 
-* ``hardware``: the seed states the measured word or behaviour (the TF32 probe
-  ladder of T1; canonical NaN; +0 rules; scale NaN).
-* ``hand-derived``: the words are derived here from a rule the seed states
+* ``hardware``: T1 states the measured word or behaviour (its TF32 probe
+  ladder; canonical NaN; +0 rules; scale NaN).
+* ``hand-derived``: the words are derived here from a rule T1 states
   (integer wrap/saturate, the NVFP4 grouping rules, sparse = masked dense).
 
 ``--check`` regenerates in memory and compares with the committed files
@@ -36,7 +36,8 @@ from mmasim.vectors.files import save  # noqa: E402  (file format only, never th
 
 DATE = "2026-05-01"
 ARCH = "B200"
-T1 = "T1 = shared/seeds/000_55e9d94495ee0ac9.txt (B200 tcgen05 reverse-engineering write-up)"
+T1 = ("T1 (docs/datapaths.md, sources: the B200 tcgen05 reverse-engineering write-up "
+      "\"Reverse-Engineering the B200's Tensor Core, One Bit at a Time\")")
 GENERATOR = "tools/hardware/make_vectors_b200.py"
 
 from b200_exact import (  # noqa: E402  (tools/hardware: exact arithmetic, no mmasim)

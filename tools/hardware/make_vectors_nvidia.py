@@ -7,7 +7,7 @@ an A100 (sm_80) against MMA-Sim.  Every expected D word here is either the
 literal word T2 reports (the Turing minimal case) or is derived by code in this
 file from the rule T2 measured: exact rational arithmetic (``fractions``), the
 tiny per-format decoder and RZ-F32 / RNE-F16 encoders of
-``make_vectors_b200.py`` (written independently of the ``mmasim`` package), an
+``b200_exact.py`` (written independently of the ``mmasim`` package), an
 RNE-F32 encoder, a P-style T-FDPA (zero terms count with e_zero, K chained in
 steps of L) and an IEEE f32 multiply-then-add chain.  The only thing imported
 from mmasim is ``mmasim.vectors.files.save``, for the file format.  Never compute an
@@ -27,21 +27,22 @@ from fractions import Fraction as Fr
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import make_vectors_b200 as ref  # noqa: E402  (independent decoders, encoders, file writer)
+import b200_exact as ex  # noqa: E402  (independent decoders, encoders, reference datapaths)
+import make_vectors_b200 as ref  # noqa: E402  (the case builder and the file writer)
 
 ROOT = ref.ROOT
 DATE = "2026-05-02"
 GENERATOR = "tools/hardware/make_vectors_nvidia.py"
-T2 = "T2 = shared/seeds/004_50bd5ad71b2ba911.txt (RTX 2060 / RTX 5070 Ti / A100 measurements against MMA-Sim)"
+T2 = "T2 (docs/datapaths.md, sources: the RTX 2060 / RTX 5070 Ti / A100 hardware report filed against MMA-Sim)"
 
 # Formats this file needs beyond the B200 ones: (exp, man, bias, shift, bits, nan rule, signed)
-ref.FORMATS.update({
+ex.FORMATS.update({
     "e5m2": (5, 2, 15, 0, 8, "ieee", True),
     "e3m2": (3, 2, 3, 0, 6, "none", True),        # bits 5:0, bits 7:6 ignored
     "e2m3": (2, 3, 1, 0, 6, "none", True),        # bits 5:0, bits 7:6 ignored
     "e2m1.sm120": (2, 3, 1, 0, 6, "none", True),  # T2: the e2m1 byte read as e2m3 from bits 5:0
 })
-dec, mul, Cases, P2 = ref.dec, ref.mul, ref.Cases, ref.P2
+dec, mul, Cases, P2 = ex.dec, ex.mul, ref.Cases, ex.P2
 
 
 # ------------------------------------------------------------------ encoders
@@ -53,7 +54,7 @@ def enc_rne(x: Fr, exp_bits: int, man_bits: int, neg_zero: bool = False) -> int:
         return sign_bit if neg_zero else 0
     sign = sign_bit if x < 0 else 0
     mag = abs(x)
-    e = max(ref.floor_log2(mag), 1 - bias)
+    e = max(ex.floor_log2(mag), 1 - bias)
     q = P2(e - man_bits)
     n, rem = divmod(mag, q)
     if rem * 2 > q or (rem * 2 == q and n % 2 == 1):
@@ -75,15 +76,15 @@ def p_tfdpa(fa, fb, fc, a, b, c, *, d, F, e_zero, L):
     for s in range(0, len(a), L):
         prods = [mul(dec(fa, x), dec(fb, y)) for x, y in zip(a[s:s + L], b[s:s + L])]
         cv = dec(fc, c)
-        sp = ref.specials(prods + [cv], d)
+        sp = ex.specials(prods + [cv], d)
         if sp is not None:
             c = sp
         else:
             terms = prods + [cv]
             E = max(t.raw if t.kind == "fin" else e_zero for t in terms)
             quantum = P2(E - F)
-            total = sum(ref.trunc_to(t.value, quantum) for t in terms if t.kind == "fin")
-            c = ref.ENC[d][0](total)
+            total = sum(ex.trunc_to(t.value, quantum) for t in terms if t.kind == "fin")
+            c = ex.ENC[d][0](total)
         fc = d
     return c
 
@@ -122,7 +123,7 @@ def f16w(rng, lo=-3, hi=3):
     if e >= -14:
         return (rng.getrandbits(1) << 15) | ((15 + e) << 10) | rng.getrandbits(10)
     value = (1 + Fr(rng.getrandbits(10), 1024)) * P2(e)
-    return ref.enc_rne_f16(-value if rng.getrandbits(1) else value)
+    return ex.enc_rne_f16(-value if rng.getrandbits(1) else value)
 
 
 def f32w(rng, lo=-3, hi=3):
@@ -133,9 +134,9 @@ def f32w(rng, lo=-3, hi=3):
 def turing_minimal():
     """The T2 minimal case, word for word as measured on the RTX 2060."""
     cs = Cases()
-    a = [ref.f16(-(2 ** 13)), ref.f16(Fr(-1, 2)), ref.f16(Fr(-1, 4)), ref.f16(Fr(-1, 8))]
-    b = [ref.f16(2 ** 10), ref.f16(1), ref.f16(1), ref.f16(1)]
-    c = ref.f32(2 ** 23)
+    a = [ex.f16(-(2 ** 13)), ex.f16(Fr(-1, 2)), ex.f16(Fr(-1, 4)), ex.f16(Fr(-1, 8))]
+    b = [ex.f16(2 ** 10), ex.f16(1), ex.f16(1), ex.f16(1)]
+    c = ex.f32(2 ** 23)
     # reasoning check: F = 23 leaves quantum 2^0, F = 24 keeps -0.5 (MMA-Sim's old answer)
     assert p_tfdpa("f16", "f16", "f32", a, b, c, d="f32", F=23, e_zero=-131, L=4) == 0x00000000
     assert p_tfdpa("f16", "f16", "f32", a, b, c, d="f32", F=24, e_zero=-132, L=4) == 0xBF000000
@@ -154,9 +155,9 @@ def turing_random(d, fc, seed):
         c = f16w(rng) if fc == "f16" else f32w(rng, 0, 8)
         if i % 2:   # C cancels p0 exactly; the small products show the window's width
             top = rng.randint(0, 12)
-            a[0], b[0] = f16w(rng, top, top), ref.f16(1)
+            a[0], b[0] = f16w(rng, top, top), ex.f16(1)
             a[1:] = [f16w(rng, top - 26, top - 20) for _ in range(3)]
-            c = a[0] ^ 0x8000 if fc == "f16" else ref.f32(-dec("f16", a[0]).value)
+            c = a[0] ^ 0x8000 if fc == "f16" else ex.f32(-dec("f16", a[0]).value)
         dd = p_tfdpa("f16", "f16", fc, a, b, c, d=d, F=23, e_zero=e_zero, L=4)
         f24 = p_tfdpa("f16", "f16", fc, a, b, c, d=d, F=24, e_zero=e_zero - 1, L=4)
         cs.add(f"random near 1 #{i}" + (" (F=24 differs)" if dd != f24 else ""), a, b, c, dd)
@@ -172,7 +173,7 @@ def turing_zero_f16_c():
         a = [(ea + 15) << 10 | 0x3FF, 0, 0, 0]       # 2047/1024 * 2^ea
         b = [(eb + 15) << 10 | 0x001, 0, 0, 0]       # 1025/1024 * 2^eb
         exact = Fr(2047 * 1025, 1 << 20) * P2(e)
-        cs.add(f"product exponent {e}, C = +0 f16", a, b, 0x0000, ref.f32(exact))
+        cs.add(f"product exponent {e}, C = +0 f16", a, b, 0x0000, ex.f32(exact))
     return cs
 
 
@@ -180,7 +181,7 @@ def e2m1_one_hot(d, operand):
     """T2's one-hot probe: one nonzero byte, the other operand 1.0 (e4m3 0x38), C = +0.
     Every byte value: the result is the e2m3 value of bits 5:0 (exact in f32 and f16)."""
     cs = Cases()
-    enc = ref.f32 if d == "f32" else ref.f16
+    enc = ex.f32 if d == "f32" else ex.f16
     for byte in range(256):
         k = byte % 32
         x = [0] * 32
@@ -218,22 +219,22 @@ def ampere_chain(fc, seed):
     """m8n8k4 on the A100: FMUL/FADD, ((((p0+p1)+p2)+p3)+c) in f32 RNE."""
     rng = random.Random(seed)
     cs = Cases()
-    cword = (lambda x: ref.f16(x)) if fc == "f16" else (lambda x: ref.f32(x))
-    one, big = ref.f16(1), ref.f16(4096)
+    cword = (lambda x: ex.f16(x)) if fc == "f16" else (lambda x: ex.f32(x))
+    one, big = ex.f16(1), ex.f16(4096)
     # 2^24 + 1 is a tie that rounds to even (2^24) at every step; the exact sum 2^24 + 2 is representable
     a, b = [big, one, one, 0], [big, one, one, 0]
     cs.add("(2^24 + 1) + 1 rounds twice to 2^24; an exact sum would give 2^24 + 2", a, b, cword(0),
-           ref.f32(2 ** 24))
+           ex.f32(2 ** 24))
     # C is added last: (2^24 + 1) then + c = 1 -> still 2^24
     a, b = [big, one, 0, 0], [big, one, 0, 0]
-    cs.add("c is added last, after the rounded product sum", a, b, cword(1), ref.f32(2 ** 24))
+    cs.add("c is added last, after the rounded product sum", a, b, cword(1), ex.f32(2 ** 24))
     # -0 products and C = -0: IEEE gives -0 (a fixed-point datapath gives +0)
     a, b = [0x8000, 0x8000, 0x8000, 0x8000], [one, one, one, one]
     cs.add("all products -0 and C = -0: IEEE sum is -0", a, b, 0x8000 if fc == "f16" else 0x80000000,
            0x80000000)
     # the second rounding decides: (2^24 + 3) rounds up to 2^24 + 4
-    a, b = [big, ref.f16(3), 0, 0], [big, one, 0, 0]
-    cs.add("2^24 + 3 is a tie rounding up to 2^24 + 4", a, b, cword(0), ref.f32(2 ** 24 + 4))
+    a, b = [big, ex.f16(3), 0, 0], [big, one, 0, 0]
+    cs.add("2^24 + 3 is a tie rounding up to 2^24 + 4", a, b, cword(0), ex.f32(2 ** 24 + 4))
     for i in range(124):
         lo, hi = (-3, 3) if i % 2 else (-12, 12)
         a = [f16w(rng, lo, hi) for _ in range(4)]
