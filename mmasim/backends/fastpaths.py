@@ -252,6 +252,17 @@ def lean_format(fmt, decoder, whole=True) -> Decision:
     return Decision(path, lean=LeanFormat(tables, shift, low, off, int(facts.m_max + low).bit_length()))
 
 
+def _scale_facts(fmt, decoder):
+    """``(word_facts, "")`` of a scale format tabled by every fast path (a container of up to
+    16 bits with a finite word), else ``(None, the reason)``."""
+    if fmt.container_bits > 16:
+        return None, f"scale format {fmt.key}: container over 16 bits"
+    facts = word_facts(fmt, decoder)
+    if not facts.live:
+        return None, f"scale format {fmt.key}: no finite word"
+    return facts, ""
+
+
 def lean_window(plan) -> Decision:
     """The numpy :class:`~mmasim.backends.numpy.lean.LeanWindow`: the dense one-product window
     (:func:`one_product_window`) with A and B of a :func:`lean_format`, scales (if any) in
@@ -272,12 +283,9 @@ def lean_window(plan) -> Decision:
     F = int(plan.parameters["F"])
     bits, below, nf, soff = a.bits + b.bits, a.bits <= a.off + 1 and b.bits <= b.off + 1, 2, 0
     if plan.datapath.scale is not None:
-        fmt = plan.scale_format
-        if fmt.container_bits > 16:
-            return Decision(path, f"scale format {fmt.key}: container over 16 bits")
-        s = word_facts(fmt, plan.decoder(fmt))
-        if not s.live:
-            return Decision(path, f"scale format {fmt.key}: no finite word")
+        s, why = _scale_facts(plan.scale_format, plan.decoder(plan.scale_format))
+        if s is None:
+            return Decision(path, why)
         soff, nf = s.offsets[0], 4
         bits += 2 * s.m_max.bit_length()
         below = below and s.below_r1
@@ -363,12 +371,9 @@ def lean_grouped(plan) -> Decision:
     P = (na.v[:, None] * nb.v[None, :]).reshape(-1)
     Q = np.where((na.q[:, None] == GROUP_DEAD) | (nb.q[None, :] == GROUP_DEAD), GROUP_DEAD,
                  na.q[:, None] + nb.q[None, :]).reshape(-1)
-    fmt = plan.scale_format
-    if fmt.container_bits > 16:
-        return Decision(path, f"scale format {fmt.key}: container over 16 bits")
-    s = word_facts(fmt, plan.decoder(fmt))
-    if not s.live:
-        return Decision(path, f"scale format {fmt.key}: no finite word")
+    s, why = _scale_facts(plan.scale_format, plan.decoder(plan.scale_format))
+    if s is None:
+        return Decision(path, why)
     bound = grouped_bound(int(p["F"]), cd[0] if cd else 0, cg, step, int(np.abs(P).max()), na.off + nb.off,
                           s.offsets[0], s.below_r1)
     if not bound:
@@ -421,11 +426,11 @@ def lane_scale(fmt, decoder, layout: TileLayout) -> Decision:
     to 16 bits with a finite word, every value below 2**(r + 1) and |q| < ``neg_f / 2`` (the
     product of two scales is scaled exactly by ``tiles._lane_scales``)."""
     path = "lane scale decode"
-    if fmt.container_bits > 16:
-        return Decision(path, f"scale format {fmt.key}: container over 16 bits")
-    f = word_facts(fmt, decoder)
-    if not f.live or not f.below_r1:
-        return Decision(path, f"scale format {fmt.key}: no finite word, or a value not below 2**(r + 1)")
+    f, why = _scale_facts(fmt, decoder)
+    if f is None:
+        return Decision(path, why)
+    if not f.below_r1:
+        return Decision(path, f"scale format {fmt.key}: a value not below 2**(r + 1)")
     if f.q_abs >= layout.neg_f // 2:
         return Decision(path, f"scale format {fmt.key}: |q| {f.q_abs} >= {layout.neg_f // 2}")
     return Decision(path, lane=LaneFacts(0, f.m_max.bit_length(), f.r_abs))
