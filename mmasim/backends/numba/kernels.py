@@ -5,19 +5,23 @@ fused per dot product: decode, products, accumulate, encode the D word and decod
 the next step's C.  Fixed-point families use exact int64 arithmetic only; the IEEE families
 use binary32 / binary64 operations without fast-math and ``llvm.fma``.  The rules are written
 with :mod:`.primitives`, :mod:`.window`, :mod:`.tiles` and :mod:`.families`; nothing here
-knows an architecture (the arrays a kernel reads are on :class:`Kernel`).  Rows a kernel
-cannot compute exactly in int64 are flagged, and the backend recomputes them with the numpy
-reference, so the result (or the error) is the reference's.
+knows an architecture (the arrays a kernel reads are on :class:`Kernel`).  Which kernel a
+plan takes, the word tables and the bound proofs are :mod:`mmasim.backends.fastpaths`'; the
+builders lay the tables out as the kernels read them.  Rows a kernel cannot compute exactly
+in int64 are flagged, and the backend recomputes them with the numpy reference, so the result
+(or the error) is the reference's.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import namedtuple
 
 import numpy as np
 
 from mmasim.arith.decode import decode_float, decode_int
-from mmasim.backends.numpy.lean import LeanGrouped, one_product_window, word_tables
+from mmasim.backends import fastpaths
+from mmasim.backends.fastpaths import TileLayout, word_tables
 from mmasim.backends.numba.families import (
     exact_sum_kernel,
     fma_f32_kernel,
@@ -152,77 +156,57 @@ _NO_INDEX = np.zeros(0, dtype=np.int64)
 _NO_SCALE = np.zeros((1, 1), dtype=np.int64)
 
 
-_TABLES: dict = {}      # (function, format, decoder) -> the table: the same for every datapath of a format
+#: the tile kernels' layout constants, as the proofs of :mod:`mmasim.backends.fastpaths` read them
+LAYOUT = TileLayout(tcode=TCODE, rbias=RBIAS, neg_f=NEG_F, dead=GDEAD)
 
 
-def _per_format(fn):
-    """``fn(fmt, decoder)`` computed once per format and decoder (its arrays are read, never written)."""
-    def once(fmt, decoder):
-        key = (fn.__name__, fmt, decoder)
-        if key not in _TABLES:
-            _TABLES[key] = fn(fmt, decoder)
-        return _TABLES[key]
-    once.__doc__ = fn.__doc__
-    return once
-
-
-@_per_format
+@functools.lru_cache(maxsize=None)
 def _packed_table(fmt, decoder):
     """Every word of ``fmt`` decoded and packed into one int64:
-    cls | sign << 2 | m << 3 | (q + 2**15) << 23 | (r + 2**15) << 39; ``None`` if a field does not fit."""
-    cls, sign, m, q, r = word_tables(fmt, decoder)
-    if (m.min() < 0 or m.max() >= 1 << 20 or np.abs(q).max() >= 1 << 15 or np.abs(r).max() >= 1 << 15
-            or cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1):
+    cls | sign << 2 | m << 3 | (q + 2**15) << 23 | (r + 2**15) << 39; ``None`` unless
+    :func:`~mmasim.backends.fastpaths.packed_bound` holds.  Built once per format and decoder."""
+    if not fastpaths.packed_bound(fmt, decoder):
         return None
+    cls, sign, m, q, r = word_tables(fmt, decoder)
     return cls | (sign << 2) | (m << 3) | ((q + (1 << 15)) << 23) | ((r + (1 << 15)) << 39)
 
 
-@_per_format
+@functools.lru_cache(maxsize=None)
 def _lane_spec(fmt, decoder):
-    """Lane decode of an A / B format: ``(LaneFormat, table or None, significand bits, largest |r|)``, or ``None``.
+    """Lane decode of an A / B format: ``(LaneFormat, table or None)``, or ``None``
+    where :func:`~mmasim.backends.fastpaths.lane_format` refuses it.
 
-    Containers of up to 16 bits: a table built by the registered decoder over every word,
-    each entry the bits of the word's exact binary64 value (NaN for an inf / NaN) with
-    r + RBIAS in its low TCODE bits (which an exact value of at most 52 - TCODE significant
-    bits leaves zero).  Wider IEEE formats with subnormals: decoded arithmetically."""
-    if fmt.container_bits > 16:
-        E, M = fmt.exp_bits, fmt.man_bits
-        if (decoder is decode_float and fmt.nan == "ieee" and fmt.subnormals and fmt.signed
-                and not fmt.integer and fmt.container_bits <= 32 and E <= 11 and M <= 26 and fmt.bias <= 1022):
-            return (LaneFormat(mode=1, off=0, fs=fmt.field_shift, fmask=(1 << fmt.field_bits) - 1,
-                               magmask=(1 << (E + M)) - 1, M=M, dshift=52 - M, sbit=E + M, emask=(1 << E) - 1,
-                               ro=fmt.bias, P=2.0 ** (1023 - fmt.bias)),
-                    None, M + 1, max(fmt.bias, (1 << E) - 1 - fmt.bias))
+    Tabled (``mode`` 0): a table built by the registered decoder over every word, each entry
+    the bits of the word's exact binary64 value (NaN for an inf / NaN) with r + RBIAS in its
+    low TCODE bits.  Arithmetic (``mode`` 1): the fields of the IEEE format."""
+    lane = fastpaths.lane_format(fmt, decoder, LAYOUT)
+    if not lane:
         return None
+    if lane.lane.mode == 1:
+        E, M = fmt.exp_bits, fmt.man_bits
+        return (LaneFormat(mode=1, off=0, fs=fmt.field_shift, fmask=(1 << fmt.field_bits) - 1,
+                           magmask=(1 << (E + M)) - 1, M=M, dshift=52 - M, sbit=E + M, emask=(1 << E) - 1,
+                           ro=fmt.bias, P=2.0 ** (1023 - fmt.bias)), None)
     cls, sign, m, q, r = word_tables(fmt, decoder)
     fin = cls == FINITE
-    if cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1 or m.min() < 0:
-        return None
-    if (m[fin] == 0).any() or (m[cls == ZERO] != 0).any() or m.max(initial=0) >= 1 << (52 - TCODE):
-        return None
-    if (np.abs(q[fin]) >= 1 << 9).any() or (np.abs(r[fin]) >= RBIAS // 2).any():
-        return None
-    if (m[fin] >= np.int64(1) << np.clip(r[fin] - q[fin] + 1, 0, 62)).any():
-        return None     # a factor below 2**(r + 1): the sum bound of _window
     val = np.where(fin, np.where(sign == 1, -m, m) * np.exp2(np.where(fin, q, 0).astype(np.float64)), 0.0)
     val = np.where(cls >= INF, np.nan, val)
     tab = val.view(np.int64) | np.where(fin, r + RBIAS, 0)
-    row = LaneFormat(mode=0, off=0, fs=0, fmask=0, magmask=0, M=0, dshift=0, sbit=0, emask=0, ro=RBIAS, P=1.0)
-    return row, tab, int(m[fin].max(initial=0)).bit_length(), int(np.abs(r[fin]).max(initial=0))
+    return LaneFormat(mode=0, off=0, fs=0, fmask=0, magmask=0, M=0, dshift=0, sbit=0, emask=0, ro=RBIAS, P=1.0), tab
 
 
 _LANE_DTYPE = [(f, np.float64 if f == "P" else np.int64) for f in LaneFormat._fields]
 
 
 def _lane_specs(plan):
-    """``(LV, LA, exponent code offset of a product, significand bits of a product, largest |r|)``
-    of the lane decode of A and B (``LA``: their :data:`LaneFormat` records), or ``None``."""
-    rows, tabs, hoff, bits, rmax, off = [], [], 0, 0, 0, 0
+    """``(LV, LA, exponent code offset of a product)`` of the lane decode of A and B
+    (``LA``: their :data:`LaneFormat` records), or ``None``."""
+    rows, tabs, hoff, off = [], [], 0, 0
     for i, fmt in enumerate((plan.a_format, plan.b_format)):
         spec = _lane_spec(fmt, plan.decoder(fmt))
         if spec is None:
             return None
-        row, tab, b, rm = spec
+        row, tab = spec
         if tab is not None and i == 1 and plan.b_format == plan.a_format and rows[0][0] == 0:
             row = row._replace(off=rows[0][1])      # B shares A's table
         elif tab is not None:
@@ -231,26 +215,8 @@ def _lane_specs(plan):
             off += len(tab)
         rows.append(tuple(row))
         hoff += row.ro
-        bits += b
-        rmax += rm
     LV = np.ascontiguousarray(np.concatenate(tabs)) if tabs else np.zeros(1, np.int64)
-    return LV, np.array(rows, dtype=_LANE_DTYPE), hoff, bits, rmax
-
-
-def _scale_bounds(plan):
-    """(significand bits, largest |r|) over every finite word of the scale format, or ``None``
-    (no finite word, a container over 16 bits, a factor not below 2**(r + 1), or |q| beyond
-    what :func:`.tiles._lane_scales` scales exactly)."""
-    fmt = plan.scale_format
-    if fmt.container_bits > 16:
-        return None
-    cls, _, m, q, r = word_tables(fmt, plan.decoder(fmt))
-    fin = cls == FINITE
-    if not fin.any() or (m[fin] >= np.int64(1) << np.clip(r[fin] - q[fin] + 1, 0, 62)).any():
-        return None
-    if np.abs(q[fin]).max() >= NEG_F // 2:
-        return None
-    return int(m[fin].max()).bit_length(), int(np.abs(r[fin]).max())
+    return LV, np.array(rows, dtype=_LANE_DTYPE), hoff
 
 
 def _format_specs(plan):
@@ -294,26 +260,22 @@ def _clog2(g: int) -> int:
     return int(np.ceil(np.log2(g))) if g > 1 else 0
 
 
-def _is_builtin(plan, name):
-    return plan.builtin and plan.datapath.accumulator == name
-
-
 def _make(plan, fn, R, out_kind="word", words=None):
     k = Kernel(plan, fn, R, out_kind, words)
     return None if k.FM is None else k
 
 
-def _grouped_table(plan, lg):
-    """The tables of the grouped window kernel (``grouped_variant``): rows 0-1 the joint A x B table of
-    ``lg`` (a LeanGrouped), rows 2-5 per scale word (built by the registered decoder):
-    the signed significand (0 for a zero or inf / NaN), q, r, and 1 for inf / NaN."""
+def _grouped_table(plan, joint):
+    """The tables of the grouped window kernel (``grouped_variant``): rows 0-1 the joint A x B table
+    (a :class:`~mmasim.backends.fastpaths.JointTable`), rows 2-5 per scale word (built by the registered
+    decoder): the signed significand (0 for a zero or inf / NaN), q, r, and 1 for inf / NaN."""
     fmt = plan.scale_format
     cls, sign, m, q, r = word_tables(fmt, plan.decoder(fmt))
     fin = cls == FINITE
-    N = max(len(lg.P), len(cls))
+    N = max(len(joint.P), len(cls))
     T = np.zeros((6, N), dtype=np.int64)
-    T[0, :len(lg.P)] = lg.P
-    T[1, :len(lg.Q)] = lg.Q
+    T[0, :len(joint.P)] = joint.P
+    T[1, :len(joint.Q)] = joint.Q
     T[2, :len(cls)] = np.where(fin, np.where(sign == 1, -m, m), 0)
     T[3, :len(cls)] = q
     T[4, :len(cls)] = r
@@ -322,20 +284,16 @@ def _grouped_table(plan, lg):
 
 
 def _window(plan):
-    if not _is_builtin(plan, "window"):
+    """The window's kernel: the grouped kernel, the tile kernel or the general kernel, as
+    :mod:`mmasim.backends.fastpaths` decides (:func:`~mmasim.backends.fastpaths.grouped_tiles`,
+    :func:`~mmasim.backends.fastpaths.lane_tiles`, :func:`~mmasim.backends.fastpaths.numba_window`)."""
+    if not fastpaths.numba_window(plan):
         return None
     p = dict(plan.parameters)
-    if not plan.declared or plan.encoding.mode not in ("rz", "rne"):
-        return None
     zeros = p.get("zeros", "excluded")
     group = int(p.get("group", 1))
     scaled = plan.datapath.scale is not None
     cd = p.get("c_dominant")
-    if (p.get("scale_floor") is not None or p.get("subnormal_redo") is not None) and not scaled:
-        return None
-    step = plan.step
-    if step % group or (cd is not None and step % int(cd["group"])):
-        return None
     R = WindowRecord(
         F=int(p["F"]), excl=1 if zeros == "excluded" else 0, ezero=0 if zeros == "excluded" else int(zeros),
         group=group, has_sf=0 if p.get("scale_floor") is None else 1, sf=int(p.get("scale_floor") or 0),
@@ -345,56 +303,31 @@ def _window(plan):
         scaled=1 if scaled else 0, clog_g=_clog2(group), clog_cd=_clog2(int(cd["group"])) if cd else 0,
         roff=0, S=0)
     general = _make(plan, window_kernel, R, words=np.int64)   # the lean kernels' special rows: int64 too
-    lean = _lane_specs(plan)
-    if lean is None or general is None:
-        return general
-    if group > 1 or cd is not None:
-        lg = LeanGrouped(plan)
-        if lg.ok and lg.DEAD == GDEAD:
-            f32 = all(_is_f32.py_func([int(x) for x in row]) for row in general.FM[2:4])
-            rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
-            k = LeanWindowKernel(plan, grouped_variant(f32, rz), R._replace(roff=lg.roff))
-            if k.FM is not None:
-                k.extra = (_grouped_table(plan, lg), np.array([lg.bshift, lg.q0], dtype=np.int64))
-                return k
-    if not one_product_window(plan):
-        return general    # groups elsewhere (the sparse FP4 datapaths): the general kernel
-    LV, LA, hoff, bits, rmax = lean
+    if general is None:
+        return None
+    rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
+    grouped = fastpaths.grouped_tiles(plan, LAYOUT)
+    if grouped:
+        f32 = all(_is_f32.py_func([int(x) for x in row]) for row in general.FM[2:4])
+        k = LeanWindowKernel(plan, grouped_variant(f32, rz), R._replace(roff=grouped.joint.roff))
+        k.extra = (_grouped_table(plan, grouped.joint), np.array([grouped.joint.bshift, grouped.joint.q0],
+                                                                  dtype=np.int64))
+        return k
     ckind, dkind = (_c_kind([int(x) for x in row]) for row in general.FM[2:4])
-    nf = 2          # factors of a product
-    if scaled:
-        sb = _scale_bounds(plan)
-        if sb is None or LA["mode"].any() or (R.excl == 0 and R.has_sf == 1):
-            return general
-        bits, rmax, nf = bits + 2 * sb[0], rmax + 2 * sb[1], 4
-    # The bound proof of the binary64 lanes (tiles.py).  Every factor is below 2**(r + 1)
-    # (checked per format), so a live product is below 2**(r_p + nf) with r_p <= E, and its
-    # truncation trunc(p * 2**-quantum) (quantum >= E - F) below 2**(F + nf): the product is
-    # exact in binary64 when its significand bits are at most 53, scaling it by a power of
-    # two is exact (or the result is below 1, and truncates to 0 either way), truncation is
-    # exact, and every partial sum of the step's truncated products is an integer below
-    # step * 2**(F + nf) <= 2**53, so exact.  Every |r| (products, C, D) stays inside the
-    # exponent range where 2**-quantum is built (NEG_F).
-    cd_r = max(max(f.bias, (1 << f.exp_bits) - f.bias) for f in (plan.c_format, plan.d_format))
-    F = int(p["F"])
-    ok = (step % 2 == 0 and bits <= 53 and F + nf + int(step).bit_length() <= 53 and max(rmax, cd_r) + F + 64 < NEG_F
-          and LA["mode"][0] == LA["mode"][1] and ckind > 0 and dkind > 0)
-    if not ok:
+    if not fastpaths.lane_tiles(plan, LAYOUT, ckind, dkind):
         return general    # other decodes, or bounds the lanes cannot prove: the general kernel
     # the tile kernel compiled for the variant (A and B decoded alike, IEEE C and D:
     # every built-in window datapath with one product per group)
-    rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
+    LV, LA, hoff = _lane_specs(plan)
     k = LeanWindowKernel(plan, lean_variant(scaled, ckind, dkind, int(LA["mode"][0]), rz), R._replace(roff=hoff))
     k.extra = (LV, LA)
     return k
 
 
 def _integer(plan):
-    if not _is_builtin(plan, "integer") or plan.encoding.mode not in ("wrap", "sat") or not plan.declared:
+    if not fastpaths.numba_integer(plan):
         return None
     bitop = plan.parameters.get("bitop")
-    if bitop not in (None, "xor"):
-        return None
     k = _make(plan, integer_xor_kernel if bitop == "xor" else integer_kernel, NO_RECORD)
     if k is not None:
         # A and B of the built-in integer decoder decoded arithmetically (integer_step's
@@ -407,24 +340,17 @@ def _integer(plan):
 
 
 def _group_scaled(plan):
-    if not _is_builtin(plan, "group_scaled_window") or plan.datapath.scale is None:
+    if not fastpaths.numba_group_scaled(plan):
         return None
     p = plan.parameters
-    if not plan.declared or plan.encoding.mode not in ("rz", "rne"):
-        return None
-    step = plan.step
-    if step % int(p["group"]):
-        return None
     return _make(plan, group_scaled_kernel, GroupScaledRecord(int(p["F"]), int(p["group"]), int(p["zeros"]),
                                                               _clog2(int(p["group"]))))
 
 
 def _two_stage(plan):
-    if not _is_builtin(plan, "two_stage_window") or plan.datapath.scale is not None:
+    if not fastpaths.numba_two_stage(plan):
         return None
     p = plan.parameters
-    if not plan.declared or plan.encoding.mode not in ("rz", "rne"):
-        return None
     R = TwoStageRecord(int(p["F"]), int(p["F2"]), 1 if p.get("even_odd") else 0, 1 if p.get("drop_c") else 0,
                        0 if p.get("overflow") is None else 1, int(p.get("overflow") or 0),
                        0 if p.get("nonfinite_c_r") is None else 1, int(p.get("nonfinite_c_r") or 0))
@@ -432,34 +358,21 @@ def _two_stage(plan):
 
 
 def _exact_sum(plan):
-    if not _is_builtin(plan, "exact_sum") or plan.datapath.scale is not None or not plan.declared:
-        return None
-    if plan.encoding.mode not in ("rz", "rne"):
+    if not fastpaths.numba_exact_sum(plan):
         return None
     return _make(plan, exact_sum_kernel, NO_RECORD)
 
 
-def _ieee_ok(plan, family):
-    """The IEEE chain families: the built-in accumulator, unscaled, RNE into f32 or f64,
-    one step over the whole K."""
-    enc = plan.encoding
-    return (_is_builtin(plan, family) and plan.declared and plan.datapath.scale is None and enc.mode == "rne"
-            and enc.format in ("f32", "f64") and plan.step == plan.datapath.stored_k)
-
-
 def _fma_family(plan):
-    if not _ieee_ok(plan, "fma"):
+    if not fastpaths.numba_fma(plan):
         return None
     if plan.encoding.format == "f64":
         return _make(plan, fma_f64_kernel, NO_RECORD, "f64")
-    # the reference needs products exact in binary64 (it refuses otherwise)
-    if plan.a_format.integer or plan.b_format.integer or plan.a_format.man_bits + plan.b_format.man_bits + 2 > 53:
-        return None
     return _make(plan, fma_f32_kernel, NO_RECORD, "f32")
 
 
 def _mul_add(plan):
-    if not _ieee_ok(plan, "mul_add_chain"):
+    if not fastpaths.numba_mul_add(plan):
         return None
     f64 = plan.encoding.format == "f64"
     return _make(plan, mul_add_f64_kernel if f64 else mul_add_f32_kernel, NO_RECORD, plan.encoding.format,
@@ -467,8 +380,6 @@ def _mul_add(plan):
 
 
 def _ftz(plan):
-    p = plan.parameters
-    if not _ieee_ok(plan, "ftz_mul_add") or plan.encoding.format != "f32" or p["P"] not in (2, 4) \
-            or plan.datapath.stored_k % p["P"]:
+    if not fastpaths.numba_ftz(plan):
         return None
-    return _make(plan, ftz_mul_add_kernel, FtzRecord(int(p["P"])), "f32")
+    return _make(plan, ftz_mul_add_kernel, FtzRecord(int(plan.parameters["P"])), "f32")

@@ -2,17 +2,16 @@
 
 Gives :class:`LeanWindow` (the truncating window, one product per group, scaled or not) and
 :class:`LeanGrouped` (the grouped block-scaled window of the B200 FP4 rules); each says
-``ok = False`` where it does not apply, and the reference computes.  Owns only the layout of
-the work: words decoded through tables of the registered decoder's outputs
-(:func:`word_tables`, :func:`code_tables`), zero and inf / NaN folded into ``q``, column-wise
-reductions, exact int64 throughout.  The rules of arithmetic are the reference's, called, not
-restated; rows with an inf or NaN go to the reference accumulator.  docs/architecture.md,
-"Which module owns which rule", lists what is called.
+``ok = False`` where it does not apply, and the reference computes.  Which plans each takes,
+the word tables and the int64 bound proofs are :mod:`mmasim.backends.fastpaths`'
+(:func:`~mmasim.backends.fastpaths.lean_window`, :func:`~mmasim.backends.fastpaths.lean_grouped`).
+Owns only the layout of the work: words decoded through those tables, zero and inf / NaN
+folded into ``q``, column-wise reductions, exact int64 throughout.  The rules of arithmetic
+are the reference's, called, not restated; rows with an inf or NaN go to the reference
+accumulator.  docs/architecture.md, "Which module owns which rule", lists what is called.
 """
 
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 
@@ -24,9 +23,10 @@ from mmasim.accumulators.window import (
     window_quantum,
     window_total,
 )
-from mmasim.arith.decode import FINITE, INF, ZERO, decode_float
-from mmasim.arith.intmath import bit_length, truncate_signed
+from mmasim.arith.decode import FINITE, INF, ZERO
+from mmasim.arith.intmath import truncate_signed
 from mmasim.arith.special import product
+from mmasim.backends.fastpaths import GROUP_DEAD, lean_format, lean_grouped, lean_window
 from mmasim.backends.numpy.reference import reference
 
 LZQ = -(1 << 30)     # q of a zero element
@@ -34,64 +34,6 @@ LSQ = 1 << 36        # q of an inf / NaN element
 LZT = -(1 << 29)     # a product q below this has a zero factor
 LST = 1 << 35        # a product q at or above this has an inf / NaN factor
 NEG = -(1 << 40)     # intmath.NEG_INF_EXP
-CODE_BITS = 12       # the largest table over a wide format's bits above its fraction
-
-
-@functools.lru_cache(maxsize=None)
-def word_tables(fmt, decoder):
-    """``(cls, sign, m, q, r)`` (int64) of every container word of a format of at
-    most 16 bits, decoded once by its registered decoder."""
-    dec = decoder(fmt, np.arange(1 << fmt.container_bits, dtype=np.uint64))
-    return tuple(np.asarray(x, dtype=np.int64).reshape(-1) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
-
-
-@functools.lru_cache(maxsize=None)
-def code_tables(fmt, decoder):
-    """``(cls, sign, m, q, r)`` of every code of the container bits above the
-    fraction field (sign and exponent: at most ``CODE_BITS``), each decoded by the
-    decoder with a zero fraction; ``None`` unless every word decodes as its code
-    with the fraction field added to ``m``, an inf / NaN code staying inf / NaN
-    (checked against :func:`mmasim.arith.decode.decode_float`, the one decoder taken
-    here, on sample fractions and low container bits)."""
-    M, shift = fmt.man_bits, fmt.field_shift + fmt.man_bits
-    if decoder is not decode_float or fmt.container_bits > 32 or not 0 < fmt.container_bits - shift <= CODE_BITS:
-        return None
-    codes = np.arange(1 << (fmt.container_bits - shift), dtype=np.int64)
-    dec = decoder(fmt, (codes << shift).astype(np.uint64))
-    cls, sign, m, q, r = (np.asarray(x, dtype=np.int64) for x in (dec.cls, dec.sign, dec.m, dec.q, dec.r))
-    rng = np.random.default_rng(0)
-    fracs = np.unique(np.concatenate([[0, (1 << M) - 1], 1 << np.arange(M), rng.integers(0, 1 << M, 16)]))
-    low = rng.integers(0, 1 << fmt.field_shift, (len(codes), len(fracs))) if fmt.field_shift else 0
-    words = (codes[:, None] << shift) | (fracs[None, :] << fmt.field_shift) | low
-    got = decoder(fmt, words.astype(np.uint64))
-    special = (cls >= INF)[:, None]
-    want_m = m[:, None] + fracs[None, :]
-    if not ((got.cls >= INF) == special).all():
-        return None
-    fin = ~special & np.ones(words.shape, dtype=bool)
-    if not ((got.m == want_m)[fin].all() and (got.cls == np.where(want_m > 0, FINITE, ZERO))[fin].all()
-            and all((getattr(got, k) == t[:, None])[fin].all() for k, t in (("sign", sign), ("q", q), ("r", r)))):
-        return None
-    return cls, sign, m, q, r
-
-
-#: the parameters of the window accumulator that make more than one product per group
-#: or that read C beyond its window (LeanGrouped's and the general kernels')
-GROUP_RULES = ("c_dominant", "c_relative", "subnormal_redo")
-
-
-def one_product_window(plan) -> bool:
-    """Whether ``plan`` is the truncating window with one product per group (``group`` 1,
-    none of :data:`GROUP_RULES`), scaled or not, of the built-in accumulator: the datapaths
-    of the one-product fast paths of both backends (:class:`LeanWindow`, the numba
-    ``window_lean_kernel``; sparse datapaths reach the compiled kernel as dense rows)."""
-    dp = plan.datapath
-    if not plan.builtin or dp.accumulator != "window" or plan.encoding.mode not in ("rz", "rne") or not plan.declared:
-        return False
-    p = dp.parameters
-    if int(p.get("group", 1)) != 1 or any(p.get(rule) is not None for rule in GROUP_RULES):
-        return False
-    return p.get("scale_floor") is None or dp.scale is not None
 
 
 class _Decode:
@@ -103,28 +45,14 @@ class _Decode:
 
     def __init__(self, fmt, decoder, whole=True):
         self.fmt = fmt
-        self.ok = False
-        tabs = word_tables(fmt, decoder) if whole and fmt.container_bits <= 16 else None
-        self.shift = None
-        if tabs is None:
-            tabs = code_tables(fmt, decoder)
-            if tabs is None:
-                return
-            self.shift = fmt.field_shift + fmt.man_bits
-            self.low = (1 << fmt.man_bits) - 1
-        cls, sign, m, q, r = tabs
+        decision = lean_format(fmt, decoder, whole)
+        self.ok = decision.ok
+        if not decision:
+            return
+        lean = decision.lean
+        cls, sign, m, q, r = lean.tables
+        self.shift, self.low = lean.shift, lean.low
         fin = cls == FINITE if self.shift is None else cls < INF    # a zero code holds subnormals
-        if cls.min() < 0 or cls.max() > 3 or sign.min() < 0 or sign.max() > 1 or m.min() < 0 or m.max() >= 1 << 30:
-            return
-        if self.shift is None and ((m[fin] == 0).any() or (m[cls == ZERO] != 0).any()):
-            return
-        if np.abs(q[fin]).max(initial=0) >= 1 << 20:
-            return
-        off = np.unique(r[fin] - q[fin])
-        if len(off) > 1:
-            return
-        self.off = int(off[0]) if len(off) else 0
-        self.bits = int(bit_length(m[fin].max(initial=0) + (0 if self.shift is None else self.low)))
         special = cls >= INF
         if self.shift is None:
             # (signed m, q) per word: q LZQ for a zero, LSQ for an inf / NaN
@@ -136,7 +64,6 @@ class _Decode:
             self.pm = 1 - 2 * sign
             self.sign, self.q, self.r, self.special = sign, q, r, special
             self.q_ab = np.where(special, LSQ, q)
-        self.ok = True
 
     def __call__(self, words):
         """(signed m, q) of A / B container words: q LZQ for a zero, LSQ for an inf / NaN."""
@@ -170,8 +97,8 @@ class LeanWindow:
 
     The truncating window (:func:`mmasim.accumulators.window.window`) with one product per
     group (``group`` 1, no ``c_dominant``, ``c_relative`` or ``subnormal_redo``), scaled or not,
-    on container words: every A / B word is decoded through tables built by the registered
-    decoder (:class:`_Decode`) into a signed significand and the exponent ``q`` of its last bit,
+    on container words, where :func:`mmasim.backends.fastpaths.lean_window` takes the plan:
+    every A / B word is decoded through tables built by the registered decoder (:class:`_Decode`) into a signed significand and the exponent ``q`` of its last bit,
     the classes folded into ``q`` (a zero far below any window, an inf / NaN far above), one
     signed product array per step, reduced column by column.  Rows with an inf or NaN anywhere
     (or a step that overflowed into inf) are computed by the reference accumulator itself.
@@ -181,38 +108,19 @@ class LeanWindow:
     datapath it covers."""
 
     def __init__(self, plan):
-        self.ok = False
-        dp = plan.datapath
-        if dp.sparse or not one_product_window(plan):
+        decision = lean_window(plan)
+        self.ok = decision.ok
+        if not decision:
             return
-        p = dict(dp.parameters)
+        p = plan.parameters
         self.ta = _Decode(plan.a_format, plan.decoder(plan.a_format))
         self.tb = _Decode(plan.b_format, plan.decoder(plan.b_format))
-        if not (self.ta.ok and self.tb.ok):
-            return
         self.F = int(p["F"])
-        zeros = p.get("zeros", "excluded")
-        self.excl = zeros == "excluded"
-        self.zeros = zeros
+        self.zeros = p.get("zeros", "excluded")
+        self.excl = self.zeros == "excluded"
         self.sf = p.get("scale_floor")
-        self.roff = self.ta.off + self.tb.off
-        bits = self.ta.bits + self.tb.bits
-        S = max(0, self.F - self.roff)     # the largest left shift a live product's truncation needs
-        if dp.scale is not None:
-            fmt = plan.scale_format
-            if fmt.container_bits > 16:
-                return
-            cls, _, m, q, r = word_tables(fmt, plan.decoder(fmt))
-            fin = cls == FINITE
-            if not fin.any():
-                return
-            soff = int((r - q)[fin].min())
-            S = max(0, self.F - self.roff - 2 * soff)
-            bits += 2 * int(bit_length(m[fin].max()))
-        if bits + S > 62:      # every truncated product fits int64
-            return
+        self.roff = decision.roff
         _bind_output(self, plan)
-        self.ok = True
 
     def __call__(self, wa, wb, wc, sa, sb):
         """D words of the rows (uint64 word arrays)."""
@@ -296,102 +204,31 @@ class LeanGrouped:
     lies inside one scale block, so its exact sum is the sum of those integers times
     the block's scale product, at the exponent ``qmin_a + qmin_b + q_sa + q_sb``:
     the same value as the reference's ``exact_group_sums`` (whose refusal cannot
-    happen here: the build checks the bit budget), so the truncations, the
-    C-dominant sums (groups of groups, again inside one block), the C-relative
+    happen here: :func:`mmasim.backends.fastpaths.grouped_bound`), so the truncations,
+    the C-dominant sums (groups of groups, again inside one block), the C-relative
     truncation and the subnormal redo are the reference's, on group-level arrays.
     """
 
-    DEAD = -1000   # joint q of a pair with a zero factor
+    DEAD = GROUP_DEAD   # joint q of a pair with a zero factor
     native_words = True   # A / B words may come in any unsigned dtype (Model._numpy_rows)
 
     def __init__(self, plan):
-        self.ok = False
-        dp = plan.datapath
-        if not plan.builtin or dp.accumulator != "window" or dp.sparse or dp.scale is None \
-                or plan.encoding.mode not in ("rz", "rne"):
+        decision = lean_grouped(plan)
+        self.ok = decision.ok
+        if not decision:
             return
-        p = dict(dp.parameters)
-        if not plan.declared:
-            return
-        if p.get("zeros", "excluded") != "excluded":
-            return
-        self.group = g = int(p.get("group", 1))
-        self.c_dominant = cd = p.get("c_dominant")
-        self.cd = None if cd is None else (int(cd["F"]), int(cd["group"]))
+        p = plan.parameters
+        self.group = decision.group
+        self.c_dominant = p.get("c_dominant")
+        self.cd = decision.cd
         self.crel = p.get("c_relative")
         self.redo = p.get("subnormal_redo")
         self.sf = p.get("scale_floor")
         self.F = int(p["F"])
-        if one_product_window(plan):
-            return    # LeanWindow's
-        block, k = dp.block, dp.k
-        step = plan.step
-        cg = self.cd[1] if self.cd else g
-        if not block or block % g or block % cg or cg % g or step % block or k % step:
-            return
-        fa, fb = plan.a_format, plan.b_format
-        if fa.container_bits + fb.container_bits > 16:
-            return
-        da = self._narrow(fa, plan.decoder(fa))
-        db = self._narrow(fb, plan.decoder(fb))
-        if da is None or db is None:
-            return
-        (va, qa, offa, qmina), (vb, qb, offb, qminb) = da, db
-        self.bshift = fb.container_bits
-        self.P = (va[:, None] * vb[None, :]).reshape(-1)
-        self.Q = np.where((qa[:, None] == self.DEAD) | (qb[None, :] == self.DEAD), self.DEAD,
-                          qa[:, None] + qb[None, :]).reshape(-1)
-        if int(np.abs(self.P).max()) * cg >= 1 << 31:
-            return
-        self.P = self.P.astype(np.int32)
-        self.Q = self.Q.astype(np.int32)
-        self.roff = offa + offb
-        self.q0 = qmina + qminb
-        fmt = plan.scale_format
-        if fmt.container_bits > 16:
-            return
-        cls, _, sm, sq, sr = word_tables(fmt, plan.decoder(fmt))
-        fin = cls == FINITE
-        if not fin.any() or ((sr - sq)[fin] < 0).any():
-            return
-        # Every finite factor is below 2**(r + 1) (checked for A / B in _narrow), so a
-        # group (or C-dominant group) sum is below cg * 2**(gr + 4), and every quantum
-        # is at least gr - max(F, Fc): a truncated sum has at most max(F, Fc) + 4 +
-        # bits(cg) bits, the step's total one more per doubling of the group count.
-        sm, sr, sq = sm[fin], sr[fin], sq[fin]
-        if (sm >= np.int64(1) << np.clip(sr - sq + 1, 0, 62)).any():
-            return
-        if max(self.F, self.cd[0] if self.cd else 0) + 4 + int(cg).bit_length() + int(step).bit_length() + 1 > 62:
-            return
-        if self.roff < 0:
-            return
+        joint = decision.joint
+        self.P, self.Q, self.roff, self.q0, self.bshift = joint.P, joint.Q, joint.roff, joint.q0, joint.bshift
+        self.step = plan.step
         _bind_output(self, plan)
-        self.step = step
-        self.ok = True
-
-    def _narrow(self, fmt, decoder):
-        """(v, q, r - q, qmin) per container word: value = v * 2**qmin, q the exponent
-        of the last bit (DEAD for a zero); None unless every word is finite or zero
-        with a constant r - q and a small q range."""
-        if fmt.container_bits > 8:
-            return None
-        cls, sign, m, q, r = word_tables(fmt, decoder)
-        fin = cls == FINITE
-        if not fin.any() or ((cls != FINITE) & (cls != ZERO)).any():
-            return None
-        if (m[fin] <= 0).any() or (m[~fin] != 0).any() or m.max() >= 1 << 16:
-            return None
-        off = np.unique(r[fin] - q[fin])
-        if len(off) != 1 or (m[fin] >= 1 << (int(off[0]) + 1)).any():
-            return None
-        qmin, qmax = int(q[fin].min()), int(q[fin].max())
-        if qmax - qmin > 16 or abs(qmin) > 1 << 20:
-            return None
-        v = np.where(fin, m << np.where(fin, q - qmin, 0), 0)
-        if int(v.max()).bit_length() > 16:
-            return None
-        v = np.where(sign == 1, -v, v)
-        return v, np.where(fin, q, self.DEAD), int(off[0]), qmin
 
     def __call__(self, wa, wb, wc, sa, sb):
         """D words of the rows (uint64 word arrays)."""
