@@ -414,13 +414,13 @@ def _window(plan):
     cd_r = max(max(f.bias, (1 << f.exp_bits) - f.bias) for f in (plan.c_format, plan.d_format))
     F = int(p["F"])
     ok = (step % 2 == 0 and bits <= 53 and F + nf + int(step).bit_length() <= 53 and max(rmax, cd_r) + F + 64 < NEG_F
-          and LA["mode"][0] == LA["mode"][1] and ckind > 0 and dkind > 0)
+          and LA["mode"][A_FMT] == LA["mode"][B_FMT] and ckind > 0 and dkind > 0)
     if not ok:
         return general    # other decodes, or bounds the lanes cannot prove: the general kernel
     # the tile kernel compiled for the variant (A and B decoded alike, IEEE C and D:
     # every built-in window datapath with one product per group)
     rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
-    k = LeanWindowKernel(plan, lean_variant(scaled, ckind, dkind, int(LA["mode"][0]), rz), R._replace(roff=hoff))
+    k = LeanWindowKernel(plan, lean_variant(scaled, ckind, dkind, int(LA["mode"][A_FMT]), rz), R._replace(roff=hoff))
     k.extra = (LV, LA)
     return k
 

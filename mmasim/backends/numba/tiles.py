@@ -19,6 +19,8 @@ from collections import namedtuple
 import numpy as np
 
 from mmasim.backends.numba.primitives import (
+    A_FMT,
+    B_FMT,
     C_FMT,
     D_FMT,
     F32_SPEC,
@@ -392,7 +394,7 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
         R = _window_params(RA[0])
         enc = ENC[0]
         excl = R.excl == 1
-        fa, fb = _lane_fmt(LA, 0), _lane_fmt(LA, 1)
+        fa, fb = _lane_fmt(LA, A_FMT), _lane_fmt(LA, B_FMT)
         T = TILE
         if AMODE == 0:
             tiles = (np.empty((K, T), np.int64), np.empty((K, T), np.int64))
