@@ -10,6 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from mmasim.backends.numba.primitives import (
+    A_FMT,
+    B_FMT,
+    C_FMT,
     FINITE,
     INF,
     NAN,
@@ -44,29 +47,30 @@ def _integer_steps(XOR):
     ``XOR`` (``bitop = "xor"``, b1 ``.xor.popc``) ``a ^ b`` of the decoded 0/1 values:
     one source, specialised by the closure constant."""
 
-    def integer_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
+    def integer_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W):
+        ccls, csg, cm, cq, cr = c
         total = np.int64(0)
-        if fp[0][1] == 0 and fp[1][1] == 0:
+        if fp.a.tab_len == 0 and fp.b.tab_len == 0:
             # the built-in integer decoder, arithmetic: a loop without table reads, which vectorizes
             for k in range(s0, s0 + step):
-                x = _int_value(np.int64(wa[ra, k]), fp[0])
-                y = _int_value(np.int64(wb[rb, k]), fp[1])
+                x = _int_value(np.int64(wa[ra, k]), fp.a)
+                y = _int_value(np.int64(wb[rb, k]), fp.b)
                 if XOR:
                     total += x ^ y
                 else:
                     total += x * y
         else:
             for k in range(s0, s0 + step):
-                ac, asg, am, aq, ar = _decode(np.int64(wa[ra, k]), fp[0], TAB)
-                bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, k]), fp[1], TAB)
+                ac, asg, am, aq, ar = _decode(np.int64(wa[ra, k]), fp.a, TAB)
+                bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, k]), fp.b, TAB)
                 x = -am if asg == 1 else am
                 y = -bm if bsg == 1 else bm
                 if XOR:
                     total += x ^ y
                 else:
                     total += x * y
-        total += -c[2] if c[1] == 1 else c[2]
-        return _pack_int(total, ENC), False
+        total += -cm if csg == 1 else cm
+        return _pack_int(total, enc), False
 
     integer_step.__qualname__ = integer_step.__name__ = "integer_xor_step" if XOR else "integer_step"
     return _inline(integer_step)
@@ -78,17 +82,17 @@ integer_xor_kernel = row_kernel(_integer_steps(True), "integer_xor_kernel")
 
 # ------------------------------------------------------- group-scaled window
 @_jit
-def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
+def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W):
     ccls, csg, cm, cq, cr = c
     pm, pq, pn = W[0], W[1], W[2]
     group = R.group
     sp = NO_SPECIAL
     for k in range(step):
         kk = s0 + k
-        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp[0], TAB)
-        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp[1], TAB)
-        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, kk // block]), fp[2], TAB)
-        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, kk // block]), fp[2], TAB)
+        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp.a, TAB)
+        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp.b, TAB)
+        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, kk // block]), fp.scale, TAB)
+        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, kk // block]), fp.scale, TAB)
         nan2 = ac == NAN or bc == NAN
         inf2 = ac == INF or bc == INF
         z2 = ac == ZERO or bc == ZERO
@@ -111,8 +115,8 @@ def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp,
             if pm[k] != 0:
                 anyl = True
         blk = (s0 + lo) // block
-        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp[2], TAB)
-        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp[2], TAB)
+        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp.scale, TAB)
+        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp.scale, TAB)
         scls = _product_class(xc == NAN or yc == NAN, xc == INF or yc == INF, xc == ZERO or yc == ZERO)
         ge = R.ezero if ((not anyl) or scls == ZERO) else xr + yr
         if ge > E:
@@ -125,12 +129,12 @@ def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp,
         tot, qmin, b = _group_sum(pm, pq, pn, lo, lo + group, R.clog_g)
         bad = bad or b
         blk = (s0 + lo) // block
-        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp[2], TAB)
-        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp[2], TAB)
+        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp.scale, TAB)
+        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp.scale, TAB)
         smag = xm * ym if (xc == FINITE and yc == FINITE) else np.int64(0)
         total += _trunc(tot < 0, abs(tot) * smag, qmin + xq + yq, quantum)
     total += _trunc(csg == 1, cm if c_live else np.int64(0), cq, quantum)
-    return _pack(total < 0, abs(total), quantum, nan, inf, inf_neg, False, ENC), bad
+    return _pack(total < 0, abs(total), quantum, nan, inf, inf_neg, False, enc), bad
 
 
 group_scaled_kernel = row_kernel(_group_scaled_step, "group_scaled_kernel")
@@ -138,17 +142,17 @@ group_scaled_kernel = row_kernel(_group_scaled_step, "group_scaled_kernel")
 
 # ---------------------------------------------------------- two-stage window
 @_jit
-def _two_stage_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
+def _two_stage_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W):
     ccls, csg, cm, cq, cr = c
     pm, pq, pn, plr = W[0], W[1], W[2], W[3]
     F, F2 = R.F, R.F2
     even_odd = R.even_odd == 1
     ngroups = 2 if even_odd else 1
-    emin = 1 - ENC[1]
+    emin = 1 - enc.bias
     sp = NO_SPECIAL
     for k in range(step):
-        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, s0 + k]), fp[0], TAB)
-        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, s0 + k]), fp[1], TAB)
+        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, s0 + k]), fp.a, TAB)
+        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, s0 + k]), fp.b, TAB)
         sg = asg ^ bsg
         cls = _product_class(ac == NAN or bc == NAN, ac == INF or bc == INF, ac == ZERO or bc == ZERO)
         m = am * bm if cls == FINITE else np.int64(0)
@@ -202,7 +206,7 @@ def _two_stage_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TA
         E2 = emin
     total = _floor_shift(total, (e - F2 - 1) - (E2 - F2))
     nan, inf, inf_neg = _special_result(_note_special(ccls if keep_c else ZERO, csg == 1, sp))
-    return _pack(total < 0, abs(total), E2 - F2, nan, inf, inf_neg, total < 0, ENC), False
+    return _pack(total < 0, abs(total), E2 - F2, nan, inf, inf_neg, total < 0, enc), False
 
 
 two_stage_kernel = row_kernel(_two_stage_step, "two_stage_kernel")
@@ -210,14 +214,14 @@ two_stage_kernel = row_kernel(_two_stage_step, "two_stage_kernel")
 
 # ---------------------------------------------------------------- exact sum
 @_jit
-def _exact_sum_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W):
+def _exact_sum_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W):
     ccls, csg, cm, cq, cr = c
     pm, pq, pn = W[0], W[1], W[2]
     guard = _bitlen(np.int64(step + 1))
     sp = NO_SPECIAL
     for k in range(step):
-        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, s0 + k]), fp[0], TAB)
-        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, s0 + k]), fp[1], TAB)
+        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, s0 + k]), fp.a, TAB)
+        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, s0 + k]), fp.b, TAB)
         sg = asg ^ bsg
         cls = _product_class(ac == NAN or bc == NAN, ac == INF or bc == INF, ac == ZERO or bc == ZERO)
         sp = _note_special(cls, sg == 1, sp)
@@ -249,7 +253,7 @@ def _exact_sum_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TA
             v = pm[k] << (pq[k] - qmin)
             total += -v if pn[k] else v
     oneg = total < 0
-    return _pack(oneg, abs(total), qmin, nan, inf, inf_neg, oneg, ENC), False
+    return _pack(oneg, abs(total), qmin, nan, inf, inf_neg, oneg, enc), False
 
 
 exact_sum_kernel = row_kernel(_exact_sum_step, "exact_sum_kernel")
@@ -266,7 +270,7 @@ def _ieee_chain(FUSED, F64):
                           flags):
         n = out.shape[0]
         K = wa.shape[1]
-        fp0, fp1, fp2 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2)
+        fp0, fp1, fp2 = _fmt(FM, A_FMT), _fmt(FM, B_FMT), _fmt(FM, C_FMT)
         for d in range(n):
             flags[d] = False
             ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
@@ -315,7 +319,7 @@ def _flush(x):
 def ftz_mul_add_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags):
     n = out.shape[0]
     K = wa.shape[1]
-    fp0, fp1, fp2 = _fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 2)
+    fp0, fp1, fp2 = _fmt(FM, A_FMT), _fmt(FM, B_FMT), _fmt(FM, C_FMT)
     PP = RA[0].P
     for d in range(n):
         flags[d] = False

@@ -34,9 +34,32 @@ from mmasim.backends.numba.families import (
     mul_add_f64_kernel,
     two_stage_kernel,
 )
-from mmasim.backends.numba.primitives import _MODES, _NAN_CODES, FINITE, INF, ZERO, _is_f32
+from mmasim.backends.numba.primitives import (
+    _MODES,
+    _NAN_CODES,
+    A_FMT,
+    B_FMT,
+    C_FMT,
+    D_FMT,
+    FINITE,
+    INF,
+    EncodingSpec,
+    FormatSpec,
+    _is_f32,
+)
 from mmasim.backends.numba.tiles import NEG_F, RBIAS, TCODE, LaneFormat, _c_kind, lean_variant
-from mmasim.backends.numba.window import GDEAD, WindowRecord, grouped_variant, window_kernel
+from mmasim.backends.numba.window import (
+    GDEAD,
+    LT_P,
+    LT_Q,
+    LT_SM,
+    LT_SPECIAL,
+    LT_SQ,
+    LT_SR,
+    WindowRecord,
+    grouped_variant,
+    window_kernel,
+)
 
 # --------------------------------------------------------- parameter records
 #: group_scaled_window: F, group, e_zero, ceil(log2(group)).
@@ -50,6 +73,16 @@ NoRecord = namedtuple("NoRecord", "none")
 NO_RECORD = NoRecord(0)
 
 
+def _records(recs):
+    """The int64 records ``recs`` (namedtuples of one type) as a structured array, a field per name."""
+    return np.array([tuple(int(x) for x in r) for r in recs], dtype=[(f, np.int64) for f in recs[0]._fields])
+
+
+def _spec_of(FM, f):
+    """Record ``f`` of ``FM`` as a :data:`FormatSpec` of Python ints."""
+    return FormatSpec(*FM[f].item())
+
+
 # ------------------------------------------------------------ python side
 class Kernel:
     """A compiled kernel bound to one datapath's formats, parameters and encoding.
@@ -58,7 +91,7 @@ class Kernel:
     from the plan's formats and encoding, and by a named record of the family's
     parameters:
 
-    ``FM``  (5, 12) int64
+    ``FM``  five :data:`FormatSpec` records (``A_FMT`` .. ``SCALE_FMT``)
         decode spec of the A, B, C, D and scale formats: a slice of ``TAB`` (a
         decode table built by the registered decoder over every container word,
         for containers of at most 16 bits, so plugin decoders are honoured), or
@@ -67,8 +100,8 @@ class Kernel:
         decoded ``cls, sign, m, q, r`` of every word of the tabled formats.
     ``RA``  the family's parameter record (:class:`WindowRecord`, :class:`TwoStageRecord`, ...)
         as a one-element structured array; a kernel reads ``R = RA[0]`` and its fields by name.
-    ``ENC`` int64
-        the output encoding.
+    ``ENC`` the output encoding, an :data:`EncodingSpec` as a one-element structured array
+        (``enc = ENC[0]``).
     """
 
     def __init__(self, plan, fn, R, out_kind="word", words=None):
@@ -81,16 +114,16 @@ class Kernel:
         self.record = R                     # the family's parameter record
         # kernels read it as a one-element structured array (fields by name; an array
         # argument costs numba's dispatcher far less than a tuple of many fields)
-        self.R = np.array([tuple(int(x) for x in R)], dtype=[(f, np.int64) for f in R._fields])
+        self.R = _records([R])
         self.out_kind = out_kind            # "word", or "f32"/"f64": float values to be packed
         self.encoding = plan.encoding
         self.step = plan.step
         self.FM, self.TAB = _format_specs(plan)
         enc = plan.encoding
-        sign_bit = enc.sign_bit if enc.sign_bit < (1 << 63) else enc.sign_bit - (1 << 64)
-        self.ENC = np.array([_MODES[enc.mode], enc.bias, enc.frac_bits, enc.word_frac_bits, enc.inf_word,
-                             sign_bit, enc.nan_word, (1 << enc.word_bits) - 1 if enc.word_bits < 64 else -1],
-                            dtype=np.int64)
+        self.ENC = _records([EncodingSpec(
+            mode=_MODES[enc.mode], bias=enc.bias, frac_bits=enc.frac_bits, word_frac_bits=enc.word_frac_bits,
+            inf_word=enc.inf_word, sign_bit=enc.sign_bit if enc.sign_bit < (1 << 63) else enc.sign_bit - (1 << 64),
+            nan_word=enc.nan_word, word_mask=(1 << enc.word_bits) - 1 if enc.word_bits < 64 else -1)])
         self.block = int(plan.datapath.block or 1)
         self.scaled = plan.scaled
         self.extra = ()                     # further arrays of the kernel (the lean window's tables)
@@ -207,24 +240,28 @@ def _lane_specs(plan):
         if spec is None:
             return None
         row, tab = spec
-        if tab is not None and i == 1 and plan.b_format == plan.a_format and rows[0][0] == 0:
-            row = row._replace(off=rows[0][1])      # B shares A's table
+        if tab is not None and i == 1 and plan.b_format == plan.a_format and rows[0].mode == 0:
+            row = row._replace(off=rows[0].off)     # B shares A's table
         elif tab is not None:
             row = row._replace(off=off)     # this plan's table offset
             tabs.append(tab)
             off += len(tab)
-        rows.append(tuple(row))
+        rows.append(row)
         hoff += row.ro
     LV = np.ascontiguousarray(np.concatenate(tabs)) if tabs else np.zeros(1, np.int64)
     return LV, np.array(rows, dtype=_LANE_DTYPE), hoff
 
 
+_NO_FORMAT = FormatSpec(*[0] * len(FormatSpec._fields))    # a format the datapath does not have
+
+
 def _format_specs(plan):
-    """(FM, TAB) for the A, B, C, D and scale formats of ``plan``; None if one cannot be compiled."""
+    """(FM, TAB) for the A, B, C, D and scale formats of ``plan`` (``FM``: a :data:`FormatSpec`
+    record each, rows ``A_FMT`` .. ``SCALE_FMT``); None if one cannot be compiled."""
     fmts = [plan.a_format, plan.b_format, plan.c_format, plan.d_format, plan.scale_format]
     rows, tabs, off = [], [], 0
     for fmt in fmts:
-        row = [0] * 12
+        row = _NO_FORMAT
         if fmt is not None:
             decoder = plan.decoder(fmt)
             builtin = decoder is decode_float or decoder is decode_int
@@ -234,17 +271,14 @@ def _format_specs(plan):
             small = fmt.container_bits <= 8 or (fmt.container_bits <= 16 and not builtin)
             tab = _packed_table(fmt, decoder) if small else None
             if tab is not None:
-                row[0], row[1] = off, len(tab)
+                row = row._replace(tab_off=off, tab_len=len(tab))
                 tabs.append(tab)
                 off += len(tab)
             elif builtin:
-                row[2] = 1 if decoder is decode_int else 0
-                row[3] = fmt.field_shift
-                row[4] = fmt.field_bits
-                row[5], row[6], row[7] = fmt.exp_bits, fmt.man_bits, fmt.bias
-                row[8] = 1 if fmt.signed else 0
-                row[9] = _NAN_CODES[fmt.nan]
-                row[10] = 1 if fmt.subnormals else 0
+                row = FormatSpec(tab_off=0, tab_len=0, integer=int(decoder is decode_int), field_shift=fmt.field_shift,
+                                 field_bits=fmt.field_bits, exp_bits=fmt.exp_bits, man_bits=fmt.man_bits,
+                                 bias=fmt.bias, signed=int(fmt.signed), nan_rule=_NAN_CODES[fmt.nan],
+                                 subnormals=int(fmt.subnormals))
                 if decoder is decode_float and fmt.exp_bits + fmt.man_bits >= 63 and fmt.nan != "ieee":
                     return None, None
                 if decoder is decode_int and fmt.field_bits >= 64:
@@ -253,7 +287,7 @@ def _format_specs(plan):
                 return None, None
         rows.append(row)
     TAB = np.ascontiguousarray(np.concatenate(tabs)) if tabs else _EMPTY_TAB
-    return np.array(rows, dtype=np.int64), TAB
+    return _records(rows), TAB
 
 
 def _clog2(g: int) -> int:
@@ -266,20 +300,21 @@ def _make(plan, fn, R, out_kind="word", words=None):
 
 
 def _grouped_table(plan, joint):
-    """The tables of the grouped window kernel (``grouped_variant``): rows 0-1 the joint A x B table
-    (a :class:`~mmasim.backends.fastpaths.JointTable`), rows 2-5 per scale word (built by the registered
-    decoder): the signed significand (0 for a zero or inf / NaN), q, r, and 1 for inf / NaN."""
+    """The tables of the grouped window kernel (``grouped_variant``), rows ``LT_P`` .. ``LT_SPECIAL``:
+    the joint A x B table (a :class:`~mmasim.backends.fastpaths.JointTable`), then per scale word
+    (built by the registered decoder) the signed significand (0 for a zero or inf / NaN), q, r,
+    and 1 for inf / NaN."""
     fmt = plan.scale_format
     cls, sign, m, q, r = word_tables(fmt, plan.decoder(fmt))
     fin = cls == FINITE
     N = max(len(joint.P), len(cls))
     T = np.zeros((6, N), dtype=np.int64)
-    T[0, :len(joint.P)] = joint.P
-    T[1, :len(joint.Q)] = joint.Q
-    T[2, :len(cls)] = np.where(fin, np.where(sign == 1, -m, m), 0)
-    T[3, :len(cls)] = q
-    T[4, :len(cls)] = r
-    T[5, :len(cls)] = cls >= INF
+    T[LT_P, :len(joint.P)] = joint.P
+    T[LT_Q, :len(joint.Q)] = joint.Q
+    T[LT_SM, :len(cls)] = np.where(fin, np.where(sign == 1, -m, m), 0)
+    T[LT_SQ, :len(cls)] = q
+    T[LT_SR, :len(cls)] = r
+    T[LT_SPECIAL, :len(cls)] = cls >= INF
     return np.ascontiguousarray(T)
 
 
@@ -301,25 +336,25 @@ def _window(plan):
         has_cr=0 if p.get("c_relative") is None else 1, crF=int(p.get("c_relative") or 0),
         has_sr=0 if p.get("subnormal_redo") is None else 1, srT=int(p.get("subnormal_redo") or 0),
         scaled=1 if scaled else 0, clog_g=_clog2(group), clog_cd=_clog2(int(cd["group"])) if cd else 0,
-        roff=0, S=0)
+        roff=0, bshift=0, q0=0)
     general = _make(plan, window_kernel, R, words=np.int64)   # the lean kernels' special rows: int64 too
     if general is None:
         return None
     rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
     grouped = fastpaths.grouped_tiles(plan, LAYOUT)
     if grouped:
-        f32 = all(_is_f32.py_func([int(x) for x in row]) for row in general.FM[2:4])
-        k = LeanWindowKernel(plan, grouped_variant(f32, rz), R._replace(roff=grouped.joint.roff))
-        k.extra = (_grouped_table(plan, grouped.joint), np.array([grouped.joint.bshift, grouped.joint.q0],
-                                                                  dtype=np.int64))
+        j = grouped.joint
+        f32 = all(_is_f32(_spec_of(general.FM, f)) for f in (C_FMT, D_FMT))
+        k = LeanWindowKernel(plan, grouped_variant(f32, rz), R._replace(roff=j.roff, bshift=j.bshift, q0=j.q0))
+        k.extra = (_grouped_table(plan, j),)
         return k
-    ckind, dkind = (_c_kind([int(x) for x in row]) for row in general.FM[2:4])
+    ckind, dkind = (_c_kind(_spec_of(general.FM, f)) for f in (C_FMT, D_FMT))
     if not fastpaths.lane_tiles(plan, LAYOUT, ckind, dkind):
         return general    # other decodes, or bounds the lanes cannot prove: the general kernel
     # the tile kernel compiled for the variant (A and B decoded alike, IEEE C and D:
     # every built-in window datapath with one product per group)
     LV, LA, hoff = _lane_specs(plan)
-    k = LeanWindowKernel(plan, lean_variant(scaled, ckind, dkind, int(LA["mode"][0]), rz), R._replace(roff=hoff))
+    k = LeanWindowKernel(plan, lean_variant(scaled, ckind, dkind, int(LA["mode"][A_FMT]), rz), R._replace(roff=hoff))
     k.extra = (LV, LA)
     return k
 
@@ -332,10 +367,10 @@ def _integer(plan):
     if k is not None:
         # A and B of the built-in integer decoder decoded arithmetically (integer_step's
         # vectorized loop), not through their tables
-        for i, fmt in enumerate((plan.a_format, plan.b_format)):
+        for i, fmt in zip((A_FMT, B_FMT), (plan.a_format, plan.b_format)):
             if plan.decoder(fmt) is decode_int and fmt.field_bits < 64:
-                k.FM[i, :] = 0
-                k.FM[i, 2], k.FM[i, 3], k.FM[i, 4], k.FM[i, 8] = 1, fmt.field_shift, fmt.field_bits, int(fmt.signed)
+                k.FM[i] = _NO_FORMAT._replace(integer=1, field_shift=fmt.field_shift, field_bits=fmt.field_bits,
+                                              signed=int(fmt.signed))
     return k
 
 

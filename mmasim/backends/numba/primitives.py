@@ -4,13 +4,15 @@ Every kernel (:mod:`.window`, :mod:`.tiles`, :mod:`.families`) is written with
 these; each is the scalar transcription of one rule of the numpy reference
 (:mod:`mmasim.arith.decode`, :mod:`mmasim.arith.intmath`, :mod:`mmasim.arith.encode`,
 :mod:`mmasim.arith.special`), inlined where it is used.  Formats reach a kernel as
-decode specs (``FM`` rows, :func:`_fmt`) over one packed table ``TAB``;
-encodings as ``ENC`` (see :class:`mmasim.backends.numba.kernels.Kernel`).
+decode specs (``FM`` records, :data:`FormatSpec`, :func:`_fmt`) over one packed table
+``TAB``; encodings as ``ENC`` (:data:`EncodingSpec`; see
+:class:`mmasim.backends.numba.kernels.Kernel`).
 """
 
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numba
 import numpy as np
@@ -26,10 +28,33 @@ ZERO, FINITE, INF, NAN = 0, 1, 2, 3
 NEG = -(1 << 40)          # intmath.NEG_INF_EXP
 
 
-_NAN_CODES = {"ieee": 0, "max": 1, "negzero": 2, "allones": 3, "none": 4}
+#: NaN rules of a format (``Format.nan``) as :data:`FormatSpec` codes
+NAN_IEEE, NAN_MAX, NAN_NEGZERO, NAN_ALLONES, NAN_NONE = range(5)
+_NAN_CODES = {"ieee": NAN_IEEE, "max": NAN_MAX, "negzero": NAN_NEGZERO, "allones": NAN_ALLONES, "none": NAN_NONE}
 
+#: rounding / overflow modes of an encoding (``Encoding.mode``) as :data:`EncodingSpec` codes
+MODE_RZ, MODE_RNE, MODE_WRAP, MODE_SAT = range(4)
+_MODES = {"rz": MODE_RZ, "rne": MODE_RNE, "wrap": MODE_WRAP, "sat": MODE_SAT}
 
-_MODES = {"rz": 0, "rne": 1, "wrap": 2, "sat": 3}
+#: The decode spec of one format (a record of ``FM``, built by
+#: :func:`mmasim.backends.numba.kernels._format_specs`; :func:`_fmt` reads it as values):
+#: ``tab_off``, ``tab_len`` its slice of the packed table ``TAB`` (``tab_len`` > 0: decoded
+#: through the table, the other fields 0); else the arithmetic decoder's parameters:
+#: ``integer`` (1 decode_int, 0 decode_float), the field (``field_shift``, ``field_bits``),
+#: ``exp_bits``, ``man_bits``, ``bias``, ``signed`` (0 / 1), ``nan_rule`` (``NAN_*``),
+#: ``subnormals`` (0 / 1): the attributes of :class:`mmasim.arith.formats.Format`.
+FormatSpec = namedtuple("FormatSpec", "tab_off tab_len integer field_shift field_bits exp_bits man_bits bias "
+                                      "signed nan_rule subnormals")
+#: The rows of ``FM``: the A, B, C, D and scale formats.
+A_FMT, B_FMT, C_FMT, D_FMT, SCALE_FMT = range(5)
+#: The decode specs a step function reads (:func:`row_kernel`): A, B and the scales.
+StepFormats = namedtuple("StepFormats", "a b scale")
+
+#: The output encoding (``ENC``, a one-element record array built by
+#: :class:`mmasim.backends.numba.kernels.Kernel`; kernels read ``enc = ENC[0]``): the
+#: attributes of :class:`mmasim.arith.encode.Encoding` (``mode`` as a ``MODE_*`` code,
+#: ``sign_bit`` as a signed int64) and ``word_mask``, the mask of the word's bits (-1 for 64).
+EncodingSpec = namedtuple("EncodingSpec", "mode bias frac_bits word_frac_bits inf_word sign_bit nan_word word_mask")
 
 
 _inline = numba.njit(inline="always")   # inlined where used: nothing to cache
@@ -118,21 +143,22 @@ def _floor_shift(x, by):
 
 @_inline
 def _fmt(FM, f):
-    """Format row ``f`` as a tuple of scalars (kept in registers by the kernels)."""
-    return (FM[f, 0], FM[f, 1], FM[f, 2], FM[f, 3], FM[f, 4], FM[f, 5], FM[f, 6], FM[f, 7], FM[f, 8],
-            FM[f, 9], FM[f, 10], FM[f, 11])
+    """Record ``f`` of ``FM`` as a :data:`FormatSpec` of values (kept in registers by the kernels)."""
+    r = FM[f]
+    return FormatSpec(r.tab_off, r.tab_len, r.integer, r.field_shift, r.field_bits, r.exp_bits, r.man_bits, r.bias,
+                      r.signed, r.nan_rule, r.subnormals)
 
 
 @_inline
 def _int_value(w, fp):
     """The value of word ``w`` of integer decode spec ``fp`` (decode.decode_int, arithmetic:
-    ``fp[1] == 0``): the field, two's complement where signed."""
-    fs = fp[3]
-    fb = fp[4]
+    ``fp.tab_len == 0``): the field, two's complement where signed."""
+    fs = fp.field_shift
+    fb = fp.field_bits
     if fb >= 64:
         return w
     x = (w >> fs) & ((np.int64(1) << fb) - 1)
-    if fp[8] == 1:
+    if fp.signed == 1:
         x = x - (np.int64(1) << fb) if x >= (np.int64(1) << (fb - 1)) else x
     return x
 
@@ -140,29 +166,29 @@ def _int_value(w, fp):
 @_inline
 def _decode(w, fp, TAB):
     """(cls, sign, m, q, r) of word ``w`` in format ``fp`` (decode.decode_float / decode_int)."""
-    if fp[1] > 0:
-        v = TAB[fp[0] + w]
+    if fp.tab_len > 0:
+        v = TAB[fp.tab_off + w]
         return (v & 3, (v >> 2) & 1, (v >> 3) & 0xFFFFF, ((v >> 23) & 0xFFFF) - 32768,
                 ((v >> 39) & 0xFFFF) - 32768)
-    fs = fp[3]
-    fb = fp[4]
-    if fp[2] == 1:  # integer
+    fs = fp.field_shift
+    fb = fp.field_bits
+    if fp.integer == 1:
         x = _int_value(w, fp)
         s = np.int64(1) if x < 0 else np.int64(0)
         m = -x if x < 0 else x
         return (ZERO if m == 0 else FINITE), s, m, np.int64(0), np.int64(0)
-    E = fp[5]
-    M = fp[6]
-    bias = fp[7]
+    E = fp.exp_bits
+    M = fp.man_bits
+    bias = fp.bias
     if fb >= 64:
         x = w
     else:
         x = (w >> fs) & ((np.int64(1) << fb) - 1)
     mag_bits = E + M
-    s = ((x >> mag_bits) & 1) if fp[8] == 1 else np.int64(0)
+    s = ((x >> mag_bits) & 1) if fp.signed == 1 else np.int64(0)
     e = (x >> M) & ((np.int64(1) << E) - 1)
     fr = x & ((np.int64(1) << M) - 1)
-    if fp[10] == 1:
+    if fp.subnormals == 1:
         if e != 0:
             m = fr | (np.int64(1) << M)
             r = e - bias
@@ -174,24 +200,24 @@ def _decode(w, fp, TAB):
         r = e - bias
     q = r - M
     cls = ZERO if m == 0 else FINITE
-    rule = fp[9]
+    rule = fp.nan_rule
     special = False
-    if rule == 0:
+    if rule == NAN_IEEE:
         if e == (np.int64(1) << E) - 1:
             special = True
             cls = INF if fr == 0 else NAN
-    elif rule == 1:
+    elif rule == NAN_MAX:
         mm = (np.int64(1) << mag_bits) - 1
         if (x & mm) == mm:
             special = True
             cls = NAN
-    elif rule == 2:
+    elif rule == NAN_NEGZERO:
         if x == (np.int64(1) << mag_bits):
             special = True
             cls = NAN
         if cls == ZERO:
             s = np.int64(0)
-    elif rule == 3:
+    elif rule == NAN_ALLONES:
         if x == (np.int64(1) << fb) - 1:
             special = True
             cls = NAN
@@ -205,38 +231,34 @@ def _decode(w, fp, TAB):
 _decode_call = _jit(_decode.py_func)
 
 
-#: The decode spec (an ``FM`` row) of binary32 decoded arithmetically: no table, a float,
-#: field at bit 0 of 32 bits, E 8, M 23, bias 127, signed, NaN rule "ieee", subnormals.
-#: ``_decode(w, F32_SPEC, TAB)`` is the binary32 decode: the spec is a constant, which
-#: LLVM folds into the steps (no table read, no rule branches).
-F32_SPEC = (0, 0, 0, 0, 32, 8, 23, 127, 1, 0, 1, 0)
+#: The decode spec of binary32 decoded arithmetically (no table).  ``_decode(w, F32_SPEC,
+#: TAB)`` is the binary32 decode: the spec is a constant, which LLVM folds into the steps
+#: (no table read, no rule branches).
+F32_SPEC = FormatSpec(tab_off=0, tab_len=0, integer=0, field_shift=0, field_bits=32, exp_bits=8, man_bits=23,
+                      bias=127, signed=1, nan_rule=NAN_IEEE, subnormals=1)
 
 
-@_inline
 def _is_f32(fp):
-    """Whether decode spec ``fp`` is binary32 decoded arithmetically (no table)."""
-    for i in range(11):
-        if fp[i] != F32_SPEC[i]:
-            return False
-    return True
+    """Whether decode spec ``fp`` (a :data:`FormatSpec`) is binary32 decoded arithmetically (no table)."""
+    return tuple(fp) == tuple(F32_SPEC)
 
 
 @_inline
-def _pack(neg, mag, e0, nan, inf, inf_neg, zero_neg, ENC):
-    """encode.Encoding.pack for one value."""
+def _pack(neg, mag, e0, nan, inf, inf_neg, zero_neg, enc):
+    """encode.Encoding.pack for one value; ``enc``: an ``ENC`` record or an :data:`EncodingSpec`."""
     if nan:
-        return ENC[6]
+        return enc.nan_word
     if inf:
-        return ENC[4] | (ENC[5] if inf_neg else np.int64(0))
-    bias = ENC[1]
-    frac = ENC[2]
-    wfrac = ENC[3]
+        return enc.inf_word | (enc.sign_bit if inf_neg else np.int64(0))
+    bias = enc.bias
+    frac = enc.frac_bits
+    wfrac = enc.word_frac_bits
     emin = 1 - bias
     lead = e0 + _bitlen(mag) - 1
     ml = lead if lead > emin else emin
     drop = (ml - frac) - e0
     keep = (mag << _clip(-drop, 0, 62)) >> _clip(drop, 0, 63)
-    if ENC[0] == 1 and drop > 0:
+    if enc.mode == MODE_RNE and drop > 0:
         d = drop if drop < 63 else 63
         if d > 62:
             rem = mag
@@ -251,33 +273,33 @@ def _pack(neg, mag, e0, nan, inf, inf_neg, zero_neg, ENC):
         wmag = np.int64(0)
     if frac != wfrac:
         wmag = ((wmag >> frac) << wfrac) | ((wmag & ((np.int64(1) << frac) - 1)) << (wfrac - frac))
-    if wmag >= ENC[4] or (lead > bias and mag != 0):
-        wmag = ENC[4]
+    if wmag >= enc.inf_word or (lead > bias and mag != 0):
+        wmag = enc.inf_word
     neg_out = neg and wmag != 0
     if zero_neg and wmag == 0:
         neg_out = True
-    return wmag | (ENC[5] if neg_out else np.int64(0))
+    return wmag | (enc.sign_bit if neg_out else np.int64(0))
 
 
 @_inline
-def _enc(ENC):
-    """Encoding ``ENC`` as a tuple (the type of :func:`_rz_enc`'s)."""
-    return (ENC[0], ENC[1], ENC[2], ENC[3], ENC[4], ENC[5], ENC[6], ENC[7])
+def _enc(e):
+    """The ``ENC`` record ``e`` as an :data:`EncodingSpec` of values (the type of :func:`_rz_enc`'s)."""
+    return EncodingSpec(e.mode, e.bias, e.frac_bits, e.word_frac_bits, e.inf_word, e.sign_bit, e.nan_word, e.word_mask)
 
 
 @_inline
-def _rz_enc(ENC):
-    """Encoding ``ENC`` as a tuple whose rounding mode (RZ) and word fraction width (the
-    fraction width itself) are constants: ``_pack(..., _rz_enc(ENC))`` of a finite value
-    without negative zero (``nan``, ``inf``, ``zero_neg`` literal False) folds away the
-    RNE and relayout steps of :func:`_pack` (the RZ encoder of the lean kernels)."""
-    frac = ENC[2]
-    return (np.int64(0), ENC[1], frac, frac, ENC[4], ENC[5], ENC[6], ENC[7])
+def _rz_enc(e):
+    """The ``ENC`` record ``e`` as an :data:`EncodingSpec` whose rounding mode (RZ) and word
+    fraction width (the fraction width itself) are constants: ``_pack(..., _rz_enc(e))`` of
+    a finite value without negative zero (``nan``, ``inf``, ``zero_neg`` literal False) folds
+    away the RNE and relayout steps of :func:`_pack` (the RZ encoder of the lean kernels)."""
+    frac = e.frac_bits
+    return EncodingSpec(np.int64(MODE_RZ), e.bias, frac, frac, e.inf_word, e.sign_bit, e.nan_word, e.word_mask)
 
 
 @_inline
-def _pack_int(total, ENC):
-    if ENC[0] == 3:
+def _pack_int(total, enc):
+    if enc.mode == MODE_SAT:
         lo = -(np.int64(1) << 31)
         hi = (np.int64(1) << 31) - 1
         total = lo if total < lo else (hi if total > hi else total)
@@ -339,8 +361,9 @@ def _note_special(cls, neg, s):
 @_inline
 def _special_result(s):
     """``(nan, inf, inf_neg)`` of the terms noted in ``s``: +inf and -inf give NaN."""
-    nan = s[0] or (s[1] and s[2])
-    return nan, (s[1] or s[2]) and not nan, s[2] and not s[1]
+    nan, pinf, ninf = s
+    nan = nan or (pinf and ninf)
+    return nan, (pinf or ninf) and not nan, ninf and not pinf
 
 
 NO_SPECIAL = (False, False, False)
@@ -356,16 +379,17 @@ def row_kernel(step_fn, name):
     decode C, then per hardware step ``word, bad = step_fn(...)`` (D of the step;
     ``bad``: a sum the reference refuses, the row is flagged), D decoded again as
     the C of the next step (docs/datapaths.md §1).  ``step_fn(wa, wb, sa, sb, ra,
-    rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W)``: ``c`` the decoded C,
-    ``fp`` the A, B and scale decode specs, ``W`` an int64 work array
-    (``WORK_ROWS`` x ``step + 1``)."""
+    rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W)``: ``c`` the decoded C,
+    ``fp`` the A, B and scale decode specs (:data:`StepFormats`), ``enc`` the ``ENC``
+    record, ``W`` an int64 work array (``WORK_ROWS`` x ``step + 1``)."""
 
     def kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags):
         n = out.shape[0]
         K = wa.shape[1]
         R = RA[0]
-        fp = (_fmt(FM, 0), _fmt(FM, 1), _fmt(FM, 4))
-        fp2, fp3 = _fmt(FM, 2), _fmt(FM, 3)
+        enc = ENC[0]
+        fp = StepFormats(_fmt(FM, A_FMT), _fmt(FM, B_FMT), _fmt(FM, SCALE_FMT))
+        fp2, fp3 = _fmt(FM, C_FMT), _fmt(FM, D_FMT)
         W = np.zeros((WORK_ROWS, step + 1), np.int64)
         nflag = 0
         for d in range(n):
@@ -375,11 +399,11 @@ def row_kernel(step_fn, name):
             word = np.int64(0)
             bad = False
             for s0 in range(0, K, step):
-                word, bad = step_fn(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, ENC, W)
+                word, bad = step_fn(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W)
                 if bad:
                     break
                 if s0 + step < K:
-                    c = _decode(word & ENC[7], fp3, TAB)
+                    c = _decode(word & enc.word_mask, fp3, TAB)
             if bad:
                 flags[d] = True
                 nflag += 1

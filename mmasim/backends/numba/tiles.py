@@ -19,11 +19,18 @@ from collections import namedtuple
 import numpy as np
 
 from mmasim.backends.numba.primitives import (
+    A_FMT,
+    B_FMT,
+    C_FMT,
+    D_FMT,
     F32_SPEC,
     FINITE,
     INF,
+    NAN_IEEE,
     NEG,
+    SCALE_FMT,
     ZERO,
+    FormatSpec,
     _clip,
     _decode,
     _decode_call,
@@ -52,6 +59,13 @@ from mmasim.backends.numba.window import _d_or_c, _window_params, _window_quantu
 #: binary64 are the value times 2**(bias - 1023), subnormals included.  The exponent code of
 #: an element is r + ``ro``.
 LaneFormat = namedtuple("LaneFormat", "mode off fs fmask magmask M dshift sbit emask ro P")
+#: The decoded C (or D, as the next step's C) of a tile's rows, an array each: the signed
+#: significand ``m``, ``q``, ``r``, and ``live`` (finite and non-zero).
+TileC = namedtuple("TileC", "m q r live")
+#: The window of a tile's rows, an array each: the largest exponent code sum of the
+#: products ``hi`` (then their largest raw exponent, DEAD where no product is live), the
+#: largest scale raw sum of the blocks holding a nonzero product ``msr``, the quantum ``qu``.
+TileWindow = namedtuple("TileWindow", "hi msr qu")
 
 TCODE = 12                  # a tabled element: its exact binary64 value, r + RBIAS in the low TCODE bits
 TMASK = (1 << TCODE) - 1
@@ -149,8 +163,7 @@ def _tile_in(ops, idx, ncols, t0, nr, mode, fa, fb, LV, tiles, cw, sp, fp4, TAB,
 
 @_inline
 def _c_put(r, dec, cdec, sp):
-    """Store the decoded C (or D, as the next step's C) of tile row ``r``:
-    ``cdec`` = signed significand, q, r, live (finite and non-zero)."""
+    """Store the decoded C (or D, as the next step's C) of tile row ``r`` into ``cdec`` (a :data:`TileC`)."""
     ccls, csg, cm, cq, cr = dec
     ccm, ccq, ccr, clive = cdec
     sp[r] |= ccls >= INF
@@ -167,17 +180,20 @@ def _c_tile(kind, cw, nr, fp, TAB, cdec, sp):
     another IEEE format with subnormals (the fields of ``fp`` at run time, the rest
     constant).  One inlined decode either way (each costs compile time)."""
     z, o = np.int64(0), np.int64(1)
-    spec = F32_SPEC if kind == 2 else (z, z, z, fp[3], fp[4], fp[5], fp[6], fp[7], o, z, o, z)
+    spec = F32_SPEC if kind == 2 else FormatSpec(
+        tab_off=z, tab_len=z, integer=z, field_shift=fp.field_shift, field_bits=fp.field_bits, exp_bits=fp.exp_bits,
+        man_bits=fp.man_bits, bias=fp.bias, signed=o, nan_rule=np.int64(NAN_IEEE), subnormals=o)
     for r in range(nr):
         _c_put(r, _decode(cw[r], spec, TAB), cdec, sp)
 
 
 def _c_kind(fp):
-    """The :func:`_c_tile` kind of decode spec ``fp``: 2 binary32, 1 another IEEE
-    format with subnormals, 0 other (no lean variant)."""
-    if _is_f32.py_func(fp):
+    """The :func:`_c_tile` kind of decode spec ``fp`` (a :data:`FormatSpec`): 2 binary32,
+    1 another IEEE format with subnormals, 0 other (no lean variant)."""
+    if _is_f32(fp):
         return 2
-    if fp[1] == 0 and fp[2] == 0 and fp[4] < 64 and fp[8] == 1 and fp[9] == 0 and fp[10] == 1:
+    if (fp.tab_len == 0 and fp.integer == 0 and fp.field_bits < 64 and fp.signed == 1 and fp.nan_rule == NAN_IEEE
+            and fp.subnormals == 1):
         return 1
     return 0
 
@@ -338,11 +354,12 @@ def _tile_chain_rz32(nr, R, hoff, last, px, step, win, cv, cr, cl, sp, sc, acc):
 
 
 @_inline
-def _tile_pack(nr, rz, excl, tot, win, cdec, sp, ENC, cw):
-    """Encode the D words of a tile into ``cw`` (0 for rows marked in ``sp``); ``rz``:
-    round toward zero into the word's own fraction width (``_pack`` of ``_rz_enc(ENC)``)."""
-    dmask = ENC[7]
-    enc = _rz_enc(ENC) if rz else _enc(ENC)    # one inlined _pack; rz is a constant
+def _tile_pack(nr, rz, excl, tot, win, cdec, sp, e, cw):
+    """Encode the D words of a tile into ``cw`` (0 for rows marked in ``sp``) by the ``ENC``
+    record ``e``; ``rz``: round toward zero into the word's own fraction width (``_pack``
+    of ``_rz_enc(e)``)."""
+    dmask = e.word_mask
+    enc = _rz_enc(e) if rz else _enc(e)    # one inlined _pack; rz is a constant
     hi, msr, qu = win
     ccm, ccq, ccr, clive = cdec
     for r in range(nr):
@@ -373,10 +390,11 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
         ``spec`` and its word is not used (the general kernel computes it)."""
         n = out.shape[0]
         K = wa.shape[1]
-        fp2, fp3, fp4 = _fmt(FM, 2), _fmt(FM, 3), _fmt(FM, 4)
+        fp2, fp3, fp4 = _fmt(FM, C_FMT), _fmt(FM, D_FMT), _fmt(FM, SCALE_FMT)
         R = _window_params(RA[0])
+        enc = ENC[0]
         excl = R.excl == 1
-        fa, fb = _lane_fmt(LA, 0), _lane_fmt(LA, 1)
+        fa, fb = _lane_fmt(LA, A_FMT), _lane_fmt(LA, B_FMT)
         T = TILE
         if AMODE == 0:
             tiles = (np.empty((K, T), np.int64), np.empty((K, T), np.int64))
@@ -387,8 +405,8 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
         # a product with a zero factor: e_zero's exponent code where zeros count, else below any window
         zc = np.int64(DEAD) if excl else R.ezero + R.roff
         cw = np.empty(T, np.int64)
-        cdec = (np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.bool_))
-        win = (np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64))      # hi, msr, qu
+        cdec = TileC(np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.bool_))
+        win = TileWindow(np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64))
         sp = np.empty(T, np.bool_)
         tot = np.empty(T, np.int64)
         sc = np.empty(T, np.float64)
@@ -423,17 +441,17 @@ def _window_lean_variant(SCALED, CKIND, DKIND, AMODE, RZ):
                 if SCALED:
                     _tile_products_scaled(tiles, s0, step, block, nr, fa, fb, zc, px, win, hh, scl)
                 elif AMODE == 0:
-                    _tile_products(tiles, s0, step, nr, 0, fa, fb, zc, px, win[0], hh)
+                    _tile_products(tiles, s0, step, nr, 0, fa, fb, zc, px, win.hi, hh)
                 else:
-                    _tile_products(tiles, s0, step, nr, 1, fa, fb, zc, px, win[0], hh)
+                    _tile_products(tiles, s0, step, nr, 1, fa, fb, zc, px, win.hi, hh)
                 if CHAIN:
-                    _tile_chain_rz32(nr, R, R.roff, s0 + step >= K, px, step, win, cv, cdec[2], cdec[3], sp, sc, acc)
+                    _tile_chain_rz32(nr, R, R.roff, s0 + step >= K, px, step, win, cv, cdec.r, cdec.live, sp, sc, acc)
                 else:
                     _tile_sum(nr, step, R, R.roff, px, win, cdec, sp, tot, sc, acc)
                     if RZ:
-                        _tile_pack(nr, True, excl, tot, win, cdec, sp, ENC, cw)
+                        _tile_pack(nr, True, excl, tot, win, cdec, sp, enc, cw)
                     else:
-                        _tile_pack(nr, False, excl, tot, win, cdec, sp, ENC, cw)
+                        _tile_pack(nr, False, excl, tot, win, cdec, sp, enc, cw)
             if CHAIN:
                 for r in range(nr):
                     cw[r] = _f32_word(cv[r])

@@ -18,6 +18,8 @@ from collections import namedtuple
 import numpy as np
 
 from mmasim.backends.numba.primitives import (
+    C_FMT,
+    D_FMT,
     F32_SPEC,
     FINITE,
     INF,
@@ -46,13 +48,19 @@ from mmasim.backends.numba.primitives import (
 #: The window's parameters (mmasim.accumulators.window): F, the zero rule (``excl``, or
 #: e_zero ``ezero``), ``group``, the scale floor (``has_sf``, ``sf``), C-dominant
 #: (``has_cd``, ``cdF``, ``cdG``), C-relative (``has_cr``, ``crF``), the subnormal redo
-#: (``has_sr``, ``srT``), ``scaled``, ceil(log2) of the group sizes, and for the lean
-#: kernels the r - q offset of the products (``roff``) and their left shift ``S``.
+#: (``has_sr``, ``srT``), ``scaled``, ceil(log2) of the group sizes, for the lean
+#: kernels the r - q offset of the products (``roff``), and for the grouped kernel the
+#: shift of an A word in the joint table's index (``bshift``) and the sum of the A and B
+#: formats' smallest q (``q0``; LeanGrouped of the numpy backend).
 WindowRecord = namedtuple("WindowRecord", "F excl ezero group has_sf sf has_cd cdF cdG has_cr crF has_sr srT "
-                                          "scaled clog_g clog_cd roff S")
+                                          "scaled clog_g clog_cd roff bshift q0")
 
 LQBIG = 1 << 40      # above every live product q (the group minimum's start)
 GDEAD = -1000        # numpy lean LeanGrouped.DEAD: joint q of a pair with a zero factor
+#: The rows of the grouped kernel's table ``LT`` (:func:`mmasim.backends.numba.kernels._grouped_table`):
+#: the joint A x B table (the signed significand product, the sum of the two q), then per
+#: scale word its signed significand, q, r, and 1 for an inf / NaN.
+LT_P, LT_Q, LT_SM, LT_SQ, LT_SR, LT_SPECIAL = range(6)
 
 
 # ------------------------------------------------------------------- the rules
@@ -61,7 +69,7 @@ def _window_params(r):
     """The window's parameters as a local record (values, not loads from the
     record array: the loops keep them in registers)."""
     return WindowRecord(r.F, r.excl, r.ezero, r.group, r.has_sf, r.sf, r.has_cd, r.cdF, r.cdG, r.has_cr, r.crF,
-                        r.has_sr, r.srT, r.scaled, r.clog_g, r.clog_cd, r.roff, r.S)
+                        r.has_sr, r.srT, r.scaled, r.clog_g, r.clog_cd, r.roff, r.bshift, r.q0)
 
 
 @_inline
@@ -222,7 +230,7 @@ def _group_total(G, step, pm, pq, pn, plr, psr, max_sr, bufs, quantum, cterm, R)
 
 # ------------------------------------------------------------------ kernels
 @_jit
-def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, rec, ENC, W):
+def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, rec, enc, W):
     """One step of the window with every parameter, on every word (inf / NaN included)."""
     R = _window_params(rec)
     ccls, csg, cm, cq, cr = c
@@ -236,8 +244,8 @@ def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, 
     dead = False
     for k in range(step):
         kk = s0 + k
-        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp[0], TAB)
-        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp[1], TAB)
+        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp.a, TAB)
+        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp.b, TAB)
         nanf = ac == NAN or bc == NAN
         inff = ac == INF or bc == INF
         zf = ac == ZERO or bc == ZERO
@@ -246,8 +254,8 @@ def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, 
         q = aq + bq
         r = ar + br
         if scaled:
-            xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, kk // block]), fp[2], TAB)
-            yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, kk // block]), fp[2], TAB)
+            xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, kk // block]), fp.scale, TAB)
+            yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, kk // block]), fp.scale, TAB)
             nanf = nanf or xc == NAN or yc == NAN
             inff = inff or xc == INF or yc == INF
             zf = zf or xc == ZERO or yc == ZERO
@@ -279,7 +287,7 @@ def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, 
     total, bad = _group_total(G, step, pm, pq, pn, plr, psr, max_sr, (W[5], W[6], W[7], W[8]), quantum,
                               (c_live, cr, c_neg, c_mag, cq, cdom), R)
     oneg, omag, e0 = _d_or_c(total, quantum, R.excl == 1, any_live, c_neg, c_mag, cq)
-    return _pack(oneg, omag, e0, nan, inf, inf_neg, False, ENC), bad
+    return _pack(oneg, omag, e0, nan, inf, inf_neg, False, enc), bad
 
 
 #: The window with every parameter, on every word (inf / NaN included), one row at a time.
@@ -292,26 +300,26 @@ def _grouped_variant(F32, RZ):
     constants of the closure, so that the C / D decode and the pack fold them."""
 
     def window_grouped_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out,
-                              flags, LT, LS, spec):
+                              flags, LT, spec):
         """The grouped block-scaled window (B200 NVFP4 / MXF4) where every group lies in one
         scale block and the A / B formats are narrow (``LeanGrouped`` of the numpy backend
         decides, and proves the int64 bounds): A and B are decoded pairwise through one joint
-        table (``LT[0]`` the signed significand product aligned to the formats' smallest q,
-        ``LT[1]`` the sum of the two q, ``GDEAD`` with a zero factor), a group's exact sum is
+        table (row ``LT_P`` the signed significand product aligned to the formats' smallest q,
+        ``LT_Q`` the sum of the two q, ``GDEAD`` with a zero factor), a group's exact sum is
         the sum of those integers times the block's scale product, and the group rules
         (the same primitives as :func:`window_kernel`) follow on group values.  No row is
         refused (the bounds hold for every word); rows with an inf / NaN are marked in
         ``spec`` (:func:`window_kernel` computes them)."""
         n = out.shape[0]
         K = wa.shape[1]
-        fp2, fp3 = _fmt(FM, 2), _fmt(FM, 3)
+        fp2, fp3 = _fmt(FM, C_FMT), _fmt(FM, D_FMT)
         if F32:        # C and D in binary32: the constant spec (folded into the steps)
             fp2, fp3 = F32_SPEC, F32_SPEC
-        enc = _rz_enc(ENC) if RZ else _enc(ENC)
+        enc = _rz_enc(ENC[0]) if RZ else _enc(ENC[0])
         R = _window_params(RA[0])
         group = R.group
-        bsh = LS[0]
-        q0 = LS[1]
+        bsh = R.bshift
+        q0 = R.q0
         G = step // group
         per = block // group
         contrib = np.zeros(G, np.int64)
@@ -330,15 +338,15 @@ def _grouped_variant(F32, RZ):
             ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
             ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
             special = ccls >= INF
-            # the scales through the per-word table (rows 2-5 of LT): signed m, q, r, inf / NaN
+            # the scales through the per-word rows of LT: signed m, q, r, inf / NaN
             for blk in range(nb):
                 x = np.int64(sa[rsa, blk])
                 y = np.int64(sb[rsb, blk])
-                if LT[5, x] + LT[5, y] != 0:
+                if LT[LT_SPECIAL, x] + LT[LT_SPECIAL, y] != 0:
                     special = True
-                bsm[blk] = LT[2, x] * LT[2, y]
-                bqs[blk] = LT[3, x] + LT[3, y] + q0
-                bsr[blk] = LT[4, x] + LT[4, y]
+                bsm[blk] = LT[LT_SM, x] * LT[LT_SM, y]
+                bqs[blk] = LT[LT_SQ, x] + LT[LT_SQ, y] + q0
+                bsr[blk] = LT[LT_SR, x] + LT[LT_SR, y]
             word = np.int64(0)
             for s0 in range(0, K, step):
                 if special:
@@ -356,8 +364,8 @@ def _grouped_variant(F32, RZ):
                         qm = np.int64(GDEAD)
                         for kk in range(s0 + g * group, s0 + g * group + group):
                             j = (np.int64(wa[ra, kk]) << bsh) | np.int64(wb[rb, kk])
-                            tot += LT[0, j]
-                            qm = max(qm, LT[1, j])
+                            tot += LT[LT_P, j]
+                            qm = max(qm, LT[LT_Q, j])
                         gs[g] = tot * bm
                         gq[g] = bqs[blk]
                         gsr[g] = bs
@@ -385,7 +393,7 @@ def _grouped_variant(F32, RZ):
                 oneg, omag, e0 = _d_or_c(total, quantum, True, any_live, c_neg, c_mag, cq)
                 word = _pack(oneg, omag, e0, False, False, False, False, enc)
                 if s0 + step < K:
-                    ccls, csg, cm, cq, cr = _decode(word & ENC[7], fp3, TAB)
+                    ccls, csg, cm, cq, cr = _decode(word & enc.word_mask, fp3, TAB)
                     if ccls >= INF:
                         special = True
             if special:
