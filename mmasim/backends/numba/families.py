@@ -21,6 +21,7 @@ from mmasim.backends.numba.primitives import (
     ZERO,
     _bitlen,
     _decode,
+    _element_product,
     _floor_shift,
     _fma,
     _fmt,
@@ -151,12 +152,7 @@ def _two_stage_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TA
     emin = 1 - enc.bias
     sp = NO_SPECIAL
     for k in range(step):
-        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, s0 + k]), fp.a, TAB)
-        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, s0 + k]), fp.b, TAB)
-        sg = asg ^ bsg
-        cls = _product_class(ac == NAN or bc == NAN, ac == INF or bc == INF, ac == ZERO or bc == ZERO)
-        m = am * bm if cls == FINITE else np.int64(0)
-        q = aq + bq
+        cls, sg, m, q, r = _element_product(wa, wb, ra, rb, s0 + k, fp, TAB)
         if R.has_ovf == 1 and cls == FINITE and _bitlen(m) - 1 + q >= R.ovf:
             cls = INF
             m = np.int64(0)
@@ -165,7 +161,7 @@ def _two_stage_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TA
         pm[k] = m if live else np.int64(0)
         pq[k] = q
         pn[k] = sg
-        plr[k] = ar + br if live else np.int64(NEG)
+        plr[k] = r if live else np.int64(NEG)
     E0 = np.int64(NEG)
     E1 = np.int64(NEG)
     for k in range(step):
@@ -220,13 +216,10 @@ def _exact_sum_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TA
     guard = _bitlen(np.int64(step + 1))
     sp = NO_SPECIAL
     for k in range(step):
-        ac, asg, am, aq, ar = _decode(np.int64(wa[ra, s0 + k]), fp.a, TAB)
-        bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, s0 + k]), fp.b, TAB)
-        sg = asg ^ bsg
-        cls = _product_class(ac == NAN or bc == NAN, ac == INF or bc == INF, ac == ZERO or bc == ZERO)
+        cls, sg, m, q, _r = _element_product(wa, wb, ra, rb, s0 + k, fp, TAB)
         sp = _note_special(cls, sg == 1, sp)
-        pm[k] = am * bm if cls == FINITE else np.int64(0)
-        pq[k] = aq + bq
+        pm[k] = m
+        pq[k] = q
         pn[k] = sg
     nan, inf, inf_neg = _special_result(_note_special(ccls, csg == 1, sp))
     pm[step] = cm if ccls == FINITE else np.int64(0)

@@ -345,6 +345,17 @@ def _product_class(nanf, inff, zf):
 
 
 @_inline
+def _element_product(wa, wb, ra, rb, k, fp, TAB):
+    """The product of ``wa[ra, k]`` and ``wb[rb, k]`` (decode specs ``fp.a`` / ``fp.b``):
+    ``(cls, sign, m, q, r)``, special.product's class, the exact significand product ``m``
+    (0 unless finite) at the exponent ``q`` of its last bit, and the sum ``r`` of the raws."""
+    ac, asg, am, aq, ar = _decode(np.int64(wa[ra, k]), fp.a, TAB)
+    bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, k]), fp.b, TAB)
+    cls = _product_class(ac == NAN or bc == NAN, ac == INF or bc == INF, ac == ZERO or bc == ZERO)
+    return cls, asg ^ bsg, am * bm if cls == FINITE else np.int64(0), aq + bq, ar + br
+
+
+@_inline
 def _note_special(cls, neg, s):
     """special.classify, one term at a time: ``s`` = (NaN seen, +inf seen, -inf seen)."""
     nan, pinf, ninf = s
