@@ -14,6 +14,7 @@ import pytest
 
 import mmasim
 from mmasim import backends
+from mmasim.arith.decode import INF, decode_float
 from mmasim.execution.model import Model
 from mmasim.registry.build import get_registry
 
@@ -123,3 +124,32 @@ def test_word_range_errors_are_the_same_on_both_backends():
         with pytest.raises(mmasim.WordRangeError, match="non-negative"):
             m(np.full((128, 64), -1), np.full((64, 8), 2), np.zeros((128, 8), np.int64),
               scale_a=np.full((128, 4), 0x38), scale_b=np.full((4, 8), 0x38), backend=backend)
+
+
+def test_numba_matches_numpy_with_special_scale_words():
+    """Block scales drawn with edge cases too (NaN, zero, the largest, the smallest; A and B
+    near one), not only near one: every dense block-scaled datapath, both backends, word for
+    word, with rows whose D is finite and rows whose D is not."""
+    checked = 0
+    for arch in mmasim.architectures():
+        if get_registry().architectures[arch].inherits:
+            continue
+        rng = np.random.default_rng(seed(arch + " scales"))
+        for model in _models(arch):
+            dp = model.datapath
+            if not dp.scale or dp.sparse:
+                continue
+            R, K = 256, dp.k
+            a = _words(model.a_format, (R, K), rng, "near_one")
+            b = _words(model.b_format, (R, K), rng, "near_one")
+            c = _words(model.c_format, (R,), rng, "near_one")
+            kw = dict(scale_a=_words(model.scale_format, (R, K // dp.block), rng, "mixed"),
+                      scale_b=_words(model.scale_format, (R, K // dp.block), rng, "mixed"))
+            ref = model.dot(a, b, c, backend="numpy", **kw)
+            got = model.dot(a, b, c, backend="numba", **kw)
+            bad = np.flatnonzero(got != ref)
+            assert bad.size == 0, f"{arch} {model.instruction}: {bad.size} of {ref.size} words differ"
+            special = decode_float(model.d_format, ref.astype(np.uint64)).cls >= INF
+            assert special.any() and not special.all(), f"{arch} {model.instruction}: no special or no finite D"
+            checked += 1
+    assert checked >= 8

@@ -88,19 +88,23 @@ def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp,
     pm, pq, pn = W[0], W[1], W[2]
     group = R.group
     sp = NO_SPECIAL
+    blk = np.int64(-1)          # the scale block whose classes and sign are held below
+    snan, sinf, szero, ssg = False, False, False, np.int64(0)
     for k in range(step):
         kk = s0 + k
+        if kk // block != blk:  # the two scales decoded once per block, not per product
+            blk = kk // block
+            xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp.scale, TAB)
+            yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp.scale, TAB)
+            snan, sinf, szero, ssg = xc == NAN or yc == NAN, xc == INF or yc == INF, xc == ZERO or yc == ZERO, xsg ^ ysg
         ac, asg, am, aq, ar = _decode(np.int64(wa[ra, kk]), fp.a, TAB)
         bc, bsg, bm, bq, br = _decode(np.int64(wb[rb, kk]), fp.b, TAB)
-        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, kk // block]), fp.scale, TAB)
-        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, kk // block]), fp.scale, TAB)
         nan2 = ac == NAN or bc == NAN
         inf2 = ac == INF or bc == INF
         z2 = ac == ZERO or bc == ZERO
         # specials of the scaled product
-        cls4 = _product_class(nan2 or xc == NAN or yc == NAN, inf2 or xc == INF or yc == INF,
-                              z2 or xc == ZERO or yc == ZERO)
-        sp = _note_special(cls4, (asg ^ bsg ^ xsg ^ ysg) == 1, sp)
+        cls4 = _product_class(nan2 or snan, inf2 or sinf, z2 or szero)
+        sp = _note_special(cls4, (asg ^ bsg ^ ssg) == 1, sp)
         # the unscaled product
         pm[k] = am * bm if _product_class(nan2, inf2, z2) == FINITE else np.int64(0)
         pq[k] = aq + bq
