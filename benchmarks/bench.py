@@ -7,7 +7,7 @@ side by side with MMA-Sim 2.1.1 when its interpreter is given.
     python benchmarks/bench.py --memory                 # + 10 M dot products, peak RSS
     python benchmarks/bench.py --quick                  # smaller batches
     python benchmarks/bench.py --scale --peer-python ...  # + default threading, GEMM, Dask
-    python benchmarks/bench.py --startup                # + fresh-process start-up (benchmarks/startup.py)
+    python benchmarks/bench.py --startup                # + fresh-process start-up and a cold warmup (benchmarks/startup.py)
 
 The first tables run pinned to one CPU core (``--cpu``), single-threaded (torch
 too).  ``--scale`` adds what each tool does with its default threading (mmasim:
@@ -415,12 +415,13 @@ def main(argv=None):
     ap.add_argument("--scale", action="store_true",
                     help="also: default threading of both tools, mmasim's multi-core speed-up, whole GEMMs, dask")
     ap.add_argument("--startup", action="store_true",
-                    help="also: fresh-process start-up per backend (benchmarks/startup.py), before the timed tables")
+                    help="also: fresh-process start-up per backend and `mmasim warmup` into an empty cache "
+                         "(benchmarks/startup.py), before the timed tables")
     args = ap.parse_args(argv)
     results = {}
     if args.startup:
         import startup
-        table = startup.rows()
+        table = startup.rows(warmup=True)
         startup.print_rows(table)
         print()
         results["startup"] = {label: figures for label, figures in table}

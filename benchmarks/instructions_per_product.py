@@ -12,7 +12,8 @@ callgrind's ``???:0x...``: the kernels).  OpenBLAS runs one thread (its idle thr
 and callgrind counts the spinning).  The kernels are compiled (or loaded) first outside valgrind, for the
 host CPU named to numba explicitly (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``): valgrind
 reports other CPU features, which would make numba miss its cache and compile under
-valgrind.  Counts, not seconds: repeatable whatever else the machine runs
+valgrind.  valgrind does not run AVX-512: on a CPU with it the kernels are compiled without
+the AVX-512 features (AVX2 code, the count of a CPU without AVX-512).  Counts, not seconds: repeatable whatever else the machine runs
 (docs/performance.md).
 """
 import argparse
@@ -64,11 +65,19 @@ def main():
     if args.worker is not None:
         return worker(args.arch, args.instruction, q, args.worker, args.rows)
     import llvmlite.binding as ll
+    features = ll.get_host_cpu_features()
+    # valgrind runs no AVX-512 instruction: on a CPU that has it, the kernels are compiled without it
+    no512 = sorted(f for f, on in features.items() if on and f.startswith("avx512"))
+    for f in no512:
+        features[f] = False
+    if no512:
+        print(f"valgrind cannot run AVX-512: the kernels are compiled for {ll.get_host_cpu_name()} "
+              f"without {', '.join(no512)}", file=sys.stderr)
     env = dict(os.environ, NUMBA_CPU_NAME=ll.get_host_cpu_name(), OPENBLAS_NUM_THREADS="1",
-               NUMBA_CPU_FEATURES=ll.get_host_cpu_features().flatten(), MMASIM_BACKEND=args.backend)
+               NUMBA_CPU_FEATURES=features.flatten(), MMASIM_BACKEND=args.backend)
     cmd = [sys.executable, os.path.abspath(__file__), args.arch, args.instruction, "--rows", str(args.rows),
            "--q", *args.q, "--worker"]
-    subprocess.run(cmd + ["0"], env=env, check=True)          # compile into the cache, outside valgrind
+    subprocess.run(cmd + [str(args.rows)], env=env, check=True)   # compile into the cache, outside valgrind
     totals, jit = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (0, args.rows):

@@ -57,7 +57,7 @@ StepFormats = namedtuple("StepFormats", "a b scale")
 EncodingSpec = namedtuple("EncodingSpec", "mode bias frac_bits word_frac_bits inf_word sign_bit nan_word word_mask")
 
 
-_inline = numba.njit(inline="always")   # inlined where used: nothing to cache
+_inline = numba.njit(forceinline=True)   # compiled once per signature, inlined by LLVM where used
 
 
 @intrinsic
