@@ -287,6 +287,19 @@ def test_compiled_group_scaled_joint_matches_reference(ins):
     sw = (np.clip(e + sfmt.bias, 1, (1 << sfmt.exp_bits) - 2) << sfmt.man_bits).astype(np.uint64)
     c = np.where(rng.random(rows) < 0.7, 0, rng.integers(0, 1 << 23, size=rows)).astype(np.uint64)
     cases.append(("e_zero", cases[0][1], cases[0][2], c, sw, sw[::-1].copy()))
+    # a zero scale word (ue4m3 0x00; ue8m0 has none: 0x00 is 2**-127) on the first block of
+    # every other row, under live products (e2m1 6.0) and beside a large B scale, no live
+    # product in the other blocks (scale words 0x01), C with 24 significant bits from 2**-40 down: the zero-scale block counts
+    # at e_zero, not at the raw exponent of its zero scale (which would move the window's
+    # quantum above C's last bits)
+    six = np.zeros((rows, dp.k), np.uint64)
+    six[:, :dp.block] = 0x7                                  # live products in the first block only
+    lo_a = np.full((rows, dp.blocks), 0x01, np.uint64)
+    lo_a[::2, 0] = 0
+    c = ((127 - 40) << 23 | rng.integers(0, 1 << 23, size=rows)).astype(np.uint64)
+    lo_b = np.full((rows, dp.blocks), 0x01, np.uint64)
+    lo_b[:, 0] = (5 + sfmt.bias) << sfmt.man_bits           # 2**5 beside the zero
+    cases.append(("zero scale", six, six, c, lo_a, lo_b))
     for kind, a, b, c, kw in _inputs(model, rng):
         cases.append((kind, a, b, c, kw["scale_a"], kw["scale_b"]))
     for kind, a, b, c, sa, sb in cases:
