@@ -331,6 +331,27 @@ def narrow_format(fmt, decoder) -> Decision:
                                               f.offsets[0], f.q_min))
 
 
+def joint_table(plan) -> Decision:
+    """The :class:`JointTable` (as ``joint``) of a plan's A and B: both :func:`narrow_format` s,
+    in containers of 16 bits together (the grouped paths read A and B pairwise through it)."""
+    path = "joint A x B table"
+    fa, fb = plan.a_format, plan.b_format
+    if fa.container_bits + fb.container_bits > 16:
+        return Decision(path, "A and B containers over 16 bits together")
+    ab = [narrow_format(fmt, plan.decoder(fmt)) for fmt in (fa, fb)]
+    for d in ab:
+        if not d:
+            return Decision(path, d.reason)
+    na, nb = ab[0].narrow, ab[1].narrow
+    P = (na.v[:, None] * nb.v[None, :]).reshape(-1)
+    Q = np.where((na.q[:, None] == GROUP_DEAD) | (nb.q[None, :] == GROUP_DEAD), GROUP_DEAD,
+                 na.q[:, None] + nb.q[None, :]).reshape(-1)
+    if int(np.abs(P).max()) >= 1 << 31:
+        return Decision(path, "a joint entry beyond int32")
+    return Decision(path, joint=JointTable(P.astype(np.int32), Q.astype(np.int32), na.off + nb.off,
+                                           na.qmin + nb.qmin, fb.container_bits))
+
+
 def lean_grouped(plan) -> Decision:
     """The numpy :class:`~mmasim.backends.numpy.lean.LeanGrouped` (and, through
     :func:`grouped_tiles`, the numba grouped kernel): the dense grouped block-scaled window,
@@ -360,25 +381,17 @@ def lean_grouped(plan) -> Decision:
     cg = cd[1] if cd else g
     if not block or block % g or block % cg or cg % g or step % block or k % step:
         return Decision(path, f"groups {g} / {cg} not inside blocks of {block}, or blocks not inside steps of {step}")
-    fa, fb = plan.a_format, plan.b_format
-    if fa.container_bits + fb.container_bits > 16:
-        return Decision(path, "A and B containers over 16 bits together")
-    ab = [narrow_format(fmt, plan.decoder(fmt)) for fmt in (fa, fb)]
-    for d in ab:
-        if not d:
-            return Decision(path, d.reason)
-    na, nb = ab[0].narrow, ab[1].narrow
-    P = (na.v[:, None] * nb.v[None, :]).reshape(-1)
-    Q = np.where((na.q[:, None] == GROUP_DEAD) | (nb.q[None, :] == GROUP_DEAD), GROUP_DEAD,
-                 na.q[:, None] + nb.q[None, :]).reshape(-1)
+    jt = joint_table(plan)
+    if not jt:
+        return Decision(path, jt.reason)
+    joint = jt.joint
     s, why = _scale_facts(plan.scale_format, plan.decoder(plan.scale_format))
     if s is None:
         return Decision(path, why)
-    bound = grouped_bound(int(p["F"]), cd[0] if cd else 0, cg, step, int(np.abs(P).max()), na.off + nb.off,
+    bound = grouped_bound(int(p["F"]), cd[0] if cd else 0, cg, step, int(np.abs(joint.P).max()), joint.roff,
                           s.offsets[0], s.below_r1)
     if not bound:
         return Decision(path, bound.why_not())
-    joint = JointTable(P.astype(np.int32), Q.astype(np.int32), na.off + nb.off, na.qmin + nb.qmin, fb.container_bits)
     return Decision(path, joint=joint, group=g, cd=cd, bound=bound)
 
 
@@ -550,6 +563,35 @@ def numba_group_scaled(plan) -> Decision:
     return d
 
 
+def group_scaled_joint(plan, layout: TileLayout) -> Decision:
+    """The numba group-scaled joint kernel (``families.group_scaled_joint_kernel``): a plan of
+    :func:`numba_group_scaled` with every group inside one scale block, A and B read through
+    their :func:`joint_table`, scales in containers of up to 16 bits with a finite word and every
+    value below 2**(r + 1), the kernel's dead code that of the joint table, and
+    :func:`group_scaled_bound`.  Facts: ``joint``, ``bound``."""
+    path = "numba group_scaled joint"
+    d = numba_group_scaled(plan)
+    if not d:
+        return Decision(path, d.reason)
+    group, block = int(plan.parameters["group"]), int(plan.datapath.block or 0)
+    if not block or block % group:
+        return Decision(path, f"groups of {group} not inside scale blocks of {block}")
+    jt = joint_table(plan)
+    if not jt:
+        return Decision(path, jt.reason)
+    s, why = _scale_facts(plan.scale_format, plan.decoder(plan.scale_format))
+    if s is None:
+        return Decision(path, why)
+    if layout.dead != GROUP_DEAD:
+        return Decision(path, f"the kernel's dead code {layout.dead} is not the joint table's {GROUP_DEAD}")
+    j = jt.joint
+    bound = group_scaled_bound(int(plan.parameters["F"]), group, plan.step, int(np.abs(j.P).max()), j.q0, s.m_max,
+                               s.below_r1)
+    if not bound:
+        return Decision(path, bound.why_not())
+    return Decision(path, joint=j, bound=bound)
+
+
 def numba_two_stage(plan) -> Decision:
     """The numba two-stage window kernel: unscaled."""
     return _builtin(plan, "two_stage_window", "numba two_stage", scaled=False)
@@ -633,6 +675,27 @@ def grouped_bound(F, Fc, cg, step, p_max, roff, scale_off, below_r1) -> Bound:
     return Bound("grouped int32 / int64 budget", holds,
                  dict(group_sum=p_max * cg, int32_limit=1 << 31, roff=roff, scale_off=scale_off, below_r1=below_r1,
                       total_bits=total, limit=62))
+
+
+def group_scaled_bound(F, group, step, p_max, q0, scale_m, below_r1) -> Bound:
+    """Every int64 of the numba group-scaled joint kernel is exact.
+
+    A group's sum of joint entries (each at most ``p_max``, the value of an A x B pair being
+    its entry times ``2**q0``) is at most ``group * p_max``, and times its block's scale product
+    (two significands of at most ``scale_m``) below ``2**62`` (``scaled_bits``).  Every scale
+    below 2**(r + 1) (``below_r1``), a scaled group sum is below ``group * p_max * 2**(q0 + sr
+    + 2)``, ``sr`` the sum of its scales' raws; a group with a live product and a nonzero scale
+    product counts with ``sr`` in the window exponent, so the quantum is at least ``sr - F``
+    and the group's truncation (exact where it shifts left: the result fits) has at most
+    ``F + 2 + q0 + ceil(log2(group * p_max))`` bits (``contrib_bits``); any other group adds 0.
+    C's truncation is below 2**(F + 1) (the decoder's meaning of r, docs/datapaths.md §1): the
+    step's total of ``step / group`` groups and C has at most ``max(contrib_bits, F + 1) +
+    bits(step / group)`` bits, at most 62."""
+    scaled = int(group * p_max * scale_m * scale_m).bit_length()
+    contrib = max(0, F + 2 + q0 + int(group * p_max - 1).bit_length())
+    total = max(contrib, F + 1) + int(step // group).bit_length()
+    return Bound("group-scaled int64 budget", scaled <= 62 and below_r1 and total <= 62,
+                 dict(scaled_bits=scaled, below_r1=below_r1, contrib_bits=contrib, total_bits=total, limit=62))
 
 
 def lane_bound(F, step, bits, factors, rmax, cd_r, neg_f) -> Bound:

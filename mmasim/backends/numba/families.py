@@ -7,12 +7,16 @@ primitives of :mod:`.primitives` (and the exact group sums of :mod:`.window`).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from mmasim.backends.numba.primitives import (
     A_FMT,
     B_FMT,
     C_FMT,
+    D_FMT,
+    F32_SPEC,
     FINITE,
     INF,
     NAN,
@@ -22,6 +26,7 @@ from mmasim.backends.numba.primitives import (
     _bitlen,
     _decode,
     _element_product,
+    _enc,
     _floor_shift,
     _fma,
     _fmt,
@@ -33,12 +38,13 @@ from mmasim.backends.numba.primitives import (
     _pack_int,
     _product_class,
     _rows,
+    _rz_enc,
     _special_result,
     _trunc,
     _value,
     row_kernel,
 )
-from mmasim.backends.numba.window import _group_sum
+from mmasim.backends.numba.window import GDEAD, _block_scales, _group_sum, _joint_group
 
 
 # ------------------------------------------------------------------ integer
@@ -143,6 +149,81 @@ def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp,
 
 
 group_scaled_kernel = row_kernel(_group_scaled_step, "group_scaled_kernel")
+
+
+@functools.lru_cache(maxsize=None)
+def group_scaled_joint_variant(F32, RZ):
+    """The group-scaled window on a joint A x B table for C and D in binary32 or not (``F32``)
+    and for the round-toward-zero encoder into the word's own fraction width or not (``RZ``):
+    constants of the closure, so that the C / D decode and the pack fold them; made on first
+    use (numba compiles it on its first call)."""
+
+    def group_scaled_joint_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block,
+                                  out, flags, LT, spec):
+        """The group-scaled window (:func:`_group_scaled_step`'s rule) where A and B are narrow and
+        every group lies in one scale block (:func:`mmasim.backends.fastpaths.group_scaled_joint`
+        decides, and proves the int64 bounds): the scale products once per row and block
+        (``_block_scales``), each group's exact sum as the sum of its pairs' joint entries
+        (``_joint_group``; a group with a live product: largest joint q above ``GDEAD``), times
+        its block's scale product.  No row is refused; rows with an inf / NaN (scales, C, or a
+        step that overflowed) are marked in ``spec`` (:data:`group_scaled_kernel` computes them)."""
+        n = out.shape[0]
+        K = wa.shape[1]
+        fp2, fp3 = _fmt(FM, C_FMT), _fmt(FM, D_FMT)
+        if F32:        # C and D in binary32: the constant spec (folded into the steps)
+            fp2, fp3 = F32_SPEC, F32_SPEC
+        enc = _rz_enc(ENC[0]) if RZ else _enc(ENC[0])
+        R = RA[0]
+        F, group, ezero, bsh, q0 = R.F, R.group, R.ezero, R.bshift, R.q0
+        G = step // group
+        gs = np.zeros(G, np.int64)
+        gq = np.zeros(G, np.int64)
+        nb = sa.shape[1]
+        bsm = np.zeros(nb, np.int64)
+        bqs = np.zeros(nb, np.int64)
+        bsr = np.zeros(nb, np.int64)
+        nspec = 0
+        for d in range(n):
+            flags[d] = False
+            spec[d] = False
+            ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+            ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
+            special = _block_scales(LT, sa, sb, rsa, rsb, q0, bsm, bqs, bsr) or ccls >= INF
+            word = np.int64(0)
+            for s0 in range(0, K, step):
+                if special:
+                    break
+                c_live = ccls == FINITE
+                E = cr if c_live else ezero
+                for g in range(G):
+                    lo = s0 + g * group
+                    blk = lo // block
+                    tot, qm = _joint_group(LT, wa, wb, ra, rb, lo, group, bsh)
+                    bm = bsm[blk]
+                    gs[g] = tot * bm
+                    gq[g] = bqs[blk]
+                    # e_zero for a group without a live product or with a zero scale product
+                    E = max(E, bsr[blk] if (qm > GDEAD // 2 and bm != 0) else ezero)
+                quantum = E - F
+                total = _trunc(csg == 1, cm if c_live else np.int64(0), cq, quantum)
+                for g in range(G):
+                    v = gs[g]
+                    total += _trunc(v < 0, abs(v), gq[g], quantum)
+                word = _pack(total < 0, abs(total), quantum, False, False, False, False, enc)
+                if s0 + step < K:
+                    ccls, csg, cm, cq, cr = _decode(word & enc.word_mask, fp3, TAB)
+                    if ccls >= INF:
+                        special = True
+            if special:
+                spec[d] = True
+                nspec += 1
+                continue
+            out[d] = word
+        return 0, nspec
+
+    group_scaled_joint_kernel.__qualname__ = group_scaled_joint_kernel.__name__ = (
+        "group_scaled_joint_kernel_%d_%d" % (F32, RZ))
+    return _jit(group_scaled_joint_kernel)
 
 
 # ---------------------------------------------------------- two-stage window

@@ -27,6 +27,7 @@ from mmasim.backends.numba.families import (
     fma_f32_kernel,
     fma_f64_kernel,
     ftz_mul_add_kernel,
+    group_scaled_joint_variant,
     group_scaled_kernel,
     integer_kernel,
     integer_xor_kernel,
@@ -62,8 +63,10 @@ from mmasim.backends.numba.window import (
 )
 
 # --------------------------------------------------------- parameter records
-#: group_scaled_window: F, group, e_zero, ceil(log2(group)).
-GroupScaledRecord = namedtuple("GroupScaledRecord", "F group ezero clog_g")
+#: group_scaled_window: F, group, e_zero, ceil(log2(group)); for the joint kernel the shift of
+#: an A word in the joint table's index (``bshift``) and the sum of the A and B formats'
+#: smallest q (``q0``).
+GroupScaledRecord = namedtuple("GroupScaledRecord", "F group ezero clog_g bshift q0")
 #: two_stage_window: F, F2, even_odd, drop_c, the product overflow, the raw of a non-finite C.
 TwoStageRecord = namedtuple("TwoStageRecord", "F F2 even_odd drop_c has_ovf ovf has_nf nfcr")
 #: ftz_mul_add: products per partial sum.
@@ -149,8 +152,13 @@ class Kernel:
 
 
 class LeanWindowKernel(Kernel):
-    """The lean window kernels: rows with an inf / NaN (``spec``) are then computed
-    by the general :func:`window_kernel`, rows it flags by the numpy reference."""
+    """The lean kernels (window, group-scaled window): rows with an inf / NaN (``spec``) are
+    then computed by the family's general kernel (``general``: :func:`window_kernel` unless
+    told), rows it flags by the numpy reference."""
+
+    def __init__(self, plan, fn, R, general=window_kernel):
+        super().__init__(plan, fn, R)
+        self.general = general
 
     def __call__(self, args, n):
         wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols = args
@@ -177,8 +185,8 @@ class LeanWindowKernel(Kernel):
                 sub_ops += [_NO_SCALE, _NO_SCALE]
             sub, subf = np.empty(len(d), dtype=np.int64), np.empty(len(d), dtype=np.bool_)
             ni = _NO_INDEX
-            nflag += window_kernel(*sub_ops, ni, ni, ni, ni, ni, 0, self.TAB, self.FM, self.R, self.ENC, step,
-                                   self.block, sub, subf)
+            nflag += self.general(*sub_ops, ni, ni, ni, ni, ni, 0, self.TAB, self.FM, self.R, self.ENC, step,
+                                  self.block, sub, subf)
             vals[d] = sub
             flags[d] = subf
         return vals, (flags if nflag else None)
@@ -375,11 +383,25 @@ def _integer(plan):
 
 
 def _group_scaled(plan):
+    """The group-scaled window's kernel: the joint kernel where
+    :func:`~mmasim.backends.fastpaths.group_scaled_joint` takes the plan (its rows with an
+    inf / NaN: the general kernel), else the general :data:`group_scaled_kernel`."""
     if not fastpaths.numba_group_scaled(plan):
         return None
     p = plan.parameters
-    return _make(plan, group_scaled_kernel, GroupScaledRecord(int(p["F"]), int(p["group"]), int(p["zeros"]),
-                                                              _clog2(int(p["group"]))))
+    R = GroupScaledRecord(F=int(p["F"]), group=int(p["group"]), ezero=int(p["zeros"]), clog_g=_clog2(int(p["group"])),
+                          bshift=0, q0=0)
+    general = _make(plan, group_scaled_kernel, R, words=np.int64)   # the joint kernel's special rows: int64 too
+    joint = fastpaths.group_scaled_joint(plan, LAYOUT)
+    if general is None or not joint:
+        return general
+    j = joint.joint
+    f32 = all(_is_f32(_spec_of(general.FM, f)) for f in (C_FMT, D_FMT))
+    rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
+    k = LeanWindowKernel(plan, group_scaled_joint_variant(f32, rz), R._replace(bshift=j.bshift, q0=j.q0),
+                         general=group_scaled_kernel)
+    k.extra = (_grouped_table(plan, j),)
+    return k
 
 
 def _two_stage(plan):

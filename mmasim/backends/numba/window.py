@@ -228,6 +228,36 @@ def _group_total(G, step, pm, pq, pn, plr, psr, max_sr, bufs, quantum, cterm, R)
     return _window_sum(G, gs, gq, gr, contrib, quantum, cterm, ctot, psr, group, max_sr, R), bad
 
 
+@_inline
+def _block_scales(LT, sa, sb, rsa, rsb, q0, bsm, bqs, bsr):
+    """The scale products of a row's blocks through the per-word rows of ``LT``: per block
+    ``bsm`` the signed significand product (0 with a zero scale), ``bqs`` its q plus ``q0``
+    (the joint table's), ``bsr`` its raw exponent; returns whether a scale is an inf / NaN."""
+    special = False
+    for blk in range(sa.shape[1]):
+        x = np.int64(sa[rsa, blk])
+        y = np.int64(sb[rsb, blk])
+        if LT[LT_SPECIAL, x] + LT[LT_SPECIAL, y] != 0:
+            special = True
+        bsm[blk] = LT[LT_SM, x] * LT[LT_SM, y]
+        bqs[blk] = LT[LT_SQ, x] + LT[LT_SQ, y] + q0
+        bsr[blk] = LT[LT_SR, x] + LT[LT_SR, y]
+    return special
+
+
+@_inline
+def _joint_group(LT, wa, wb, ra, rb, lo, group, bsh):
+    """The exact sum of the ``group`` products from element ``lo`` through the joint table:
+    ``(sum of LT_P, largest LT_Q)`` (``GDEAD`` where every product has a zero factor)."""
+    tot = np.int64(0)
+    qm = np.int64(GDEAD)
+    for kk in range(lo, lo + group):
+        j = (np.int64(wa[ra, kk]) << bsh) | np.int64(wb[rb, kk])
+        tot += LT[LT_P, j]
+        qm = max(qm, LT[LT_Q, j])
+    return tot, qm
+
+
 # ------------------------------------------------------------------ kernels
 @_jit
 def _window_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, rec, enc, W):
@@ -337,16 +367,7 @@ def _grouped_variant(F32, RZ):
             spec[d] = False
             ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
             ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
-            special = ccls >= INF
-            # the scales through the per-word rows of LT: signed m, q, r, inf / NaN
-            for blk in range(nb):
-                x = np.int64(sa[rsa, blk])
-                y = np.int64(sb[rsb, blk])
-                if LT[LT_SPECIAL, x] + LT[LT_SPECIAL, y] != 0:
-                    special = True
-                bsm[blk] = LT[LT_SM, x] * LT[LT_SM, y]
-                bqs[blk] = LT[LT_SQ, x] + LT[LT_SQ, y] + q0
-                bsr[blk] = LT[LT_SR, x] + LT[LT_SR, y]
+            special = _block_scales(LT, sa, sb, rsa, rsb, q0, bsm, bqs, bsr) or ccls >= INF
             word = np.int64(0)
             for s0 in range(0, K, step):
                 if special:
@@ -360,12 +381,7 @@ def _grouped_variant(F32, RZ):
                     brr = R.roff + bs
                     g0 = (blk * block - s0) // group
                     for g in range(g0, g0 + per):
-                        tot = np.int64(0)
-                        qm = np.int64(GDEAD)
-                        for kk in range(s0 + g * group, s0 + g * group + group):
-                            j = (np.int64(wa[ra, kk]) << bsh) | np.int64(wb[rb, kk])
-                            tot += LT[LT_P, j]
-                            qm = max(qm, LT[LT_Q, j])
+                        tot, qm = _joint_group(LT, wa, wb, ra, rb, s0 + g * group, group, bsh)
                         gs[g] = tot * bm
                         gq[g] = bqs[blk]
                         gsr[g] = bs
