@@ -77,7 +77,8 @@ def main():
                NUMBA_CPU_FEATURES=features.flatten(), MMASIM_BACKEND=args.backend)
     cmd = [sys.executable, os.path.abspath(__file__), args.arch, args.instruction, "--rows", str(args.rows),
            "--q", *args.q, "--worker"]
-    subprocess.run(cmd + [str(args.rows)], env=env, check=True)   # compile into the cache, outside valgrind
+    for n in ("0", str(args.rows)):       # compile what both passes use into the cache, outside valgrind
+        subprocess.run(cmd + [n], env=env, check=True)
     totals, jit = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (0, args.rows):
