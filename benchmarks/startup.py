@@ -57,8 +57,9 @@ def _cli() -> list:
 
 
 def rows(repeat: int = 3, warmup: bool = False) -> list:
-    """``(label, {backend: seconds})`` rows."""
+    """``(label, {backend: seconds})`` rows, the kernel cache warmed first (``mmasim warmup``)."""
     py = sys.executable
+    subprocess.run(_cli() + ["warmup"], capture_output=True, cwd=tempfile.gettempdir(), check=True)
     out = [("python -c pass (the interpreter)", {"-": _wall([py, "-c", "pass"], _env(None), repeat)}),
            ("import mmasim", {"-": _wall([py, "-c", "import mmasim"], _env(None), repeat)})]
     first, validate = {}, {}
@@ -91,7 +92,6 @@ def main(argv=None):
     ap.add_argument("--warmup", action="store_true", help="also time `mmasim warmup` into an empty cache folder")
     args = ap.parse_args(argv)
     print(f"{os.cpu_count()} cores; kernel cache warm (run `mmasim warmup` first)\n")
-    subprocess.run(_cli() + ["warmup"], capture_output=True, cwd=tempfile.gettempdir())
     print_rows(rows(args.repeat, args.warmup))
 
 
