@@ -44,7 +44,7 @@ from mmasim.backends.numba.primitives import (
     _value,
     row_kernel,
 )
-from mmasim.backends.numba.window import GDEAD, _block_scales, _group_sum, _joint_group
+from mmasim.backends.numba.window import GDEAD, _group_sum, _joint_group, _joint_row
 
 
 # ------------------------------------------------------------------ integer
@@ -179,16 +179,12 @@ def group_scaled_joint_variant(F32, RZ):
         gs = np.zeros(G, np.int64)
         gq = np.zeros(G, np.int64)
         nb = sa.shape[1]
-        bsm = np.zeros(nb, np.int64)
-        bqs = np.zeros(nb, np.int64)
-        bsr = np.zeros(nb, np.int64)
+        bsm, bqs, bsr = np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64)
         nspec = 0
         for d in range(n):
-            flags[d] = False
-            spec[d] = False
-            ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
-            ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
-            special = _block_scales(LT, sa, sb, rsa, rsb, q0, bsm, bqs, bsr) or ccls >= INF
+            ra, rb, c, special = _joint_row(d, ncols, ia, ib, ic, isa, isb, wc, fp2, TAB, LT, sa, sb, q0,
+                                            bsm, bqs, bsr, flags, spec)
+            ccls, csg, cm, cq, cr = c
             word = np.int64(0)
             for s0 in range(0, K, step):
                 if special:

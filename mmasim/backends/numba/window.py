@@ -246,6 +246,19 @@ def _block_scales(LT, sa, sb, rsa, rsb, q0, bsm, bqs, bsr):
 
 
 @_inline
+def _joint_row(d, ncols, ia, ib, ic, isa, isb, wc, fp, TAB, LT, sa, sb, q0, bsm, bqs, bsr, flags, spec):
+    """The start of row ``d`` in a kernel on the joint table: its flags cleared, its A / B rows,
+    its C decoded (``fp``), its blocks' scale products (:func:`_block_scales`) and whether C or
+    a scale is an inf / NaN."""
+    flags[d] = False
+    spec[d] = False
+    ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+    c = _decode(np.int64(wc[rc]), fp, TAB)
+    special = _block_scales(LT, sa, sb, rsa, rsb, q0, bsm, bqs, bsr) or c[0] >= INF
+    return ra, rb, c, special
+
+
+@_inline
 def _joint_group(LT, wa, wb, ra, rb, lo, group, bsh):
     """The exact sum of the ``group`` products from element ``lo`` through the joint table:
     ``(sum of LT_P, largest LT_Q)`` (``GDEAD`` where every product has a zero factor)."""
@@ -358,16 +371,12 @@ def _grouped_variant(F32, RZ):
         gr = np.zeros(G, np.int64)
         gsr = np.zeros(G, np.int64)
         nb = sa.shape[1]
-        bsm = np.zeros(nb, np.int64)
-        bqs = np.zeros(nb, np.int64)
-        bsr = np.zeros(nb, np.int64)
+        bsm, bqs, bsr = np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64)
         nspec = 0
         for d in range(n):
-            flags[d] = False
-            spec[d] = False
-            ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
-            ccls, csg, cm, cq, cr = _decode(np.int64(wc[rc]), fp2, TAB)
-            special = _block_scales(LT, sa, sb, rsa, rsb, q0, bsm, bqs, bsr) or ccls >= INF
+            ra, rb, c, special = _joint_row(d, ncols, ia, ib, ic, isa, isb, wc, fp2, TAB, LT, sa, sb, q0,
+                                            bsm, bqs, bsr, flags, spec)
+            ccls, csg, cm, cq, cr = c
             word = np.int64(0)
             for s0 in range(0, K, step):
                 if special:
