@@ -225,6 +225,30 @@ def test_lean_grouped_window_matches_reference(ins):
         assert hit["subnormal"] > 0
 
 
+def _numba_fp4_matches_reference(model, ins, cases, rng, M, N):
+    """Every case ``(kind, a, b, c, scale_a, scale_b)`` through ``Model.dot`` on the numba backend
+    word for word against the numpy reference, then the matrix form (row i of A against column
+    j of B, scales per row / column, M x N) against the numpy backend."""
+    for kind, a, b, c, sa, sb in cases:
+        wa, wb, wc, sa, sb = (np.asarray(x, dtype=np.uint64) for x in (a, b, c, sa, sb))
+        ref = reference(model.plan, wa, wb, wc, sa, sb)
+        got = np.asarray(model.dot(wa.astype(np.uint8), wb.astype(np.uint8), wc.astype(np.uint32),
+                                   scale_a=sa.astype(np.uint8), scale_b=sb.astype(np.uint8), backend="numba"))
+        got = got.view(np.uint32) if got.dtype != np.uint32 else got
+        bad = np.flatnonzero(got != ref)
+        assert bad.size == 0, (f"{ins} ({kind}): {bad.size} of {ref.size} words differ; first row {bad[0]}: "
+                               f"reference 0x{int(ref[bad[0]]):X} numba 0x{int(got[bad[0]]):X}")
+    dp = model.datapath
+    A = rng.integers(0, 16, size=(M, dp.k), dtype=np.uint64).astype(np.uint8)
+    B = rng.integers(0, 16, size=(dp.k, N), dtype=np.uint64).astype(np.uint8)
+    C = np.resize(cases[0][3], M * N).reshape(M, N).astype(np.uint32)
+    SA = np.resize(cases[0][4], (M, dp.blocks)).astype(np.uint8)
+    SB = np.resize(cases[0][5], (N, dp.blocks)).T.astype(np.uint8).copy()
+    got = np.asarray(model(A, B, C, scale_a=SA, scale_b=SB, backend="numba"))
+    want = np.asarray(model(A, B, C, scale_a=SA, scale_b=SB, backend="numpy"))
+    assert (got.view(np.uint32) == want.view(np.uint32)).all()
+
+
 @pytest.mark.parametrize("ins", ["tcgen05.kind::mxf4nvf4.4X", "tcgen05.kind::mxf4.block_scale",
                                  "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue8m0"])
 def test_compiled_grouped_window_matches_reference(ins):
@@ -238,27 +262,8 @@ def test_compiled_grouped_window_matches_reference(ins):
     cases = _grouped_cases(model, rng)
     for kind, a, b, c, kw in _inputs(model, rng):
         cases.append((kind, a, b, c, kw["scale_a"], kw["scale_b"]))
-    for kind, a, b, c, sa, sb in cases:
-        wa, wb, wc, sa, sb = (np.asarray(x, dtype=np.uint64) for x in (a, b, c, sa, sb))
-        ref = reference(model.plan, wa, wb, wc, sa, sb)
-        got = model.dot(wa.astype(np.uint8), wb.astype(np.uint8), wc.astype(np.uint32),
-                        scale_a=sa.astype(np.uint8), scale_b=sb.astype(np.uint8), backend="numba")
-        got = np.asarray(got)
-        got = got.view(np.uint32) if got.dtype != np.uint32 else got
-        bad = np.flatnonzero(got != ref)
-        assert bad.size == 0, (f"{ins} ({kind}): {bad.size} of {ref.size} words differ; first row {bad[0]}: "
-                               f"reference 0x{int(ref[bad[0]]):X} numba 0x{int(got[bad[0]]):X}")
-    # matrix form: row i of A against column j of B, scales per row / column
-    M, N = 128, 8           # the one M of the block-scaled fp4 kinds, the smallest N
-    dp = model.datapath
-    A = rng.integers(0, 16, size=(M, dp.k), dtype=np.uint64).astype(np.uint8)
-    B = rng.integers(0, 16, size=(dp.k, N), dtype=np.uint64).astype(np.uint8)
-    C = np.resize(cases[0][3], M * N).reshape(M, N).astype(np.uint32)
-    SA = np.resize(cases[0][4], (M, dp.blocks)).astype(np.uint8)
-    SB = np.resize(cases[0][5], (N, dp.blocks)).T.astype(np.uint8).copy()
-    got = np.asarray(model(A, B, C, scale_a=SA, scale_b=SB, backend="numba"))
-    want = np.asarray(model(A, B, C, scale_a=SA, scale_b=SB, backend="numpy"))
-    assert (got.view(np.uint32) == want.view(np.uint32)).all()
+    # matrix form: 128 x 8, the one M of the block-scaled fp4 kinds, the smallest N
+    _numba_fp4_matches_reference(model, ins, cases, rng, 128, 8)
 
 
 _GST = ("mma.sync.kind::mxf4.block_scale.scale_vec::2X.block32.m16n8k64.f32.e2m1.e2m1.ue8m0",
@@ -302,24 +307,7 @@ def test_compiled_group_scaled_joint_matches_reference(ins):
     cases.append(("zero scale", six, six, c, lo_a, lo_b))
     for kind, a, b, c, kw in _inputs(model, rng):
         cases.append((kind, a, b, c, kw["scale_a"], kw["scale_b"]))
-    for kind, a, b, c, sa, sb in cases:
-        wa, wb, wc, sa, sb = (np.asarray(x, dtype=np.uint64) for x in (a, b, c, sa, sb))
-        ref = reference(model.plan, wa, wb, wc, sa, sb)
-        got = np.asarray(model.dot(wa.astype(np.uint8), wb.astype(np.uint8), wc.astype(np.uint32),
-                                   scale_a=sa.astype(np.uint8), scale_b=sb.astype(np.uint8), backend="numba"))
-        got = got.view(np.uint32) if got.dtype != np.uint32 else got
-        bad = np.flatnonzero(got != ref)
-        assert bad.size == 0, (f"{ins} ({kind}): {bad.size} of {ref.size} words differ; first row {bad[0]}: "
-                               f"reference 0x{int(ref[bad[0]]):X} numba 0x{int(got[bad[0]]):X}")
-    M, N = 16, 8
-    A = rng.integers(0, 16, size=(M, dp.k), dtype=np.uint64).astype(np.uint8)
-    B = rng.integers(0, 16, size=(dp.k, N), dtype=np.uint64).astype(np.uint8)
-    C = np.resize(cases[0][3], M * N).reshape(M, N).astype(np.uint32)
-    SA = np.resize(cases[0][4], (M, dp.blocks)).astype(np.uint8)
-    SB = np.resize(cases[0][5], (N, dp.blocks)).T.astype(np.uint8).copy()
-    got = np.asarray(model(A, B, C, scale_a=SA, scale_b=SB, backend="numba"))
-    want = np.asarray(model(A, B, C, scale_a=SA, scale_b=SB, backend="numpy"))
-    assert (got.view(np.uint32) == want.view(np.uint32)).all()
+    _numba_fp4_matches_reference(model, ins, cases, rng, 16, 8)
 
 
 def test_lean_code_table_decode_is_decode_float():

@@ -326,6 +326,22 @@ def _grouped_table(plan, joint):
     return np.ascontiguousarray(T)
 
 
+def _rz(plan) -> bool:
+    """Whether D is encoded toward zero into the word's own fraction width (the RZ variants)."""
+    return plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
+
+
+def _joint_kernel(plan, base, variant, R, joint, **kw):
+    """A lean kernel on the joint A x B table ``joint``: ``variant(f32, rz)`` (C and D in
+    binary32 or not, the RZ encoder or not), its record ``R`` with the table's ``bshift`` and
+    ``q0``, the tables of :func:`_grouped_table`; ``base`` (the family's general kernel) gives
+    the formats, ``kw`` go to :class:`LeanWindowKernel` (``general``: its rows with an inf / NaN)."""
+    f32 = all(_is_f32(_spec_of(base.FM, f)) for f in (C_FMT, D_FMT))
+    k = LeanWindowKernel(plan, variant(f32, _rz(plan)), R._replace(bshift=joint.bshift, q0=joint.q0), **kw)
+    k.extra = (_grouped_table(plan, joint),)
+    return k
+
+
 def _window(plan):
     """The window's kernel: the grouped kernel, the tile kernel or the general kernel, as
     :mod:`mmasim.backends.fastpaths` decides (:func:`~mmasim.backends.fastpaths.grouped_tiles`,
@@ -348,21 +364,17 @@ def _window(plan):
     general = _make(plan, window_kernel, R, words=np.int64)   # the lean kernels' special rows: int64 too
     if general is None:
         return None
-    rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
     grouped = fastpaths.grouped_tiles(plan, LAYOUT)
     if grouped:
-        j = grouped.joint
-        f32 = all(_is_f32(_spec_of(general.FM, f)) for f in (C_FMT, D_FMT))
-        k = LeanWindowKernel(plan, grouped_variant(f32, rz), R._replace(roff=j.roff, bshift=j.bshift, q0=j.q0))
-        k.extra = (_grouped_table(plan, j),)
-        return k
+        return _joint_kernel(plan, general, grouped_variant, R._replace(roff=grouped.joint.roff), grouped.joint)
     ckind, dkind = (_c_kind(_spec_of(general.FM, f)) for f in (C_FMT, D_FMT))
     if not fastpaths.lane_tiles(plan, LAYOUT, ckind, dkind):
         return general    # other decodes, or bounds the lanes cannot prove: the general kernel
     # the tile kernel compiled for the variant (A and B decoded alike, IEEE C and D:
     # every built-in window datapath with one product per group)
     LV, LA, hoff = _lane_specs(plan)
-    k = LeanWindowKernel(plan, lean_variant(scaled, ckind, dkind, int(LA["mode"][A_FMT]), rz), R._replace(roff=hoff))
+    k = LeanWindowKernel(plan, lean_variant(scaled, ckind, dkind, int(LA["mode"][A_FMT]), _rz(plan)),
+                         R._replace(roff=hoff))
     k.extra = (LV, LA)
     return k
 
@@ -395,13 +407,7 @@ def _group_scaled(plan):
     joint = fastpaths.group_scaled_joint(plan, LAYOUT)
     if general is None or not joint:
         return general
-    j = joint.joint
-    f32 = all(_is_f32(_spec_of(general.FM, f)) for f in (C_FMT, D_FMT))
-    rz = plan.encoding.mode == "rz" and plan.encoding.frac_bits == plan.encoding.word_frac_bits
-    k = LeanWindowKernel(plan, group_scaled_joint_variant(f32, rz), R._replace(bshift=j.bshift, q0=j.q0),
-                         general=group_scaled_kernel)
-    k.extra = (_grouped_table(plan, j),)
-    return k
+    return _joint_kernel(plan, general, group_scaled_joint_variant, R, joint.joint, general=group_scaled_kernel)
 
 
 def _two_stage(plan):
