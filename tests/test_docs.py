@@ -136,17 +136,43 @@ def test_plugin_example_loads_through_its_entry_point(tmp_path):
     assert r.returncode == 0 and "mma.sync.m16n8k8.f32.toy8.toy8" in r.stdout
     r = _run([sys.executable, "-m", "mmasim", "explain", "TOY-1", "m16n8k8.f32.toy8.toy8"], env=env, cwd=tmp_path)
     assert r.returncode == 0 and "F=20" in r.stdout
+    # the guide's "one or the other": the register block on top of the installed plugin conflicts
+    (tmp_path / "both.py").write_text("import mmasim\ntry:\n" + "".join(
+        "    " + ln + "\n" for ln in snippets["register"].splitlines()) +
+        "except mmasim.errors.PluginConflict as exc:\n    print('conflict:', exc)\n")
+    r = _run([sys.executable, str(tmp_path / "both.py")], env=env, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("conflict: plugin 'toyarch'"), (r.stdout, r.stderr)
+
+
+def _readme_python_blocks():
+    text = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    blocks = [body for _, body in _blocks(text, "python")]
+    assert len(blocks) >= 3
+    return blocks
+
+
+def _needs_torch(body):
+    return re.search(r"^\s*import torch\b|^\s*from torch\b", body, re.M) is not None
 
 
 def test_readme_python_examples_run(capsys):
-    text = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    """Every README example that needs only the core and the test extra runs, printing the
+    values the README states."""
     scope = {}
-    blocks = _blocks(text, "python")
-    assert len(blocks) >= 3
-    for i, (_, body) in enumerate(blocks):
-        exec(compile(body, f"README.md block {i}", "exec"), scope)
+    for i, body in enumerate(_readme_python_blocks()):
+        if not _needs_torch(body):
+            exec(compile(body, f"README.md block {i}", "exec"), scope)
     out = capsys.readouterr().out
     assert "0x41100000" in out and "0x3f800000" in out and "0x42800000" in out   # the values the README states
+
+
+def test_readme_torch_examples_run():
+    """The README's torch examples (the `torch` line under Install), where torch is installed."""
+    pytest.importorskip("torch", reason="the README's torch examples need torch (the torch line under Install)")
+    blocks = [b for b in _readme_python_blocks() if _needs_torch(b)]
+    assert blocks
+    for i, body in enumerate(blocks):
+        exec(compile(body, f"README.md torch block {i}", "exec"), {})
 
 
 # installation (tests/test_docs_install_lines.py runs those lines), venv set-up, the test suite

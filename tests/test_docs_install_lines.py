@@ -81,11 +81,11 @@ def doc_install_lines():
 LINES = doc_install_lines()
 
 
-def _requirements(line):
-    """The requirement names a ``pip install`` line gives (not paths, not options)."""
+def _requirement_words(line):
+    """The requirements a ``pip install`` line gives, as written (not paths, not options)."""
     words = shlex.split(line, comments=True)
     words = words[2:words.index("&&")] if "&&" in words else words[2:]
-    names, skip = [], False
+    out, skip = [], False
     for w in words:
         if skip:
             skip = False
@@ -96,8 +96,22 @@ def _requirements(line):
         if w.startswith("-") or w.startswith((".", "/")):
             continue
         if requirement_name(w):
-            names.append(requirement_name(w))
-    return names
+            out.append(w)
+    return out
+
+
+def _requirements(line):
+    """The requirement names a ``pip install`` line gives (not paths, not options)."""
+    return [requirement_name(w) for w in _requirement_words(line)]
+
+
+def _stand_in_version(requirement):
+    """A version that satisfies ``requirement``'s specifier (its pin, its lower bound, or 0)."""
+    from packaging.requirements import Requirement
+
+    spec = Requirement(requirement).specifier
+    candidates = [s.version for s in spec if s.operator in ("==", ">=", "~=", "===")] + ["0", "9999"]
+    return next(v for v in candidates if spec.contains(v, prereleases=True))
 
 
 def _wheel(folder: pathlib.Path, name, version, requires=(), extras=(), python=None):
@@ -151,11 +165,20 @@ def stand_in(tmp_path_factory):
                dist.metadata.get("Requires-Python"))
     # what PyPI serves as "mmasim": MMA-Sim 2.1.1 (tools/peer/requirements.txt), torch and all
     _wheel(index, "mmasim", "2.1.1", ["torch", "numpy"])
-    for _, line in LINES:
-        for name in _requirements(line):
-            if name not in installed | {DISTRIBUTION, "mmasim"}:
-                _wheel(index, name, "0")
-                installed.add(name)
+    # what no test environment need hold: the requirements the docs' lines name and those of this
+    # project's extras (torch, dask ... on a machine set up by the README's test line alone), at a
+    # version their specifiers accept, with the extras they ask for
+    from packaging.requirements import Requirement
+
+    wanted = [w for _, line in LINES for w in _requirement_words(line)]
+    wanted += [r.split(";")[0] for r in _wheel_metadata(index).get_all("Requires-Dist")]
+    written = set()
+    for text in wanted:
+        req = Requirement(text)
+        name, version = canonicalize_name(req.name), _stand_in_version(text)
+        if name not in installed | {DISTRIBUTION, "mmasim"} and (name, version) not in written:
+            _wheel(index, req.name, version, extras=sorted(req.extras))
+            written.add((name, version))
     _write_example(src)
     return src, index
 
@@ -174,6 +197,11 @@ def _resolve(line, src, index, tmp_path):
     assert r.returncode == 0, (line, r.stdout[-3000:], r.stderr[-3000:])
     doc = json.loads(report.read_text(encoding="utf-8"))
     return {canonicalize_name(i["metadata"]["name"]): i for i in doc["install"]}
+
+
+def _extras(line):
+    """The extras of this project a line asks for: ``.[a,b]`` -> {a, b}."""
+    return {e.strip() for group in re.findall(r"(?:^|\s)'?\.\[([^]]*)\]", line) for e in group.split(",")}
 
 
 def _names_this_project(line):
@@ -223,7 +251,7 @@ def test_a_torch_extra_line_follows_the_cpu_torch_line():
     for doc in DOCS:
         lines = [ln for d, ln in LINES if d == doc.relative_to(ROOT).as_posix()]
         for i, line in enumerate(lines):
-            if "[torch]" in line:
+            if "torch" in _extras(line):
                 assert any(ln.startswith("pip install torch") and CPU_INDEX in ln for ln in lines[:i]), (doc, line)
 
 
