@@ -102,12 +102,23 @@ def linear(x, weight, bias=None, emulation=None):
     if weight.dim() != 2 or x.dim() < 1 or x.shape[-1] != weight.shape[1]:
         raise OperandError(f"mmasim.torch.linear: x {tuple(x.shape)} and weight {tuple(weight.shape)} do not match "
                            "(x is (..., in), weight (out, in))")
-    lead = x.shape[:-1]
-    x2 = x.reshape(-1, x.shape[-1])
-    y = _FUNCTION[0].apply(x2, weight, em)
-    if bias is not None:
-        y = y + bias.to(torch.float32)
-    return y.reshape(*lead, weight.shape[0])
+    lead, out = x.shape[:-1], (*x.shape[:-1], weight.shape[0])
+    x2 = x.reshape(lead.numel(), x.shape[-1])      # not -1: with no input features that is ambiguous
+    y = _FUNCTION[0].apply(x2, weight, em).reshape(out)
+    if bias is None:
+        return y
+    try:
+        fits = torch.broadcast_shapes(bias.shape, out) == out
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise OperandError(f"mmasim.torch.linear: bias {tuple(bias.shape)} does not broadcast to the output {out} "
+                           "(bias is (out,))")
+    b = bias.to(torch.float32)
+    # with no input features there is no product: torch returns the bias itself (addmm's
+    # beta * C for k = 0), -0 included, where the empty sum's +0 plus the bias would give +0;
+    # torch.where keeps the GEMM in the graph, so x and W get their (empty) gradients
+    return y + b if x.shape[-1] else torch.where(torch.ones((), dtype=torch.bool), b, y)
 
 
 @contextlib.contextmanager
