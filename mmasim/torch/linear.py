@@ -12,7 +12,7 @@ import contextlib
 
 import numpy as np
 
-from mmasim.errors import OperandError
+from mmasim.errors import EmulationError, OperandError
 from mmasim.torch.emulation import Emulation, preset
 from mmasim.torch.matmul import matmul
 
@@ -29,7 +29,8 @@ def _emulation(emulation) -> Emulation:
     if isinstance(emulation, str):
         return preset(emulation)
     if not isinstance(emulation, Emulation):
-        raise OperandError(f"emulation must be an mmasim.torch.Emulation or a preset name, not {type(emulation).__name__}")
+        raise EmulationError(f"emulation must be an mmasim.torch.Emulation or a preset name (mmasim presets), "
+                             f"not {type(emulation).__name__}")
     return emulation
 
 
@@ -93,7 +94,7 @@ def linear(x, weight, bias=None, emulation=None):
     gradients flow to ``x``, ``weight`` and ``bias``."""
     torch = _torch()
     if emulation is None:
-        raise OperandError("mmasim.torch.linear needs emulation= (an Emulation or a preset name)")
+        raise EmulationError("mmasim.torch.linear needs emulation= (an Emulation or a preset name)")
     em = _emulation(emulation)
     for t in (x, weight) + (() if bias is None else (bias,)):
         _check(t)
@@ -127,6 +128,9 @@ def emulate(model, emulation):
     ``emulation``; the modules are restored on exit (also on an exception).  Works under
     ``torch.no_grad()`` and in training loops."""
     torch = _torch()
+    if not isinstance(model, torch.nn.Module):
+        raise EmulationError(f"emulate needs a torch.nn.Module (the model whose nn.Linear layers to emulate), "
+                             f"not {type(model).__name__}")
     em = _emulation(emulation)
     patched = []
     try:
