@@ -171,9 +171,11 @@ def test_presets_is_still_a_mapping_of_names_to_emulations():
 
 
 def _documented_json():
-    text = DOC.read_text(encoding="utf-8")
-    (body,) = re.findall(r"```json\n(.*?)```", text, re.S)
-    return json.loads(body)
+    """The mmasim.presets/1 example of docs/user-guide.md's "JSON output" section."""
+    text = (DOC.parent / "user-guide.md").read_text(encoding="utf-8")
+    docs = [json.loads(body) for body in re.findall(r"```json\n(.*?)```", text[text.index("## JSON output"):], re.S)]
+    (doc,) = [d for d in docs if d["schema"] == "mmasim.presets/1"]
+    return doc
 
 
 def test_mmasim_presets_prints_the_table_and_its_json_has_the_documented_keys(capsys):

@@ -1,5 +1,5 @@
 """``mmasim presets``: the table of :func:`mmasim.torch.presets` (or, with ``--json``, the
-``mmasim.presets/1`` document, docs/torch.md).  Neither imports torch."""
+``mmasim.presets/1`` document, docs/user-guide.md).  Neither imports torch."""
 
 from __future__ import annotations
 

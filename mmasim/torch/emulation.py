@@ -320,7 +320,7 @@ class Presets(collections.abc.Mapping):
     __repr__ = __str__
 
     def to_json(self) -> dict:
-        """The ``mmasim.presets/1`` document (``mmasim presets --json``, docs/torch.md)."""
+        """The ``mmasim.presets/1`` document (``mmasim presets --json``, docs/user-guide.md)."""
         return {"schema": "mmasim.presets/1",
                 "presets": [{"name": n, **em.to_json()} for n, em in self._items.items()]}
 
