@@ -20,6 +20,7 @@ from mmasim.errors import (
     GemmOptionError,
     MMAError,
     NonFiniteError,
+    NotEmulated,
     OperandError,
     PluginConflict,
     PluginError,
@@ -119,5 +120,5 @@ __all__ = [
     "ScaleError", "SparseMetadataError", "GemmOptionError", "AccuracyError", "CopyMismatch", "TableError",
     "ThreadCountError", "PluginError", "PluginConflict",
     "QuantizeError", "UnknownScheme", "BlockShapeError", "NonFiniteError", "FormatRangeError",
-    "EmulationError", "UnknownPreset",
+    "EmulationError", "UnknownPreset", "NotEmulated",
 ]

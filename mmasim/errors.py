@@ -104,11 +104,22 @@ class EmulationError(MMAError, ValueError):
     """An ``mmasim.torch`` setting that cannot be used: an :class:`~mmasim.torch.Emulation` field
     whose value is not one it accepts (the message names the field and what it takes), an
     ``emulation=`` that is neither an ``Emulation`` nor a preset name, or an ``emulate()`` model
-    that is not a ``torch.nn.Module``."""
+    that is neither a ``torch.nn.Module`` nor ``None``."""
 
 
 class UnknownPreset(EmulationError, LookupError):
     """A preset name ``mmasim.torch`` does not know; the message gives close matches and every preset."""
+
+
+class NotEmulated(EmulationError):
+    """An op inside ``mmasim.torch.emulate(..., on_unsupported="raise")`` that multiplies matrices
+    but is not emulated (``torch._scaled_mm``, a sparse or complex operand, ...); the message names
+    the op, the module and why."""
+
+
+class NotEmulatedWarning(UserWarning):
+    """The warning ``mmasim.torch.emulate`` gives (by default) for an op that multiplies matrices
+    but runs in torch's own arithmetic; the message names the op, the module and why."""
 
 
 class ThreadCountError(MMAError, ValueError):

@@ -6,16 +6,21 @@
   :class:`UnknownPreset`;
 - :func:`matmul`: one emulated GEMM on float numpy matrices;
 - :func:`linear`: ``torch.nn.functional.linear`` with autograd, every GEMM emulated;
-- :func:`emulate`: a context manager routing every ``nn.Linear`` of a model through it.
+- :func:`emulate`: a context manager in which every op that multiplies matrices (linear, matmul,
+  einsum, convolutions, attention) runs through emulated GEMMs, forward and backward; it yields
+  a :class:`Trace` of every GEMM, and reports (:class:`NotEmulatedWarning`, :class:`NotEmulated`)
+  an op it cannot emulate.
 
 A tool: may import the core packages and the public API ``mmasim``; torch is imported
 only when a function that needs it runs.
 """
 
-from mmasim.errors import EmulationError, UnknownPreset
+from mmasim.errors import EmulationError, NotEmulated, NotEmulatedWarning, UnknownPreset
 from mmasim.torch.emulation import Emulation, Presets, preset, presets
-from mmasim.torch.linear import emulate, linear
+from mmasim.torch.linear import linear
 from mmasim.torch.matmul import matmul
+from mmasim.torch.mode import emulate
+from mmasim.torch.trace import Call, Trace
 
-__all__ = ["Emulation", "Presets", "preset", "presets", "matmul", "linear", "emulate", "EmulationError",
-           "UnknownPreset"]
+__all__ = ["Emulation", "Presets", "preset", "presets", "matmul", "linear", "emulate", "Trace", "Call",
+           "EmulationError", "UnknownPreset", "NotEmulated", "NotEmulatedWarning"]

@@ -201,7 +201,7 @@ class Emulation:
         if which == "forward":
             return self
         if which not in ("dgrad", "wgrad"):
-            raise OperandError(f"Emulation.for_gemm: 'forward', 'dgrad' or 'wgrad', not {which!r}")
+            raise EmulationError(f"Emulation.for_gemm: 'forward', 'dgrad' or 'wgrad', not {which!r}")
         return getattr(self, which) or self
 
     def model(self):
