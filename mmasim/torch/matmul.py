@@ -50,21 +50,14 @@ def _pad(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return out
 
 
-def _max_finite(fmt) -> float:
-    from mmasim.quantization.casts import largest
-    m, q = largest(fmt)
-    return float(m) * 2.0 ** q
-
-
 def _tensor_scale(x: np.ndarray, fmt) -> np.float32:
-    """Per-tensor scale ``max_finite / amax`` in binary32 (1 for an all-zero tensor), as
-    Transformer Engine's current scaling computes it (no margin)."""
+    """Per-tensor scale of ``x`` as Transformer Engine's current scaling computes it
+    (:func:`mmasim.quantization.quantize.current_scale`)."""
+    from mmasim.quantization.quantize import current_scale
     amax = np.float32(np.max(np.abs(x))) if x.size else np.float32(0)
     if not np.isfinite(amax):
         raise OperandError("per-tensor scaling: the tensor holds inf or NaN")
-    if amax == 0:
-        return np.float32(1)
-    return np.float32(np.float32(_max_finite(fmt)) / amax)
+    return current_scale(amax, fmt)
 
 
 def _operand(x: np.ndarray, fmt, em, axis: int):
