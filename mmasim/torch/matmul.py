@@ -2,8 +2,8 @@
 
 Floats become words (a cast, per-tensor FP8 scaling, or a ``mmasim.quantize`` scheme), the
 matrices are padded with zeros to whole instruction tiles (zero rows, columns and K elements,
-as a kernel pads a partial tile), :func:`mmasim.gemm` computes D from a zero start (C = None), and D's words
-become float32 values (scaled back in binary32 for per-tensor scaling, rounded to the output
+as a kernel pads a partial tile), :func:`mmasim.gemm` computes D from a zero start (C = None), and D's values
+(``words=False``) become float32 values (scaled back in binary32 for per-tensor scaling, rounded to the output
 format where one is named).  numpy in, numpy out; :mod:`mmasim.torch.linear` wraps it for torch.
 
 A cast or per-tensor scaling acts on each element alone: the unpadded matrix is cast and its
@@ -17,12 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 from mmasim.errors import OperandError
-from mmasim.operands.words import from_words
-
-
-def _f32():
-    from mmasim.registry.build import get_registry
-    return get_registry().formats["f32"]
 
 
 def _round_up(n: int, q: int) -> int:
@@ -132,12 +126,8 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=
     if em.split_k:
         kwargs["split_k"] = em.split_k
         kwargs["split_reduce"] = em.split_reduce
-    d = gemm(qa, qb, None, model=model, progress=progress, threads=threads, backend=backend, **kwargs)
-    d = np.asarray(d)
-    if d.dtype.kind in "ui":        # D's words, or binary32 words where gemm accumulates in f32
-        fmt = model.d_format if d.dtype.itemsize * 8 == model.d_format.container_bits else _f32()
-        d = from_words(d, fmt)
-    y = np.asarray(d, dtype=np.float32)[:M, :N]
+    d = gemm(qa, qb, None, model=model, progress=progress, threads=threads, backend=backend, words=False, **kwargs)
+    y = np.asarray(d, dtype=np.float32)[:M, :N]     # D's values (f16 / bf16 / f32: exact in float32)
     if sa != 1 or sb != 1:      # alpha = the two decode scales, D = alpha * D, binary32 (the epilogue)
         y = (y * np.float32(sa * sb)).astype(np.float32)
     if em.output:
