@@ -150,3 +150,12 @@ def test_a_large_alpha_that_binary32_holds_scales_d_exactly(hopper):
     A, B = _ab()
     d = mmasim.gemm(A, B, None, model=hopper, alpha=2 ** 60, backend="numpy", words=False)
     assert d.dtype == np.float32 and (d == np.float32(32.0 * 2.0 ** 60)).all()
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_a_quantized_c_is_refused_on_every_path(hopper, path):
+    options, quantized = PATHS[path]
+    A, B = _quantized() if quantized else _ab()
+    C = mmasim.quantize(np.zeros((M, N), np.float32), "f32")
+    with pytest.raises(mmasim.DtypeError, match="C is a quantized tensor"):
+        mmasim.gemm(A, B, C, model=hopper, **options)

@@ -12,7 +12,7 @@ from mmasim.composition import epilogue as ep
 from mmasim.composition import mainloop
 from mmasim.execution import threads as _threads
 from mmasim.errors import DtypeError, GemmOptionError, ScaleError, ShapeError
-from mmasim.composition.operands import is_quantized, operand, promotion_blocks
+from mmasim.composition.operands import is_quantized, operand, promotion_blocks, words
 from mmasim.registry.build import get_registry
 from mmasim.operands.words import as_array, from_words, is_value_dtype
 
@@ -119,11 +119,11 @@ def gemm(model, A, B, C, *, options, scale_a, scale_b, sparse_metadata, promote_
         if epi.reads_source:
             if C is None:
                 raise GemmOptionError(f"gemm: beta = {epi.beta} reads the source C, but C is None")
-            source = operand(model, C, "C", epi.out).words
+            source = words(C, epi.out, "C")
         elif C is not None:
-            operand(model, C, "C", epi.out)     # unread, but checked as every operand is
+            words(C, epi.out, "C")      # unread, but checked as every operand is
     elif C is not None:
-        start = operand(model, C, "C", model.c_format).words.astype(model.encoding.dtype)
+        start = words(C, model.c_format, "C").astype(model.encoding.dtype)
 
     bk, bn = promotion_blocks(psa, psb, M, K, N)
     loop = mainloop.Loop(split_k=_count(split_k, "split_k", 1), reduce=split_reduce,
