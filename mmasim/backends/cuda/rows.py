@@ -140,6 +140,23 @@ def cpu_driver(body):
     return numba.njit(rows_cpu)
 
 
+_NO_INDEX = np.zeros(0, np.int64)
+
+
+def dense_args(plan, a, b, c, scale_a=None, scale_b=None) -> tuple:
+    """The operand arguments of a driver for dense rows (row ``d`` of each operand is row ``d``
+    of the batch): ``(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols)``, the words in the plan's
+    containers (:attr:`~mmasim.backends.plan.Plan.word_dtypes`; unscaled: one-element scales)."""
+    dt = plan.word_dtypes
+    asc = np.ascontiguousarray
+    ops = [asc(a, dt[0]), asc(b, dt[1]), asc(c, dt[2])]
+    if plan.scaled:
+        ops += [asc(scale_a, dt[3]), asc(scale_b, dt[4])]
+    else:
+        ops += [np.zeros((1, 1), dt[0])] * 2
+    return (*ops, *[_NO_INDEX] * 5, 0)
+
+
 def body_for(plan):
     """``(body, arrays)`` of ``plan``: its family's per-row body and the arrays it reads besides
     the operands, ``(TAB, FM, RA, ENC, step, block)`` as the CPU kernel of the plan reads them;

@@ -31,6 +31,7 @@ from numba.cuda import dispatcher as cuda_dispatcher
 from numba.cuda import extending as cuda_extending
 from numba.cuda.typing import typeof as cuda_typeof
 
+from mmasim.backends.cuda import rows
 from mmasim.backends.numba.primitives import NEUTRAL_INTRINSICS
 
 #: target -> (compute capability, PTX ISA version its PTX declares: the first that knows it)
@@ -88,15 +89,8 @@ def compile_ptx(fn, sig, arch: str) -> str:
 
 
 def signature(plan, arrays) -> tuple:
-    """The argument types of a driver for ``plan`` (:func:`.driver.cuda_driver`): the operands in the
-    plan's containers (the scales too, or one-element stand-ins), int64 row indices, the arrays
-    of :func:`mmasim.backends.cuda.rows.body_for`, and D in the encoding's words."""
-    dt = plan.word_dtypes
-    scale = dt[3] if plan.scaled else dt[0]
-    typ = numba.typeof
-    ops = [typ(np.zeros((1, 1), t)) for t in (dt[0], dt[1])] + [typ(np.zeros(1, dt[2]))]
-    ops += [typ(np.zeros((1, 1), scale))] * 2
-    index = [typ(np.zeros(0, np.int64))] * 5
-    TAB, FM, RA, ENC, step, block = arrays
-    return tuple(ops + index + [numba.int64, typ(TAB), typ(FM), typ(RA), typ(ENC), numba.int64, numba.int64,
-                                typ(np.zeros(1, plan.encoding.dtype))])
+    """The argument types of a driver for ``plan`` (:func:`.driver.cuda_driver`): the operands
+    of :func:`.rows.dense_args`, the arrays of :func:`.rows.body_for`, D in the encoding's words."""
+    z = np.zeros((1, 1), np.uint64)
+    ops = rows.dense_args(plan, z, z, z[0], z, z)
+    return tuple(numba.typeof(x) for x in (*ops, *arrays, np.zeros(1, plan.encoding.dtype)))
