@@ -12,8 +12,8 @@ Three things make the CPU kernels' rules compile for CUDA from the same source:
 
 The PTX declares the lowest PTX ISA that knows its target (:data:`ARCHS`), not the one of the
 NVVM that wrote it (CUDA 13.5's NVVM writes ``.version 9.5``, which a CUDA 13.0 driver cannot
-JIT): ``sm_80`` 7.0 and ``sm_90a`` 8.0 run on every CUDA 12 and 13 driver, ``sm_100a`` 8.6 on
-CUDA 12.8 and later.  ``tests/test_cuda_ptx.py`` assembles it with the ptxas of CUDA 12 and 13.
+JIT): ``sm_80`` 7.0 and ``sm_90a`` 8.0, which every CUDA 12 and 13 driver reads, and ``sm_100a``
+8.6, which drivers from CUDA 12.8 on read.  ``tests/test_cuda_ptx.py`` assembles it with the ptxas of CUDA 12 and 13.
 """
 
 from __future__ import annotations
@@ -23,16 +23,21 @@ import re
 import threading
 from types import SimpleNamespace
 
-import numba
-import numpy as np
-from numba.core.extending import _Intrinsic
-from numba.cuda import compiler as cuda_compiler
-from numba.cuda import dispatcher as cuda_dispatcher
-from numba.cuda import extending as cuda_extending
-from numba.cuda.typing import typeof as cuda_typeof
+from mmasim.backends.cuda import missing
 
-from mmasim.backends.cuda import rows
-from mmasim.backends.numba.primitives import NEUTRAL_INTRINSICS
+if missing():
+    raise ImportError(missing())
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from numba.core.extending import _Intrinsic  # noqa: E402
+from numba.cuda import compiler as cuda_compiler  # noqa: E402
+from numba.cuda import dispatcher as cuda_dispatcher  # noqa: E402
+from numba.cuda import extending as cuda_extending  # noqa: E402
+from numba.cuda.typing import typeof as cuda_typeof  # noqa: E402
+
+from mmasim.backends.cuda import rows  # noqa: E402
+from mmasim.backends.numba.primitives import NEUTRAL_INTRINSICS  # noqa: E402
 
 #: target -> (compute capability, PTX ISA version its PTX declares: the first that knows it)
 ARCHS = {"sm_80": ((8, 0, ""), (7, 0)), "sm_90a": ((9, 0, "a"), (8, 0)), "sm_100a": ((10, 0, "a"), (8, 6))}
