@@ -15,6 +15,7 @@ from mmasim.errors import (
     BlockShapeError,
     CopyMismatch,
     DtypeError,
+    EmulationError,
     FormatRangeError,
     GemmOptionError,
     MMAError,
@@ -32,6 +33,7 @@ from mmasim.errors import (
     UnknownArchitecture,
     UnknownInstruction,
     UnknownOption,
+    UnknownPreset,
     UnknownQualifier,
     UnknownScheme,
     UnsupportedDatapath,
@@ -117,4 +119,5 @@ __all__ = [
     "ScaleError", "SparseMetadataError", "GemmOptionError", "AccuracyError", "CopyMismatch", "TableError",
     "ThreadCountError", "PluginError", "PluginConflict",
     "QuantizeError", "UnknownScheme", "BlockShapeError", "NonFiniteError", "FormatRangeError",
+    "EmulationError", "UnknownPreset",
 ]

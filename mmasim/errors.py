@@ -100,6 +100,17 @@ class FormatRangeError(QuantizeError):
     and saturation was not asked for."""
 
 
+class EmulationError(MMAError, ValueError):
+    """An ``mmasim.torch`` setting that cannot be used: an :class:`~mmasim.torch.Emulation` field
+    whose value is not one it accepts (the message names the field and what it takes), an
+    ``emulation=`` that is neither an ``Emulation`` nor a preset name, or an ``emulate()`` model
+    that is not a ``torch.nn.Module``."""
+
+
+class UnknownPreset(EmulationError, LookupError):
+    """A preset name ``mmasim.torch`` does not know; the message gives close matches and every preset."""
+
+
 class ThreadCountError(MMAError, ValueError):
     """A thread count (the ``threads=`` argument or ``MMASIM_THREADS``) that is not a positive integer."""
 

@@ -245,7 +245,8 @@ def test_json_output_schemas_are_documented(tmp_path, capsys, monkeypatch):
 
     documented = _documented_schemas()
     assert set(documented) == {f"mmasim.{c}/1" for c in ("list", "explain", "run", "compare", "validate", "plugins",
-                                                         "layout", "harness-generate", "harness-run", "error", "accuracy", "warmup")}
+                                                         "layout", "harness-generate", "harness-run", "error", "accuracy", "warmup",
+                                                         "presets")}
     # harness run on the simulator of the placed registers (no GPU needed)
     monkeypatch.setattr(hrun, "default_device", lambda model: hrun.SimulatedDevice("simulated GPU", "8.0"))
     good = ROOT / "vectors" / "hardware" / "blackwell" / "tf32-probe-ladder.hardware.npz"
@@ -266,6 +267,7 @@ def test_json_output_schemas_are_documented(tmp_path, capsys, monkeypatch):
         "accuracy": ["accuracy", "H100", "wgmma.mma_async.k32.f32.e4m3.e4m3", "--k", "32", "--n", "8",
                      "--promote-every", "32"],
         "warmup": ["warmup", "MI100", "--jobs", "1", "-q"],     # the CDNA1 kernels (compiled or loaded)
+        "presets": ["presets"],
     }
     if not backends.numba_available():
         del runs["warmup"]          # nothing to compile without numba

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -45,6 +47,33 @@ def test_linear_forward_and_gradients_on_exact_inputs_equal_torch():
     assert torch.equal(y.double(), y2)
     assert torch.equal(x.grad.double(), x2.grad) and torch.equal(w.grad.double(), w2.grad)
     assert torch.equal(b.grad.double(), b2.grad)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lead=st.lists(st.integers(0, 3), max_size=2), inp=st.sampled_from([0, 1, 5, 17]),
+       out=st.sampled_from([0, 1, 3, 9]), with_bias=st.booleans(), seed=st.integers(0, 2 ** 16))
+def test_linear_matches_torch_for_every_shape_empty_ones_included(lead, inp, out, with_bias, seed):
+    """torch.nn.functional.linear on small integers (bf16-exact, every sum exact): the same
+    output and gradients, of the same shapes, for any batch shape and any feature count, 0 too.
+    With 0 input features torch returns the bias itself (-0 kept) or zeros without one, and
+    gives x and W empty gradients."""
+    rng = np.random.default_rng(seed)
+    x = torch.from_numpy(rng.integers(-3, 4, size=(*lead, inp)).astype(np.float32))
+    w = torch.from_numpy(rng.integers(-3, 4, size=(out, inp)).astype(np.float32))
+    b = torch.from_numpy(rng.choice(np.array([-0.0, 0.0, 1.0, -2.0], np.float32), size=out)) if with_bias else None
+    dy = torch.from_numpy(rng.integers(-3, 4, size=(*lead, out)).astype(np.float32))
+    leaves = [t.clone().requires_grad_() for t in (x, w) + ((b,) if with_bias else ())]
+    theirs = [t.clone().requires_grad_() for t in (x, w) + ((b,) if with_bias else ())]
+    y = mt.linear(*leaves[:2], leaves[2] if with_bias else None, emulation=A100)
+    want = torch.nn.functional.linear(*theirs)
+    assert y.shape == want.shape and torch.equal(y, want)
+    if inp == 0:                                   # the bias bit for bit: -0 stays -0
+        assert torch.equal(y.view(torch.int32), want.view(torch.int32))
+    y.backward(dy)
+    want.backward(dy)
+    for mine, torchs in zip(leaves, theirs):
+        assert mine.grad is not None and mine.grad.shape == torchs.grad.shape
+        assert torch.equal(mine.grad, torchs.grad)
 
 
 def _layer(seed, batch, inp, out, em):
@@ -140,6 +169,8 @@ def test_bad_emulation_and_tensors_are_refused():
         mt.linear(torch.ones(2, 2), torch.ones(2, 2))
     with pytest.raises(mmasim.MMAError, match="do not match"):
         mt.linear(torch.ones(2, 3), torch.ones(2, 2), emulation=A100)
+    with pytest.raises(mmasim.OperandError, match=r"bias \(4,\) does not broadcast to the output \(2, 3\)"):
+        mt.linear(torch.ones(2, 5), torch.ones(3, 5), torch.ones(4), emulation=A100)
     with pytest.raises(mmasim.MMAError, match="sparse"):
         mt.linear(torch.ones(2, 2).to_sparse(), torch.ones(2, 2), emulation=A100)
     with pytest.raises(mmasim.MMAError, match="meta"):

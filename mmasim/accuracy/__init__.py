@@ -185,8 +185,8 @@ def _setting(model, k, m, n, dist, seed, promote_every, split_k, split_reduce, s
         kw = dict(promote_every=promote_every, split_k=split_k) if composed else {}
         if split_reduce != "sequential":
             kw["split_reduce"] = split_reduce
-        d = gemm(A, B, None, model=model, backend=backend, threads=threads, progress=False, **kw)
-        vals = binary32.values(fmt, np.asarray(d).view(_UINT[fmt.container_bits])).ravel()
+        d = gemm(A, B, None, model=model, backend=backend, threads=threads, progress=False, words=True, **kw)
+        vals = binary32.values(fmt, np.asarray(d, dtype=_UINT[fmt.container_bits])).ravel()
         got = [Fraction(float(v)) if math.isfinite(v) else None for v in vals]
         rows.append(statistics(K, got, exact_result(model, A, B).fractions(), fmt))
         if bar is not None:

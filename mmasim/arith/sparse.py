@@ -95,7 +95,7 @@ def nibbles(metadata: np.ndarray, count: int) -> np.ndarray:
     """The first ``count`` selector nibbles of metadata words ``(..., W)``."""
     md = np.asarray(metadata).astype(np.uint64)
     shifts = (np.arange(8, dtype=np.uint64) * np.uint64(4))
-    nib = ((md[..., :, None] >> shifts) & np.uint64(0xF)).reshape(md.shape[:-1] + (-1,))
+    nib = ((md[..., :, None] >> shifts) & np.uint64(0xF)).reshape(md.shape[:-1] + (md.shape[-1] * 8,))
     return nib[..., :count].astype(np.int64)
 
 

@@ -640,6 +640,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("plugins", help="every plugin with its status (exit 1 when one failed to load)")
     add_json(s)
     s.set_defaults(func=cmd_plugins)
+
+    from mmasim.torch import cli as torch_cli      # mmasim presets: the table imports no torch
+
+    torch_cli.add_parser(sub, add_json)
     return p
 
 

@@ -2,7 +2,8 @@
 
 Gives ``mmasim.quantize(x, scheme, axis=-1, ...)`` (:func:`quantize`), which returns a
 :class:`Quantized` whose ``words`` (and ``scales``) go to :meth:`mmasim.Model.dot` /
-:func:`mmasim.gemm` as they are, and :func:`schemes`.  Owns the schemes: a plain cast per
+:func:`mmasim.gemm` as they are, :func:`schemes`, and :func:`current_scale` (FP8 per-tensor
+scaling's scale).  Owns the schemes: a plain cast per
 element format (its registry key, :func:`mmasim.quantization.casts.cast`), OCP MX v1.0
 (:func:`_mx`), NVFP4 as NVIDIA Transformer Engine computes it (:func:`_nvfp4`) and DeepSeek
 fine-grained FP8 as DeepGEMM computes it (:func:`_deepseek`).  Refuses an unknown scheme
@@ -105,7 +106,7 @@ class Quantized:
         if f.name != self.format:
             raise UnknownScheme(f"words of {self.format} cannot become {f.name} words ({f.key}); "
                                 f"containers of {self.format}: {', '.join(_containers(self.format))}")
-        return self.words if f.key == self.container else _recontainer(self.words, _format(self.container), f)
+        return casts.recontainer(self.words, _format(self.container), f, what=f"{f.key} words")
 
 
 @attrs.frozen
@@ -177,7 +178,7 @@ def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise
                                          saturate=sat, nan=nan, what=what)
         else:
             words = casts.cast(fmt, values, saturate=False if saturate is None else saturate, nan=nan, what=what)
-        return Quantized(_recontainer(words, fmt, cont), None, own.name, cont.key, None, None, None, None,
+        return Quantized(casts.recontainer(words, fmt, cont), None, own.name, cont.key, None, None, None, None,
                          scheme, None)
     s = SCHEMES[scheme]
     if saturate is not None:
@@ -197,7 +198,29 @@ def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise
     opts = Options(scale_rounding=_scale_rounding(scale_rounding), rounding=rounding, hadamard=hadamard,
                    rbits=None if rounding == "nearest" else rounding_.element_bits(fmt, values.shape, rbits, seed))
     q = s.rule(s, values, fmt, axis, nan, tile, opts)
-    return attrs.evolve(q, words=_recontainer(q.words, _format(q.container), cont), container=cont.key)
+    return attrs.evolve(q, words=casts.recontainer(q.words, _format(q.container), cont), container=cont.key)
+
+
+def current_scale(amax, fmt) -> np.float32:
+    """FP8 per-tensor ("current") scaling's encode scale for a tensor of absolute maximum
+    ``amax`` (a binary32 value) cast into element format ``fmt`` (a
+    :class:`~mmasim.arith.formats.Format` or its key), as Transformer Engine's
+    ``compute_scale_from_amax`` computes it (``transformer_engine/common/recipe/recipe_common.cuh``,
+    no epsilon, no power-of-two rounding): ``RN(max_finite / amax)`` in binary32; 1 when amax
+    is 0; FLT_MAX where the quotient overflows (an amax below ``max_finite / FLT_MAX``).  The
+    tensor is cast as ``x * scale`` and D multiplied back by ``RN(1 / scale)``."""
+    a = np.float32(amax)
+    if not np.isfinite(a):
+        raise NonFiniteError(f"current scaling: amax is {amax!r}; the recipe defines no scale for NaN or infinity")
+    if a != np.float64(amax) or a < 0:
+        raise QuantizeError(f"current scaling: amax must be a non-negative binary32 value, not {amax!r}")
+    if a == 0:
+        return F32(1)
+    f = fmt if isinstance(fmt, Format) else _format(fmt)
+    m, q = casts.largest(f)
+    with np.errstate(over="ignore"):
+        scale = F32(np.ldexp(float(m), q)) / a
+    return FLT_MAX if np.isinf(scale) else F32(scale)
 
 
 def _scale_rounding(mode) -> str:
@@ -253,17 +276,6 @@ def _rounding_format(fmt: Format) -> Format:
     in e2m1, then placed)."""
     own = get_registry().formats.get(fmt.name, fmt)
     return fmt if all(getattr(fmt, a) == getattr(own, a) for a in _VALUE_SET) else own
-
-
-def _recontainer(words, src: Format, dst: Format) -> np.ndarray:
-    if src.key == dst.key:
-        return words
-    v = casts.values(src, words)
-    out = casts.cast(dst, v, nan="propagate", what=f"{dst.key} words")
-    back = casts.values(dst, out)
-    if not ((back == v) | (np.isnan(back) & np.isnan(v))).all():
-        raise UnknownScheme(f"{src.key} words do not all fit the {dst.key} container")
-    return out
 
 
 def _read(x, scheme: str) -> np.ndarray:
@@ -495,4 +507,4 @@ SCHEMES = {
     )
 }
 
-__all__ = ["Quantized", "Scheme", "SCHEMES", "SCALE_USES", "quantize", "schemes"]
+__all__ = ["Quantized", "Scheme", "SCHEMES", "SCALE_USES", "quantize", "schemes", "current_scale"]

@@ -9,28 +9,118 @@ instruction and settings for all three; ``dgrad`` / ``wgrad`` override them per 
 
 from __future__ import annotations
 
+import collections.abc
+import difflib
+import reprlib
+import textwrap
+
 import attrs
 import numpy as np
 
-from mmasim.errors import OperandError
+from mmasim.composition.mainloop import SPLIT_REDUCE
+from mmasim.errors import EmulationError, UnknownPreset
 
 #: how the operands of a GEMM become words
 SCALINGS = ("cast", "tensor", "scheme")
 
 
-def _scaling(instance, attribute, value):
-    if value not in SCALINGS:
-        raise OperandError(f"Emulation: scaling must be one of {', '.join(SCALINGS)}, not {value!r}")
+def _refuse(attribute, accepted: str, value):
+    shown = reprlib.repr(value)
+    raise EmulationError(f"Emulation: {attribute.name} must be {accepted}, not {shown} ({type(value).__name__})")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+#: what ``arch`` and ``instruction`` take, for their messages
+_NAMES = {"arch": "an architecture name (a str such as 'H100', see mmasim.architectures())",
+          "instruction": "an instruction (a str such as 'mma.sync.m16n8k16.f32.bf16.bf16.f32', "
+                         "see mmasim.instructions(arch))"}
+
+
+def _name(instance, attribute, value):
+    if not isinstance(value, str) or not value.strip():
+        _refuse(attribute, _NAMES[attribute.name], value)
+
+
+def _one_of(choices):
+    def check(instance, attribute, value):
+        if not isinstance(value, str) or value not in choices:
+            _refuse(attribute, f"one of {', '.join(map(repr, choices))}", value)
+    return check
+
+
+def _scheme(instance, attribute, value):
+    if value is None:
+        return
+    from mmasim.quantization.quantize import schemes
+    names = schemes()
+    if not isinstance(value, str) or value not in names:
+        _refuse(attribute, f"None or a mmasim.quantize scheme: {', '.join(names)}", value)
+
+
+def _output(instance, attribute, value):
+    if value is None:
+        return
+    from mmasim.quantization.casts import element_formats
+    keys = sorted(element_formats())
+    if not isinstance(value, str) or value not in keys:
+        _refuse(attribute, f"None (D as float32) or a format D is rounded to: {', '.join(keys)}", value)
+
+
+def _bool(instance, attribute, value):
+    if not isinstance(value, (bool, np.bool_)):
+        _refuse(attribute, "True or False", value)
 
 
 def _positive_or_none(instance, attribute, value):
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-        raise OperandError(f"Emulation: {attribute.name} must be a positive integer or None, not {value!r}")
+    if value is not None and (not _is_int(value) or value < 1):
+        _refuse(attribute, "a positive integer or None", value)
+
+
+def _pair(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _tile(instance, attribute, value):
+    if value is not None and not (isinstance(value, tuple) and len(value) == 2
+                                  and all(_is_int(v) and v >= 1 for v in value)):
+        _refuse(attribute, "None or a pair of positive integers (rows, columns) such as (128, 128)", value)
+
+
+#: what ``qualifiers`` takes, for its messages
+_QUALIFIERS = ("a mapping of mmasim.MMA keyword qualifiers to str, int or bool values, such as "
+               "{'d_type': 'f32'}")
+
+
+def _qualifiers(value):
+    """``qualifiers`` as sorted ``(name, value)`` pairs (a mapping, or such pairs again, as
+    ``attrs.evolve`` passes them back); anything else is refused, naming what is accepted."""
+    if isinstance(value, collections.abc.Mapping):
+        items = list(value.items())
+    elif isinstance(value, (tuple, list)) and all(isinstance(i, tuple) and len(i) == 2 for i in value):
+        items = list(value)
+    else:
+        raise EmulationError(f"Emulation: qualifiers must be {_QUALIFIERS}, not {reprlib.repr(value)} "
+                             f"({type(value).__name__})")
+    for key, v in items:
+        if not isinstance(key, str) or not isinstance(v, (str, int, bool, np.integer, np.bool_)):
+            raise EmulationError(f"Emulation: qualifiers must be {_QUALIFIERS}, not the entry "
+                                 f"{reprlib.repr(key)}: {reprlib.repr(v)}")
+    if len({k for k, _ in items}) != len(items):
+        raise EmulationError(f"Emulation: qualifiers name a qualifier twice: {reprlib.repr(value)}")
+    return tuple(sorted(items))
 
 
 def _optional_emulation(instance, attribute, value):
     if value is not None and not isinstance(value, Emulation):
-        raise OperandError(f"Emulation: {attribute.name} must be an Emulation or None, not {type(value).__name__}")
+        _refuse(attribute, "an Emulation (the settings of that GEMM) or None (the forward's)", value)
+
+
+def _text(instance, attribute, value):
+    if not isinstance(value, str):
+        _refuse(attribute, "a str", value)
 
 
 @attrs.frozen
@@ -38,7 +128,7 @@ class Emulation:
     """One emulated GEMM setting (and, through ``dgrad`` / ``wgrad``, the backward ones).
 
     - ``arch``, ``instruction``, ``qualifiers``: the instruction, as :func:`mmasim.MMA` takes
-      them; its A and B formats are the operands' formats.
+      them (looked up on first use, :meth:`model`); its A and B formats are the operands' formats.
     - ``scaling``: ``"cast"`` (each float rounded to nearest even into the operand format,
       saturating where ``saturate``), ``"tensor"`` (FP8 per-tensor scaling: each operand
       divided by ``amax / max_finite`` in binary32, cast, and D multiplied back by both
@@ -50,28 +140,61 @@ class Emulation:
       blocks; ``None``: the scheme's default, 128 x 1 groups along K, as for activations).
     - ``output``: ``None`` (the float32 values of D) or a format key (``"bf16"``, ``"f16"``)
       that D is rounded to (RNE) before it becomes float32 again.
+
+    Every field is checked when the Emulation is made: a value it does not take raises
+    :class:`~mmasim.errors.EmulationError` naming the field and what it accepts.
     """
 
-    arch: str
-    instruction: str
-    scaling: str = attrs.field(default="cast", validator=_scaling)
-    scheme: str | None = None
-    saturate: bool = True
+    arch: str = attrs.field(validator=_name)
+    instruction: str = attrs.field(validator=_name)
+    scaling: str = attrs.field(default="cast", validator=_one_of(SCALINGS))
+    scheme: str | None = attrs.field(default=None, validator=_scheme)
+    saturate: bool = attrs.field(default=True, validator=_bool)
     promote_every: int | None = attrs.field(default=None, validator=_positive_or_none)
     split_k: int | None = attrs.field(default=None, validator=_positive_or_none)
-    split_reduce: str = "sequential"
-    output: str | None = None
-    b_tile: tuple | None = attrs.field(default=None, converter=lambda t: None if t is None else tuple(t))
-    qualifiers: tuple = attrs.field(default=(), converter=lambda q: tuple(sorted(dict(q).items())))
+    split_reduce: str = attrs.field(default="sequential", validator=_one_of(SPLIT_REDUCE))
+    output: str | None = attrs.field(default=None, validator=_output)
+    b_tile: tuple | None = attrs.field(default=None, converter=_pair, validator=_tile)
+    qualifiers: tuple = attrs.field(default=(), converter=_qualifiers)
     dgrad: "Emulation | None" = attrs.field(default=None, validator=_optional_emulation)
     wgrad: "Emulation | None" = attrs.field(default=None, validator=_optional_emulation)
-    description: str = ""
+    description: str = attrs.field(default="", validator=_text)
 
     def __attrs_post_init__(self):
         if self.scaling == "scheme" and not self.scheme:
-            raise OperandError("Emulation: scaling='scheme' needs scheme= (see mmasim.quantize_schemes())")
+            raise EmulationError("Emulation: scaling='scheme' needs scheme= (see mmasim.quantize_schemes())")
         if self.scheme and self.scaling != "scheme":
-            raise OperandError(f"Emulation: scheme={self.scheme!r} needs scaling='scheme'")
+            raise EmulationError(f"Emulation: scheme={self.scheme!r} needs scaling='scheme'")
+        if self.b_tile is not None and self.scheme != "deepseek_fp8":
+            raise EmulationError(f"Emulation: b_tile is the tile of B's deepseek_fp8 scales; it needs "
+                                 f"scheme='deepseek_fp8', not scheme={self.scheme!r}")
+
+    @property
+    def recipe(self) -> str:
+        """How the operands become words and D is composed, in a few words (the presets table)."""
+        if self.scaling == "cast":
+            parts = ["cast, RNE" + (", saturating" if self.saturate else "")]
+        elif self.scaling == "tensor":
+            parts = ["per-tensor scaling"]
+        else:
+            parts = [self.scheme + (f", B tile {self.b_tile[0]} x {self.b_tile[1]}" if self.b_tile else "")]
+        if self.promote_every:
+            parts.append(f"promote every {self.promote_every}")
+        if self.split_k:
+            parts.append(f"split-K {self.split_k} ({self.split_reduce})")
+        if self.output:
+            parts.append(f"D rounded to {self.output}")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict:
+        """The fields as JSON values (``dgrad`` / ``wgrad`` nested, ``null`` where the forward's apply)."""
+        return {"arch": self.arch, "instruction": self.instruction, "qualifiers": dict(self.qualifiers),
+                "scaling": self.scaling, "scheme": self.scheme, "saturate": bool(self.saturate),
+                "promote_every": self.promote_every, "split_k": self.split_k, "split_reduce": self.split_reduce,
+                "output": self.output, "b_tile": list(self.b_tile) if self.b_tile else None,
+                "recipe": self.recipe, "description": self.description,
+                "dgrad": self.dgrad.to_json() if self.dgrad else None,
+                "wgrad": self.wgrad.to_json() if self.wgrad else None}
 
     def for_gemm(self, which: str) -> "Emulation":
         """The setting of GEMM ``which``: ``"forward"``, ``"dgrad"`` or ``"wgrad"``."""
@@ -137,22 +260,89 @@ def _presets() -> dict:
     }
 
 
-#: name -> :class:`Emulation`; docs/torch.md says what each models
-PRESETS: dict = {}
+#: the three GEMMs of a layer, in the order the table shows them
+GEMMS = ("forward", "dgrad", "wgrad")
+
+
+class Presets(collections.abc.Mapping):
+    """Every preset, name -> :class:`Emulation`; shown (``str``, ``repr``) as a table: per preset
+    the architecture, the instruction and recipe of each GEMM, and what it models."""
+
+    def __init__(self, items: dict):
+        self._items = dict(items)
+
+    def __getitem__(self, name):
+        return self._items[name]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+    @staticmethod
+    def _rows(name: str, em: Emulation) -> list:
+        """``(preset, arch, GEMMs, instruction, recipe)`` per distinct GEMM setting of ``em``
+        (``GEMMs``: ``"all"``, or the GEMMs that share the row's setting); the name on the first,
+        the architecture where it changes."""
+        groups = {}
+        for which in GEMMS:
+            groups.setdefault(em.for_gemm(which), []).append(which)
+        out = []
+        for g, whiches in groups.items():
+            q = ", ".join(f"{k}={v}" for k, v in g.qualifiers)
+            out.append(("" if out else name, "" if out and g.arch == em.arch else g.arch,
+                        "all" if len(whiches) == len(GEMMS) else ", ".join(whiches),
+                        g.instruction + (f" ({q})" if q else ""), g.recipe))
+        return out
+
+    def table(self, width: int = 100) -> str:
+        """The table: a row per distinct GEMM setting, each preset's description wrapped to ``width`` below."""
+        head = ("preset", "arch", "GEMMs", "instruction", "recipe")
+        rows = {name: self._rows(name, em) for name, em in self._items.items()}
+        w = [max(len(r[i]) for r in [head, *(r for rs in rows.values() for r in rs)]) for i in range(len(head))]
+
+        def line(r):
+            return "  ".join(f"{c:{n}s}" for c, n in zip(r, w)).rstrip()
+
+        out = [line(head), line(tuple("-" * n for n in w))]
+        for name, em in self._items.items():
+            out += [""] if len(out) > 2 else []
+            out += [line(r) for r in rows[name]]
+            out += textwrap.wrap(em.description, width, initial_indent="    ", subsequent_indent="    ")
+        out += ["", f"{len(self)} presets: mmasim.torch.preset(NAME), mmasim.torch.emulate(model, NAME) "
+                    "(docs/torch.md)"]
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    __repr__ = __str__
+
+    def to_json(self) -> dict:
+        """The ``mmasim.presets/1`` document (``mmasim presets --json``, docs/user-guide.md)."""
+        return {"schema": "mmasim.presets/1",
+                "presets": [{"name": n, **em.to_json()} for n, em in self._items.items()]}
+
+
+#: name -> Emulation, built on the first lookup (some validators read the registry)
+_PRESETS: dict = {}
+
+
+def presets() -> Presets:
+    """Every preset, name -> :class:`Emulation`; printed, a table (``mmasim presets``)."""
+    if not _PRESETS:
+        _PRESETS.update(_presets())
+    return Presets(_PRESETS)
 
 
 def preset(name: str) -> Emulation:
-    """The preset ``name`` (see :data:`PRESETS`)."""
-    if not PRESETS:
-        PRESETS.update(_presets())
-    try:
-        return PRESETS[name]
-    except KeyError:
-        raise OperandError(f"unknown preset {name!r}; presets: {', '.join(sorted(PRESETS))}") from None
-
-
-def presets() -> dict:
-    """Every preset, name -> :class:`Emulation`."""
-    if not PRESETS:
-        PRESETS.update(_presets())
-    return dict(PRESETS)
+    """The preset ``name`` (see :func:`presets`); an unknown name raises
+    :class:`~mmasim.errors.UnknownPreset` with close matches and every preset."""
+    table = presets()
+    if isinstance(name, str) and name in table:
+        return table[name]
+    close = difflib.get_close_matches(name, list(table), n=3) if isinstance(name, str) else []
+    hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+    raise UnknownPreset(f"unknown preset {reprlib.repr(name)}.{hint} Presets: {', '.join(table)} "
+                        "(mmasim presets shows what each is)")

@@ -12,7 +12,7 @@ import contextlib
 
 import numpy as np
 
-from mmasim.errors import OperandError
+from mmasim.errors import EmulationError, OperandError
 from mmasim.torch.emulation import Emulation, preset
 from mmasim.torch.matmul import matmul
 
@@ -29,7 +29,8 @@ def _emulation(emulation) -> Emulation:
     if isinstance(emulation, str):
         return preset(emulation)
     if not isinstance(emulation, Emulation):
-        raise OperandError(f"emulation must be an mmasim.torch.Emulation or a preset name, not {type(emulation).__name__}")
+        raise EmulationError(f"emulation must be an mmasim.torch.Emulation or a preset name (mmasim presets), "
+                             f"not {type(emulation).__name__}")
     return emulation
 
 
@@ -93,7 +94,7 @@ def linear(x, weight, bias=None, emulation=None):
     gradients flow to ``x``, ``weight`` and ``bias``."""
     torch = _torch()
     if emulation is None:
-        raise OperandError("mmasim.torch.linear needs emulation= (an Emulation or a preset name)")
+        raise EmulationError("mmasim.torch.linear needs emulation= (an Emulation or a preset name)")
     em = _emulation(emulation)
     for t in (x, weight) + (() if bias is None else (bias,)):
         _check(t)
@@ -102,12 +103,23 @@ def linear(x, weight, bias=None, emulation=None):
     if weight.dim() != 2 or x.dim() < 1 or x.shape[-1] != weight.shape[1]:
         raise OperandError(f"mmasim.torch.linear: x {tuple(x.shape)} and weight {tuple(weight.shape)} do not match "
                            "(x is (..., in), weight (out, in))")
-    lead = x.shape[:-1]
-    x2 = x.reshape(-1, x.shape[-1])
-    y = _FUNCTION[0].apply(x2, weight, em)
-    if bias is not None:
-        y = y + bias.to(torch.float32)
-    return y.reshape(*lead, weight.shape[0])
+    lead, out = x.shape[:-1], (*x.shape[:-1], weight.shape[0])
+    x2 = x.reshape(lead.numel(), x.shape[-1])      # not -1: with no input features that is ambiguous
+    y = _FUNCTION[0].apply(x2, weight, em).reshape(out)
+    if bias is None:
+        return y
+    try:
+        fits = torch.broadcast_shapes(bias.shape, out) == out
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise OperandError(f"mmasim.torch.linear: bias {tuple(bias.shape)} does not broadcast to the output {out} "
+                           "(bias is (out,))")
+    b = bias.to(torch.float32)
+    # with no input features there is no product: torch returns the bias itself (addmm's
+    # beta * C for k = 0), -0 included, where the empty sum's +0 plus the bias would give +0;
+    # torch.where keeps the GEMM in the graph, so x and W get their (empty) gradients
+    return y + b if x.shape[-1] else torch.where(torch.ones((), dtype=torch.bool), b, y)
 
 
 @contextlib.contextmanager
@@ -116,6 +128,9 @@ def emulate(model, emulation):
     ``emulation``; the modules are restored on exit (also on an exception).  Works under
     ``torch.no_grad()`` and in training loops."""
     torch = _torch()
+    if not isinstance(model, torch.nn.Module):
+        raise EmulationError(f"emulate needs a torch.nn.Module (the model whose nn.Linear layers to emulate), "
+                             f"not {type(model).__name__}")
     em = _emulation(emulation)
     patched = []
     try:
