@@ -40,7 +40,7 @@ class SparseRule:
             table[nib] = [p * self.unit + u for p in picks for u in range(self.unit)]
         pos = table[nibbles]                                     # (..., chunks, picked)
         base = (np.arange(nibbles.shape[-1]) * self.chunk)[:, None]
-        return (pos + base).reshape(nibbles.shape[:-1] + (-1,))
+        return (pos + base).reshape(nibbles.shape[:-1] + (pos.shape[-2] * pos.shape[-1],))
 
 
 def _pairs(nib):
