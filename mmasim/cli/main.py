@@ -20,7 +20,7 @@ import time
 from mmasim import DISTRIBUTION, MMA, architectures, get_registry
 from mmasim.operands.display import hex_word, number_text, one_line, safe
 from mmasim.errors import MMAError, WordSyntaxError
-from mmasim.registry.lookup import resolve_arch
+from mmasim.registry.lookup import offered, resolve_arch
 from mmasim.operands.text import parse_count, parse_words
 
 
@@ -130,6 +130,7 @@ def _qualifiers(args) -> dict:
 def cmd_list(args) -> int:
     reg = get_registry()
     names = architectures() if args.arch is None else [resolve_arch(reg, args.arch)]
+    shown = {name: offered(reg.architectures[name].datapaths) for name in names}   # what MMA() resolves
     if args.json:
         _dump({"schema": "mmasim.list/1", "architectures": [{
             "name": name,
@@ -137,19 +138,19 @@ def cmd_list(args) -> int:
             "description": reg.architectures[name].description,
             "aliases": list(reg.architectures[name].aliases),
             "datapaths": [{"instruction": dp.canonical(reg.formats), "status": dp.status.kind}
-                          for dp in reg.architectures[name].datapaths],
+                          for dp in shown[name]],
         } for name in names]})
         return 0
     if args.arch is None:
         for name in names:
             arch = reg.architectures[name]
-            print(f"{safe(name):16s} {len(arch.datapaths):4d} datapaths  {safe(arch.description)}")
+            print(f"{safe(name):16s} {len(shown[name]):4d} datapaths  {safe(arch.description)}")
             if arch.aliases:
                 print(f"{'':16s} aliases: {safe(', '.join(arch.aliases))}")
         return 0
     arch = reg.architectures[names[0]]
     print(f"{safe(names[0])}: {safe(arch.description)}")
-    for dp in arch.datapaths:
+    for dp in shown[names[0]]:
         print(f"  {safe(dp.canonical(reg.formats)):70s} {safe(dp.status.kind)}")
     return 0
 
