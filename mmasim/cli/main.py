@@ -545,7 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the others; one ARCH with --instruction-b compares two datapaths of it) on random, near-one, "
                     "cancellation-heavy and adversarial inputs. Each architecture after the first is compared "
                     "with the first: how often the results differ, the largest difference in ULPs of the output "
-                    "format and the smallest differing example.",
+                    "format with the case that has it, and the smallest differing example.",
     )
     s.add_argument("archs", nargs="+", metavar="ARCH ... INSTRUCTION",
                    help="two or more architectures, then the instruction")
