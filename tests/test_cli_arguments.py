@@ -130,14 +130,26 @@ def test_an_empty_path_is_refused_and_nothing_is_written(argv, tmp_path, monkeyp
     assert os.listdir(tmp_path) == []
 
 
-def test_harness_generate_refuses_the_empty_path_in_the_api_too(tmp_path, monkeypatch):
+@pytest.mark.parametrize("out", [""])
+def test_harness_generate_and_run_refuse_the_empty_path_in_the_api_too(out, tmp_path, monkeypatch):
     from mmasim.errors import HarnessError
     from mmasim.harness.generate import generate
+    from mmasim.harness.run import SimulatedDevice, run
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(HarnessError, match="empty path"):
-        generate("Ampere", out="")
+        generate("Ampere", out=out)
+    with pytest.raises(HarnessError, match="empty path"):
+        run("Ampere", out, cases=1, instructions=["mma.sync.m16n8k8.f32.tf32.tf32"],
+            device=SimulatedDevice("simulated GPU", "8.0"))
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("text", ["9" * 41, "1" * 5000])
+def test_a_count_of_thousands_of_digits_is_one_short_usage_line(text, capsys):
+    assert main(["accuracy", *PAIR, "--seed", text]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 300 and "at most 40 decimal digits" in err, err
 
 
 # ------------------------------------------------------------------ plots

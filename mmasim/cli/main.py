@@ -84,8 +84,15 @@ def _word(text: str, what: str) -> int:
     return words[0]
 
 
+#: the longest count option value read (2**64 has 20 digits)
+MAX_COUNT_CHARS = 40
+
+
 def _count(minimum: int, what: str):
     def parse(text: str) -> int:
+        if len(text) > MAX_COUNT_CHARS:       # no count is that long (and int() refuses 4,300+ digits)
+            raise argparse.ArgumentTypeError(f"must be an integer of at most {MAX_COUNT_CHARS} decimal digits, "
+                                             f"not a value of {len(text):,} characters ({text[:12]}...)")
         value = parse_count(text)
         if value is None:
             if text.startswith("-") and parse_count(text[1:]) is not None:

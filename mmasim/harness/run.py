@@ -322,6 +322,9 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
     ``unprobed`` and said in its file's provenance ``probes``).  Returns ``{"written": [paths],
     "skipped": [(instruction, reason)], "unprobed": [(instruction, reason)], "device": info}``.
     """
+    if isinstance(out, str) and out == "":
+        raise HarnessError("harness run: out is the empty path; name the folder to write into "
+                           "('.' for the working folder)")
     if isinstance(cases, bool) or not isinstance(cases, (int, np.integer)) or not 1 <= cases <= MAX_TILES:
         raise HarnessError(f"cases (random tiles per instruction, each held in memory and on the GPU) must be an "
                            f"integer from 1 to {MAX_TILES:,}, got {cases!r}; run several seeds for more")
