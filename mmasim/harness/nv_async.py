@@ -1,5 +1,6 @@
 """Harness kernels of Hopper's ``wgmma.mma_async`` (PTX ISA 9.0 §9.7.15, ``.sp`` included), in the
-protocol of :mod:`mmasim.harness.spec`: :func:`specs`, :func:`place`, :func:`read`.
+protocol of :mod:`mmasim.harness.spec`: :func:`specs`, :func:`place`, :func:`read`, and :func:`simulate`
+(the kernel run in software, for :class:`mmasim.harness.run.SimulatedDevice`).
 
 Owns the warpgroup kernel (:func:`_wgmma_spec`): one per N and per A source, shared memory or
 registers.  The shared-memory images are :mod:`mmasim.harness.nv_common`'s, the register
