@@ -71,6 +71,42 @@ def test_script_refuses_to_run_without_an_output_folder():
     assert r.returncode == 2 and "no output folder" in r.stderr
 
 
+FAKE_SMI = r"""#!/bin/sh
+case "$*" in
+  *--query-gpu=compute_cap\ *) echo "9.0" ;;
+  *--query-gpu=name,compute_cap,driver_version\ --format=csv,noheader*) echo "NVIDIA H200, 9.0, 570.86.15" ;;
+  *--query-gpu=*) echo "name, compute_cap, driver_version"; echo "NVIDIA H200, 9.0, 570.86.15" ;;
+  *) echo "Driver Version: 570.86.15    CUDA Version: 12.8" ;;
+esac
+"""
+
+
+@pytest.mark.skipif(not _path_without_nvidia_smi() or shutil.which("nvidia-smi") is not None,
+                    reason="a real GPU is here: the device path would run on it")
+def test_on_a_gpu_that_cannot_run_the_kernels_the_script_stops_before_running_them_and_says_why(tmp_path):
+    """The device path (no --simulate) up to the GPU, with an nvidia-smi that claims an H200 and no
+    driver behind it: the kernels are built, the CUDA context holder finds that the GPU cannot run
+    them, and the run stops there (exit 1) with the reason in the log and the summary."""
+    from mmasim.harness import toolchain
+    try:
+        toolchain.find_nvcc("sm_90a")
+    except toolchain.ToolchainError as exc:
+        pytest.skip(str(exc))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text(FAKE_SMI)
+    (fake / "nvidia-smi").chmod(0o755)
+    r = _script("--install", "pythonpath", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"),
+                "--min-cases", "100", "--instructions", INSTRUCTIONS[0],
+                env={"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}",
+                     "MMASIM_HARNESS_CACHE": str(toolchain.cache_dir())})
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "the GPU cannot run what this nvcc builds" in r.stdout
+    s = json.loads((tmp_path / "out" / "h200_summary.json").read_text())
+    assert s["device"]["name"] == "NVIDIA H200" and s["build"]["kernels"] == 1 and not s["build"]["failed"]
+    assert "cannot run" in s["not_run"][INSTRUCTIONS[0]] and s["files"] == 0
+
+
 # ------------------------------------------------------------------ what pack keeps
 def test_kept_cases_sample_large_random_tiles_and_keep_every_probe_entry():
     # 2 random tiles of 16 entries, then 1 probe tile of 16 entries with 3 probes on its diagonal

@@ -83,15 +83,14 @@ def _priority(instruction: str) -> int:
 def plan(instructions=None, min_cases: int = MIN_CASES, tile_cap: int = TILE_CAP, seed: int = SEED) -> list:
     """One entry per instruction: its kernels ``(name, M, N)``, the random ``tiles`` (a multiple of
     the word kinds, so every kind gets as many tiles, and enough that the cases kept by ``pack``
-    reach ``min_cases``), its ``seed`` and the ``pairs`` (model, spec) to build and run."""
+    reach ``min_cases``), its ``seed`` and the ``pairs`` (model, spec) to build and run.  An
+    instruction the harness cannot generate is an entry without kernels, its ``skipped`` saying why."""
     import mmasim
     from mmasim.harness import generate as gen
     from mmasim.harness import run as hrun
 
     order = {ins: i for i, ins in enumerate(mmasim.instructions(ARCH))}
     pairs, skipped = gen.specs_for(ARCH, instructions)
-    if skipped:
-        raise SystemExit(f"h200_run: not generated: {skipped}")
     by = {}
     for model, spec in pairs:
         by.setdefault(model.instruction, []).append((model, spec))
@@ -109,6 +108,9 @@ def plan(instructions=None, min_cases: int = MIN_CASES, tile_cap: int = TILE_CAP
         out.append({"instruction": ins, "seed": seed + order.get(ins, len(order)), "tiles": tiles,
                     "kernels": kernels, "random_cases_kept": tiles * kept_per_tile,
                     "priority": _priority(ins), "pairs": ps})
+    for ins, why in skipped:
+        out.append({"instruction": ins, "seed": None, "tiles": 0, "kernels": [], "random_cases_kept": 0,
+                    "priority": _priority(ins), "pairs": [], "skipped": why})
     out.sort(key=lambda e: (e["priority"], order.get(e["instruction"], 0)))
     return out
 
@@ -173,13 +175,7 @@ def _device(simulate: bool, work: pathlib.Path, info: dict):
             self._info = dict(info)
 
         def run(self, spec, model, inputs, cases):
-            exe = standin_program(spec, work / "standin")
-            words, stdout = host.execute(spec, exe, inputs)
-            m = re.search(r"runtime=(\d+)", stdout)
-            if m:
-                v = int(m.group(1))
-                self._info["cuda_runtime"] = f"{v // 1000}.{v % 1000 // 10}"
-            return words
+            return host.execute(spec, standin_program(spec, work / "standin"), inputs)[0]
 
     return StandIn() if simulate else H200()
 
@@ -219,7 +215,7 @@ def standin(argv) -> int:
             return 2
         inputs.append(words)
     model = mmasim.MMA(spec.arch, spec.instruction, **dict(spec.qualifiers))
-    print("mmasim-harness: device=stand-in (simulator) cc=9.0 runtime=13000 driver=0", flush=True)
+    print("mmasim-harness: device=stand-in (simulator) cc=9.0 runtime=0 driver=0", flush=True)
     out = hrun.SimulatedDevice().run(spec, model, inputs, cases)
     np.asarray(out, dtype="<u4").tofile(argv[2])
     return 0
@@ -247,8 +243,11 @@ def _measure_one(entry_name: str, tiles: int, seed: int, out: str, deadline: flo
     rec["seconds"] = round(time.time() - t0, 2)
     rec["skipped"] = [list(x) for x in res["skipped"]]
     rec["unprobed"] = [list(x) for x in res["unprobed"]]
-    rec["status"] = "ok" if not res["skipped"] else "partly skipped"
     rec["files"] = [pathlib.Path(p).name for p in res["written"]]
+    rec["status"] = "ok"
+    if res["skipped"]:
+        first = res["skipped"][0][1]
+        rec["status"] = f"partly skipped: {first}" if rec["files"] else first
     return rec
 
 
@@ -264,18 +263,43 @@ def gpu_info(simulate: bool) -> dict:
     return hrun.CudaDevice(0).info()
 
 
-def _holder(work: pathlib.Path):
-    """A process that holds a CUDA context for the whole run, so the driver stays initialised
-    between the many short harness programs (a lent machine may not run in persistence mode)."""
+HOLDER = r"""#include <cuda_runtime.h>
+#include <cstdio>
+#include <unistd.h>
+int main() {
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    cudaError_t e = cudaFree(0);
+    if (e != cudaSuccess) {
+        printf("error: %s (CUDA runtime %d, driver %d)\n", cudaGetErrorString(e), runtime, driver);
+        return 1;
+    }
+    printf("ok: CUDA runtime %d, driver %d\n", runtime, driver);
+    fflush(stdout);
+    pause();
+    return 0;
+}
+"""
+
+
+def _holder():
+    """``(process, line)``: a program that opens a CUDA context and holds it for the whole run, so
+    the driver stays initialised between the many short harness programs (a lent machine may not
+    run in persistence mode), and says first whether the GPU runs what this nvcc builds.
+    :class:`SystemExit` when it does not (a driver older than the runtime): no kernel would run."""
+    import select
+
     from mmasim.harness import toolchain
-    src = "#include <cuda_runtime.h>\n#include <cstdio>\n#include <unistd.h>\n" \
-          "int main() { cudaFree(0); printf(\"holding\\n\"); fflush(stdout); pause(); return 0; }\n"
-    try:
-        exe = toolchain.compile_source(src, "sm_90a", link=True)
-        return subprocess.Popen([str(exe)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except (toolchain.ToolchainError, OSError) as exc:
-        log(f"no CUDA context holder ({exc}); every harness program initialises the driver itself")
-        return None
+    exe = toolchain.compile_source(HOLDER, "sm_90a", link=True)
+    proc = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], 120)
+    line = proc.stdout.readline().strip() if ready else "error: no answer within 120 s"
+    if not line.startswith("ok"):
+        proc.kill()
+        proc.wait()
+        raise SystemExit(f"h200_run: the GPU cannot run what this nvcc builds: {line}")
+    return proc, line
 
 
 def measure(args) -> int:
@@ -322,13 +346,24 @@ def measure(args) -> int:
     failed = {k for k, b in built.items() if not b["ok"] and b["error"] != NOT_BUILT}
     # run
     t0 = time.time()
-    holder = None if args.simulate else _holder(work)
+    holder = None
+    if not args.simulate:
+        try:
+            holder, line = _holder()
+        except SystemExit as exc:
+            status["aborted"] = str(exc)
+            _write(work / "status.json", status)
+            raise
+        status["cuda_check"] = line
+        log(f"CUDA context held: {line}")
     records = []
     try:
         todo = []
         for e in entries:
             bad = [built[k[0]]["error"] for k in e["kernels"] if k[0] in failed]
-            if bad:
+            if not e["kernels"]:
+                _record(work, records, {"instruction": e["instruction"], "files": [], "status": e["skipped"]})
+            elif bad:
                 _record(work, records, {"instruction": e["instruction"], "files": [],
                                         "status": f"not run: a kernel was not built ({bad[0][:300]})"})
             else:
@@ -429,6 +464,7 @@ def transport(path: pathlib.Path, tile_cap: int, extra_prov: dict, validate: boo
     the record counts the kept cases where the simulator's word differs (``mismatches``)."""
     import attrs
 
+    from mmasim.harness.run import KINDS
     from mmasim.vectors import files as vectors
 
     vf = vectors.load(path, max_bytes=LOAD_BYTES)
@@ -453,6 +489,7 @@ def transport(path: pathlib.Path, tile_cap: int, extra_prov: dict, validate: boo
     data = buf.getvalue()
     rec = {"file": path.name, "instruction": vf.instruction, "kernel": prov.get("kernel", ""),
            "seed": prov.get("seed"), "measured_cases": int(len(vf)), "cases": int(keep.size),
+           "random_cases": int(np.isin(arrays["labels"], KINDS).sum()),
            "random_tiles": prov.get("random_tiles"), "probe_cases": prov.get("probe_cases"),
            "source": prov.get("source"), "sha256": hashlib.sha256(data).hexdigest()}
     if validate:
@@ -465,11 +502,20 @@ def transport(path: pathlib.Path, tile_cap: int, extra_prov: dict, validate: boo
     return data, rec
 
 
-def _not_run(planned, records) -> dict:
+def _rank(status: dict, instruction: str) -> int:
+    """Where ``instruction`` stands in the plan (the order of the run)."""
+    for i, e in enumerate(status.get("plan", [])):
+        if e["instruction"] == instruction:
+            return i
+    return len(status.get("plan", []))
+
+
+def _not_run(status, records) -> dict:
     """``{instruction: why}`` of each planned instruction that wrote no file, or not all of them."""
     why = {r["instruction"]: r.get("status", "?") for r in records}
-    return {e["instruction"]: why.get(e["instruction"], "not finished: measure was stopped")
-            for e in planned if why.get(e["instruction"]) != "ok"}
+    stopped = status.get("aborted") or "not finished: measure was stopped"
+    return {e["instruction"]: why.get(e["instruction"], stopped)
+            for e in status.get("plan", []) if why.get(e["instruction"]) != "ok"}
 
 
 def _member(name: str, data: bytes) -> bytes:
@@ -502,7 +548,11 @@ def pack(args) -> int:
         records = [json.loads(line) for line in (work / "records.jsonl").read_text().splitlines() if line.strip()]
     extra = {k: v for k, v in (("nvcc", status.get("nvcc", {}).get("version")), ("mmasim_commit", args.commit))
              if v}
-    files = sorted((work / "vectors").glob("*.npz"))
+    # the files in the order the instructions ran in (thinnest evidence first), so that a part the
+    # device cannot return holds the least wanted
+    order = {f: i for i, f in enumerate(f for r in sorted(records, key=lambda r: _rank(status, r["instruction"]))
+                                        for f in r.get("files", []))}
+    files = sorted((work / "vectors").glob("*.npz"), key=lambda f: (order.get(f.name, len(order)), f.name))
     jobs = [(f"hopper/{f.name}", str(f), args.tile_cap, extra, not args.no_validate) for f in files]
     ctx = multiprocessing.get_context("fork")
     streams, unpacked = [], []
@@ -546,12 +596,11 @@ def pack(args) -> int:
         written.append({"part": path.name, "bytes": path.stat().st_size, "files": len(part),
                         "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
     if len(written) > MAX_PARTS:
-        log(f"WARNING: {len(written)} parts: the device returns at most {MAX_PARTS} of them (raise --tile-cap "
-            "lower or measure fewer instructions)")
+        log(f"WARNING: {len(written)} parts, and the device returns at most {MAX_PARTS}: the last ones hold the "
+            "instructions run last (a lower --tile-cap or --min-cases makes fewer)")
     by_ins = {}
     for rec in manifest["files"]:
-        by_ins.setdefault(rec["instruction"], 0)
-        by_ins[rec["instruction"]] += rec["cases"]
+        by_ins[rec["instruction"]] = by_ins.get(rec["instruction"], 0) + rec["random_cases"]
     status["timings"] = dict(status.get("timings", {}), pack=round(time.time() - t0, 2))
     for key, value in (args.timing or []):
         status["timings"][key] = float(value)
@@ -564,7 +613,7 @@ def pack(args) -> int:
                    mismatches=sum(f.get("mismatches", 0) for f in manifest["files"]),
                    validate_errors=[f["file"] for f in manifest["files"] if f.get("validate_error")],
                    not_packed=unpacked,
-                   not_run=_not_run(status.get("plan", []), records),
+                   not_run=_not_run(status, records),
                    commit=args.commit)
     summary.pop("plan", None)
     _write(out / "h200_summary.json", summary)
@@ -606,6 +655,15 @@ def main(argv=None) -> int:
     if argv[:1] == ["standin"]:
         return standin(argv[1:])
     args = parser().parse_args(argv)
+    from mmasim.errors import MMAError
+    try:
+        return _command(args)
+    except MMAError as exc:
+        print(f"h200_run.py: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _command(args) -> int:
     if args.cmd == "plan":
         entries = plan(args.instructions, args.min_cases, args.tile_cap, args.seed)
         print(json.dumps([_public(e) for e in entries], indent=1))
