@@ -59,6 +59,18 @@ PACK_RESERVE = 60
 LOAD_BYTES = 4 << 30
 
 
+#: the most processes at a time by default (the largest wgmma instruction peaks at about 0.8 GB)
+MAX_JOBS = 16
+
+
+def _cores() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, MAX_JOBS))
+
+
 def log(*parts):
     print(f"[{time.strftime('%H:%M:%S')}]", *parts, flush=True)
 
@@ -637,7 +649,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--min-cases", type=int, default=MIN_CASES, help="random cases kept per instruction, at least")
     p.add_argument("--tile-cap", type=int, default=TILE_CAP, help="random entries kept per tile, at most")
     p.add_argument("--seed", type=int, default=SEED, help="the seed of the first instruction (then +1 each)")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="nvcc and harness processes at a time")
+    p.add_argument("--jobs", type=int, default=_cores(), help="nvcc and harness processes at a time "
+                   f"(default: the cores this process may use, at most {MAX_JOBS})")
     p.add_argument("--simulate", action="store_true", help="the stand-in binary instead of the GPU")
     p.add_argument("--deadline", type=float, default=0.0, help="epoch seconds by which packing must be done")
     p.add_argument("--build-limit", type=int, default=0, help="build the kernels of the first N instructions only")

@@ -100,7 +100,7 @@ run_all() {
     # the pure-Python dependencies the machine's Python may lack, from the wheels shipped here
     if ! "$PY" -c "import numpy, attr, pluggy; import sys; sys.version_info >= (3, 11) or __import__('tomli')" 2>/dev/null; then
         for whl in "$REPO"/tools/hardware/wheels/*.whl; do
-            [ -e "$whl" ] && export PYTHONPATH="$PYTHONPATH:$whl"
+            [ -e "$whl" ] && export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$whl"
         done
         echo "dependencies from tools/hardware/wheels"
     fi
