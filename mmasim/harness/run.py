@@ -106,8 +106,9 @@ class CudaDevice(Device):
 
 class SimulatedDevice(Device):
     """A device that computes D with the simulator from the placed register images (for tests and
-    dry runs).  Understood: ``registers`` buffers of the 32-lane mma.sync family, and tcgen05.mma
-    kernels (shared-memory images and per-thread Tensor Memory words:
+    dry runs).  Understood: ``registers`` buffers of the 32-lane mma.sync family, wgmma.mma_async
+    kernels (shared-memory images and warpgroup registers: :func:`mmasim.harness.nv_async.simulate`)
+    and tcgen05.mma kernels (shared-memory images and per-thread Tensor Memory words:
     :func:`mmasim.harness.nv_tcgen05.simulate`)."""
 
     #: what its vector files are: the simulator's own words, never evidence
