@@ -2,11 +2,14 @@
 small random cases), the statistics on cases whose answer is known, and the command."""
 
 import json
+import os
 import sys
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import mmasim
 from gemm_compositions import HOPPER_FP8, B200_MXF8, stand_in
@@ -204,3 +207,82 @@ def test_command_usage_errors(capsys):
     assert "pairs" in capsys.readouterr().err
     assert main(["accuracy", *HOPPER_FP8, "--k", "32,x"]) == 2
     assert main(["accuracy", *HOPPER_FP8, "--dist", "cauchy"]) == 2
+
+
+# ------------------------------------------------------------ every argument checked, memory estimated
+ACC = sys.modules["mmasim.accuracy"]        # the package (mmasim.accuracy is also the function)
+F16 = ("A100", "m16n8k16.f32.f16.f16.f32")  # K = 16, M = 16, N = 8
+
+
+@pytest.fixture
+def nothing_runs(monkeypatch):
+    """The study's arguments are checked, then each setting returns its (model, K values, M, N,
+    seed) instead of running; the memory limit out of the way (tested on its own below)."""
+    monkeypatch.setattr(ACC, "_setting", lambda model, ks, M, N, dist, seed, **kw: (ks, M, N, seed))
+    monkeypatch.setattr(ACC, "memory_limit", lambda: float("inf"))
+
+
+def _int(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+anything = st.one_of(st.none(), st.booleans(), st.integers(-5, 200), st.integers(2 ** 120, 2 ** 140),
+                     st.floats(allow_nan=True), st.text(max_size=3), st.just(np.int64(32)), st.just(np.float64(32.0)),
+                     st.just(64.9), st.just([16, 32]), st.just([]), st.just((16, 2.5)), st.just("16"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(arg=st.sampled_from(["m", "n", "k", "seed"]), value=anything)
+def test_every_study_argument_is_checked_once_and_named(nothing_runs, arg, value):
+    kw = {"k": 16, arg: value}
+    if arg == "k":
+        ks = [value] if _int(value) else value if isinstance(value, (list, tuple)) else None
+        ok = bool(ks) and all(_int(x) and x >= 1 and x % 16 == 0 for x in ks)
+    elif arg == "seed":
+        ok = _int(value) and 0 <= value < 2 ** 128
+    else:
+        tile = 16 if arg == "m" else 8
+        ok = value is None or (_int(value) and value >= 1 and value % tile == 0)
+    if not ok:
+        with pytest.raises(mmasim.AccuracyError, match=f"accuracy: {arg}"):
+            mmasim.accuracy(*F16, **kw)
+        return
+    ks, M, N, seed = mmasim.accuracy(*F16, **kw)
+    assert (ks, M, N, seed) == (tuple(int(x) for x in ([value] if _int(value) else value)) if arg == "k" else (16,),
+                                value if arg == "m" and value is not None else 64,
+                                value if arg == "n" and value is not None else 64,
+                                value if arg == "seed" else 0)
+
+
+def test_a_study_that_needs_more_memory_than_the_limit_is_refused_before_it_runs(nothing_runs, monkeypatch):
+    monkeypatch.setattr(ACC, "memory_limit", lambda: 2 ** 30)
+    # by hand: 128 bytes per element of A and B, 512 + 32 * 16 per output
+    assert ACC.memory_estimate(mmasim.MMA(*F16), 64, 1024, 64) == 128 * 128 * 1024 + 64 * 64 * (512 + 32 * 16)
+    mmasim.accuracy(*F16, k=(256, 1024))                     # 21 MiB: runs
+    with pytest.raises(mmasim.AccuracyError) as e:
+        mmasim.accuracy(*F16, k=(256, 10 ** 6))              # 128 * 128 * 10^6 = 15.3 GiB
+    msg = str(e.value)
+    assert "K = 1000000 with 64 x 64 outputs" in msg and "about 15.3 GiB" in msg and "limit of 1.0 GiB" in msg
+    with pytest.raises(mmasim.AccuracyError, match="limit"):
+        mmasim.accuracy(*F16, k=16, m=2 ** 20, n=2 ** 20)
+
+
+def test_the_memory_limit_is_half_of_this_machines_memory():
+    if not hasattr(os, "sysconf"):
+        pytest.skip("no os.sysconf")
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert ACC.MEMORY_FRACTION == 0.5 and ACC.memory_limit() == total // 2
+
+
+def test_command_refuses_a_huge_k_with_one_line_naming_the_limit(capsys):
+    assert main(["accuracy", *F16, "--k", "1000000000", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mmasim: error: accuracy: K = 1000000000 with 64 x 64 outputs would need about ")
+    assert "of this machine's memory" in err and "internal error" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("instruction, message", [
+    ("m16n8k32.s32.s8.s8.s32", "integer D"), ("mma.sp.m16n8k32.f32.f16.f16.f32", "is sparse")])
+def test_instructions_a_study_cannot_run_are_refused_up_front(instruction, message):
+    with pytest.raises(mmasim.AccuracyError, match=message):
+        mmasim.accuracy("A100", instruction, k=32, n=8, backend="numpy")

@@ -233,3 +233,41 @@ def test_control_characters_from_tables_are_escaped(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "Evil" not in out
+
+
+# ------------------------------------------------------------ mmasim list agrees with MMA()
+def _listed(capsys, arch):
+    """The instructions ``mmasim list ARCH`` prints, and those ``--json`` gives."""
+    assert main(["list", arch]) == 0
+    text = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert main(["list", arch, "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["architectures"]
+    return text, [d["instruction"] for d in entry["datapaths"]]
+
+
+def test_every_datapath_list_shows_resolves_with_MMA_and_every_other_is_refused(capsys):
+    import mmasim
+
+    reg = mmasim.get_registry()
+    assert main(["list"]) == 0
+    counts = {line[:16].strip(): int(line[16:].split()[0]) for line in capsys.readouterr().out.splitlines()
+              if "datapaths" in line}
+    for arch in mmasim.architectures():
+        text, doc = _listed(capsys, arch)
+        assert text == doc and len(text) == counts[arch], arch
+        for instruction in text:
+            assert mmasim.MMA(arch, instruction).datapath.canonical(reg.formats) == instruction
+        for dp in reg.architectures[arch].datapaths:      # what list leaves out, MMA() refuses
+            name = dp.canonical(reg.formats)
+            if name not in text:
+                with pytest.raises(mmasim.UnsupportedDatapath):
+                    mmasim.MMA(arch, name)
+
+
+def test_blackwell_ultra_lists_no_integer_tcgen05_mma(capsys):
+    # PTX ISA 9.0, tcgen05.mma Target ISA Notes: .kind::i8 on sm_100a / sm_101a (sm_110a), not sm_103a
+    text, _ = _listed(capsys, "B300")
+    assert text and not [i for i in text if "kind::i8" in i]
+    b200, _ = _listed(capsys, "B200")
+    assert len([i for i in b200 if i.startswith("tcgen05") and "kind::i8" in i]) == 48
+    assert len(text) == len(b200) - 48

@@ -88,7 +88,8 @@ def _check(argv, folder):
 # ------------------------------------------------------------------ strategies
 junk = st.text(min_size=0, max_size=12)
 control = st.sampled_from(["\x1b[2J", "\x07", "\n", "\r", "\u202e", "\x00", "\x7f", "\x9b"])
-numberish = st.sampled_from(["0", "-5", "-1", "1", "2", "0x10", "1e3", "", " ", "nan", "99999999999999999999", "-0"])
+numberish = st.sampled_from(["0", "-5", "-1", "1", "2", "0x10", "1e3", "", " ", "nan", "99999999999999999999", "-0",
+                             "1_024", "+128", "\u0661\u0662", "1000000000"])
 ARCHS = ["B200", "A100", "H100", "Hopper", "sm_90", "MI300X", "Volta", "RTX 5090", "B9000", "", "blackwell"]
 INSTRS = ["tcgen05.mma.kind::tf32", "m16n8k16.f32.f16.f16.f32", "tcgen05.mma.kind::f16", "mma", "v_mfma",
           "tcgen05.kind::mxf4nvf4.4X", "mma.sync.m16n8k8.f32.tf32.tf32", "", ".", "::", "kind::",
@@ -209,14 +210,46 @@ ACCURACY_INSTRS = ["wgmma.mma_async.k32.f32.e4m3.e4m3", "tcgen05.mma.kind::f8f6f
                                  numberish | st.sampled_from(["none,32", "32", "48", "tree", "normal", "cauchy",
                                                               "{tmp}/a.png", "{tmp}/nope/a.png", "{tmp}/a"]))
                        .map(list), min_size=1, max_size=2).map(lambda xs: sum(xs, []))),
-       st.sampled_from(["32", "64", "0", "x", "32,64", "", "-32", "32,,"]),
+       st.sampled_from(["32", "64", "0", "x", "32,64", "", "-32", "32,,", "1000000000", "1_024", "+32", "1e9"]),
        _maybe(qualifier_flags), _maybe(stray))
 def test_hostile_accuracy(folder, pairs, opts, k, q, extra):
     tmp = str(folder / "plots")
     os.makedirs(tmp, exist_ok=True)
     opts = [o.replace("{tmp}", tmp) for o in opts]
-    for i, o in enumerate(opts[:-1]):       # a valid --m stays small (this test must take seconds)
-        if o == "--m" and opts[i + 1].strip().isdigit() and int(opts[i + 1]) > 128:
+    for i, o in enumerate(opts[:-1]):       # a valid --m stays small (this test must take seconds) or is
+        if o == "--m" and opts[i + 1].isdigit() and 128 < int(opts[i + 1]) < 10 ** 12:   # past any memory
             opts[i + 1] = "64"
     with mock.patch.dict(os.environ, {"MMASIM_BACKEND": "numpy"}):
         _check(["accuracy", *pairs, *opts, *q, *extra, "--n", "8", "-q", "--k", k], folder)
+
+
+@SETTINGS
+@given(st.sampled_from(["Volta", "Turing", "CDNA1", "B9000", "", "\x1b[2J"]),
+       st.lists(st.sampled_from(["mma.sync.m8n8k4.f32.f16.f16.f32", "nope", "", "v_mfma_f32_32x32x2f32"]) | junk,
+                max_size=2),
+       st.sampled_from(["", "{tmp}/out", "{tmp}/file", "{tmp}/nope/deeper", "/dev/null/x", "{tmp}/out/"]),
+       _maybe(stray))
+def test_hostile_harness_generate(folder, arch, instructions, out, extra):
+    tmp = folder / "generated"
+    tmp.mkdir(exist_ok=True)
+    (tmp / "file").write_text("a file, not a folder\n")
+    before = sorted(os.listdir(folder / "bundled"))
+    _check(["harness", "generate", arch, *instructions, "--out", out.format(tmp=tmp), *extra], folder)
+    assert sorted(os.listdir(folder / "bundled")) == before       # never the working folder
+
+
+@SETTINGS
+@given(st.sampled_from(["characterize", "layout"]), st.sampled_from(["A100", "B200", "nope"]),
+       st.sampled_from(["m16n8k16.f32.f16.f16.f32", "tcgen05.mma.kind::tf32", "x"]),
+       st.lists(st.tuples(st.sampled_from(["--from-vectors", "--out", "--operand", "--selector", "--byte-id"]),
+                          st.sampled_from(["", "{tmp}", "{tmp}/x.png", "{tmp}/x.npz", "/dev/null/x.png", "b", "scale_a",
+                                           "1_0", "+1", "7", "99999999999999999999"])).map(list),
+                max_size=2).map(lambda xs: sum(xs, [])),
+       _maybe(stray))
+def test_hostile_characterize_and_layout(folder, command, arch, instruction, opts, extra):
+    tmp = folder / "paths"
+    tmp.mkdir(exist_ok=True)
+    (tmp / "x.npz").write_text("not a vector file\n")
+    opts = [o.replace("{tmp}", str(tmp)) for o in opts]
+    with mock.patch.dict(os.environ, {"MMASIM_BACKEND": "numpy"}):
+        _check([command, arch, instruction, *opts, *extra], folder)

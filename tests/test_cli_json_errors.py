@@ -54,6 +54,21 @@ def test_a_usage_error_under_json_is_an_error_document(command, capsys):
     assert doc["error"] == "usage"          # the option, or the arguments the command needs first
 
 
+@pytest.mark.parametrize("command", COMMANDS)
+def test_an_unknown_option_is_named_by_its_command(command, capsys):
+    """``mmasim validate --frob`` says ``mmasim validate: error: ...``, not ``mmasim: error:``
+    (argparse reports an option the subcommand did not take at the top level)."""
+    pair = ["A100", "m16n8k16.f32.f16.f16.f32"]
+    needs = {"explain": pair, "run": [*pair, "--a", "0", "--b", "0", "--c", "0"], "layout": pair,
+             "characterize": pair, "accuracy": pair, "compare": ["A100", "H100", pair[1]],
+             "harness generate": ["Ampere", "--out", "x"], "harness run": ["Ampere", "--out", "x"]}
+    argv = [*command.split(), *needs.get(command, [])]   # what it needs, so that only the option is wrong
+    assert main([*argv, "--frob"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (f"mmasim {command}: error: unrecognized arguments: --frob "
+                                 f"(see mmasim {command} --help)\n")
+
+
 FAILURES = {
     "list": (["list", "NoSuchGPU"], "UnknownArchitecture"),
     "explain": (["explain", "B200", "tcgen05.mma.kind::nope"], "UnknownInstruction"),
@@ -100,9 +115,19 @@ def test_compare_plot_without_matplotlib_under_json_is_an_error_document(capsys,
 
 def test_validate_and_plugins_fail_with_their_own_document(capsys, tmp_path):
     """A file that does not validate is a validate report (ok false), not an error document."""
-    assert main(["validate", str(tmp_path / "none.npz"), "--json"]) == 1
+    (tmp_path / "text.npz").write_text("not a vector file\n")
+    assert main(["validate", str(tmp_path / "text.npz"), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "mmasim.validate/1" and doc["summary"]["ok"] is False
+
+
+def test_validate_of_a_path_that_does_not_exist_is_one_error_line(capsys, tmp_path):
+    missing = str(tmp_path / "none.npz")
+    assert main(["validate", missing]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"mmasim: error: {missing}: no such file or directory\n"
+    doc = _error_doc(capsys, ["validate", str(tmp_path), missing, "--json"], 1, "validate")
+    assert doc["error"] == "FileNotFoundError" and missing in doc["message"]
 
 
 def test_no_json_no_error_document(capsys):

@@ -388,3 +388,50 @@ def test_plot_of_an_integer_output_is_refused_before_anything_runs(tmp_path, mon
     rc = cli.main(["compare", "A100", "H100", "mma.sync.m16n8k32.s32.s8.s8", "--plot", str(tmp_path / "i.png")])
     err = capsys.readouterr().err
     assert rc == 1 and "output format is an integer" in err and not (tmp_path / "i.png").exists()
+
+
+def _f32(word: int) -> Fraction:
+    """The value of a finite f32 word, by hand: sign, biased exponent, fraction."""
+    sign, exp, frac = word >> 31, (word >> 23) & 0xFF, word & 0x7FFFFF
+    mag = Fraction(frac, 2 ** 23) * Fraction(2) ** -126 if exp == 0 else \
+        (1 + Fraction(frac, 2 ** 23)) * Fraction(2) ** (exp - 127)
+    return -mag if sign else mag
+
+
+def _ulps_apart(x: int, y: int) -> Fraction:
+    """|x - y| in f32 ULPs at the smaller nonzero magnitude (docs/user-guide.md), by hand."""
+    vx, vy = _f32(x), _f32(y)
+    small = min(abs(v) for v in (vx, vy) if v != 0)
+    e = 0                                   # 2**e <= small < 2**(e + 1)
+    while Fraction(2) ** e > small:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= small:
+        e += 1
+    return abs(vx - vy) / Fraction(2) ** (max(e, -126) - 23)
+
+
+def test_the_largest_difference_is_shown_with_its_case_text_and_json(toys):
+    ma, mb = toys
+    res = cmp.compare(ma, mb, cases=2000, seed=1)
+    big = res.largest
+    # it is a counted case, as generated, and both models compute its words
+    row = res.inputs.row(big.origin)
+    assert not big.shrunk and np.array_equal(big.inputs.a, row.a) and res.differ[big.origin]
+    assert int(ma.dot(row.a, row.b, row.c)[0]) == big.da and int(mb.dot(row.a, row.b, row.c)[0]) == big.db
+    # its two results are the headline's largest difference apart, and no counted case is further
+    assert _ulps_apart(big.da, big.db) == res.max_ulps
+    assert all(_ulps_apart(int(x), int(y)) <= res.max_ulps for x, y in zip(res.da[res.differ], res.db[res.differ]))
+    text = cmp.report(res)
+    assert f"largest difference: {res.max_ulps:g} ULPs of f32" in text
+    assert f"largest difference, generated case {big.origin} ({res.inputs.kind[big.origin]})" in text
+    assert f"D = 0x{big.da:08X}" in text and f"D = 0x{big.db:08X}" in text
+    doc = cmp.to_json([res], 2000, 1)["pairs"][0]
+    assert doc["largest_example"]["from_case"] == big.origin and doc["largest_example"]["shrunk"] is False
+    assert doc["largest_example"]["d_reference"] == f"0x{big.da:08X}"
+    assert doc["example"]["from_case"] == res.example.origin
+
+
+def test_no_difference_has_no_largest_example():
+    m = mmasim.MMA("B200", "tcgen05.mma.kind::tf32")
+    res = cmp.compare(m, m, cases=50, seed=3)
+    assert res.largest is None and cmp.to_json([res], 50, 3)["pairs"][0]["largest_example"] is None

@@ -84,6 +84,10 @@ def test_values_in_give_typed_values_out():
     got = lazy.compute()
     # small integers: every partial sum is exact
     assert got.dtype == np.float32 and np.array_equal(got, A.astype(np.int64) @ B.astype(np.int64) + C)
+    # words on request: the f32 words of the same values
+    lazy_words = mmasim.gemm(da.from_array(A, chunks=16), da.from_array(B, chunks=(32, 8)),
+                             da.from_array(C, chunks=(16, 8)), model=m, words=True)
+    assert lazy_words.dtype == np.uint32 and np.array_equal(lazy_words.compute(), got.view(np.uint32))
 
 
 def test_numpy_operands_mix_with_dask_ones():

@@ -325,3 +325,80 @@ def test_accuracy_page_commands_print_what_it_shows(tmp_path):
     for figure in re.findall(r"!\[[^]]*\]\(([^)]+)\)", text):
         assert (DOCS / figure).stat().st_size > 10000, figure          # the committed figure
         assert (tmp_path / "docs" / figure).stat().st_size > 10000, figure   # and the one the command drew
+
+
+def _shown(doc, real, where):
+    """``doc``, a documented JSON value, shows ``real``: equal, a "..." string stands for any value,
+    a list ending in "..." for a list that starts so, a float for a real number rounded to the
+    significant digits it is written with; a dict shows the keys it names."""
+    if doc == "...":
+        return
+    if isinstance(doc, dict):
+        assert isinstance(real, dict), where
+        for key, value in doc.items():
+            assert key in real, (where, key)
+            _shown(value, real[key], f"{where}.{key}")
+    elif isinstance(doc, list):
+        assert isinstance(real, list), where
+        cut = bool(doc) and doc[-1] == "..."
+        shown = doc[:-1] if cut else doc
+        assert (len(real) >= len(shown)) if cut else (len(real) == len(shown)), (where, doc, real)
+        for i, value in enumerate(shown):
+            _shown(value, real[i], f"{where}[{i}]")
+    elif isinstance(doc, float) and isinstance(real, (int, float)) and not isinstance(real, bool):
+        digits = len(re.sub(r"^0\.0*|\.|e.*$", "", repr(doc)).lstrip("0")) or 1
+        assert float(f"{real:.{digits}g}") == doc, (where, doc, real)
+    else:
+        assert doc == real and type(doc) is type(real), (where, doc, real)
+
+
+def _example_command(schema):
+    """The command docs/user-guide.md names as its example of ``schema`` (`the example is `...``)."""
+    text = (DOCS / "user-guide.md").read_text(encoding="utf-8")
+    m = re.search(rf"`{re.escape(schema)}`[^`]*`[^`]*`; the example is `([^`]+)`", text)
+    assert m, f"docs/user-guide.md names no example command for {schema}"
+    return " ".join(m.group(1).split())
+
+
+@pytest.mark.parametrize("schema", ["mmasim.compare/1", "mmasim.accuracy/1"])
+def test_json_examples_show_what_their_command_prints(schema, capsys):
+    """The compare and accuracy examples are that command's output, value for value (a documented
+    example once showed a status and a largest difference the command does not print)."""
+    import json
+    import shlex
+
+    from mmasim.cli.main import main
+
+    argv = shlex.split(_example_command(schema))
+    assert argv[0] == "mmasim" and "--json" in argv
+    assert main(argv[1:]) == 0
+    _shown(_documented_schemas()[schema], json.loads(capsys.readouterr().out), schema)
+
+
+def test_json_examples_state_each_datapaths_real_status():
+    """Every documented record naming an architecture, an instruction and a status gives the
+    status that datapath has."""
+    def records(value):
+        if isinstance(value, dict):
+            if {"arch", "instruction", "status"} <= set(value) and isinstance(value["status"], str):
+                yield value
+            for v in value.values():
+                yield from records(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from records(v)
+
+    found = [r for doc in _documented_schemas().values() for r in records(doc)]
+    assert len(found) >= 3
+    for r in found:
+        assert mmasim.MMA(r["arch"], r["instruction"]).datapath.status.kind == r["status"], r
+
+
+def test_a_doctored_json_example_is_caught():
+    """The comparison fails on a wrong status, a wrong number, a rounded number that is off and a
+    list that is not the start of the real one."""
+    real = {"status": "hardware", "max_difference": 8388608.0, "x": 0.0008520853863651519, "a": ["0x1", "0x2", "0x3"]}
+    _shown({"status": "hardware", "max_difference": 8388608.0, "x": 0.00085, "a": ["0x1", "..."]}, real, "ok")
+    for bad in ({"status": "peer"}, {"max_difference": 1.0}, {"x": 0.00086}, {"a": ["0x2", "..."]}, {"a": ["0x1"]}):
+        with pytest.raises(AssertionError):
+            _shown(bad, real, "bad")

@@ -31,6 +31,28 @@ def test_unknown_instruction_lists_close_matches():
         mmasim.MMA("B200", "tcgen05.mma.kind::tf32.bogus")
 
 
+@pytest.mark.parametrize("arch, instruction, have", [
+    ("A100", "wgmma", "Hopper has it"),
+    ("A100", "wgmma.mma_async.k32.f32.e4m3.e4m3", "Hopper has it"),
+    ("A100", "mma.sync.m16n8k32.f32.e4m3.e4m3.f32",
+     "Ada Lovelace, Blackwell, Blackwell Ultra, Hopper and RTX Blackwell have it"),
+    ("H100", "tcgen05.mma.kind::tf32", "Blackwell and Blackwell Ultra have it"),
+    ("A100", "v_mfma_f32_32x32x8_f16", "CDNA3 has it"),
+])
+def test_an_instruction_of_other_architectures_names_them_not_close_matches(arch, instruction, have):
+    # wgmma is sm_90a's (PTX ISA 9.0 wgmma Target ISA Notes); fp8 mma.sync needs sm_89 or later
+    with pytest.raises(mmasim.UnknownInstruction) as e:
+        mmasim.MMA(arch, instruction)
+    msg = str(e.value)
+    assert have in msg and "Close matches" not in msg and "s32" not in msg, msg
+
+
+def test_an_instruction_no_architecture_has_still_gets_close_matches():
+    with pytest.raises(mmasim.UnknownInstruction, match="Close matches") as e:
+        mmasim.MMA("A100", "mma.sync.m16n8k99.f32.f16.f16.f32")
+    assert " has it" not in str(e.value) and " have it" not in str(e.value)
+
+
 def test_ambiguous_lookup_lists_the_candidates():
     with pytest.raises(mmasim.AmbiguousInstruction) as e:
         mmasim.MMA("B200", "tcgen05.mma.kind::f16")

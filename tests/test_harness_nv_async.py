@@ -494,3 +494,29 @@ def test_harness_run_on_the_simulated_device_writes_block_scaled_tcgen05_vectors
         assert (v.sparse_metadata is not None) == bool(model.datapath.sparse)
         d = model.dot(v.a, v.b, v.c, scale_a=v.scale_a, scale_b=v.scale_b, sparse_metadata=v.sparse_metadata)
         np.testing.assert_array_equal(d, v.d)
+
+
+@pytest.mark.parametrize("instruction", ["wgmma.mma_async.k16.f16.f16.f16", "wgmma.mma_async.sp.k64.s32.u8.s8.satfinite"])
+def test_harness_run_on_the_simulated_device_writes_wgmma_vectors_the_dot_form_reproduces(tmp_path, instruction):
+    """`mmasim harness run` on the SimulatedDevice (wgmma kernels: nv_async.simulate, the shared-memory
+    images read through the kernels' descriptors): every kernel (N = 8 and 256, A from shared memory
+    and from registers) writes a file, and every recorded case's D is the dot form of its a, b, c
+    and metadata."""
+    from mmasim.vectors import files as vectors
+    from mmasim.harness import run as hrun
+    got = hrun.run("Hopper", tmp_path, cases=1, instructions=[instruction],
+                   device=hrun.SimulatedDevice("simulated H200", "9.0"))
+    assert len(got["written"]) == 4 and not got["skipped"]
+    model = _model("Hopper", instruction)
+    for path in got["written"]:
+        v = vectors.load(path)
+        assert v.provenance["source"] == "simulated"
+        assert (v.sparse_metadata is not None) == bool(model.datapath.sparse)
+        np.testing.assert_array_equal(model.dot(v.a, v.b, v.c, sparse_metadata=v.sparse_metadata), v.d)
+
+
+def test_wgmma_simulate_refuses_a_kernel_of_another_family():
+    m = _model("B200", "tcgen05.mma.kind::f16.f32.bf16.bf16")
+    spec = tc.specs(m)[0]
+    with pytest.raises(UnsupportedDatapath, match="not a wgmma.mma_async kernel"):
+        nv.simulate(spec, m, [], 1)

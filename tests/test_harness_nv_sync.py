@@ -312,3 +312,24 @@ def test_sparse_and_block_scaled_kernels_run_on_a_simulated_device_and_validate(
         for b in spec.inputs:
             sel = {"selector": 0} if b.operand == "sparse_metadata" else {}
             assert m.layout(b.operand, **sel).registers == b.words, (name, b.operand)
+
+
+def test_a_harness_program_that_does_not_finish_is_stopped_and_reported(tmp_path, monkeypatch):
+    """host.execute: a device program still running after the time limit (a hung kernel) is killed
+    and named in a HarnessError, instead of holding `harness run` for ever."""
+    from mmasim.harness import host
+    m = mmasim.MMA("Ampere", "mma.sync.m16n8k16.f32.f16.f16")
+    spec = nv_sync.specs(m)[0]
+    ops = {"a": np.zeros((1, 16, 16), np.uint64), "b": np.zeros((1, 16, 8), np.uint64),
+           "c": np.zeros((1, 16, 8), np.uint64)}
+    hung = tmp_path / "hung"
+    hung.write_text("#!/bin/sh\nexec sleep 30\n")
+    hung.chmod(0o755)
+    with pytest.raises(HarnessError, match=r"did not finish within 0.5 s"):
+        host.execute(spec, hung, nv_sync.place(spec, m, ops), tmp_path / "run", timeout=0.5)
+    monkeypatch.setenv("MMASIM_HARNESS_TIMEOUT", "0.5")
+    with pytest.raises(HarnessError, match="MMASIM_HARNESS_TIMEOUT sets the limit"):
+        host.execute(spec, hung, nv_sync.place(spec, m, ops), tmp_path / "run")
+    monkeypatch.setenv("MMASIM_HARNESS_TIMEOUT", "soon")
+    with pytest.raises(HarnessError, match="MMASIM_HARNESS_TIMEOUT must be a positive number of seconds, got 'soon'"):
+        host.execute(spec, hung, nv_sync.place(spec, m, ops), tmp_path / "run")

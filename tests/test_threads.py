@@ -164,6 +164,58 @@ def test_a_failing_chunk_raises_the_error_one_thread_raises():
     assert said == ["row 300", "row 300"]
 
 
+def _fails_once(after: int):
+    """A predicate that is true once: on the call after ``after`` calls (thread-safe)."""
+    calls, lock = [0], threading.Lock()
+
+    def fail() -> bool:
+        with lock:
+            calls[0] += 1
+            return calls[0] == after + 1
+    return fail
+
+
+def test_a_gemm_block_computed_again_after_a_failed_attempt_is_written_once():
+    # threads.run redoes a failed attempt on one thread in one chunk of all M rows: the blocks
+    # the first attempt finished must not be stacked onto the result (a (64, 8) came back (80, 8))
+    from mmasim.composition.gemm import by_rows
+
+    M, N, fail = 64, 8, _fails_once(after=3)
+
+    def block(rows):
+        if fail():
+            raise RuntimeError("transient")
+        return np.arange(rows.start, rows.stop, dtype=np.float64)[:, None] * np.ones(N)
+
+    got = by_rows(M, 1 << 20, block, 4, None, 1)
+    assert got.shape == (M, N) and np.array_equal(got, np.arange(M)[:, None] * np.ones(N))
+
+
+@pytest.mark.parametrize("options", [{}, {"promote_every": 32}])
+def test_a_gemm_whose_threaded_attempt_failed_gives_the_one_thread_words(options, spread, monkeypatch):
+    # the plain chain's and a composition's blocks of rows: the fourth block call of the threaded
+    # attempt fails (the first is the one-row warm-up); the redo gives the words of threads=1
+    from mmasim.composition import gemm as gemm_module
+    from mmasim.composition import mainloop
+
+    m = mmasim.MMA("H100", "wgmma.mma_async.k32.f32.e4m3.e4m3")
+    rng = np.random.default_rng(11)
+    A = rng.integers(0x30, 0x40, (256, 64)).astype(np.uint8)
+    B = rng.integers(0x30, 0x40, (64, 8)).astype(np.uint8)
+    want = mmasim.gemm(A, B, None, model=m, threads=1, backend="numpy", **options)
+    module, name = (mainloop, "run") if options else (gemm_module, "chain")
+    real, fail = getattr(module, name), _fails_once(after=3)
+
+    def flaky(*args, **kwargs):
+        if fail():
+            raise RuntimeError("transient")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, flaky)
+    got = mmasim.gemm(A, B, None, model=m, threads=4, backend="numpy", **options)
+    assert max(spread) == 4 and got.shape == (256, 8) and np.array_equal(got, want)
+
+
 def test_an_illegal_selector_is_named_by_its_case_in_the_whole_batch_on_any_thread_count(spread):
     m = mmasim.MMA(*FAMILIES["sparse window"])
     a, b, c, kw = _batch(m, "failing", rows=1000)

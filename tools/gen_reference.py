@@ -71,14 +71,18 @@ def generate() -> str:
         "",
         "## Architectures",
         "",
-        "| architecture | vendor | datapaths | hardware | peer | assumed | also known as |",
-        "|---|---|---|---|---|---|---|",
+        "`datapaths` counts what `MMA()` resolves (and `mmasim list` shows), by evidence; `refused`",
+        "the forms a table declares only to refuse them with a message (listed below, marked so).",
+        "",
+        "| architecture | vendor | datapaths | hardware | peer | assumed | refused | also known as |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for a in archs:
-        kinds = [dp.status.kind for dp in a.datapaths]
+        kinds = [dp.status.kind for dp in a.datapaths if not dp.refuse]
+        refused = sum(1 for dp in a.datapaths if dp.refuse)
         out.append(
-            f"| [{a.name}](#{a.name.lower().replace(' ', '-')}) | {a.vendor} | {len(a.datapaths)} | "
-            f"{kinds.count('hardware')} | {kinds.count('peer')} | {kinds.count('assumed')} | "
+            f"| [{a.name}](#{a.name.lower().replace(' ', '-')}) | {a.vendor} | {len(kinds)} | "
+            f"{kinds.count('hardware')} | {kinds.count('peer')} | {kinds.count('assumed')} | {refused} | "
             f"{_cell(', '.join(a.aliases))} |"
         )
     out.append("")

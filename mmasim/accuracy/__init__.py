@@ -12,6 +12,7 @@ A tool: may import the core packages.
 from __future__ import annotations
 
 import math
+import os
 from fractions import Fraction
 
 import attrs
@@ -30,6 +31,21 @@ from mmasim.accuracy import inputs, reference
 DEFAULT_K = (256, 1024, 4096, 16384)
 #: at least this many rows and columns of outputs (rounded up to the instruction's M and N)
 DEFAULT_EXTENT = 64
+#: seeds are below this (``numpy.random.default_rng([seed, K])`` reads 128 bits of it)
+SEED_LIMIT = 2 ** 128
+
+#: the share of this machine's physical memory one K of a study may plan to use (:func:`memory_limit`)
+MEMORY_FRACTION = 0.5
+#: the limit where the machine's memory cannot be read (no ``os.sysconf``)
+FALLBACK_MEMORY_LIMIT = 8 * 2 ** 30
+#: bytes one element of A or B costs at most, measured with margin: the float32 draw, the words,
+#: the decoded and exact terms and the binary64 planes of the exact product (up to about 110 for f64)
+OPERAND_BYTES = 128
+#: bytes one output costs at most, measured with margin (the exact result and its Fraction, the
+#: simulated D), plus :data:`PRODUCT_BYTES` for each product of one instruction's K that the chain
+#: holds for it at once
+OUTPUT_BYTES = 512
+PRODUCT_BYTES = 32
 
 
 @attrs.frozen
@@ -137,11 +153,58 @@ def statistics(k: int, got: list, exact: list, fmt) -> KStats:
                   zero_results=zeros)
 
 
-def _extent(legal, given, what: str) -> int:
-    if given is not None:
-        return int(given)
-    t = min(legal) if legal else 1
-    return t * -(-DEFAULT_EXTENT // t)
+def _extent(model, legal, given, what: str) -> int:
+    """``m`` or ``n`` (``what``) of a study on ``model``: ``given``, or at least
+    :data:`DEFAULT_EXTENT` in whole instruction tiles."""
+    if given is None:
+        t = min(legal) if legal else 1
+        return t * -(-DEFAULT_EXTENT // t)
+    if legal and not any(given % t == 0 for t in legal):
+        listing = ", ".join(map(str, legal[:8])) + (", ..." if len(legal) > 8 else "")
+        raise AccuracyError(f"accuracy: {what} = {given} is not a multiple of an {what.upper()} of "
+                            f"{model.instruction} ({listing}): the GEMM is whole instruction tiles")
+    return given
+
+
+def _count(value, what: str, minimum: int = 1, limit: int | None = None, takes: str = "a positive integer"):
+    """``value`` as an int, or :class:`~mmasim.AccuracyError` naming ``what`` and what it takes:
+    an ``int`` (a numpy integer too; not a bool, a float or a string) from ``minimum`` up to,
+    not including, ``limit``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < minimum or (limit is not None and value >= limit):
+        raise AccuracyError(f"accuracy: {what} must be {takes}, not {value!r}")
+    return int(value)
+
+
+def memory_limit() -> int:
+    """Bytes one K of a study may plan to use: :data:`MEMORY_FRACTION` of this machine's
+    physical memory (``os.sysconf``), else :data:`FALLBACK_MEMORY_LIMIT`."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return FALLBACK_MEMORY_LIMIT
+    return int(total * MEMORY_FRACTION) if total > 0 else FALLBACK_MEMORY_LIMIT
+
+
+def memory_estimate(model, M: int, K: int, N: int) -> int:
+    """Bytes a study of ``M x N`` outputs at ``K`` needs at most (:data:`OPERAND_BYTES` per element of
+    A and B, :data:`OUTPUT_BYTES` and :data:`PRODUCT_BYTES` per instruction K per output)."""
+    return OPERAND_BYTES * (M + N) * K + M * N * (OUTPUT_BYTES + PRODUCT_BYTES * model.datapath.k)
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2 ** 30:,.1f} GiB" if n < 2 ** 40 * 1024 else f"{n / 2 ** 50:,.3g} PiB"
+
+
+def _check_memory(model, M: int, ks: tuple, N: int) -> None:
+    """Refuse, before anything runs, a study whose largest K would need more than :func:`memory_limit`."""
+    K = max(ks)
+    need, limit = memory_estimate(model, M, K, N), memory_limit()
+    if need > limit:
+        raise AccuracyError(
+            f"accuracy: K = {K} with {M} x {N} outputs would need about {_gib(need)} of memory (an estimate, "
+            f"mmasim.accuracy.memory_estimate), more than the limit of {_gib(limit)} "
+            f"({MEMORY_FRACTION:.0%} of this machine's memory, docs/accuracy.md); use a smaller k, m or n")
 
 
 def _terms(model, q, operand_name: str, axis: int):
@@ -172,21 +235,17 @@ def exact_result(model, A, B) -> reference.Exact:
     return reference.gemm(ta, tb, promotion=promotion, tensor_scale=tensor)
 
 
-def _setting(model, k, m, n, dist, seed, promote_every, split_k, split_reduce, scheme, backend, threads, bar):
-    M = _extent(model.legal_m, m, "M")
-    N = _extent(model.legal_n, n, "N")
+def _setting(model, k, M, N, dist, seed, promote_every, split_k, split_reduce, scheme, backend, threads, bar):
     composed = promote_every is not None or split_k is not None or scheme is not None
     fmt = get_registry().formats["f32"] if composed else model.d_format
-    if fmt.integer:
-        raise AccuracyError(f"accuracy: {model.instruction} has an integer D; its sums are exact")
     rows = []
     for K in k:
         A, B = inputs.operands(model, dist, seed, M, K, N, scheme)
         kw = dict(promote_every=promote_every, split_k=split_k) if composed else {}
         if split_reduce != "sequential":
             kw["split_reduce"] = split_reduce
-        d = gemm(A, B, None, model=model, backend=backend, threads=threads, progress=False, **kw)
-        vals = binary32.values(fmt, np.asarray(d).view(_UINT[fmt.container_bits])).ravel()
+        d = gemm(A, B, None, model=model, backend=backend, threads=threads, progress=False, words=True, **kw)
+        vals = binary32.values(fmt, np.asarray(d, dtype=_UINT[fmt.container_bits])).ravel()
         got = [Fraction(float(v)) if math.isfinite(v) else None for v in vals]
         rows.append(statistics(K, got, exact_result(model, A, B).fractions(), fmt))
         if bar is not None:
@@ -201,18 +260,28 @@ _UINT = {16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def _ks(k) -> tuple:
-    ks = (k,) if isinstance(k, (int, np.integer)) else tuple(k)
-    if not ks or any(isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < 1 for x in ks):
-        raise AccuracyError(f"accuracy: k must be positive integers, not {k!r}")
-    return tuple(int(x) for x in ks)
+    if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+        ks = (k,)
+    else:
+        try:
+            ks = tuple(k)
+        except TypeError:
+            ks = None
+        if isinstance(k, (str, bytes)) or not ks:
+            raise AccuracyError(f"accuracy: k must be a positive integer or a non-empty sequence of them, not {k!r}")
+    return tuple(_count(x, "k", takes="positive integers (a K or a sequence of K values)") for x in ks)
 
 
 def studies(settings, k=DEFAULT_K, *, m=None, n=None, dist="uniform", seed=0, backend=None, threads=None,
             progress=None) -> list:
     """:class:`Accuracy` of each setting, on the same inputs (one seed), with one progress bar.
     ``settings``: dicts of :func:`accuracy`'s arguments ``arch``, ``instruction`` (or
-    ``model``), ``promote_every``, ``split_k``, ``split_reduce``, ``scheme`` and qualifiers."""
+    ``model``), ``promote_every``, ``split_k``, ``split_reduce``, ``scheme`` and qualifiers.
+    Every argument is checked, and the memory of each setting estimated, before anything runs."""
     ks = _ks(k)
+    m = None if m is None else _count(m, "m", takes="a positive integer (rows of outputs) or None")
+    n = None if n is None else _count(n, "n", takes="a positive integer (columns of outputs) or None")
+    seed = _count(seed, "seed", minimum=0, limit=SEED_LIMIT, takes="an integer from 0 to 2**128 - 1")
     prepared = []
     for s in settings:
         s = dict(s)
@@ -226,13 +295,24 @@ def studies(settings, k=DEFAULT_K, *, m=None, n=None, dist="uniform", seed=0, ba
             model = Model.lookup(arch, instruction, backend, **s)
         elif s:
             raise AccuracyError(f"accuracy: qualifiers {sorted(s)} come with arch= and instruction=, not model=")
-        prepared.append((model, options))
+        if model.d_format.integer:
+            raise AccuracyError(f"accuracy: {model.instruction} has an integer D; its sums are exact")
+        if model.datapath.sparse:
+            raise AccuracyError(f"accuracy: {model.instruction} is sparse; a study runs dense GEMMs (name the "
+                                "dense instruction)")
+        for K in ks:
+            if K % model.datapath.k:
+                raise AccuracyError(f"accuracy: k = {K} is not a multiple of the K of {model.instruction} "
+                                    f"({model.datapath.k}): the GEMM chains whole instructions")
+        M, N = _extent(model, model.legal_m, m, "m"), _extent(model, model.legal_n, n, "n")
+        _check_memory(model, M, ks, N)
+        prepared.append((model, M, N, options))
     if dist not in inputs.DISTRIBUTIONS and not callable(dist):
         inputs.draw(dist, None, (0,))           # raises, naming the distributions
     bar = progress_bar(progress, sum(ks) * len(prepared), "mmasim accuracy", unit=" K")
     try:
-        return [_setting(model, ks, m, n, dist, seed, backend=backend, threads=threads, bar=bar, **options)
-                for model, options in prepared]
+        return [_setting(model, ks, M, N, dist, seed, backend=backend, threads=threads, bar=bar, **options)
+                for model, M, N, options in prepared]
     finally:
         if bar is not None:
             bar.close()
@@ -259,4 +339,5 @@ def accuracy(arch=None, instruction=None, k=DEFAULT_K, *, m=None, n=None, dist="
                    progress=progress)[0]
 
 
-__all__ = ["accuracy", "studies", "Accuracy", "KStats", "statistics", "exact_result", "DEFAULT_K"]
+__all__ = ["accuracy", "studies", "Accuracy", "KStats", "statistics", "exact_result", "memory_estimate", "memory_limit",
+           "DEFAULT_K", "MEMORY_FRACTION"]

@@ -7,25 +7,27 @@ import argparse
 import json
 
 from mmasim.operands.display import safe
+from mmasim.accuracy import DEFAULT_K
 from mmasim.accuracy.inputs import DISTRIBUTIONS
 
 
-def _ints(what: str, allow_none: bool = False):
+def _counts(count, what: str, none: bool = False):
+    """A comma-separated list of counts, each read by ``count`` (the command line's one count
+    rule: ASCII decimal digits) and at least 1; with ``none``, ``none`` or 0 stand for None."""
+    one = count(0 if none else 1, what)
+
     def parse(text: str):
         out = []
-        for t in text.replace(",", " ").split():
-            if allow_none and t.lower() in ("none", "0"):
+        for token in text.split(","):
+            token = token.strip(" ")
+            if none and token.isascii() and token.lower() == "none":
                 out.append(None)
-                continue
-            try:
-                v = int(t)
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"{what}: not an integer: {t!r}") from None
-            if v < 1:
-                raise argparse.ArgumentTypeError(f"{what}: must be positive, not {v}")
-            out.append(v)
-        if not out:
-            raise argparse.ArgumentTypeError(f"{what}: give at least one value")
+            elif not token:
+                raise argparse.ArgumentTypeError(f"an empty value in {text!r}; give comma-separated counts "
+                                                 "(decimal digits), e.g. 256,1024")
+            else:
+                value = one(token)
+                out.append(None if value == 0 else value)
         return out
 
     parse.__name__ = what
@@ -44,11 +46,11 @@ def add_parser(sub, add_qualifiers, add_json, plot_path, count):
                     "effective bits of the median output. Several ARCH INSTRUCTION pairs and several "
                     "--promote-every values are compared on the same inputs.")
     s.add_argument("pairs", nargs="+", metavar="ARCH INSTRUCTION", help="one or more architecture / instruction pairs")
-    s.add_argument("--k", type=_ints("--k"), default=[256, 1024, 4096, 16384],
+    s.add_argument("--k", type=_counts(count, "--k"), default=list(DEFAULT_K),
                    help="K values, comma-separated (default 256,1024,4096,16384)")
     s.add_argument("--m", type=count(1, "--m"), help="rows of outputs (default: at least 64, whole instruction tiles)")
     s.add_argument("--n", type=count(1, "--n"), help="columns of outputs (default: at least 64)")
-    s.add_argument("--promote-every", type=_ints("--promote-every", allow_none=True), default=[None],
+    s.add_argument("--promote-every", type=_counts(count, "--promote-every", none=True), default=[None],
                    help="promotion interval(s) in K elements, comma-separated; 'none' (or 0) for none "
                         "(default none); each value is a setting of its own")
     s.add_argument("--split-k", type=count(1, "--split-k"), help="split-K slices (default: none)")
@@ -68,7 +70,7 @@ def add_parser(sub, add_qualifiers, add_json, plot_path, count):
 
 
 def run(args, qualifiers: dict, parser) -> list:
-    """Run the studies and print them; returns the :class:`~mmasim.accuracy.Accuracy` results."""
+    """Run the studies; returns the :class:`~mmasim.accuracy.Accuracy` results (:func:`show` prints them)."""
     from mmasim.accuracy import studies
 
     if len(args.pairs) % 2:
@@ -77,13 +79,17 @@ def run(args, qualifiers: dict, parser) -> list:
     settings = [dict(arch=arch, instruction=instr, promote_every=p, split_k=args.split_k,
                      split_reduce=args.split_reduce, scheme=args.scheme, **qualifiers)
                 for arch, instr in pairs for p in args.promote_every]
-    results = studies(settings, args.k, m=args.m, n=args.n, dist=args.dist, seed=args.seed,
-                      progress=False if args.quiet or args.json else None)
+    return studies(settings, args.k, m=args.m, n=args.n, dist=args.dist, seed=args.seed,
+                   progress=False if args.quiet or args.json else None)
+
+
+def show(args, results) -> None:
+    """Print ``results``: a table per setting, or one JSON document (``mmasim.accuracy/1``)."""
     if args.json:
         print(json.dumps({"schema": "mmasim.accuracy/1", "dist": args.dist, "seed": args.seed, "k": args.k,
                           "settings": [r.to_json() for r in results]}, indent=2))
     else:
         print("\n\n".join(safe(r.table(), newlines=True) for r in results))
-    return results
 
-__all__ = ["add_parser", "run"]
+
+__all__ = ["add_parser", "run", "show"]

@@ -40,7 +40,7 @@ class SparseRule:
             table[nib] = [p * self.unit + u for p in picks for u in range(self.unit)]
         pos = table[nibbles]                                     # (..., chunks, picked)
         base = (np.arange(nibbles.shape[-1]) * self.chunk)[:, None]
-        return (pos + base).reshape(nibbles.shape[:-1] + (-1,))
+        return (pos + base).reshape(nibbles.shape[:-1] + (pos.shape[-2] * pos.shape[-1],))
 
 
 def _pairs(nib):
@@ -95,7 +95,7 @@ def nibbles(metadata: np.ndarray, count: int) -> np.ndarray:
     """The first ``count`` selector nibbles of metadata words ``(..., W)``."""
     md = np.asarray(metadata).astype(np.uint64)
     shifts = (np.arange(8, dtype=np.uint64) * np.uint64(4))
-    nib = ((md[..., :, None] >> shifts) & np.uint64(0xF)).reshape(md.shape[:-1] + (-1,))
+    nib = ((md[..., :, None] >> shifts) & np.uint64(0xF)).reshape(md.shape[:-1] + (md.shape[-1] * 8,))
     return nib[..., :count].astype(np.int64)
 
 

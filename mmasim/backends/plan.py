@@ -249,7 +249,9 @@ class Rows:
 def compute(backend, plan: Plan, rows: Rows) -> np.ndarray:
     """D words of ``rows`` on ``backend``: the steps in the plan's order and, where the
     plan adds C after the steps, the steps from +0 and C added by one IEEE addition
-    (docs/datapaths.md §1)."""
+    (docs/datapaths.md §1).  No rows are no D words, whatever the backend."""
+    if not len(rows):
+        return np.zeros(0, dtype=plan.encoding.dtype)
     if plan.order is None and plan.c_add is None:
         return backend.compute(plan, rows)
     n = len(rows)

@@ -2,7 +2,8 @@
 
 Exit status: 0 success; 1 a failure (an :class:`mmasim.MMAError`, an
 ``OSError``, a vector file that does not validate, a plugin that failed to
-load); 2 a usage error (argparse).  Every message is one line on stderr,
+load, output that could not be written: :mod:`mmasim.cli.output`); 2 a usage
+error (argparse; an unknown option is named by its command).  Every message is one line on stderr,
 ``mmasim: error: ...``; text that came from outside (vector files, tables,
 plugins, paths, arguments) is printed with control characters escaped
 (:func:`mmasim.operands.display.safe`).  ``--json`` prints one JSON document on stdout
@@ -12,15 +13,18 @@ plugins, paths, arguments) is printed with control characters escaped
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import pathlib
 import sys
 import time
 
 from mmasim import DISTRIBUTION, MMA, architectures, get_registry
+from mmasim.cli import output
 from mmasim.operands.display import hex_word, number_text, one_line, safe
 from mmasim.errors import MMAError, WordSyntaxError
-from mmasim.registry.lookup import resolve_arch
+from mmasim.registry.lookup import offered, resolve_arch
 from mmasim.operands.text import parse_count, parse_words
 
 
@@ -80,8 +84,15 @@ def _word(text: str, what: str) -> int:
     return words[0]
 
 
+#: the longest count option value read (2**64 has 20 digits)
+MAX_COUNT_CHARS = 40
+
+
 def _count(minimum: int, what: str):
     def parse(text: str) -> int:
+        if len(text) > MAX_COUNT_CHARS:       # no count is that long (and int() refuses 4,300+ digits)
+            raise argparse.ArgumentTypeError(f"must be an integer of at most {MAX_COUNT_CHARS} decimal digits, "
+                                             f"not a value of {len(text):,} characters ({text[:12]}...)")
         value = parse_count(text)
         if value is None:
             if text.startswith("-") and parse_count(text[1:]) is not None:
@@ -107,7 +118,34 @@ def _plot_path(text: str) -> pathlib.Path:
     folder = path.parent if str(path.parent) else pathlib.Path(".")
     if not folder.is_dir():
         raise argparse.ArgumentTypeError(f"cannot write {text!r}: no folder {str(folder)!r}")
+    if path.is_dir() or text.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: it is a folder; name an image file in it")
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: permission denied")
     return path
+
+
+def _path(kind: str):
+    """A path option (``kind``: ``"folder"`` for ``--out``, ``"file"``): any path but the empty
+    one, which pathlib would silently read as the working folder."""
+    def parse(text: str) -> pathlib.Path:
+        if not text:
+            raise argparse.ArgumentTypeError(f"the empty path; name the {kind}"
+                                             + (" ('.' for the working folder)" if kind == "folder" else ""))
+        return pathlib.Path(text)
+
+    parse.__name__ = kind
+    return parse
+
+
+def _can_plot() -> None:
+    """matplotlib, asked before a run that ends in a plot (its absence is a failure, exit 1)."""
+    from mmasim.compare import pyplot
+
+    try:
+        pyplot()
+    except ImportError as exc:
+        raise _Failure(f"{exc}; nothing was run") from None
 
 
 def _value(model, operand: str, word: int) -> str:
@@ -130,6 +168,7 @@ def _qualifiers(args) -> dict:
 def cmd_list(args) -> int:
     reg = get_registry()
     names = architectures() if args.arch is None else [resolve_arch(reg, args.arch)]
+    shown = {name: offered(reg.architectures[name].datapaths) for name in names}   # what MMA() resolves
     if args.json:
         _dump({"schema": "mmasim.list/1", "architectures": [{
             "name": name,
@@ -137,19 +176,19 @@ def cmd_list(args) -> int:
             "description": reg.architectures[name].description,
             "aliases": list(reg.architectures[name].aliases),
             "datapaths": [{"instruction": dp.canonical(reg.formats), "status": dp.status.kind}
-                          for dp in reg.architectures[name].datapaths],
+                          for dp in shown[name]],
         } for name in names]})
         return 0
     if args.arch is None:
         for name in names:
             arch = reg.architectures[name]
-            print(f"{safe(name):16s} {len(arch.datapaths):4d} datapaths  {safe(arch.description)}")
+            print(f"{safe(name):16s} {len(shown[name]):4d} datapaths  {safe(arch.description)}")
             if arch.aliases:
                 print(f"{'':16s} aliases: {safe(', '.join(arch.aliases))}")
         return 0
     arch = reg.architectures[names[0]]
     print(f"{safe(names[0])}: {safe(arch.description)}")
-    for dp in arch.datapaths:
+    for dp in shown[names[0]]:
         print(f"  {safe(dp.canonical(reg.formats)):70s} {safe(dp.status.kind)}")
     return 0
 
@@ -228,6 +267,9 @@ def cmd_validate(args) -> int:
     from mmasim.vectors import validate as v
     from mmasim.execution.progress import bar as progress_bar, doing, done
 
+    for path in args.paths:             # a mistyped path is an error, not a report with an error row
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", path or "''")
     bar = None
     show = False if args.quiet or args.json else None   # a bar on a terminal only, never under --json
 
@@ -265,10 +307,7 @@ def cmd_compare(args, parser) -> int:
     if not names or (len(names) == 1 and not args.instruction_b):
         parser.error("compare needs two or more architectures (or one with --instruction-b)")
     if args.plot:
-        try:
-            cmp.pyplot()
-        except ImportError as exc:            # before the run, not after it
-            raise _Failure(f"{exc}; nothing was run") from None
+        _can_plot()
     q = _qualifiers(args)
     models = [MMA(names[0], instruction, **q)]
     others = names[1:] or names[:1]
@@ -300,30 +339,25 @@ def cmd_compare(args, parser) -> int:
     return 0
 
 
-def _plot(draw, results, args) -> int:
-    """``draw(results, args.plot)`` when ``--plot`` was given; exit status 1 without matplotlib."""
-    if args.plot:
-        try:
-            draw(results, args.plot)
-        except ImportError as exc:
-            print(f"mmasim: error: {one_line(exc)}; no plot written", file=sys.stderr)
-            return 1
-        if not args.json:
-            print(f"plot written to {safe(str(args.plot))}")
-    return 0
-
-
 def cmd_accuracy(args, parser) -> int:
     from mmasim.accuracy import cli as accuracy_cli
     from mmasim.accuracy.plot import plot
 
-    return _plot(plot, accuracy_cli.run(args, _qualifiers(args), parser), args)
+    if args.plot:
+        _can_plot()
+    results = accuracy_cli.run(args, _qualifiers(args), parser)
+    if args.plot:               # before the results: a plot that fails leaves one document, the error
+        plot(results, args.plot)
+    accuracy_cli.show(args, results)
+    if args.plot and not args.json:
+        print(f"plot written to {safe(str(args.plot))}")
+    return 0
 
 
 def cmd_characterize(args) -> int:
     from mmasim import characterize as char
     model = MMA(args.arch, args.instruction, **_qualifiers(args))
-    if args.from_vectors:
+    if args.from_vectors is not None:
         from mmasim.vectors import files as vectors
         vf = vectors.load(args.from_vectors)
         theirs = vectors.model_for(vf)
@@ -410,7 +444,7 @@ def cmd_warmup(args) -> int:
     from mmasim import backends
 
     if not backends.numba_available():
-        return _fail("nothing to compile: the compiled backend needs numba (pip install 'mmasim-exact[fast]')")
+        raise _Failure("nothing to compile: the compiled backend needs numba (pip install 'mmasim-exact[fast]')")
     from mmasim.cli import warmup
     from mmasim.backends.numba import cache
 
@@ -544,7 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the others; one ARCH with --instruction-b compares two datapaths of it) on random, near-one, "
                     "cancellation-heavy and adversarial inputs. Each architecture after the first is compared "
                     "with the first: how often the results differ, the largest difference in ULPs of the output "
-                    "format and the smallest differing example.",
+                    "format with the case that has it, and the smallest differing example.",
     )
     s.add_argument("archs", nargs="+", metavar="ARCH ... INSTRUCTION",
                    help="two or more architectures, then the instruction")
@@ -597,8 +631,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "that decided each parameter. Exit status 0 when the proposal reproduces every probe word, "
                     "1 otherwise.")
     add_instruction(s)
-    s.add_argument("--from-vectors", metavar="FILE", help="an mmasim-vectors file holding the probe cases and "
-                   "the device's D words (mmasim harness run --probes)")
+    s.add_argument("--from-vectors", metavar="FILE", type=_path("file"),
+                   help="an mmasim-vectors file holding the probe cases and the device's D words "
+                        "(mmasim harness run --probes)")
     s.set_defaults(func=cmd_characterize)
     s = sub.add_parser("harness", help="generate, build and run hardware harness kernels (docs/harness.md)",
                        description="CUDA sources that run one instruction on a GPU, and a runner that writes "
@@ -608,14 +643,14 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("arch", help=_ARCH_HELP)
     h.add_argument("instructions", nargs="*", metavar="INSTRUCTION",
                    help="instructions (default: every instruction of the architecture)")
-    h.add_argument("--out", required=True, type=pathlib.Path, help="output folder")
+    h.add_argument("--out", required=True, type=_path("folder"), help="output folder")
     add_json(h)
     h.set_defaults(func=cmd_harness_generate)
     h = hsub.add_parser("run", help="build with nvcc (hipcc for AMD), run on the GPU, write one vector file per instruction")
     h.add_argument("arch", help=_ARCH_HELP)
     h.add_argument("instructions", nargs="*", metavar="INSTRUCTION",
                    help="instructions (default: every instruction of the architecture)")
-    h.add_argument("--out", required=True, type=pathlib.Path, help="output folder for the vector files")
+    h.add_argument("--out", required=True, type=_path("folder"), help="output folder for the vector files")
     h.add_argument("--cases", type=_count(1, "--cases"), default=100,
                    help="random tiles (instruction executions) per instruction, each M x N dot-product cases "
                         "(default 100)")
@@ -680,20 +715,37 @@ def _error(args, argv, status: int, kind: str, message, prog: str = "mmasim") ->
             command = " ".join(x for x in (args.command, getattr(args, "harness_command", None)) if x)
         else:
             command = prog.partition(" ")[2] or _command_of(argv)
-        _dump({"schema": "mmasim.error/1", "command": command, "error": kind, "message": message,
-               "exit_status": status})
+        try:
+            _dump({"schema": "mmasim.error/1", "command": command, "error": kind, "message": message,
+                   "exit_status": status})
+        except output.OutputLost as exc:     # the error is said on stderr; the output is gone too
+            output.lost(exc, say=False)
     return status
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); the exit status.  Everything
+    it prints goes through :func:`mmasim.cli.output.guard`: a closed pipe or a failed write
+    ends it with status 1 (docs/user-guide.md, "Command line")."""
+    try:
+        with output.guard():
+            return _main(sys.argv[1:] if argv is None else [str(a) for a in argv])
+    except output.OutputLost as exc:
+        return output.lost(exc)
+
+
+def _main(argv: list) -> int:
     parser = build_parser()
     args = None
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:       # named by the command they were given to (argparse names the top level)
+            raise _UsageError(_subparser(parser, args).prog, f"unrecognized arguments: {' '.join(extra)}")
         if args.func in (cmd_compare, cmd_accuracy):
-            return args.func(args, parser._subparsers._group_actions[0].choices[args.command])
+            return args.func(args, _subparser(parser, args))
         return args.func(args)
+    except output.OutputLost:
+        raise
     except _UsageError as exc:
         return _error(args, argv, 2, "usage", exc, exc.prog)
     except SystemExit as exc:           # --help and --version (0)
@@ -705,8 +757,6 @@ def main(argv=None) -> int:
     except _Failure as exc:
         return _error(args, argv, 1, "failure", exc)
     except OSError as exc:
-        if isinstance(exc, BrokenPipeError):  # pragma: no cover - the reader went away
-            return 0
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         return _error(args, argv, 1, type(exc).__name__, f"{where}{exc.strerror or exc}")
     except KeyboardInterrupt:  # pragma: no cover
@@ -714,6 +764,15 @@ def main(argv=None) -> int:
         return 130
     except Exception as exc:  # a bug: still one line, and say so
         return _error(args, argv, 1, "internal", f"internal error: {type(exc).__name__}: {exc} (please report this)")
+
+
+def _subparser(parser, args) -> argparse.ArgumentParser:
+    """The parser of the command ``args`` holds (``mmasim harness run``'s for harness run)."""
+    for word in (args.command, getattr(args, "harness_command", None)):
+        if word is None:
+            break
+        parser = _subcommands(parser)[word]
+    return parser
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -199,4 +199,7 @@ def warmed() -> bool:
     datapath registered since may still use a signature compiled on first use)."""
     from mmasim.backends.numba.cache import kernel_dir
 
-    return (kernel_dir() / MARK).is_file()
+    try:
+        return (kernel_dir() / MARK).is_file()
+    except OSError:                       # a cache folder this user may not read: not warmed
+        return False

@@ -38,9 +38,10 @@ def _steps_text(model) -> str:
     return f"{dp.stored_k // chunk} x {chunk}"
 
 
-def example_table(cmp: Comparison) -> list:
-    """The smallest example as text lines: every operand decoded, products, exact sum, both results."""
-    ex = cmp.example
+def example_table(cmp: Comparison, ex=None) -> list:
+    """An example (default the smallest, ``cmp.example``) as text lines: every operand decoded,
+    products, exact sum, both results."""
+    ex = cmp.example if ex is None else ex
     ma, mb = cmp.model_a, cmp.model_b
     x = ex.inputs
     lines = []
@@ -95,14 +96,23 @@ def example_table(cmp: Comparison) -> list:
     return lines
 
 
-def example_heading(cmp: Comparison) -> list:
-    """Where the example comes from, as text lines: the generated case it started from and,
-    when it was shrunk, that it is not one of the counted cases."""
-    ex = cmp.example
+def _same_case(cmp: Comparison) -> bool:
+    """Whether the example is the (unshrunk) case of the largest difference itself."""
+    ex, big = cmp.example, cmp.largest
+    return big is not None and ex is not None and not ex.shrunk and ex.origin == big.origin
+
+
+def example_heading(cmp: Comparison, ex=None) -> list:
+    """Where an example (default the smallest, ``cmp.example``; ``cmp.largest``: the largest
+    difference) comes from, as text lines: the generated case it started from and, when it was
+    shrunk, that it is not one of the counted cases."""
+    ex = cmp.example if ex is None else ex
     terms = f"{ex.support} nonzero terms incl. C, of K={cmp.model_a.k} products + C"
     origin = f"generated case {ex.origin} ({cmp.inputs.kind[ex.origin]})"
+    if ex is cmp.largest:
+        return [f"largest difference, {origin}: {terms}"]
     if not ex.shrunk:
-        return [f"example, {origin}: {terms}"]
+        return [f"example{' (also the largest difference)' if _same_case(cmp) else ''}, {origin}: {terms}"]
     return [f"example, shrunk from {origin} to {terms}:",
             f"  (terms zeroed, B elements and scales set to 1 while the two results still differ; the shrunk "
             f"case is not one of the {cmp.cases:,} counted cases)"]
@@ -137,6 +147,9 @@ def report(cmp: Comparison) -> str:
         if any(counts):
             parts = [f"{name}: {n}" for name, n in zip(size_bins(cmp.grid)[1], counts) if n]
             lines.append(f"  differences by size ({unit}): " + ", ".join(parts))
+        if cmp.largest is not None and not _same_case(cmp):
+            lines += example_heading(cmp, cmp.largest)
+            lines += example_table(cmp, cmp.largest)
         lines += example_heading(cmp)
         lines += example_table(cmp)
     else:
@@ -148,29 +161,34 @@ def _side(model) -> dict:
     return {"arch": model.arch, "instruction": model.instruction, "status": model.status.kind}
 
 
+def _example_json(r: Comparison, example) -> dict | None:
+    """An example of ``r`` as the JSON document holds it: its words as hex strings."""
+    if example is None:
+        return None
+    x = example.inputs
+    bits_a, bits_b = r.model_a.a_format.container_bits, r.model_a.b_format.container_bits
+    scale_bits = None if r.model_a.scale_format is None else r.model_a.scale_format.container_bits
+    return {
+        "a": [hex_word(w, bits_a) for w in x.a[0]],
+        "b": [hex_word(w, bits_b) for w in x.b[0]],
+        "c": hex_word(x.c[0], r.model_a.c_format.container_bits),
+        "scale_a": None if x.scale_a is None else [hex_word(w, scale_bits) for w in x.scale_a[0]],
+        "scale_b": None if x.scale_b is None else [hex_word(w, scale_bits) for w in x.scale_b[0]],
+        "sparse_metadata": None if x.sparse_metadata is None else [hex_word(w, 32) for w in x.sparse_metadata[0]],
+        "d_reference": hex_word(example.da, r.model_a.encoding.word_bits),
+        "d_other": hex_word(example.db, r.model_b.encoding.word_bits),
+        "nonzero_terms": example.support,
+        "from_case": example.origin,
+        "shrunk": example.shrunk,
+    }
+
+
 def to_json(results, cases: int, seed: int) -> dict:
     """The ``mmasim.compare/1`` document for comparisons against one reference
     (docs/user-guide.md, "JSON output")."""
     results = list(results)
     pairs = []
     for r in results:
-        ex = None
-        if r.example is not None:
-            x = r.example.inputs
-            bits_a, bits_b = r.model_a.a_format.container_bits, r.model_a.b_format.container_bits
-            ex = {
-                "a": [hex_word(w, bits_a) for w in x.a[0]],
-                "b": [hex_word(w, bits_b) for w in x.b[0]],
-                "c": hex_word(x.c[0], r.model_a.c_format.container_bits),
-                "scale_a": None if x.scale_a is None else [hex_word(w, r.model_a.scale_format.container_bits) for w in x.scale_a[0]],
-                "scale_b": None if x.scale_b is None else [hex_word(w, r.model_a.scale_format.container_bits) for w in x.scale_b[0]],
-                "sparse_metadata": None if x.sparse_metadata is None else [hex_word(w, 32) for w in x.sparse_metadata[0]],
-                "d_reference": hex_word(r.example.da, r.model_a.encoding.word_bits),
-                "d_other": hex_word(r.example.db, r.model_b.encoding.word_bits),
-                "nonzero_terms": r.example.support,
-                "from_case": r.example.origin,
-                "shrunk": r.example.shrunk,
-            }
         pairs.append({
             "other": _side(r.model_b),
             "cases": r.cases,
@@ -180,7 +198,8 @@ def to_json(results, cases: int, seed: int) -> dict:
             "max_difference": r.max_ulps,
             "special_differences": r.special_differences,
             "by_kind": {k: {"differ": bad, "cases": tot} for k, (bad, tot) in r.by_kind().items()},
-            "example": ex,
+            "example": _example_json(r, r.example),
+            "largest_example": _example_json(r, r.largest),
         })
     return {"schema": "mmasim.compare/1", "reference": _side(results[0].model_a) if results else None,
             "cases": cases, "seed": seed, "pairs": pairs}

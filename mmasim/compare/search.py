@@ -1,6 +1,7 @@
 """The difference search of ``mmasim compare``: run two models on the same
 generated rows, measure how far their words are apart on the output grid, and
-find (and greedily shrink) the smallest differing example."""
+find (and greedily shrink) the smallest differing example; keep the case of the largest
+difference too."""
 
 from __future__ import annotations
 
@@ -102,6 +103,7 @@ class Comparison:
     example: Example | None
     grid: OutputGrid | None = None   # the output grid the ULPs count (None: integer output, units)
     seed: int = 0
+    largest: Example | None = None   # the counted case of the largest finite difference (max_ulps), as generated
 
     @property
     def unit(self) -> str:
@@ -258,8 +260,13 @@ def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: 
         row = shrink(model_a, model_b, original) if shrink_example else original
         ea, eb = int(run(model_a, row)[0]), int(run(model_b, row)[0])
         example = Example(row, ea, eb, _support(model_a, row, 0), best, row is not original)
+    finite = idx[np.isfinite(ulps[idx])]
+    largest = None
+    if finite.size:
+        i = int(finite[np.argmax(ulps[finite])])
+        largest = Example(inputs.row(i), int(da[i]), int(db[i]), _support(model_a, inputs, i), i)
     done(bar)
-    return Comparison(model_a, model_b, inputs, da, db, differ, nan_only, ulps, example, grid, seed)
+    return Comparison(model_a, model_b, inputs, da, db, differ, nan_only, ulps, example, grid, seed, largest)
 
 
 def compare_many(models, cases: int = 4096, seed: int = 0, shrink_example: bool = True, bar=None) -> list:

@@ -12,20 +12,27 @@ from mmasim.composition import epilogue as ep
 from mmasim.composition import mainloop
 from mmasim.execution import threads as _threads
 from mmasim.errors import DtypeError, GemmOptionError, ScaleError, ShapeError
-from mmasim.composition.operands import is_quantized, operand, promotion_blocks
+from mmasim.composition.operands import is_quantized, operand, promotion_blocks, words
 from mmasim.registry.build import get_registry
 from mmasim.operands.words import as_array, from_words, is_value_dtype
 
 
-def requested(A, B, promote_every, split_k, psa, psb, alpha, beta, out_format, saturate) -> bool:
-    """Whether a call asks for more than the plain chain."""
-    return (is_quantized(A) or is_quantized(B)
-            or any(x is not None for x in (promote_every, split_k, psa, psb, alpha, beta, out_format, saturate)))
+def requested(A, B, promote_every, split_k, split_reduce, psa, psb, alpha, beta, out_format, saturate) -> list:
+    """The options of a call beyond the plain chain, named as its caller wrote them (empty: the
+    plain chain)."""
+    shown = [f"{name}={value!r}" for name, value in (("promote_every", promote_every), ("split_k", split_k),
+                                                     ("out_format", out_format), ("saturate", saturate))
+             if value is not None]
+    if not (isinstance(split_reduce, str) and split_reduce == "sequential"):
+        shown.append(f"split_reduce={split_reduce!r}")
+    shown += [name for name, value in (("promotion_scale_a", psa), ("promotion_scale_b", psb), ("alpha", alpha),
+                                       ("beta", beta)) if value is not None]
+    return shown + [f"a quantized {what}" for what, x in (("A", A), ("B", B)) if is_quantized(x)]
 
 
 def zero_c(model, A, B):
     """A zero C for the plain chain: words, or values when A is given as values."""
-    _matrices(np.shape(A), np.shape(B))
+    matrices(np.shape(A), np.shape(B))
     shape = (np.shape(A)[0], np.shape(B)[1])
     dtype = getattr(A, "dtype", None)
     if dtype is None:
@@ -35,7 +42,8 @@ def zero_c(model, A, B):
     return np.zeros(shape, dtype=model.encoding.dtype)
 
 
-def _matrices(a_shape, b_shape) -> None:
+def matrices(a_shape, b_shape) -> None:
+    """Refuse an A that is not ``(M, K)`` or a B that is not ``(K, N)`` (:class:`ShapeError`)."""
     if len(a_shape) != 2 or len(b_shape) != 2:
         raise ShapeError(f"gemm: A must be (M, K) and B (K, N); got {tuple(a_shape)} and {tuple(b_shape)}")
 
@@ -57,11 +65,23 @@ def _promotion_scale(x, what: str):
     return arr.astype(np.float64)
 
 
-def gemm(model, A, B, C, *, scale_a, scale_b, sparse_metadata, promote_every, split_k, split_reduce,
+def _binary32_d(model, options: list) -> None:
+    """Every composition accumulates D in binary32: refuse one whose D it cannot hold."""
+    fmt = model.d_format
+    if fmt.integer or fmt.exp_bits > 8 or fmt.man_bits > 23:
+        raise GemmOptionError(
+            f"gemm: {', '.join(options)}: promotion, split-K, the epilogue and quantized operands accumulate "
+            f"in binary32, which cannot hold {model.instruction}'s {fmt.name} D exactly; its GEMM is the plain "
+            "chain (container words, none of these options)")
+
+
+def gemm(model, A, B, C, *, options, scale_a, scale_b, sparse_metadata, promote_every, split_k, split_reduce,
          promotion_scale_a, promotion_scale_b, alpha, beta, out_format, saturate, backend, progress, threads,
          check, bar, by_rows):
-    """:func:`mmasim.gemm` with a composition (see its docstring); ``check``, ``bar`` and
+    """:func:`mmasim.gemm` with a composition (see its docstring): ``(D words, their format)``.
+    ``options``: the composition options given (:func:`requested`); ``check``, ``bar`` and
     ``by_rows`` are :mod:`mmasim.gemm`'s (passed in, so that this module does not import it)."""
+    _binary32_d(model, options)
     threads = _threads.check(threads)
     dp = model.datapath
     formats = get_registry().formats
@@ -72,18 +92,17 @@ def gemm(model, A, B, C, *, scale_a, scale_b, sparse_metadata, promote_every, sp
         scale_b = _instruction_scales(model, qb, scale_b, "scale_b", "B")
     elif qa.scales is not None or qb.scales is not None:
         raise ScaleError(f"{model.instruction} is not block-scaled, but a quantized operand carries instruction scales")
+    if sparse_metadata is not None and dp.sparse:
+        sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
+    M, K, N, order = check(model, qa.words.shape, qb.words.shape, None if C is None else np.shape(C), "forward",
+                           *(None if x is None else np.shape(x) for x in (scale_a, scale_b, sparse_metadata)))
     psa = _promotion_scale(promotion_scale_a, "promotion_scale_a")
     psb = _promotion_scale(promotion_scale_b, "promotion_scale_b")
-    _one_mode(A, B, C)
     if (qa.promotion is not None or qb.promotion is not None) and (psa is not None or psb is not None):
         raise ScaleError("gemm: promotion scales come from the quantized operands or from promotion_scale_a / "
                          "promotion_scale_b, not both")
     if psa is None and psb is None:
         psa, psb = qa.promotion, qb.promotion
-    if sparse_metadata is not None and dp.sparse:
-        sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
-    _matrices(qa.words.shape, qb.words.shape)
-    M, K, N = qa.words.shape[0], qa.words.shape[-1], qb.words.shape[-1]
 
     ts = [q.tensor_scale for q in (qa, qb) if q.tensor_scale is not None]
     epi = ep.build(formats, alpha, beta, out_format, saturate)
@@ -92,7 +111,6 @@ def gemm(model, A, B, C, *, scale_a, scale_b, sparse_metadata, promote_every, sp
     if epi is not None and ts:
         t = ts[0] if len(ts) == 1 else float(binary32.mul(ts[0], ts[1]))
         epi = ep.Epilogue(alpha=float(binary32.mul(epi.alpha, t)), beta=epi.beta, out=epi.out, saturate=epi.saturate)
-    values = qa.values or qb.values
     source = start = None
     if epi is not None:
         if C is not None and beta is None:
@@ -101,18 +119,12 @@ def gemm(model, A, B, C, *, scale_a, scale_b, sparse_metadata, promote_every, sp
         if epi.reads_source:
             if C is None:
                 raise GemmOptionError(f"gemm: beta = {epi.beta} reads the source C, but C is None")
-            src = operand(model, C, "C", epi.out)
-            source, values = src.words, values or src.values
-            if source.shape != (M, N):
-                raise GemmOptionError(f"gemm: C must be (M, N) = ({M}, {N}); got {source.shape}")
+            source = words(C, epi.out, "C")
         elif C is not None:
-            values = values or as_array(C, "C")[1] == "values"
+            words(C, epi.out, "C")      # unread, but checked as every operand is
     elif C is not None:
-        src = operand(model, C, "C", model.c_format)
-        start, values = src.words.astype(model.encoding.dtype), values or src.values
+        start = words(C, model.c_format, "C").astype(model.encoding.dtype)
 
-    _, _, _, order = check(model, qa.words.shape, qb.words.shape, (M, N), "forward",
-                           *(None if x is None else np.shape(x) for x in (scale_a, scale_b, sparse_metadata)))
     bk, bn = promotion_blocks(psa, psb, M, K, N)
     loop = mainloop.Loop(split_k=_count(split_k, "split_k", 1), reduce=split_reduce,
                          promote_every=_count(promote_every, "promote_every", None),
@@ -136,20 +148,8 @@ def gemm(model, A, B, C, *, scale_a, scale_b, sparse_metadata, promote_every, sp
         if progress_bar is not None:
             progress_bar.close()
     if epi is None:
-        words, fmt = binary32.to_words(acc), binary32.F32
-    else:
-        words, fmt = epi.apply(acc, source), epi.out
-    return from_words(words, fmt) if values else words
-
-
-def _one_mode(*operands) -> None:
-    """Plain operands are all words or all values (quantized tensors are neither)."""
-    modes = {what: as_array(x, what)[1] == "values" for what, x in zip("ABC", operands)
-             if x is not None and not is_quantized(x)}
-    if len(set(modes.values())) > 1:
-        raise DtypeError("gemm: operands mix container words and values ("
-                         + ", ".join(f"{w}: {'values' if v else 'words'}" for w, v in modes.items())
-                         + "); pass every plain operand as words, or every one as values")
+        return binary32.to_words(acc), binary32.F32
+    return epi.apply(acc, source), epi.out
 
 
 def _instruction_scales(model, q, given, name: str, what: str):
@@ -162,4 +162,4 @@ def _instruction_scales(model, q, given, name: str, what: str):
     return operand(model, given, name, model.scale_format).words
 
 
-__all__ = ["gemm", "requested", "zero_c"]
+__all__ = ["gemm", "requested", "zero_c", "matrices"]

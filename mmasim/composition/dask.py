@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from mmasim.errors import OperandError, ShapeError
-from mmasim.execution.model import Model, _one_mode
+from mmasim.execution.model import Model, one_mode
 from mmasim.registry.build import get_registry
 from mmasim.operands.words import as_array, typed_dtype
 
@@ -74,12 +74,12 @@ class _ModelRef:
         return ("mmasim.Model", self.key)
 
 
-def _block(a, b, c, *rest, in_process, ref, order, scaled, sparse, backend, threads):
+def _block(a, b, c, *rest, in_process, ref, order, scaled, sparse, backend, threads, words):
     """One ``(M, N)`` block of D: the in-process gemm (``in_process``) on the block's operands."""
     sa, sb = (rest[0], rest[1]) if scaled else (None, None)
     md = rest[-1] if sparse else None
     return in_process(a, b, c, model=ref.model, k_order=order, scale_a=sa, scale_b=sb, sparse_metadata=md,
-                      backend=backend, progress=False, threads=threads)
+                      backend=backend, progress=False, threads=threads, words=words)
 
 
 def _as_dask(x, what: str):
@@ -114,7 +114,7 @@ def _suggest(legal, chunks) -> int:
 
 
 def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None, sparse_metadata=None,
-         backend=None, progress=None, threads=None, check, in_process):
+         backend=None, progress=None, threads=None, words=None, check, in_process):
     """:func:`mmasim.gemm` of ``model`` with dask operands: a dask array of D.
 
     D's blocks are A's row chunks by B's column chunks (C's where A or B is not a dask array);
@@ -146,7 +146,8 @@ def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None
     # words or values, as Model.dot tells them (from the dtypes alone: nothing is computed)
     modes = {name: as_array(np.empty(0, dtype=arrays[name].dtype), name)
              for name in ("A", "B", "C") + (("scale_a", "scale_b") if dp.scale else ()) if name in arrays}
-    values = _one_mode(modes, model.instruction)
+    values = one_mode(modes, model.instruction)
+    as_words = not values if words is None else bool(words)
     M, K, N, order = check(model, *(arrays[n].shape for n in "ABC"), k_order,
                            *(arrays[n].shape if n in arrays else None
                              for n in ("scale_a", "scale_b", "sparse_metadata")))
@@ -160,9 +161,9 @@ def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None
         args += [arrays["scale_a"].rechunk((mchunks, -1)), "il", arrays["scale_b"].rechunk((-1, nchunks)), "lj"]
     if dp.sparse:
         args += [arrays["sparse_metadata"].rechunk((mchunks, -1)), "is"]
-    dtype = np.dtype(typed_dtype(model.d_format) if values and not model.d_format.integer else model.encoding.dtype)
+    dtype = np.dtype(model.encoding.dtype if as_words or model.d_format.integer else typed_dtype(model.d_format))
     return da.blockwise(
         _block, "ij", *args, token="mmasim-gemm", dtype=dtype, meta=np.empty((0, 0), dtype=dtype),
         concatenate=True, in_process=in_process, ref=_ModelRef.of(model), order=order, scaled=bool(dp.scale),
-        sparse=bool(dp.sparse), backend=backend, threads=threads,
+        sparse=bool(dp.sparse), backend=backend, threads=threads, words=as_words,
     )

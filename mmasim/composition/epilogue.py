@@ -71,17 +71,28 @@ class Epilogue:
 
 
 def _scalar(value, what: str) -> float:
-    """A binary32 scalar; anything else (not a real number, NaN, not exact in binary32) is refused."""
+    """A binary32 scalar; anything else (not a real number, NaN, a number binary32 does not hold
+    exactly, one past binary64's range included) is refused."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise GemmOptionError(f"gemm: {what} must be a binary32 number, not {value!r}")
-    v = float(value)
+        raise GemmOptionError(f"gemm: {what} must be a binary32 number, not {_shown(value)}")
+    try:
+        v = float(value)
+    except OverflowError:       # an int or Fraction past binary64's range
+        raise GemmOptionError(f"gemm: {what} = {_shown(value)} is past binary64's range, so not a binary32 value "
+                              "(the epilogue computes in binary32); pass a binary32 number, e.g. numpy.float32") \
+            from None
     if math.isnan(v):
         raise GemmOptionError(f"gemm: {what} is NaN")
-    if math.isfinite(v) and float(binary32.from_words(binary32.to_words(np.float64(v)))) != v:
+    if v != value or (math.isfinite(v) and float(binary32.from_words(binary32.to_words(np.float64(v)))) != v):
         raise GemmOptionError(
-            f"gemm: {what} = {v!r} is not a binary32 value (the epilogue computes in binary32); "
+            f"gemm: {what} = {_shown(value)} is not a binary32 value (the epilogue computes in binary32); "
             f"pass numpy.float32({v!r}) to use the nearest one")
     return v
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:24]}... ({len(text)} characters)"
 
 
 def build(formats: dict, alpha=None, beta=None, out_format=None, saturate=None, default_out: str = "f32"):

@@ -14,8 +14,8 @@ import threading
 
 import numpy as np
 
+from mmasim.composition import compose, operands
 from mmasim.composition import dask as dask_gemm
-from mmasim.composition import compose
 from mmasim.errors import (
     GemmOptionError,
     OperandError,
@@ -25,7 +25,7 @@ from mmasim.errors import (
     UnsupportedDatapath,
 )
 from mmasim.composition.mainloop import chain
-from mmasim.execution.model import Model, matrices, matrix_shapes
+from mmasim.execution.model import Model, matrix_shapes
 from mmasim.execution.progress import bar as _tqdm_bar
 from mmasim.operands.tensors import accepts_tensors
 from mmasim.execution import threads as _threads
@@ -74,7 +74,7 @@ def progress_bar(progress, tiles: int, desc: str, unit: str = " K tile"):
 def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_a=None, scale_b=None,
          sparse_metadata=None, promote_every=None, split_k=None, split_reduce="sequential",
          promotion_scale_a=None, promotion_scale_b=None, alpha=None, beta=None, out_format=None, saturate=None,
-         backend=None, progress=None, model: Model | None = None, threads=None, **qualifiers):
+         backend=None, progress=None, model: Model | None = None, threads=None, words=None, **qualifiers):
     """``A @ B + C`` as ``instruction`` on ``arch`` computes it, K tile after K tile.
 
     ``A``: ``(M, K)``, ``B``: ``(K, N)``, ``C``: ``(M, N)``, all container words
@@ -87,7 +87,10 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     ``instruction``.  ``progress``: one tqdm bar on stderr; ``None`` (default):
     only when stderr is a terminal and the work runs longer than
     :data:`PROGRESS_DELAY` seconds; ``True``: always; ``False``: never.  Returns
-    D ``(M, N)`` (typed when the operands are values).  Sparse instructions
+    D ``(M, N)``: ``words=None`` (default) as the operands are held: container words for
+    words, values of D's format (typed, e.g. float32) for values and for quantized tensors;
+    ``words=True``: always words, ``words=False``: always values (an integer D stays words).  ``C`` is
+    ``(M, N)`` or ``None`` on every path.  Sparse instructions
     (A is the sparse operand, ``K`` its logical K) take ``sparse_metadata``
     ``(M, (K / k) * words)``: for each K tile ``t`` in turn, the ``words``
     metadata words of each row that one instruction takes (``Model.dot``).
@@ -116,37 +119,41 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     ``A`` and ``B`` may be quantized tensors (:mod:`mmasim.composition.operands`): their words,
     their instruction or promotion scales, and their tensor scales (which multiply
     ``alpha``: ``alpha * (ts_a * ts_b)``, binary32; they imply the epilogue).  Without an epilogue the result is
-    the binary32 accumulator's f32 words (float32 values when the operands were values);
+    the binary32 accumulator's f32 words (float32 values for values or quantized tensors in);
     with one, words (or values) of ``out_format``.  ``C`` may be ``None``: a zero start,
-    or no source.
+    or no source.  Every composition accumulates in binary32: a D binary32 cannot hold (integer,
+    f64) takes the plain chain only (any option is a :class:`~mmasim.GemmOptionError`).
     """
     model = _model(model, arch, instruction, qualifiers)
     backend = _whole_job_backend(model, backend, A, B)
-    composed = compose.requested(A, B, promote_every, split_k, promotion_scale_a, promotion_scale_b,
-                                 alpha, beta, out_format, saturate) or split_reduce != "sequential"
-    if composed:
-        if dask_gemm.any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
+    words = operands.words_option(words)
+    options = compose.requested(A, B, promote_every, split_k, split_reduce, promotion_scale_a, promotion_scale_b,
+                                alpha, beta, out_format, saturate)
+    if dask_gemm.any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
+        if options:
             raise GemmOptionError("gemm on dask arrays chains the instruction only: promotion, split-K, the "
-                                  "epilogue and quantized operands need numpy arrays")
+                                  f"epilogue and quantized operands need numpy arrays (got {', '.join(options)})")
+        return dask_gemm.gemm(model, A, B, compose.zero_c(model, A, B) if C is None else C, k_order=k_order,
+                              scale_a=scale_a, scale_b=scale_b, sparse_metadata=sparse_metadata, backend=backend,
+                              progress=progress, threads=threads, words=words, check=check, in_process=gemm)
+    as_words = operands.returns_words(model, words, A, B, C, scale_a, scale_b)
+    if options:
         if not (isinstance(k_order, str) and k_order == "forward"):
             raise GemmOptionError("gemm: k_order applies to the plain chain; with promotion, split-K or an "
                                   f"epilogue the K tiles run forward (got k_order={k_order!r})")
-        return compose.gemm(model, A, B, C, scale_a=scale_a, scale_b=scale_b, sparse_metadata=sparse_metadata,
-                            promote_every=promote_every, split_k=split_k, split_reduce=split_reduce,
-                            promotion_scale_a=promotion_scale_a, promotion_scale_b=promotion_scale_b,
-                            alpha=alpha, beta=beta, out_format=out_format, saturate=saturate,
-                            backend=backend, progress=progress, threads=threads,
-                            check=check, bar=progress_bar, by_rows=by_rows)
-    if C is None:
-        C = compose.zero_c(model, A, B)
-    if dask_gemm.any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
-        return dask_gemm.gemm(model, A, B, C, k_order=k_order, scale_a=scale_a, scale_b=scale_b,
-                              sparse_metadata=sparse_metadata, backend=backend, progress=progress, threads=threads,
-                              check=check, in_process=gemm)
+        d, fmt = compose.gemm(model, A, B, C, options=options, scale_a=scale_a, scale_b=scale_b,
+                              sparse_metadata=sparse_metadata, promote_every=promote_every, split_k=split_k,
+                              split_reduce=split_reduce, promotion_scale_a=promotion_scale_a,
+                              promotion_scale_b=promotion_scale_b, alpha=alpha, beta=beta, out_format=out_format,
+                              saturate=saturate, backend=backend, progress=progress, threads=threads,
+                              check=check, bar=progress_bar, by_rows=by_rows)
+        return operands.result(d, fmt, as_words)
     threads = check_threads(threads)
-    A, B, C, _ = matrices(A, B, C, "gemm")
+    A, B = operands.words(A, model.a_format, "A"), operands.words(B, model.b_format, "B")
+    C = compose.zero_c(model, A, B) if C is None else operands.words(C, model.c_format, "C")
     if scale_a is not None and scale_b is not None and model.datapath.scale:
-        scale_a, scale_b = as_array(scale_a, "scale_a")[0], as_array(scale_b, "scale_b")[0]
+        scale_a = operands.words(scale_a, model.scale_format, "scale_a")
+        scale_b = operands.words(scale_b, model.scale_format, "scale_b")
     if sparse_metadata is not None and model.datapath.sparse:
         sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
     M, K, N, order = check(model, A.shape, B.shape, C.shape, k_order,
@@ -158,12 +165,13 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     try:
         nworkers = _threads.workers(threads, M, K * N)
         if nworkers <= 1:
-            return chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar)
-        # an error is raised as one thread raises it (threads.run computes again on one thread)
-        return _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M)
+            d = chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar)
+        else:   # an error is raised as one thread raises it (threads.run computes again on one thread)
+            d = _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M)
     finally:
         if bar is not None:
             bar.close()
+    return operands.result(d, model.d_format, as_words)
 
 
 def _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M):
@@ -181,21 +189,25 @@ def _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, n
 
 def by_rows(M: int, per_row: int, block, nworkers: int, bar, tiles: int, warm=None):
     """``block(rows)`` on blocks of rows, on ``nworkers`` threads: each block does all of its
-    work (one hand-off per block, not one per K tile); the blocks stacked in row order.
-    ``bar`` is advanced by ``tiles`` per row's worth of work, in whole steps."""
-    done, lock, rows_done = {}, threading.Lock(), [0]
+    work (one hand-off per block, not one per K tile) and writes its rows of the result, so
+    that a block computed again (:func:`mmasim.execution.threads.run` redoes a failed attempt on
+    one thread, in blocks of another size) only writes the same rows again.
+    ``bar`` is advanced by ``tiles`` per row's worth of work, in whole steps, at most ``tiles``."""
+    out, lock, rows_done = [None], threading.Lock(), [0]
 
     def work(s, e):
         d = block(slice(s, e))
         with lock:
-            done[s] = d
+            if out[0] is None:
+                out[0] = np.empty((M,) + d.shape[1:], dtype=d.dtype)
+            out[0][s:e] = d
             if bar is not None:     # whole K tiles' worth of rows done, in whole steps
                 before = tiles * rows_done[0] // M
-                rows_done[0] += e - s
+                rows_done[0] = min(M, rows_done[0] + e - s)
                 bar.update(tiles * rows_done[0] // M - before)
 
     _threads.run(M, M, work, nworkers, per_row, warm=warm, per_thread=GEMM_CHUNKS_PER_THREAD)
-    return np.concatenate([done[s] for s in sorted(done)], axis=0)
+    return out[0]
 
 
 def _model(model, arch, instruction, qualifiers) -> Model:
@@ -210,8 +222,10 @@ def _model(model, arch, instruction, qualifiers) -> Model:
 
 def check(model: Model, a_shape, b_shape, c_shape, k_order="forward", scale_a=None, scale_b=None,
           sparse_metadata=None):
-    """Check a GEMM's shapes (``scale_a``, ``scale_b``, ``sparse_metadata``: their
-    shapes, or ``None`` where not given) against ``model``; ``(M, K, N, K-tile order)``."""
+    """Check a GEMM's shapes (``c_shape``: C's, ``None`` where C is not given; ``scale_a``,
+    ``scale_b``, ``sparse_metadata``: their shapes, or ``None`` where not given) against
+    ``model``: every path of :func:`gemm` (the plain chain, each composition, dask) checks its
+    operands' shapes here.  Returns ``(M, K, N, K-tile order)``."""
     dp = model.datapath
     name = model.instruction
     if model.c_format.key != model.d_format.key:
@@ -219,6 +233,9 @@ def check(model: Model, a_shape, b_shape, c_shape, k_order="forward", scale_a=No
             f"gemm chains D into C, but {name} reads C as {model.c_format.name} and writes D as "
             f"{model.d_format.name}; use the variant whose C and D formats agree"
         )
+    compose.matrices(a_shape, b_shape)
+    if c_shape is None:         # no C: D is (M, N)
+        c_shape = (a_shape[0], b_shape[1])
     M, K, N = matrix_shapes(a_shape, b_shape, c_shape, "gemm")
     model.check_tiles(a_shape, b_shape, "gemm", grid=True)
     k = dp.k

@@ -66,10 +66,6 @@ def check(model, loop: Loop, K: int, N: int) -> None:
     if P is not None and (P <= 0 or P % k):
         raise GemmOptionError(f"gemm: promote_every = {P} is not a positive multiple of {name}'s K = {k} "
                               f"(promotion adds whole chains of instructions)")
-    fmt = model.d_format
-    if (P is not None or S > 1 or not loop.c_starts) and (fmt.integer or fmt.exp_bits > 8 or fmt.man_bits > 23):
-        raise GemmOptionError(f"gemm: promotion, split-K and the epilogue accumulate in binary32, which cannot "
-                              f"hold {name}'s {fmt.name} D exactly")
     if loop.scale_a is not None:
         bk, bn = loop.block_k, loop.block_n
         if P is None:

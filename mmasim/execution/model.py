@@ -58,7 +58,7 @@ class Model:
         fmt = self.format_of(operand)
         what = operand if what is None else what
         arr, mode = as_array(X, what)
-        return _operand(arr, mode, fmt, what)
+        return checked_words(arr, mode, fmt, what)
 
     def __init__(self, datapath: Datapath, registry: Registry, backend: str | None = None, resolution=None):
         self.datapath = datapath
@@ -148,10 +148,10 @@ class Model:
         if dp.scale and scale_a is not None and scale_b is not None:
             given.update(scale_a=scale_a, scale_b=scale_b)
         arrays = {name: as_array(x, name) for name, x in given.items()}
-        values = _one_mode(arrays, self.instruction)
-        wa = _operand(*arrays["a"], self.a_format, "a")
-        wb = _operand(*arrays["b"], self.b_format, "b")
-        wc = _operand(*arrays["c"], self.c_format, "c")
+        values = one_mode(arrays, self.instruction)
+        wa = checked_words(*arrays["a"], self.a_format, "a")
+        wb = checked_words(*arrays["b"], self.b_format, "b")
+        wc = checked_words(*arrays["c"], self.c_format, "c")
         for name, w in (("a", wa), ("b", wb)):
             if w.ndim == 0 or w.shape[-1] != dp.k:
                 raise ShapeError(
@@ -164,7 +164,7 @@ class Model:
             if scale_a is None or scale_b is None:
                 raise ScaleError(f"{self.instruction} needs scale_a and scale_b of shape (..., {dp.blocks})")
             for name in ("scale_a", "scale_b"):
-                ws = _operand(*arrays[name], self.scale_format, name)
+                ws = checked_words(*arrays[name], self.scale_format, name)
                 if ws.ndim == 0 or ws.shape[-1] != dp.blocks:
                     raise ScaleError(
                         f"{name} must have shape (..., {dp.blocks}): one {self.scale_format.name} scale per block "
@@ -358,7 +358,7 @@ class Model:
         if mode == VALUES:
             raise DtypeError(f"operand {operand}: decode takes container words (integers), not {arr.dtype} values; "
                              "Model.operand_words converts values to words")
-        return self.plan.decode(fmt, _operand(arr, mode, fmt, operand))
+        return self.plan.decode(fmt, checked_words(arr, mode, fmt, operand))
 
     # ----------------------------------------------------------- explanation
     def describe(self) -> str:
@@ -472,7 +472,7 @@ def _typed(fmt):
 _TYPED: dict = {}
 
 
-def _operand(arr, mode, fmt, what):
+def checked_words(arr, mode, fmt, what):
     """Container words of an operand classified by :func:`~mmasim.operands.words.as_array`:
     integer word arrays are checked and kept as they are (no copy); values and
     two's complement arrays are converted by :func:`~mmasim.operands.words.to_words`."""
@@ -483,7 +483,7 @@ def _operand(arr, mode, fmt, what):
     return to_words(arr, fmt, what)[0]
 
 
-def _one_mode(arrays: dict, name: str) -> bool:
+def one_mode(arrays: dict, name: str) -> bool:
     """Whether the call passes values (else words); a call mixing the two is a DtypeError."""
     modes = {what: mode for what, (_, mode) in arrays.items() if mode is not None}
     words = [w for w, m in modes.items() if m != VALUES]

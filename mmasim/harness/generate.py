@@ -14,7 +14,7 @@ import attrs
 
 from mmasim import MMA, instructions as _instructions
 from mmasim.operands.display import one_line
-from mmasim.errors import MMAError
+from mmasim.errors import HarnessError, MMAError
 from mmasim.harness.spec import KernelSpec, source_text
 
 class NotGenerated(MMAError):
@@ -86,7 +86,11 @@ def build_line(model, spec: KernelSpec, src: str) -> str:
 
 
 def generate(arch: str, instructions=None, out=".") -> Generated:
-    """Write ``<name>.cu`` (or ``.hip``), ``<name>.json`` per kernel and ``build.sh`` into ``out``."""
+    """Write ``<name>.cu`` (or ``.hip``), ``<name>.json`` per kernel and ``build.sh`` into ``out``
+    (a folder, made where missing; ``"."`` the working folder, never the empty path)."""
+    if isinstance(out, (str, bytes)) and not out:
+        raise HarnessError("harness generate: out is the empty path; name the folder to write into "
+                           "('.' for the working folder)")
     out = pathlib.Path(out)
     for ins in instructions or ():      # the user's text: refused before anything is written
         source_text(ins, "instruction")

@@ -155,13 +155,34 @@ def device_batch(specs) -> str:
     return PRELUDE + "\n" + "\n".join(s.device for s in specs)
 
 
-def execute(spec: KernelSpec, exe, inputs, workdir=None, env=None) -> tuple:
+#: seconds a harness program may run (``execute``): a kernel that never finishes (a hung GPU)
+#: is killed and reported instead of stopping ``harness run``; ``$MMASIM_HARNESS_TIMEOUT`` overrides
+TIMEOUT = 300
+
+
+def _timeout() -> float:
+    text = os.environ.get("MMASIM_HARNESS_TIMEOUT", "").strip()
+    if not text:
+        return TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise HarnessError(f"MMASIM_HARNESS_TIMEOUT must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def execute(spec: KernelSpec, exe, inputs, workdir=None, env=None, timeout=None) -> tuple:
     """Run the built program ``exe`` of ``spec`` (CUDA or HIP: both follow the file protocol
     above) on the input buffers ``inputs`` (from the emitter's ``place``): writes ``IN0.bin``
     ... into ``workdir`` (default: a temporary folder), runs ``exe CASES OUT.bin IN0.bin ...``
     with ``env`` added to the environment, and returns ``(output words (uint32, flat), stdout)``.
-    :class:`HarnessError` when a buffer does not hold whole cases, the program fails, or it
+    :class:`HarnessError` when a buffer does not hold whole cases, the program fails, runs longer
+    than ``timeout`` seconds (default ``$MMASIM_HARNESS_TIMEOUT``, else :data:`TIMEOUT`), or it
     writes the wrong number of words."""
+    if timeout is None:
+        timeout = _timeout()
     if len(inputs) != len(spec.inputs):
         raise HarnessError(f"{spec.name}: {len(spec.inputs)} input buffers expected, got {len(inputs)}")
     per_case = [words_per_case(spec, b) for b in spec.inputs]
@@ -178,8 +199,12 @@ def execute(spec: KernelSpec, exe, inputs, workdir=None, env=None) -> tuple:
             x.tofile(path)
             paths.append(str(path))
         out = work / "OUT.bin"
-        p = subprocess.run([str(exe), str(cases), str(out), *paths], capture_output=True, text=True,
-                           env=dict(os.environ, **(env or {})))
+        try:
+            p = subprocess.run([str(exe), str(cases), str(out), *paths], capture_output=True, text=True,
+                               env=dict(os.environ, **(env or {})), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise HarnessError(f"{spec.name} did not finish within {timeout:g} s on the device and was "
+                               "stopped (MMASIM_HARNESS_TIMEOUT sets the limit)") from None
         if p.returncode != 0:
             raise HarnessError(f"{spec.name} failed on the device (exit {p.returncode}): "
                                f"{(p.stderr or p.stdout).strip()[-500:]}")

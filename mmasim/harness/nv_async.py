@@ -1,5 +1,6 @@
 """Harness kernels of Hopper's ``wgmma.mma_async`` (PTX ISA 9.0 §9.7.15, ``.sp`` included), in the
-protocol of :mod:`mmasim.harness.spec`: :func:`specs`, :func:`place`, :func:`read`.
+protocol of :mod:`mmasim.harness.spec`: :func:`specs`, :func:`place`, :func:`read`, and :func:`simulate`
+(the kernel run in software, for :class:`mmasim.harness.run.SimulatedDevice`).
 
 Owns the warpgroup kernel (:func:`_wgmma_spec`): one per N and per A source, shared memory or
 registers.  The shared-memory images are :mod:`mmasim.harness.nv_common`'s, the register
@@ -33,9 +34,6 @@ from mmasim.harness.spec import Buffer, KernelSpec, compile_target
 
 __all__ = ["specs", "place", "read", "source", "build_line", "simulate", "operand_image", "image_operand",
            "packing", "smem_layout", "THREADS", "WGMMA_N"]
-
-#: the emitter's software run of a kernel: none
-simulate = None
 
 #: N of the wgmma kernels ``specs`` emits by default: the smallest and the largest legal N
 #: (every N gives the same datapath in mmasim; these two cover the accumulator layout's
@@ -192,6 +190,30 @@ def _wgmma_place(spec, model, ops):
         bufs["sparse_metadata"] = np.concatenate([_fragments(model, "sparse_metadata", md[i]).reshape(-1)
                                                   for i in range(cases)])
     return [np.ascontiguousarray(bufs[b.operand], dtype=np.uint32) for b in spec.inputs]
+
+
+def simulate(spec, model, inputs, cases: int) -> np.ndarray:
+    """The output buffer a ``wgmma.mma_async`` kernel writes (``(cases, 128 threads, D
+    registers)``, flat), computed in software from its input buffers: per case, B's (and A's,
+    from shared memory) image with the kernel's descriptor, A's registers otherwise, C's
+    accumulator registers and the metadata registers handed to ``Model.warp`` as the kernel
+    holds them (:class:`mmasim.harness.run.SimulatedDevice`)."""
+    if spec.options.get("family") != "wgmma":
+        raise UnsupportedDatapath(f"{spec.name}: not a wgmma.mma_async kernel")
+    shaped = _shaped(spec, model)
+    per = {b.operand: np.asarray(x, dtype=np.uint32).reshape(cases, -1) for b, x in zip(spec.inputs, inputs)}
+    a_smem = spec.inputs[0].space == "smem"
+    extra = {"a_descriptor": spec.inputs[0].descriptor} if a_smem else {}
+    out = []
+    for i in range(cases):
+        a = per["a"][i] if a_smem else per["a"][i].reshape(THREADS, -1)
+        if "sparse_metadata" in per:
+            extra["sparse_metadata"] = per["sparse_metadata"][i].reshape(THREADS, -1)
+            extra["sparsity_selector"] = spec.options.get("sparsity_selector", 0)
+        d = shaped.warp(a, per["b"][i], per["c"][i].reshape(THREADS, -1), b_descriptor=spec.inputs[1].descriptor,
+                        **extra)
+        out.append(np.asarray(d, dtype=np.uint32).reshape(THREADS, -1))
+    return np.stack(out).reshape(-1)
 
 
 def _wgmma_read(spec, model, out):

@@ -106,8 +106,9 @@ class CudaDevice(Device):
 
 class SimulatedDevice(Device):
     """A device that computes D with the simulator from the placed register images (for tests and
-    dry runs).  Understood: ``registers`` buffers of the 32-lane mma.sync family, and tcgen05.mma
-    kernels (shared-memory images and per-thread Tensor Memory words:
+    dry runs).  Understood: ``registers`` buffers of the 32-lane mma.sync family, wgmma.mma_async
+    kernels (shared-memory images and warpgroup registers: :func:`mmasim.harness.nv_async.simulate`)
+    and tcgen05.mma kernels (shared-memory images and per-thread Tensor Memory words:
     :func:`mmasim.harness.nv_tcgen05.simulate`)."""
 
     #: what its vector files are: the simulator's own words, never evidence
@@ -322,6 +323,9 @@ def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0
     ``unprobed`` and said in its file's provenance ``probes``).  Returns ``{"written": [paths],
     "skipped": [(instruction, reason)], "unprobed": [(instruction, reason)], "device": info}``.
     """
+    if isinstance(out, str) and out == "":
+        raise HarnessError("harness run: out is the empty path; name the folder to write into "
+                           "('.' for the working folder)")
     if isinstance(cases, bool) or not isinstance(cases, (int, np.integer)) or not 1 <= cases <= MAX_TILES:
         raise HarnessError(f"cases (random tiles per instruction, each held in memory and on the GPU) must be an "
                            f"integer from 1 to {MAX_TILES:,}, got {cases!r}; run several seeds for more")

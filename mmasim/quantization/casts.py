@@ -2,7 +2,8 @@
 saturating, with a NaN policy.
 
 Gives :func:`cast` and the format facts recipes need (:func:`largest`, :func:`emax`,
-:func:`element_formats`, :func:`values`).  The rounding itself is ``ml_dtypes``' (and
+:func:`element_formats`, :func:`values`) and :func:`recontainer` (words of one container of a
+format in another).  The rounding itself is ``ml_dtypes``' (and
 numpy's) single round-to-nearest-even from binary64, or the integer encoder where the typed
 dtype keeps more fraction bits than the format reads (:func:`_round`).  Owns what
 ``ml_dtypes`` leaves to its caller: overflow, infinities and NaN for formats that cannot hold
@@ -127,6 +128,25 @@ def cast(fmt: Format, x, *, saturate: bool = False, nan: str = "raise", what: st
     return _round(fmt, x, what).astype(word_dtype(fmt))
 
 
+def recontainer(words, src: Format, dst: Format, what: str = "words") -> np.ndarray:
+    """Container words of ``src`` as the words of ``dst``, another container of the same
+    element format (e2m1 as a 4-bit code, in bits 5:2 of a byte, or in RTX Blackwell's
+    byte): each word's exact value placed in ``dst``, never its bits reinterpreted.  A value
+    ``dst`` does not hold exactly is a :class:`~mmasim.DtypeError` naming the first one."""
+    if src.key == dst.key:
+        return np.asarray(words)
+    v = values(src, words)
+    out = cast(dst, v, saturate=True, nan="propagate", what=what)   # past dst's range: caught below
+    back = values(dst, out)
+    lost = ~((back == v) | (np.isnan(back) & np.isnan(v)))
+    if lost.any():
+        at = _at(lost)
+        raise DtypeError(f"{what}: the {src.key} word {int(np.asarray(words)[at]):#x} at index {at} holds "
+                         f"{float(v[at])!r}, which the {dst.key} container of {dst.name} does not hold "
+                         f"(it would read {float(back[at])!r})")
+    return out
+
+
 def _round(fmt: Format, x: np.ndarray, what: str) -> np.ndarray:
     """``x`` (in range) rounded to nearest even into ``fmt``'s words: ``ml_dtypes``' (and
     numpy's) cast into the typed dtype, a single rounding from binary64 for every type mmasim
@@ -155,4 +175,4 @@ def _narrow_encoding(fmt: Format) -> Encoding:
                     nan_word=((1 << (fmt.exp_bits + fmt.man_bits)) - 1) << fmt.field_shift)
 
 
-__all__ = ["NAN_POLICIES", "element_formats", "decode", "values", "largest", "emax", "cast"]
+__all__ = ["NAN_POLICIES", "element_formats", "decode", "values", "largest", "emax", "cast", "recontainer"]

@@ -2,7 +2,8 @@
 
 Gives ``mmasim.quantize(x, scheme, axis=-1, ...)`` (:func:`quantize`), which returns a
 :class:`Quantized` whose ``words`` (and ``scales``) go to :meth:`mmasim.Model.dot` /
-:func:`mmasim.gemm` as they are, and :func:`schemes`.  Owns the schemes: a plain cast per
+:func:`mmasim.gemm` as they are, :func:`schemes`, and :func:`current_scale` (FP8 per-tensor
+scaling's scale).  Owns the schemes: a plain cast per
 element format (its registry key, :func:`mmasim.quantization.casts.cast`), OCP MX v1.0
 (:func:`_mx`), NVFP4 as NVIDIA Transformer Engine computes it (:func:`_nvfp4`) and DeepSeek
 fine-grained FP8 as DeepGEMM computes it (:func:`_deepseek`).  Refuses an unknown scheme
@@ -18,7 +19,8 @@ import difflib
 import attrs
 import numpy as np
 
-from mmasim.quantization import casts
+from mmasim.quantization import casts, hadamard
+from mmasim.quantization import rounding as rounding_
 from mmasim.errors import (
     BlockShapeError,
     DtypeError,
@@ -62,6 +64,7 @@ class Quantized:
     scheme: str
     scale_use: str | None
     amax: np.float32 | None = None
+    tile_scales: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple:
@@ -77,12 +80,23 @@ class Quantized:
         if self.scale_use == "instruction":
             s = casts.values(_format(self.scale_format), self.scales)
             v = v * np.repeat(s, self.block, axis=self.axis)
-            if self.tensor_scale is not None:
-                v = v * np.float64(self.tensor_scale)
         elif self.scale_use == "promotion":
             t0, t1 = self.block
             v = v * np.repeat(np.repeat(self.scales.astype(np.float64), t0, axis=0), t1, axis=1)
+        if self.tensor_scale is not None:
+            v = v * np.float64(self.tensor_scale)
         return v
+
+    def transposed(self) -> "Quantized":
+        """What a transposed read of the same tensor uses (16 x 16 NVFP4 tiles only): the words
+        transposed and the same tile scales, laid out for blocks along the other axis, as
+        Transformer Engine's 2D kernel writes its columnwise copy."""
+        if self.tile_scales is None:
+            raise QuantizeError(f"{self.scheme}: only 16 x 16 tiles (tile=(16, 16)) serve a transposed read; "
+                                "quantize x.T for blocks along the other axis")
+        ts = self.tile_scales.T
+        return attrs.evolve(self, words=self.words.T, tile_scales=ts,
+                            scales=np.repeat(ts, 16, axis=1 - self.axis))
 
     def words_for(self, fmt) -> np.ndarray:
         """The element words in container ``fmt`` (a :class:`~mmasim.arith.formats.Format` or its
@@ -92,7 +106,19 @@ class Quantized:
         if f.name != self.format:
             raise UnknownScheme(f"words of {self.format} cannot become {f.name} words ({f.key}); "
                                 f"containers of {self.format}: {', '.join(_containers(self.format))}")
-        return self.words if f.key == self.container else _recontainer(self.words, _format(self.container), f)
+        return casts.recontainer(self.words, _format(self.container), f, what=f"{f.key} words")
+
+
+@attrs.frozen
+class Options:
+    """What a recipe does beyond its defaults: the shared exponent's rounding (MX), the element
+    rounding with one random word per element of x (``rbits``: x's shape, or ``None``), the
+    Hadamard transform (NVFP4)."""
+
+    scale_rounding: str = "floor"
+    rounding: str = "nearest"
+    rbits: np.ndarray | None = None
+    hadamard: object = None
 
 
 @attrs.frozen
@@ -108,7 +134,8 @@ class Scheme:
 
 
 def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise", tile=None,
-             container: str | None = None) -> Quantized:
+             container: str | None = None, scale_rounding: str | None = None, rounding: str = "nearest",
+             rbits=None, seed=None, hadamard=None) -> Quantized:
     """``x`` (float values: numpy float16/32/64 or ``ml_dtypes`` arrays, torch float
     tensors, Python floats) as the words and scales of ``scheme`` (docs/quantize.md gives
     each rule, :func:`schemes` every name).
@@ -117,10 +144,16 @@ def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise
     ``(K, N)`` B).  ``saturate`` (plain casts only): clamp what rounds past the
     largest finite value to it instead of inf / NaN.  ``nan``: ``"raise"`` (default)
     refuses NaN, and for OCP MX a block that would get the NaN scale; ``"propagate"``
-    gives them their NaN words.  ``tile`` (``deepseek_fp8`` only): the tile of one
-    scale, in x's axis order, default 128 along ``axis`` and 1 across.  ``container``:
-    a registry format key of the same element format to hold the words (``"e2m1"``
-    for ``kind::mxf8f6f4``; default: the scheme's own).
+    gives them their NaN words.  ``tile``: the tile of one scale, in x's axis order
+    (``deepseek_fp8``: default 128 along ``axis`` and 1 across; ``nvfp4``: ``(16, 16)``
+    for weights).  ``container``: a registry format key of the same element format to hold
+    the words (``"e2m1"`` for ``kind::mxf8f6f4``; default: the scheme's own).
+    ``scale_rounding`` (MX schemes): ``"floor"`` (default, OCP MX) or ``"rceil"``
+    (``cvt.rp.satfinite.ue8m0x2.f32``, Transformer Engine and cuBLAS).  ``rounding``:
+    ``"nearest"`` or ``"stochastic"`` (``cvt.rs``, with ``rbits``, one random integer per
+    element, or ``seed``).  ``hadamard`` (``nvfp4``): the random Hadamard transform before
+    quantization (``True``, a 16-bit sign mask, 16 signs or a
+    :class:`~mmasim.quantization.hadamard.Hadamard`).
     """
     plain = casts.element_formats()
     if not isinstance(scheme, str) or (scheme not in plain and scheme not in SCHEMES):
@@ -129,25 +162,82 @@ def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise
         hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
         raise UnknownScheme(f"unknown quantization scheme {scheme!r}{hint}; schemes: {', '.join(names)}")
     casts.check_nan_policy(nan)
+    rounding_.check_rounding(rounding, rbits, seed)
     values = _read(x, scheme)
+    what = f"quantize(x, {scheme!r})"
     if scheme in plain:
-        if tile is not None:
-            raise QuantizeError(f"{scheme}: tile= is for deepseek_fp8, not a plain cast")
+        if tile is not None or scale_rounding is not None or hadamard is not None:
+            raise QuantizeError(f"{scheme}: tile=, scale_rounding= and hadamard= are for recipes, not a plain cast")
         own = plain[scheme]
         cont = _container(own, container, scheme)
         fmt = _rounding_format(cont)
-        words = casts.cast(fmt, values, saturate=False if saturate is None else saturate, nan=nan,
-                           what=f"quantize(x, {scheme!r})")
-        return Quantized(_recontainer(words, fmt, cont), None, own.name, cont.key, None, None, None, None,
+        if rounding == "stochastic":
+            sat = fmt.name not in ("bf16", "f16") if saturate is None else saturate
+            words = rounding_.stochastic(fmt, rounding_.binary32_values(values, what),
+                                         rounding_.element_bits(fmt, values.shape, rbits, seed),
+                                         saturate=sat, nan=nan, what=what)
+        else:
+            words = casts.cast(fmt, values, saturate=False if saturate is None else saturate, nan=nan, what=what)
+        return Quantized(casts.recontainer(words, fmt, cont), None, own.name, cont.key, None, None, None, None,
                          scheme, None)
     s = SCHEMES[scheme]
     if saturate is not None:
         raise QuantizeError(f"{scheme}: saturate= is for plain casts; {scheme} saturates as its source says")
-    if tile is not None and s.rule is not _deepseek:
-        raise QuantizeError(f"{scheme}: tile= is for deepseek_fp8; {scheme} has blocks of {s.block} along axis")
+    if tile is not None and s.rule is _mx:
+        raise QuantizeError(f"{scheme}: tile= is for nvfp4 and deepseek_fp8; {scheme} has blocks of {s.block} "
+                            "along axis")
+    if scale_rounding is not None and s.rule is not _mx:
+        raise QuantizeError(f"{scheme}: scale_rounding= is for the MX schemes")
+    if hadamard is not None and s.rule is not _nvfp4:
+        raise QuantizeError(f"{scheme}: hadamard= is for nvfp4")
+    if rounding == "stochastic" and s.rule is _deepseek:
+        raise QuantizeError(f"{scheme}: DeepGEMM rounds to nearest; rounding='stochastic' is for the MX schemes, "
+                            "nvfp4 and plain casts")
     cont = _container(_format(s.element), container, scheme)
-    q = s.rule(s, values, _rounding_format(cont), axis, nan, tile)
-    return attrs.evolve(q, words=_recontainer(q.words, _format(q.container), cont), container=cont.key)
+    fmt = _rounding_format(cont)
+    opts = Options(scale_rounding=_scale_rounding(scale_rounding), rounding=rounding, hadamard=hadamard,
+                   rbits=None if rounding == "nearest" else rounding_.element_bits(fmt, values.shape, rbits, seed))
+    q = s.rule(s, values, fmt, axis, nan, tile, opts)
+    return attrs.evolve(q, words=casts.recontainer(q.words, _format(q.container), cont), container=cont.key)
+
+
+def current_scale(amax, fmt) -> np.float32:
+    """FP8 per-tensor ("current") scaling's encode scale for a tensor of absolute maximum
+    ``amax`` (a binary32 value) cast into element format ``fmt`` (a
+    :class:`~mmasim.arith.formats.Format` or its key), as Transformer Engine's
+    ``compute_scale_from_amax`` computes it (``transformer_engine/common/recipe/recipe_common.cuh``,
+    no epsilon, no power-of-two rounding): ``RN(max_finite / amax)`` in binary32; 1 when amax
+    is 0; FLT_MAX where the quotient overflows (an amax below ``max_finite / FLT_MAX``).  The
+    tensor is cast as ``x * scale`` and D multiplied back by ``RN(1 / scale)``."""
+    a = np.float32(amax)
+    if not np.isfinite(a):
+        raise NonFiniteError(f"current scaling: amax is {amax!r}; the recipe defines no scale for NaN or infinity")
+    if a != np.float64(amax) or a < 0:
+        raise QuantizeError(f"current scaling: amax must be a non-negative binary32 value, not {amax!r}")
+    if a == 0:
+        return F32(1)
+    f = fmt if isinstance(fmt, Format) else _format(fmt)
+    m, q = casts.largest(f)
+    with np.errstate(over="ignore"):
+        scale = F32(np.ldexp(float(m), q)) / a
+    return FLT_MAX if np.isinf(scale) else F32(scale)
+
+
+def _scale_rounding(mode) -> str:
+    if mode is None:
+        return "floor"
+    if not isinstance(mode, str) or mode not in rounding_.SCALE_ROUNDINGS:
+        raise QuantizeError(f"scale_rounding must be one of {', '.join(map(repr, rounding_.SCALE_ROUNDINGS))}, "
+                            f"not {mode!r}")
+    return mode
+
+
+def _elements(fmt: Format, scaled, opts: Options, rbits, what: str) -> np.ndarray:
+    """Scaled element values to words, saturating: ``cvt.rn.satfinite`` or ``cvt.rs.satfinite``
+    (``rbits``: each element's random bits, the shape of ``scaled``)."""
+    if opts.rounding == "stochastic":
+        return rounding_.stochastic(fmt, scaled, rbits, saturate=True, nan="propagate", what=what)
+    return casts.cast(fmt, scaled, saturate=True, what=what)
 
 
 def schemes() -> list:
@@ -186,17 +276,6 @@ def _rounding_format(fmt: Format) -> Format:
     in e2m1, then placed)."""
     own = get_registry().formats.get(fmt.name, fmt)
     return fmt if all(getattr(fmt, a) == getattr(own, a) for a in _VALUE_SET) else own
-
-
-def _recontainer(words, src: Format, dst: Format) -> np.ndarray:
-    if src.key == dst.key:
-        return words
-    v = casts.values(src, words)
-    out = casts.cast(dst, v, nan="propagate", what=f"{dst.key} words")
-    back = casts.values(dst, out)
-    if not ((back == v) | (np.isnan(back) & np.isnan(v))).all():
-        raise UnknownScheme(f"{src.key} words do not all fit the {dst.key} container")
-    return out
 
 
 def _read(x, scheme: str) -> np.ndarray:
@@ -265,12 +344,15 @@ def _nan_word(fmt: Format) -> int:
 
 
 # ------------------------------------------------------------------ the recipes
-def _mx(s: Scheme, x, fmt: Format, axis, nan: str, tile) -> Quantized:
+def _mx(s: Scheme, x, fmt: Format, axis, nan: str, tile, opts: Options) -> Quantized:
     """OCP MX v1.0 section 6.3: ``X = 2**(floor(log2(max |V|)) - emax_elem)``, ``P = V / X``
     rounded to nearest even, normals past the largest clamped to it.  e8m0 holds
     2**-127 .. 2**127: a smaller X is clamped to 2**-127 (an all-zero block, which has no
     log2, gets it too: Microsoft's microxcaling and torchao's ``to_mx`` do the same), and a
-    block with NaN, an infinity or an X past 2**127 gets the NaN scale 0xFF."""
+    block with NaN, an infinity or an X past 2**127 gets the NaN scale 0xFF.
+    ``scale_rounding="rceil"``: :func:`_mx_rceil`."""
+    if opts.scale_rounding == "rceil":
+        return _mx_rceil(s, x, fmt, axis, nan, opts)
     axis, xb = _blocks(x, axis, s.block, s.name)
     amax = np.max(np.abs(xb), axis=-1, initial=0.0)
     finite = np.isfinite(amax)
@@ -285,20 +367,51 @@ def _mx(s: Scheme, x, fmt: Format, axis, nan: str, tile) -> Quantized:
                              "it the NaN scale 0xFF: pass nan='propagate' for that")
     se = np.where(bad, 0, se)
     scaled = np.ldexp(np.where(bad[..., None], 0.0, xb), -se[..., None])
-    words = casts.cast(fmt, scaled, saturate=True, what=f"quantize(x, {s.name!r})")
+    words = _elements(fmt, scaled, opts, _rbits_blocks(opts, axis, s.block, s.name), f"quantize(x, {s.name!r})")
     words[bad] = _nan_word(fmt)
     scales = np.where(bad, 0xFF, se + 127).astype(np.uint8)
     return Quantized(_unblock(words, axis), np.moveaxis(scales, -1, axis), fmt.name, fmt.key, s.scale_format,
                      s.block, axis, None, s.name, s.scale_use)
 
 
-def _nvfp4(s: Scheme, x, fmt: Format, axis, nan: str, tile) -> Quantized:
+def _rbits_blocks(opts: Options, axis: int, block: int, scheme: str):
+    return None if opts.rbits is None else _blocks(opts.rbits, axis, block, scheme)[1]
+
+
+def _mx_rceil(s: Scheme, x, fmt: Format, axis, nan: str, opts: Options) -> Quantized:
+    """MX with the shared exponent rounded up, as NVIDIA Transformer Engine's MXFP8 kernels
+    compute it (``transformer_engine/common/cast/mxfp8/quantize_mxfp8.cuh``), in binary32
+    operations: ``v = RN(amax * RN(1 / max_elem))`` (``Quantized_Limits::max_norm_rcp``),
+    the scale word ``cvt.rp.satfinite.ue8m0x2.f32`` of v
+    (:func:`~mmasim.quantization.rounding.ue8m0_rceil`), the elements
+    ``RN(x * 2**(127 - w))`` (``exp2f_rcp``) converted with ``cvt.rn.satfinite``.  Inputs are
+    finite binary32 values."""
+    x = _binary32(x, s.name, nan)
+    axis, xb = _blocks(x, axis, s.block, s.name)
+    amax = np.max(np.abs(xb), axis=-1, initial=F32(0))
+    m, q = casts.largest(fmt)
+    scales = rounding_.ue8m0_rceil(amax * F32(1.0 / (m * 2.0 ** q)))
+    scaled = xb * rounding_.ue8m0_reciprocal(scales)[..., None]
+    words = _elements(fmt, scaled, opts, _rbits_blocks(opts, axis, s.block, s.name), f"quantize(x, {s.name!r})")
+    return Quantized(_unblock(words, axis), np.moveaxis(scales, -1, axis), fmt.name, fmt.key, s.scale_format,
+                     s.block, axis, None, s.name, s.scale_use)
+
+
+def _nvfp4(s: Scheme, x, fmt: Format, axis, nan: str, tile, opts: Options) -> Quantized:
     """NVIDIA Transformer Engine's NVFP4 (1 x 16 blocks), in binary32 operations:
     ``S_enc = 448 * 6 / amax`` (at most FLT_MAX; 1 when amax is 0), ``S_dec = 1 / S_enc``;
     per block ``e4m3(block_amax * (S_enc * (1 / 6)))`` saturating, its encode scale
     ``min(1 / (scale * S_dec), FLT_MAX)``, and each element ``x * encode`` rounded to
-    nearest even into e2m1, saturating."""
+    nearest even into e2m1, saturating.  ``tile=(16, 16)``: every 16 x 16 tile of a matrix shares
+    one scale, from the tile's amax (:func:`_nvfp4_tiles`).  ``hadamard``: x is first
+    transformed (:func:`mmasim.quantization.hadamard.transform`) and the amax is the
+    transformed tensor's, as TE's ``with_post_rht_amax``."""
     x = _binary32(x, s.name, nan)
+    spec = hadamard.Hadamard.of(opts.hadamard)
+    tiled = _nvfp4_tiles(tile, x, spec, s.name)
+    if spec is not None:
+        x = _binary32(hadamard.transform(x, _axis(axis, x.ndim, s.name), spec, f"quantize(x, {s.name!r})"), s.name,
+                      nan)
     axis, xb = _blocks(x, axis, s.block, s.name)
     amax = np.max(np.abs(x), initial=F32(0))
     with np.errstate(divide="ignore", over="ignore"):
@@ -308,14 +421,36 @@ def _nvfp4(s: Scheme, x, fmt: Format, axis, nan: str, tile) -> Quantized:
     s_dec = F32(1) / s_enc
     ue4m3 = _format(s.scale_format)
     block_amax = np.max(np.abs(xb), axis=-1, initial=F32(0))
+    if tiled:                   # (rows, blocks) -> the max of each 16 rows, for each of them
+        r, c = block_amax.shape
+        block_amax = np.repeat(block_amax.reshape(r // 16, 16, c).max(axis=1), 16, axis=0)
     decode = np.minimum(block_amax * (s_enc * (F32(1) / F32(6))), FLT_MAX)
     scales = casts.cast(ue4m3, decode, saturate=True, what=f"{s.name} block scales")
     with np.errstate(divide="ignore", over="ignore"):
         encode = np.minimum(F32(1) / (casts.values(ue4m3, scales).astype(F32) * s_dec), FLT_MAX)
         scaled = xb * encode[..., None]
-    words = casts.cast(fmt, scaled, saturate=True, what=f"quantize(x, {s.name!r})")
+    words = _elements(fmt, scaled, opts, _rbits_blocks(opts, axis, s.block, s.name), f"quantize(x, {s.name!r})")
     return Quantized(_unblock(words, axis), np.moveaxis(scales, -1, axis), fmt.name, fmt.key, s.scale_format,
-                     s.block, axis, F32(s_dec), s.name, s.scale_use, amax=F32(amax))
+                     s.block, axis, F32(s_dec), s.name, s.scale_use, amax=F32(amax),
+                     tile_scales=np.moveaxis(scales[::16], -1, axis) if tiled else None)
+
+
+def _nvfp4_tiles(tile, x, spec, scheme: str) -> bool:
+    """Whether ``tile`` asks for NVFP4's 16 x 16 weight tiles (TE's ``NVFP4BlockScaling`` 2D
+    quantization, ``quantize_transpose_nvfp4_2D_kernel`` in
+    ``transformer_engine/common/cast/nvfp4/quantize_transpose_nvfp4.cuh``), checked against x."""
+    if tile is None:
+        return False
+    if not isinstance(tile, (tuple, list)) or tuple(tile) != (16, 16):
+        raise BlockShapeError(f"{scheme}: tile must be (16, 16) (the 2D weight tiles) or None (1 x 16 blocks along "
+                              f"axis), not {tile!r}")
+    if spec is not None:
+        raise QuantizeError(f"{scheme}: Transformer Engine quantizes 16 x 16 weight tiles without the Hadamard "
+                            "transform; pass tile= or hadamard=, not both")
+    if x.ndim != 2 or x.shape[0] % 16 or x.shape[1] % 16:
+        raise BlockShapeError(f"{scheme}: 16 x 16 tiles need a matrix whose sides are multiples of 16, not shape "
+                              f"{x.shape}")
+    return True
 
 
 def _tile(tile, shape, axis: int, scheme: str) -> tuple:
@@ -333,7 +468,7 @@ def _tile(tile, shape, axis: int, scheme: str) -> tuple:
     return int(t[0]), int(t[1])
 
 
-def _deepseek(s: Scheme, x, fmt: Format, axis, nan: str, tile) -> Quantized:
+def _deepseek(s: Scheme, x, fmt: Format, axis, nan: str, tile, opts: Options) -> Quantized:
     """DeepGEMM's per-token / per-block FP8 cast (``use_ue8m0=False``) on CUDA tensors, in
     binary32: per tile ``amax = max(max |x|, 1e-4)``, scale ``sf = amax / 448``, which PyTorch
     computes as ``amax * (1 / 448)`` for a Python-number divisor on the GPU
@@ -372,4 +507,4 @@ SCHEMES = {
     )
 }
 
-__all__ = ["Quantized", "Scheme", "SCHEMES", "SCALE_USES", "quantize", "schemes"]
+__all__ = ["Quantized", "Scheme", "SCHEMES", "SCALE_USES", "quantize", "schemes", "current_scale"]

@@ -21,6 +21,7 @@ import numpy as np
 
 from mmasim.errors import (
     AmbiguousInstruction,
+    MMAError,
     QualifierValueError,
     UnknownArchitecture,
     UnknownInstruction,
@@ -415,6 +416,53 @@ def _defaulted(dp, want: dict, reg) -> tuple:
     return tuple(out)
 
 
+def _candidates(reg, architecture, text: str, instruction: str, qualifiers: dict) -> tuple:
+    """``(datapaths of architecture that fit, what the lookup asked for)``; raises where the
+    string or a qualifier cannot be read."""
+    low = text.lower()
+    literal = [dp for dp in architecture.datapaths if low in {n.lower() for n in dp.names}]
+    if literal and not qualifiers:
+        return literal, _Want()
+    want = _apply_qualifiers(parse_instruction(instruction, reg) if not literal else _Want(), qualifiers, reg)
+    want.setdefault("sparse", False)       # no .sp: the dense instruction
+    want.setdefault("saturate", False)     # no .satfinite: the wrapping one
+    want.setdefault("qualifiers", frozenset())   # no cta_group::2 / .ws / .popc: the plain one
+    return [dp for dp in (literal or architecture.datapaths) if _fits(dp, want, reg)], want
+
+
+def offered(datapaths) -> tuple:
+    """Those of ``datapaths`` a lookup resolves to: all but the ones a table refuses
+    (``refuse``: e.g. Blackwell Ultra's tcgen05 ``kind::i8``, which sm_103a lacks).
+    ``offered(architecture.datapaths)`` is what ``mmasim list ARCH`` shows."""
+    return tuple(dp for dp in datapaths if not dp.refuse)
+
+
+def _elsewhere(reg, name: str, text: str, instruction: str, qualifiers: dict) -> list:
+    """The other architectures on which the lookup finds datapaths it resolves to."""
+    out = []
+    for other, architecture in sorted(reg.architectures.items()):
+        if other == name:
+            continue
+        try:
+            found, _ = _candidates(reg, architecture, text, instruction, qualifiers)
+        except MMAError:
+            continue
+        if offered(found):
+            out.append(other)
+    return out
+
+
+def _hint(reg, name: str, text: str, instruction: str, qualifiers: dict) -> str:
+    """What a failed lookup on ``name`` suggests: the architectures that have the
+    instruction, where others do; else the close matches on ``name``."""
+    others = _elsewhere(reg, name, text, instruction, qualifiers)
+    if others:
+        listed = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + others[-1]
+        return (f" {listed} {'have' if len(others) > 1 else 'has'} it, {name} does not "
+                f"(see mmasim.instructions({others[0]!r})).")
+    return f"{_close_hint(reg, reg.architectures[name], instruction)} See mmasim.instructions({name!r})."
+
+
 def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Resolution:
     """Resolve a lookup to one datapath, or raise.  The rules:
 
@@ -449,28 +497,15 @@ def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Re
         text = instruction_text(instruction)
     except UnknownInstruction as exc:
         raise UnknownInstruction(f"{name}: {exc}") from None
-    low = text.lower()
-    literal = [dp for dp in architecture.datapaths if low in {n.lower() for n in dp.names}]
-    want = _Want()
-    if literal and not qualifiers:
-        candidates = literal
-    else:
-        try:
-            want = _apply_qualifiers(parse_instruction(instruction, reg) if not literal else _Want(), qualifiers, reg)
-        except (UnknownInstruction, UnsupportedDatapath) as exc:
-            raise type(exc)(
-                f"{name}: {exc}.{_close_hint(reg, architecture, instruction)} See mmasim.instructions({name!r})."
-            ) from None
-        want.setdefault("sparse", False)       # no .sp: the dense instruction
-        want.setdefault("saturate", False)     # no .satfinite: the wrapping one
-        want.setdefault("qualifiers", frozenset())   # no cta_group::2 / .ws / .popc: the plain one
-        candidates = [dp for dp in (literal or architecture.datapaths) if _fits(dp, want, reg)]
+    try:
+        candidates, want = _candidates(reg, architecture, text, instruction, qualifiers)
+    except (UnknownInstruction, UnsupportedDatapath) as exc:
+        raise type(exc)(f"{name}: {exc}.{_hint(reg, name, text, instruction, qualifiers)}") from None
     if not candidates:
-        hint = _close_hint(reg, architecture, instruction)
         raise UnknownInstruction(
             f"{name} has no instruction matching {instruction!r}"
             + (f" with {qualifiers}" if qualifiers else "")
-            + f".{hint} See mmasim.instructions({name!r})."
+            + f".{_hint(reg, name, text, instruction, qualifiers)}"
         )
     if len(candidates) > 1:
         candidates = _apply_defaults(candidates, reg)

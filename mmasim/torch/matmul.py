@@ -2,8 +2,8 @@
 
 Floats become words (a cast, per-tensor FP8 scaling, or a ``mmasim.quantize`` scheme), the
 matrices are padded with zeros to whole instruction tiles (zero rows, columns and K elements,
-as a kernel pads a partial tile), :func:`mmasim.gemm` computes D from a zero start (C = None), and D's words
-become float32 values (scaled back in binary32 for per-tensor scaling, rounded to the output
+as a kernel pads a partial tile), :func:`mmasim.gemm` computes D from a zero start (C = None), and D's values
+(``words=False``) become float32 values (scaled back in binary32 for per-tensor scaling, rounded to the output
 format where one is named).  numpy in, numpy out; :mod:`mmasim.torch.linear` wraps it for torch.
 
 A cast or per-tensor scaling acts on each element alone: the unpadded matrix is cast and its
@@ -17,12 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 from mmasim.errors import OperandError
-from mmasim.operands.words import from_words
-
-
-def _f32():
-    from mmasim.registry.build import get_registry
-    return get_registry().formats["f32"]
 
 
 def _round_up(n: int, q: int) -> int:
@@ -50,21 +44,14 @@ def _pad(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return out
 
 
-def _max_finite(fmt) -> float:
-    from mmasim.quantization.casts import largest
-    m, q = largest(fmt)
-    return float(m) * 2.0 ** q
-
-
 def _tensor_scale(x: np.ndarray, fmt) -> np.float32:
-    """Per-tensor scale ``max_finite / amax`` in binary32 (1 for an all-zero tensor), as
-    Transformer Engine's current scaling computes it (no margin)."""
+    """Per-tensor scale of ``x`` as Transformer Engine's current scaling computes it
+    (:func:`mmasim.quantization.quantize.current_scale`)."""
+    from mmasim.quantization.quantize import current_scale
     amax = np.float32(np.max(np.abs(x))) if x.size else np.float32(0)
     if not np.isfinite(amax):
         raise OperandError("per-tensor scaling: the tensor holds inf or NaN")
-    if amax == 0:
-        return np.float32(1)
-    return np.float32(np.float32(_max_finite(fmt)) / amax)
+    return current_scale(amax, fmt)
 
 
 def _operand(x: np.ndarray, fmt, em, axis: int):
@@ -139,12 +126,8 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=
     if em.split_k:
         kwargs["split_k"] = em.split_k
         kwargs["split_reduce"] = em.split_reduce
-    d = gemm(qa, qb, None, model=model, progress=progress, threads=threads, backend=backend, **kwargs)
-    d = np.asarray(d)
-    if d.dtype.kind in "ui":        # D's words, or binary32 words where gemm accumulates in f32
-        fmt = model.d_format if d.dtype.itemsize * 8 == model.d_format.container_bits else _f32()
-        d = from_words(d, fmt)
-    y = np.asarray(d, dtype=np.float32)[:M, :N]
+    d = gemm(qa, qb, None, model=model, progress=progress, threads=threads, backend=backend, words=False, **kwargs)
+    y = np.asarray(d, dtype=np.float32)[:M, :N]     # D's values (f16 / bf16 / f32: exact in float32)
     if sa != 1 or sb != 1:      # alpha = the two decode scales, D = alpha * D, binary32 (the epilogue)
         y = (y * np.float32(sa * sb)).astype(np.float32)
     if em.output:

@@ -3,7 +3,10 @@
 Every kernel (:mod:`.window`, :mod:`.tiles`, :mod:`.families`) is written with
 these; each is the scalar transcription of one rule of the numpy reference
 (:mod:`mmasim.arith.decode`, :mod:`mmasim.arith.intmath`, :mod:`mmasim.arith.encode`,
-:mod:`mmasim.arith.special`), inlined where it is used.  Formats reach a kernel as
+:mod:`mmasim.arith.special`), inlined where it is used.  They are target-neutral: numba
+compiles them for the CPU, and numba-cuda (:mod:`mmasim.backends.cuda`) as CUDA device
+functions from the same source; the few LLVM intrinsics they need are :func:`_intrinsic`
+(one codegen for both targets, :data:`NEUTRAL_INTRINSICS`).  Formats reach a kernel as
 decode specs (``FM`` records, :data:`FormatSpec`, :func:`_fmt`) over one packed table
 ``TAB``; encodings as ``ENC`` (:data:`EncodingSpec`; see
 :class:`mmasim.backends.numba.kernels.Kernel`).
@@ -17,8 +20,8 @@ from collections import namedtuple
 import numba
 import numpy as np
 from numba.core import types
+from llvmlite import ir
 from numba.core.extending import intrinsic
-from numba.cpython.unsafe.numbers import leading_zeros
 
 from mmasim.backends.numba.cache import jit as _jit
 
@@ -59,8 +62,50 @@ EncodingSpec = namedtuple("EncodingSpec", "mode bias frac_bits word_frac_bits in
 
 _inline = numba.njit(forceinline=True)   # compiled once per signature, inlined by LLVM where used
 
+#: The target-neutral intrinsics (:func:`_intrinsic`): ``id`` of each CPU intrinsic -> its
+#: definition, from which :mod:`mmasim.backends.cuda` makes the CUDA one (numba-cuda types
+#: numba's CPU intrinsics not at all: it has its own registry).
+NEUTRAL_INTRINSICS: dict = {}
 
-@intrinsic
+
+def _intrinsic(defn):
+    """A numba intrinsic (``numba.core.extending.intrinsic``) that is also compiled for CUDA:
+    ``defn`` is recorded in :data:`NEUTRAL_INTRINSICS`.  Its codegen must be valid LLVM for
+    both targets (NVVM accepts fewer intrinsics: see :func:`_ftrunc`)."""
+    fn = intrinsic(defn)
+    NEUTRAL_INTRINSICS[id(fn)] = defn
+    return fn
+
+
+@_intrinsic
+def _ctlz(typingctx, x):
+    """The count of leading zero bits of an integer (``llvm.ctlz``, defined at 0: the bit
+    width), as numba's ``leading_zeros``; PTX ``clz``."""
+    if isinstance(x, types.Integer):
+        def codegen(context, builder, sig, args):
+            return builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
+        return x(x), codegen
+    return None
+
+
+@_intrinsic
+def _ftrunc(typingctx, x):
+    """``trunc`` of a binary64 (toward zero, exact), as ``np.trunc``: ``llvm.trunc.f64`` on the
+    CPU, ``llvm.nvvm.trunc.d`` on CUDA (NVVM rejects ``llvm.trunc.f64``; numba-cuda has no
+    ``np.trunc``); both are PTX ``cvt.rzi.f64.f64``."""
+    if isinstance(x, types.Float) and x.bitwidth == 64:
+        def codegen(context, builder, sig, args):
+            module = builder.module
+            name = "llvm.nvvm.trunc.d" if module.triple.startswith("nvptx") else "llvm.trunc.f64"
+            fn = module.globals.get(name)
+            if fn is None:
+                fn = ir.Function(module, ir.FunctionType(ir.DoubleType(), [ir.DoubleType()]), name)
+            return builder.call(fn, args)
+        return x(x), codegen
+    return None
+
+
+@_intrinsic
 def _fma(typingctx, a, b, c):
     """Correctly rounded fused multiply-add (``llvm.fma``) in the operands' precision."""
     if isinstance(a, types.Float) and a == b == c:
@@ -70,7 +115,7 @@ def _fma(typingctx, a, b, c):
     return None
 
 
-@intrinsic
+@_intrinsic
 def _bitcast(typingctx, x):
     """A bit cast between int64 and binary64 (no memory, vectorizes): the binary64 whose
     bits are the int64 ``x``, or the bits of the binary64 ``x``."""
@@ -91,7 +136,7 @@ def _pow2(e):
     return _bitcast((np.int64(1023) + e) << 52)
 
 
-@intrinsic
+@_intrinsic
 def _f32_word(typingctx, x):
     """The binary32 word (zero-extended to int64) of a binary64 ``x`` that binary32
     represents exactly (the conversion is then exact: no rounding)."""
@@ -110,7 +155,7 @@ def _bitlen(x):
     """Bit length of x >= 0 (0 for x <= 0, like intmath.bit_length)."""
     if x <= 0:
         return np.int64(0)
-    return np.int64(64) - np.int64(leading_zeros(x))
+    return np.int64(64) - np.int64(_ctlz(x))
 
 
 @_inline

@@ -1,0 +1,101 @@
+"""numba-cuda compiles the per-row bodies (:mod:`.rows`) to PTX, with no GPU and no driver.
+
+Three things make the CPU kernels' rules compile for CUDA from the same source:
+
+- numba-cuda has its own typing registry and types none of numba's CPU intrinsics; the
+  target-neutral ones (:data:`mmasim.backends.numba.primitives.NEUTRAL_INTRINSICS`) are typed
+  here as numba-cuda intrinsics made from the same definition (:func:`_typeof_neutral`).
+- numba-cuda compiles a called ``numba.njit`` function as a device function for the current
+  device's compute capability; :func:`compile_ptx` names the target instead (:func:`_target_device`).
+- NVVM contracts ``a * b + c`` into ``fma.rn`` unless told ``-fma=0``, which the IEEE families
+  (exact binary32 / binary64 operations) cannot have: every PTX here is compiled without it.
+
+The PTX declares the lowest PTX ISA that knows its target (:data:`ARCHS`), not the one of the
+NVVM that wrote it (CUDA 13.5's NVVM writes ``.version 9.5``, which a CUDA 13.0 driver cannot
+JIT): ``sm_80`` 7.0 and ``sm_90a`` 8.0, which every CUDA 12 and 13 driver reads, and ``sm_100a``
+8.6, which drivers from CUDA 12.8 on read.  ``tests/test_cuda_ptx.py`` assembles it with the ptxas of CUDA 12 and 13.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from types import SimpleNamespace
+
+from mmasim.backends.cuda import missing
+
+if missing():
+    raise ImportError(missing())
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from numba.core.extending import _Intrinsic  # noqa: E402
+from numba.cuda import compiler as cuda_compiler  # noqa: E402
+from numba.cuda import dispatcher as cuda_dispatcher  # noqa: E402
+from numba.cuda import extending as cuda_extending  # noqa: E402
+from numba.cuda.typing import typeof as cuda_typeof  # noqa: E402
+
+from mmasim.backends.cuda import rows  # noqa: E402
+from mmasim.backends.numba.primitives import NEUTRAL_INTRINSICS  # noqa: E402
+
+#: target -> (compute capability, PTX ISA version its PTX declares: the first that knows it)
+ARCHS = {"sm_80": ((8, 0, ""), (7, 0)), "sm_90a": ((9, 0, "a"), (8, 0)), "sm_100a": ((10, 0, "a"), (8, 6))}
+
+#: NVVM options of every compile: optimized, IEEE division and square root, no contraction to fma
+NVVM_OPTIONS = {"opt": 3, "fastmath": False, "fma": False}
+
+_LOCK = threading.Lock()
+_TWINS: dict = {}
+_previous_typeof = cuda_typeof.typeof_impl.dispatch(_Intrinsic)
+
+
+@cuda_typeof.typeof_impl.register(_Intrinsic)
+def _typeof_neutral(val, c):
+    """numba-cuda's type of a CPU intrinsic: its CUDA twin's where it is target-neutral."""
+    defn = NEUTRAL_INTRINSICS.get(id(val))
+    if defn is None:
+        return _previous_typeof(val, c)
+    if id(val) not in _TWINS:
+        _TWINS[id(val)] = cuda_extending.intrinsic(defn)
+    return cuda_typeof.typeof_impl(_TWINS[id(val)], c)
+
+
+@contextlib.contextmanager
+def _target_device(cc):
+    """numba-cuda's current device, as its dispatcher reads it to compile a called ``njit``
+    function: a device of compute capability ``cc`` (no driver is asked)."""
+    saved = cuda_dispatcher.get_current_device
+    cuda_dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc[:2])
+    try:
+        yield
+    finally:
+        cuda_dispatcher.get_current_device = saved
+
+
+def _declare_isa(ptx: str, isa) -> str:
+    """``ptx`` with its ``.version`` lowered to ``isa`` (never raised)."""
+    m = re.search(r"^\.version (\d+)\.(\d+)$", ptx, flags=re.M)
+    if m is None or (int(m.group(1)), int(m.group(2))) <= tuple(isa):
+        return ptx
+    return ptx[:m.start()] + ".version %d.%d" % tuple(isa) + ptx[m.end():]
+
+
+def compile_ptx(fn, sig, arch: str) -> str:
+    """The PTX of kernel ``fn`` (a Python function, numba-cuda's kernel syntax) for argument
+    types ``sig`` and target ``arch`` (a key of :data:`ARCHS`), compiled with
+    :data:`NVVM_OPTIONS`; no GPU or driver needed."""
+    cc, isa = ARCHS[arch]
+    with _LOCK, _target_device(cc):
+        lib, _ = cuda_compiler._compile_pyfunc_with_fixup(fn, sig, device=False, cc=cc, opt=True, abi="numba")
+        lib._nvvm_options.update(NVVM_OPTIONS)
+        ptx = lib.get_asm_str(cc=cc)
+    return _declare_isa(ptx, isa)
+
+
+def signature(plan, arrays) -> tuple:
+    """The argument types of a driver for ``plan`` (:func:`.driver.cuda_driver`): the operands
+    of :func:`.rows.dense_args`, the arrays of :func:`.rows.body_for`, D in the encoding's words."""
+    z = np.zeros((1, 1), np.uint64)
+    ops = rows.dense_args(plan, z, z, z[0], z, z)
+    return tuple(numba.typeof(x) for x in (*ops, *arrays, np.zeros(1, plan.encoding.dtype)))
