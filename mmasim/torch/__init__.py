@@ -9,7 +9,10 @@
 - :func:`emulate`: a context manager in which every op that multiplies matrices (linear, matmul,
   einsum, convolutions, attention) runs through emulated GEMMs, forward and backward; it yields
   a :class:`Trace` of every GEMM, and reports (:class:`NotEmulatedWarning`, :class:`NotEmulated`)
-  an op it cannot emulate.
+  an op it cannot emulate;
+- :func:`evaluate`: a model in torch's arithmetic and under each emulation on one batch: each
+  module's output error, the logits' KL divergence, top-1 flips and perplexity (:class:`Evaluation`:
+  a table, a plot, JSON).
 
 A tool: may import the core packages and the public API ``mmasim``; torch is imported
 only when a function that needs it runs.
@@ -17,10 +20,12 @@ only when a function that needs it runs.
 
 from mmasim.errors import EmulationError, NotEmulated, NotEmulatedWarning, UnknownPreset
 from mmasim.torch.emulation import Emulation, Presets, preset, presets
+from mmasim.torch.evaluate import Evaluation, evaluate
 from mmasim.torch.linear import linear
 from mmasim.torch.matmul import matmul
 from mmasim.torch.mode import emulate
 from mmasim.torch.trace import Call, Trace
 
-__all__ = ["Emulation", "Presets", "preset", "presets", "matmul", "linear", "emulate", "Trace", "Call",
+__all__ = ["Emulation", "Presets", "preset", "presets", "matmul", "linear", "emulate", "Trace", "Call", "evaluate",
+           "Evaluation",
            "EmulationError", "UnknownPreset", "NotEmulated", "NotEmulatedWarning"]
