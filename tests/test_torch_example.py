@@ -4,8 +4,6 @@ docs/torch.md states the example's settings (docs/torch.md)."""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import re
 
 import pytest
@@ -13,17 +11,14 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "digits_mlp.py"
+from torch_direct import example, torch_md  # noqa: E402
+
 #: any warning (float() of a tensor that requires grad, ...) fails the test
 pytestmark = pytest.mark.filterwarnings("error")
 
 
 def _example():
-    spec = importlib.util.spec_from_file_location("digits_mlp", EXAMPLE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return example("digits_mlp")
 
 
 @pytest.mark.parametrize("preset", ["A100-bf16", "H100-fp8-tensor"])
@@ -53,7 +48,7 @@ def test_fp32_baseline_trains_without_collapsing():
 
 def test_docs_state_the_examples_settings():
     ex = _example()
-    text = " ".join((ROOT / "docs" / "torch.md").read_text(encoding="utf-8").split())
+    text = torch_md()
     m = re.search(r"trains a 64-(\d+)-10 MLP .* for (\d+) epochs with SGD \(learning rate ([\d.]+), momentum "
                   r"([\d.]+), batches of (\d+)\)", text)
     assert m, "docs/torch.md no longer states the digits example's settings"

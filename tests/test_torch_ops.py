@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 import mmasim.torch as mt  # noqa: E402
-from torch_direct import (H100_E4M3, H100_E5M2, batched, direct, direct_tensor_scaled, host, rand,  # noqa: E402
-                          same)
+from torch_direct import (A100 as A100_NAMES, H100_E4M3, H100_E5M2, batched, direct,  # noqa: E402
+                          direct_tensor_scaled, host, rand, same)
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -188,6 +188,19 @@ def test_scaled_dot_product_attention_is_two_gemms_around_a_float32_softmax(caus
     assert all(c.batch == 4 for c in trace.calls)
 
 
+def test_attention_dropout_drops_p_as_torch_dropout_does_before_the_pv_gemm():
+    q, k, v = rand((1, 2, 6, 8), 54), rand((1, 2, 6, 8), 55), rand((1, 2, 6, 4), 56)
+    torch.manual_seed(7)
+    with mt.emulate(None, "A100-bf16"):
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    s = batched(direct, host(q)[0], host(k)[0].transpose(0, 2, 1))
+    p = torch.softmax(torch.from_numpy(s) * (1 / math.sqrt(8)), -1)
+    torch.manual_seed(7)
+    p = torch.dropout(p, 0.5, True)
+    assert (host(p) == 0).any()
+    assert same(y, batched(direct, host(p), host(v)[0])[None])
+
+
 def test_multihead_attention_is_its_projections_and_attention_each_emulated():
     torch.manual_seed(0)
     mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
@@ -229,3 +242,44 @@ def test_per_tensor_fp8_scales_each_matrix_of_a_batch_and_backward_uses_e5m2():
     db = batched(direct_tensor_scaled, dyn.transpose(0, 2, 1), an, instruction=H100_E5M2)
     assert same(b.grad, db.transpose(0, 2, 1))
     assert [c.instruction for c in trace.calls] == [H100_E4M3[1], H100_E5M2[1], H100_E5M2[1]]
+
+
+def test_fa3_fp8_attention_is_flashattention3s_fp8_forward_composed_by_hand():
+    # per (batch, head): Q, K, V times RN(448 / amax), cast to e4m3; S = the e4m3 GEMM;
+    # c = RN(RN(scale * log2 e) * RN(dq * dk)); P = exp2(RN(S * c - RN(RN(max * c) - 8))) (P <= 2^8);
+    # l = sum of P; O = GEMM(e4m3(P), e4m3(V * sv)) * RN(RN(1 / l) * dv)   (hopper/softmax.h)
+    q, k, v = rand((1, 2, 16, 32), 80), rand((1, 2, 16, 32), 81), rand((1, 2, 16, 8), 82)
+    with mt.emulate(None, "H100-fp8-fa3") as trace:
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    f32 = np.float32
+    log2 = f32(np.float64(f32(1 / math.sqrt(32))) * math.log2(math.e))
+    want = np.zeros((2, 16, 8), f32)
+    for h in range(2):
+        qh, kh, vh = (host(t)[0, h] for t in (q, k, v))
+        sq, sk, sv = (f32(f32(448) / f32(np.abs(t).max())) for t in (qh, kh, vh))
+        s = direct((qh * sq).astype(f32), (kh * sk).astype(f32).T, H100_E4M3, (64, 8, 32))
+        s = np.where(np.tril(np.ones((16, 16), bool)), s, -np.inf).astype(f32)
+        c = f32(log2 * f32(f32(1 / sq) * f32(1 / sk)))
+        shift = (s.max(-1, keepdims=True) * c - f32(8)).astype(f32)
+        x = (s.astype(np.float64) * np.float64(c) - shift).astype(f32)
+        p = torch.exp2(torch.from_numpy(x))
+        inv = 1 / p.sum(-1, keepdim=True)
+        acc = direct(host(p), (vh * sv).astype(f32), H100_E4M3, (64, 8, 32))
+        want[h] = acc * host(inv * torch.tensor(f32(1 / sv)))
+    assert same(y, want[None])
+    assert float(host(p).max()) == 256.0                 # the row maximum: 2^8
+    assert [c.part for c in trace.calls] == ["QK^T", "PV"]
+
+
+def test_fa3_fp8_attention_refuses_what_flashattention3_does_not_do():
+    q = rand((1, 1, 4, 32), 83)
+    with mt.emulate(None, "H100-fp8-fa3"):
+        with pytest.raises(mt.EmulationError, match="no dropout"):
+            F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+        with pytest.raises(mt.EmulationError, match="no additive mask"):
+            F.scaled_dot_product_attention(q, q, q, attn_mask=torch.zeros(4, 4))
+    with pytest.raises(mt.EmulationError, match="needs an FP8 instruction"):
+        with mt.emulate(None, mt.Emulation(*A100_NAMES, attention="fa3-fp8")):
+            F.scaled_dot_product_attention(q, q, q)
+    with pytest.raises(mt.EmulationError, match="needs scaling 'cast' or 'tensor'"):
+        mt.Emulation(*A100_NAMES, scaling="scheme", scheme="nvfp4", attention="fa3-fp8")

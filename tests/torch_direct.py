@@ -1,12 +1,18 @@
-"""GEMMs by ``mmasim.quantize`` + ``mmasim.gemm`` called directly, for the mmasim.torch tests:
-the expectations of every emulated op are compositions of these single steps, never the
-feature under test (docs/torch.md says what each op's GEMMs are)."""
+"""Shared pieces of the mmasim.torch tests: GEMMs by ``mmasim.quantize`` + ``mmasim.gemm``
+called directly (the expectations of every emulated op are compositions of these single steps,
+never the feature under test; docs/torch.md says what each op's GEMMs are), seeded tensors,
+word-for-word comparison, and the examples loaded as modules."""
 
 from __future__ import annotations
+
+import importlib.util
+import pathlib
 
 import numpy as np
 
 import mmasim
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 #: A100 bf16 HMMA.16816 (the A100-bf16 preset): operands cast to bf16, tiles M 16, N 8, K 16
 A100 = ("A100", "mma.sync.m16n8k16.f32.bf16.bf16.f32")
@@ -88,3 +94,16 @@ def same(x, y) -> bool:
     """``x`` and ``y`` hold the same float32 words, of the same shape."""
     bx, by = bits(x), bits(y)
     return bx.shape == by.shape and np.array_equal(bx, by)
+
+
+def example(name: str):
+    """``examples/NAME.py`` loaded as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def torch_md() -> str:
+    """docs/torch.md with its whitespace runs made single spaces (for sentences that wrap)."""
+    return " ".join((ROOT / "docs" / "torch.md").read_text(encoding="utf-8").split())

@@ -9,6 +9,9 @@ softmax (a row with every key masked gives zeros, as torch's math path does) and
 recipe like any operand.  The backward runs through those GEMMs' backward GEMMs and torch's
 float32 softmax backward.
 
+With ``Emulation(attention="fa3-fp8")`` (the ``H100-fp8-fa3`` preset) the forward is
+FlashAttention-3's FP8 forward (:func:`fa3_fp8`) in one key block.
+
 ``multi_head_attention_forward`` is run as torch wrote it, its own calls (``linear``, ``bmm``,
 ``baddbmm``, ``scaled_dot_product_attention``) each emulated: :func:`unguarded` gives it without
 the ``__torch_function__`` check that would hand the whole call back to the mode.
@@ -19,8 +22,16 @@ from __future__ import annotations
 import math
 import types
 
+import attrs
+import numpy as np
+
+from mmasim.errors import EmulationError
 from mmasim.torch.contract import contract
 from mmasim.torch.function import torch_
+
+#: FlashAttention-3's FP8 exponent offset (hopper/softmax.h, ``Max_offset``; flash_fwd_kernel_sm90.h
+#: instantiates ``Softmax<..., Max_offset = Is_FP8 ? 8 : 0>``): P = exp2(x - max + 8), at most 2^8
+FA3_MAX_OFFSET = 8
 
 
 def sdpa_args(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
@@ -36,18 +47,10 @@ def _softmax(s):
     return torch.nan_to_num(p, nan=0.0)
 
 
-def sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, em, record_qk, record_pv):
-    """The attention (see the module): float32 ``(..., L, Ev)``."""
+def _masked(s, attn_mask, is_causal, length, keys):
+    """``s`` with the causal mask (top-left aligned, as torch's) and ``attn_mask`` (boolean:
+    -inf where false; float: added) applied."""
     torch = torch_()
-    if enable_gqa and q.dim() >= 3 and k.size(-3) != q.size(-3):
-        k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
-        v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
-    rank = max(q.dim(), k.dim(), v.dim())
-    q, k, v = (t.reshape((1,) * (rank - t.dim()) + tuple(t.shape)) for t in (q, k, v))
-    bl = [f"x{i}" for i in range(rank - 2)]
-    s = contract(q, k, bl + ["l", "e"], bl + ["s", "e"], bl + ["l", "s"], em, record_qk)
-    s = s * (1.0 / math.sqrt(q.size(-1)) if scale is None else scale)
-    length, keys = q.size(-2), k.size(-2)
     if is_causal:
         keep = torch.ones(length, keys, dtype=torch.bool, device=s.device).tril()
         s = s.masked_fill(~keep, float("-inf"))
@@ -56,10 +59,84 @@ def sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, em, record
             s = s.masked_fill(~attn_mask, float("-inf"))
         else:
             s = s + attn_mask.to(torch.float32)
-    p = _softmax(s)
+    return s
+
+
+def sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, em, record_qk, record_pv):
+    """The attention (see the module): float32 ``(..., L, Ev)``."""
+    if enable_gqa and q.dim() >= 3 and k.size(-3) != q.size(-3):
+        k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
+        v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
+    rank = max(q.dim(), k.dim(), v.dim())
+    q, k, v = (t.reshape((1,) * (rank - t.dim()) + tuple(t.shape)) for t in (q, k, v))
+    bl = [f"x{i}" for i in range(rank - 2)]
+    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
+    if em.attention == "fa3-fp8":
+        return fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv)
+    s = contract(q, k, bl + ["l", "e"], bl + ["s", "e"], bl + ["l", "s"], em, record_qk) * scale
+    p = _softmax(_masked(s, attn_mask, is_causal, q.size(-2), k.size(-2)))
     if dropout_p > 0:
-        p = torch.dropout(p, dropout_p, True)
+        p = torch_().dropout(p, dropout_p, True)
     return contract(p, v, bl + ["l", "s"], bl + ["s", "v"], bl + ["l", "v"], em, record_pv)
+
+
+def _per_matrix_scaled(t, fmt):
+    """``t`` times its per-matrix FP8 scale (Transformer Engine's current scaling,
+    :func:`mmasim.quantization.quantize.current_scale`, of each matrix's amax) in binary32, and
+    the decode scales ``RN(1 / scale)`` (shaped to broadcast over the matrices)."""
+    torch = torch_()
+    from mmasim.quantization.quantize import current_scale
+    t = t.to(torch.float32)
+    amax = t.detach().abs().amax(dim=(-2, -1)).cpu().numpy()
+    scales = np.array([current_scale(a, fmt) for a in amax.ravel()], np.float32).reshape(amax.shape)
+    s = torch.from_numpy(scales[..., None, None]).to(t.device)
+    return t * s, (1 / s)
+
+
+def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv):
+    """FlashAttention-3's FP8 forward (Dao-AILab/flash-attention, ``hopper/``) in one key block,
+    as its source fixes it:
+
+    - Q, K and V are e4m3 with one descale per batch and head (``q_descale`` ...,
+      ``flash.h``); here each matrix is scaled as Transformer Engine's current scaling does and
+      cast (RNE, saturating), its descale ``RN(1 / scale)`` (assumed: FA3 takes the tensors
+      already quantized);
+    - ``S`` = the QK^T GEMM; ``c = RN(RN(softmax_scale * log2(e)) * RN(q_descale * k_descale))``
+      (``softmax_scale_log2 *= q_descale * k_descale``, ``flash_fwd_kernel_sm90.h``);
+    - ``P = exp2(S * c - (max * c - 8))`` per row (``scale_apply_exp2`` with ``Max_offset = 8``:
+      P up to 2^8), ``S * c - m`` one rounding (FA3's FFMA), a row with every key masked gives 0;
+      exp2 is torch's binary32 ``exp2`` (assumed: the GPU's ``ex2.approx`` may differ in the last
+      bits); the row sum ``l`` of the unrounded P is torch's binary32 sum (assumed: FA3's thread
+      and quad reduction order differs);
+    - P cast to e4m3 (RNE, saturating) and the PV GEMM with V;
+    - ``O = acc * RN(RN(1 / l) * v_descale)`` (``finalize(v_descale)`` then ``rescale_o``).
+
+    Not modelled (assumed one block): the key blocks of ``kBlockN`` and the running max with its
+    rescaling of O.  No dropout (FA3 has none) and no additive mask."""
+    torch = torch_()
+    fwd = em.model()
+    if fwd.a_format.key not in ("e4m3", "e5m2") or fwd.b_format.key not in ("e4m3", "e5m2"):
+        raise EmulationError(f"attention='fa3-fp8' needs an FP8 instruction (e4m3 / e5m2 operands), not "
+                             f"{em.instruction} ({fwd.a_format.key} x {fwd.b_format.key})")
+    if dropout_p:
+        raise EmulationError("attention='fa3-fp8': FlashAttention-3 has no dropout; call with dropout_p=0")
+    if attn_mask is not None and attn_mask.dtype != torch.bool:
+        raise EmulationError("attention='fa3-fp8': FlashAttention-3 takes no additive mask (a boolean mask or "
+                             "is_causal only)")
+    cast = attrs.evolve(em, scaling="cast", saturate=True, attention="softmax")
+    (qs, dq), (ks, dk), (vs, dv) = (_per_matrix_scaled(t, fwd.a_format) for t in (q, k, v))
+    s = contract(qs, ks, bl + ["l", "e"], bl + ["s", "e"], bl + ["l", "s"], cast, record_qk)
+    s = _masked(s, attn_mask, is_causal, q.size(-2), k.size(-2))
+    log2 = np.float32(np.float64(np.float32(scale)) * math.log2(math.e))
+    c = (torch.tensor(float(log2)) * (dq * dk)).to(torch.float32)
+    m = s.detach().amax(dim=-1, keepdim=True)
+    shift = torch.where(m == float("-inf"), torch.zeros_like(m), m * c - FA3_MAX_OFFSET)
+    x = (s.double() * c.double() - shift.double()).to(torch.float32)     # one rounding, as FFMA
+    p = torch.exp2(x)
+    total = p.sum(-1, keepdim=True)
+    inv = torch.where((total == 0) | torch.isnan(total), torch.zeros_like(total), 1 / total)
+    acc = contract(p, vs, bl + ["l", "s"], bl + ["s", "v"], bl + ["l", "v"], cast, record_pv)
+    return acc * (inv * dv)
 
 
 _UNGUARDED: dict = {}

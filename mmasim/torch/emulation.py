@@ -22,6 +22,8 @@ from mmasim.errors import EmulationError, UnknownPreset
 
 #: how the operands of a GEMM become words
 SCALINGS = ("cast", "tensor", "scheme")
+#: how scaled_dot_product_attention is emulated (mmasim.torch.attention)
+ATTENTIONS = ("softmax", "fa3-fp8")
 
 
 def _refuse(attribute, accepted: str, value):
@@ -140,6 +142,11 @@ class Emulation:
       blocks; ``None``: the scheme's default, 128 x 1 groups along K, as for activations).
     - ``output``: ``None`` (the float32 values of D) or a format key (``"bf16"``, ``"f16"``)
       that D is rounded to (RNE) before it becomes float32 again.
+    - ``attention``: how ``scaled_dot_product_attention`` runs (:mod:`mmasim.torch.attention`):
+      ``"softmax"`` (the normalized float32 softmax, P quantized by the PV GEMM's recipe) or
+      ``"fa3-fp8"`` (FlashAttention-3's FP8 forward: Q, K, V scaled per (batch, head), P
+      unnormalized times 2^8 and cast, O divided by the row sum at the end; needs ``"cast"`` or
+      ``"tensor"`` scaling and an FP8 A format).
 
     Every field is checked when the Emulation is made: a value it does not take raises
     :class:`~mmasim.errors.EmulationError` naming the field and what it accepts.
@@ -154,6 +161,7 @@ class Emulation:
     split_k: int | None = attrs.field(default=None, validator=_positive_or_none)
     split_reduce: str = attrs.field(default="sequential", validator=_one_of(SPLIT_REDUCE))
     output: str | None = attrs.field(default=None, validator=_output)
+    attention: str = attrs.field(default="softmax", validator=_one_of(ATTENTIONS))
     b_tile: tuple | None = attrs.field(default=None, converter=_pair, validator=_tile)
     qualifiers: tuple = attrs.field(default=(), converter=_qualifiers)
     dgrad: "Emulation | None" = attrs.field(default=None, validator=_optional_emulation)
@@ -165,6 +173,9 @@ class Emulation:
             raise EmulationError("Emulation: scaling='scheme' needs scheme= (see mmasim.quantize_schemes())")
         if self.scheme and self.scaling != "scheme":
             raise EmulationError(f"Emulation: scheme={self.scheme!r} needs scaling='scheme'")
+        if self.attention == "fa3-fp8" and self.scaling == "scheme":
+            raise EmulationError("Emulation: attention='fa3-fp8' scales Q, K and V per tensor; it needs scaling "
+                                 "'cast' or 'tensor', not 'scheme'")
         if self.b_tile is not None and self.scheme != "deepseek_fp8":
             raise EmulationError(f"Emulation: b_tile is the tile of B's deepseek_fp8 scales; it needs "
                                  f"scheme='deepseek_fp8', not scheme={self.scheme!r}")
@@ -184,6 +195,8 @@ class Emulation:
             parts.append(f"split-K {self.split_k} ({self.split_reduce})")
         if self.output:
             parts.append(f"D rounded to {self.output}")
+        if self.attention != "softmax":
+            parts.append(f"attention {self.attention}")
         return "; ".join(parts)
 
     def to_json(self) -> dict:
@@ -192,6 +205,7 @@ class Emulation:
                 "scaling": self.scaling, "scheme": self.scheme, "saturate": bool(self.saturate),
                 "promote_every": self.promote_every, "split_k": self.split_k, "split_reduce": self.split_reduce,
                 "output": self.output, "b_tile": list(self.b_tile) if self.b_tile else None,
+                "attention": self.attention,
                 "recipe": self.recipe, "description": self.description,
                 "dgrad": self.dgrad.to_json() if self.dgrad else None,
                 "wgrad": self.wgrad.to_json() if self.wgrad else None}
@@ -239,6 +253,14 @@ def _presets() -> dict:
             wgrad=Emulation("H100", _fp8("H100", "e5m2", "e4m3", "wgmma"), scaling="tensor"),
             description="H100 FP8 with per-tensor scaling (Transformer Engine's HYBRID recipe: e4m3 forward, "
                         "e5m2 gradients), wgmma fp8 accumulating the whole K in its F = 13 window chain, no promotion"),
+        "H100-fp8-fa3": Emulation(
+            "H100", h100_e4m3, scaling="tensor", attention="fa3-fp8",
+            dgrad=Emulation("H100", _fp8("H100", "e5m2", "e4m3", "wgmma"), scaling="tensor"),
+            wgrad=Emulation("H100", _fp8("H100", "e5m2", "e4m3", "wgmma"), scaling="tensor"),
+            description="H100-fp8-tensor with attention as FlashAttention-3's FP8 forward runs it: Q, K and V "
+                        "e4m3 with a scale per batch and head, QK^T and PV on wgmma e4m3, P = exp2(S * scale - "
+                        "max + 8) (up to 2^8) cast to e4m3, O divided by the float32 row sum and V's scale at the "
+                        "end (hopper/softmax.h, Max_offset 8)"),
         "H100-fp8-deepseek": Emulation(
             "H100", h100_e4m3, scaling="scheme", scheme="deepseek_fp8", promote_every=128, b_tile=(128, 128),
             wgrad=Emulation("H100", h100_e4m3, scaling="scheme", scheme="deepseek_fp8", promote_every=128),

@@ -116,12 +116,14 @@ class Evaluation:
         ax.grid(alpha=0.3)
         if self.reference_perplexity is not None:
             values = [self.reference_perplexity, *(s.perplexity for s in self.logits)]
-            bx.bar(range(len(values)), values, color=["grey"] + [f"C{i}" for i in range(len(self.logits))])
+            bars = bx.bar(range(len(values)), values, color=["grey"] + [f"C{i}" for i in range(len(self.logits))])
             bx.set_ylabel("perplexity")
+            bx.set_ylim(min(values) * 0.95, max(values) * 1.03)
         else:
             values = [s.kl for s in self.logits]
-            bx.bar(range(len(values)), values, color=[f"C{i}" for i in range(len(values))])
+            bars = bx.bar(range(len(values)), values, color=[f"C{i}" for i in range(len(values))])
             bx.set_ylabel("KL divergence from the reference (nats)")
+        bx.bar_label(bars, [f"{v:.4g}" for v in values], fontsize=6)
         names = (["reference"] if self.reference_perplexity is not None else []) + list(self.emulations)
         bx.set_xticks(range(len(names)), names, rotation=60, fontsize=7, ha="right")
         fig.tight_layout()
