@@ -15,7 +15,8 @@ Each figure must be accounted for by exactly one rule of ``RULES``:
   vectors, a constant, the arithmetic of a stated rule) and the doc must say that value;
 - **measured**: a time, rate or ratio from a benchmark run must appear in a fenced ``text`` block
   that quotes that run's output in the same doc section (or in the section the paragraph names
-  in quotes, "Figures"), to the rounding the doc shows, or be the ratio of two numbers there.
+  in quotes, "Figures"), to the rounding the doc shows; a ratio of two numbers there is a checked
+  rule that names both.
 
 A figure no rule accounts for fails, naming the doc, the figure and its sentence; so does a rule
 that accounts for nothing (the doc changed under it).
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import itertools
 import pathlib
 import re
 import sys
@@ -51,15 +51,18 @@ UNITS = (r"GFLOP/s|TFLOP/s|products/s|instructions per product|GiB|MiB|KiB|GB|MB
          r"minutes?|min|seconds?|ms|ns|µs|us|s|%|x|×")
 NOUNS = (r"datapaths?|cases?|files?|tests?|words?|instructions?|kernels?|architectures?|vectors?|"
          r"disagreements?|mismatch(?:es)?|probes?|lines|results|passed|skipped|failed|forms|signatures|"
-         r"combinations|images|epochs|rows|sets")
+         r"combinations|images|epochs|sets")
 _SKIP_WORDS = r"(?:and|or|of|the|to|are|is|in|on|for|with|by|a|an|at|per|than|as|from)\b"
 # a figure: NUM, or a range NUM-NUM, then a unit, or a counting noun after at most one other word
+_INDEX = r"(?<!block )(?<!step )(?<!chunk )(?<!lane )(?<!row )(?<!column )(?<!element )(?<!= )(?<!bits )(?<!bit )"
 _FIG = re.compile(
-    r"(?<![\w.^/\-§+*:,#])(?P<a>" + NUM + r")(?:\s?[-–]\s?(?P<b>" + NUM + r"))?"
+    r"(?<![\w.^/\-§+*:,#])" + _INDEX + r"(?P<a>" + NUM + r")(?:\s?[-–]\s?(?P<b>" + NUM + r"))?"
     r"(?:\s?(?P<unit>" + UNITS + r")(?![\w/])"
     r"|\s+(?:(?!" + _SKIP_WORDS + r")[A-Za-z][\w-]*\s+)?(?P<noun>" + NOUNS + r")\b)?")
 # "N of the M ...", "; N are ...": counts that a noun follows later in the clause
-_COUNT_OF = re.compile(r"(?<![\w.^/\-§+*:,#])(?P<a>\d[\d,]*)(?= of (?:the|its|these|them|those|all)\b| are\b)")
+_COUNT_OF = re.compile(
+    r"(?<![\w.^/\-§+*:,#])(?P<a>\d[\d,]*)(?= of (?:them\b|(?:the|its|these|those|all) (?:\S+ ){0,3}(?:" + NOUNS + r"|ones)\b))"
+    r"|(?:(?<=; )|(?<=\()|(?<=\. )|(?<=\n))(?P<b>\d[\d,]*)(?= are\b)")
 _TABLE_HEADER_UNIT = re.compile(r"\b(?:" + UNITS + r"|" + NOUNS + r")\b|instructions / product|%")
 _SENTENCE_END = re.compile(r"[.;]\s+(?=[A-Z(`])|\n(?=[-*|] )")
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
@@ -183,7 +186,8 @@ def figures(doc: Doc) -> list[Figure]:
         if unit in ("x", "×"):
             before = t[max(0, m.start() - 3):m.start()]
             after = t[m.end("unit"):m.end("unit") + 12]
-            if _is_shape(t, m.end("unit")) or re.search(r"[x×]\s*$", before) or re.match(r"\s+[a-z]", after):
+            spaced = m.start("unit") > m.end("b" if m.group("b") else "a")
+            if _is_shape(t, m.end("unit")) or re.search(r"[x×]\s*$", before) or (spaced and re.match(r"\s+[a-z]", after)):
                 continue               # a shape, or a product ('0 x inf', '8 x the swizzle bytes')
         big = "," in m.group("a") or (m.group("b") or "").count(",") > 0
         if not (unit or big):
@@ -192,8 +196,9 @@ def figures(doc: Doc) -> list[Figure]:
         if m.group("b"):
             add(m.start("b"), m.end("b"), unit)
     for m in _COUNT_OF.finditer(t):
-        if m.start() not in out and not doc.in_code(m.start()):
-            add(m.start("a"), m.end("a"), "(count)")
+        g = "a" if m.group("a") else "b"
+        if m.start(g) not in out:
+            add(m.start(g), m.end(g), "(count)")
     # tables: a bare number in a column whose header names a unit or a counting noun
     for tm in re.finditer(r"(?:^\|.*\|[ \t]*\n)+", t, re.M):
         rows = tm.group(0).splitlines()
@@ -317,24 +322,39 @@ def assumed_groups() -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def bundled_mismatches(source: str | None = None) -> int:
-    """Mismatches of mmasim over the bundled vector files of ``source`` (every file: None)."""
-    n = 0
-    for path in vectors.find():
-        vf = vectors.load(path)
-        if source is None or vf.source == source:
-            n += vectors.run(vf).mismatches.size
-    return n
+def _mismatches(path: pathlib.Path) -> int:
+    return int(vectors.run(vectors.load(path)).mismatches.size)
 
 
-def _vector_files(pattern: str):
-    return sorted((ROOT / "vectors").glob(pattern))
+def mismatches_in(pattern: str) -> int:
+    """Mismatches of mmasim over the bundled vector files matching ``pattern`` (under vectors/)."""
+    return sum(_mismatches(p) for p in _vector_files(pattern))
+
+
+@functools.lru_cache(maxsize=None)
+def _vector_files(pattern: str) -> tuple:
+    return tuple(sorted((ROOT / "vectors").glob(pattern)))
+
+
+@functools.lru_cache(maxsize=None)
+def _vinfo(path: pathlib.Path) -> tuple:
+    vf = vectors.load(path)
+    return len(vf), vf.meta
+
+
+def nvec(path) -> int:
+    """Cases in one bundled vector file."""
+    return _vinfo(pathlib.Path(path))[0]
+
+
+def vmeta(path) -> dict:
+    return _vinfo(pathlib.Path(path))[1]
 
 
 @functools.lru_cache(maxsize=None)
 def cases_in(pattern: str) -> int:
     """Cases in the bundled vector files matching ``pattern`` (under vectors/)."""
-    return sum(len(vectors.load(p)) for p in _vector_files(pattern))
+    return sum(nvec(p) for p in _vector_files(pattern))
 
 
 def files_in(pattern: str) -> int:
@@ -345,8 +365,8 @@ def refused_b300_i8() -> int:
     return sum(1 for a, dp in refused() if a == "Blackwell Ultra" and dp.kind == "i8")
 
 
-def _lazy(f, *args):
-    return lambda m: f(*args)
+def _lazy(f, *args, **kwargs):
+    return lambda m: f(*args, **kwargs)
 
 
 # ================================================================== accounting
@@ -365,26 +385,26 @@ def _agrees(text: str, want) -> bool:
     return abs(value - want) <= 0.5 * 10 ** -decimals + 1e-9
 
 
-def verbatim_numbers(doc: Doc, pos: int) -> list[float]:
-    """The numbers of the ``text`` blocks in the section holding ``pos`` and in the sections its
-    paragraph names in quotes ("Figures")."""
+def verbatim_lines(doc: Doc, pos: int) -> list[list[float]]:
+    """The numbers of each line of the ``text`` blocks in the section holding ``pos`` and in the
+    sections its paragraph names in quotes ("Figures")."""
     spans = [doc.section(pos)]
     s, e = doc.paragraph(pos)
     for title in re.findall(r'"([^"\n]+)"', doc.text[s:e]):
         span = doc.heading_span(title)
         if span:
             spans.append(span)
-    return [float(x) for b in doc.blocks if b.lang == "text" and any(a <= b.start < z for a, z in spans)
-            for x in _VERBATIM_NUM.findall(b.body)]
+    return [[float(x) for x in _VERBATIM_NUM.findall(line)]
+            for b in doc.blocks if b.lang == "text" and any(a <= b.start < z for a, z in spans)
+            for line in b.body.splitlines()]
 
 
-def in_verbatim(fig: Figure, numbers: list[float]) -> bool:
-    """The figure is a number of the run's output to the rounding it shows, or (a ratio: x) the
-    ratio of two of them."""
-    if any(_agrees(fig.text, n) for n in numbers):
-        return True
-    if fig.unit in ("x", "×"):
-        return any(q and _agrees(fig.text, p / q) for p, q in itertools.permutations(set(numbers), 2))
+def in_verbatim(text: str, unit: str, lines: list[list[float]]) -> bool:
+    """The figure is a number of the run's output to the rounding it shows (a percentage: or a
+    hundredth of it).  A ratio of two of its numbers is a checked rule naming both (``of_f16``)."""
+    for numbers in lines:
+        if any(_agrees(text, n) or (unit == "%" and _agrees(text, 100 * n)) for n in numbers):
+            return True
     return False
 
 
@@ -422,8 +442,7 @@ def account(doc: Doc, rules) -> list[str]:
                 if f is not None:
                     covered[s].append(rule.pattern)
                 if want is MEASURED:
-                    fig = f or Figure(doc.name, s, e, m.group(group), "", doc.line(s), doc.sentence(s))
-                    if not in_verbatim(fig, verbatim_numbers(doc, s)):
+                    if not in_verbatim(m.group(group), f.unit if f else "", verbatim_lines(doc, s)):
                         errors.append(f"{where} is not in the verbatim output its section quotes "
                                       f"(nor a ratio of two of its numbers)  in: {doc.sentence(s)[:300]}")
                 elif not _agrees(m.group(group), want):
@@ -435,7 +454,7 @@ def account(doc: Doc, rules) -> list[str]:
         if not rules_here:
             span = next((p for (a, z), p in fallback if a <= f.start < z and f.unit in _TIMING), None)
             if span is not None:
-                if not in_verbatim(f, verbatim_numbers(doc, f.start)):
+                if not in_verbatim(f.text, f.unit, verbatim_lines(doc, f.start)):
                     errors.append(f"{f}: measured, but not in the verbatim output its section quotes "
                                   "(nor a ratio of two of its numbers)")
                 continue
@@ -446,13 +465,18 @@ def account(doc: Doc, rules) -> list[str]:
 
 
 # ================================================================== the rules
-def _gen_reference(doc: Doc):
+@functools.lru_cache(maxsize=None)
+def _reference_text() -> str:
     sys.path.insert(0, str(ROOT / "tools"))
     try:
         import gen_reference
     finally:
         sys.path.pop(0)
-    assert doc.raw == gen_reference.generate(), "docs/reference.md is stale: run python tools/gen_reference.py"
+    return gen_reference.generate()
+
+
+def _gen_reference(doc: Doc):
+    assert doc.raw == _reference_text(), "docs/reference.md is stale: run python tools/gen_reference.py"
 
 
 KM_HARDWARE = "hardware/*/khattak-mikaitis.*.npz"
@@ -497,7 +521,7 @@ def _khattak_jobs():
 def _khattak_frozen(arch, instruction) -> int:
     """Cases of the vector file the tool froze for this job (0: none)."""
     path = _khattak_tool().job_path(ROOT / "vectors" / "peer", _khattak_jobs()[(arch, instruction)])
-    return len(vectors.load(path)) if path.exists() else 0
+    return nvec(path) if path.exists() else 0
 
 
 def _khattak_classes() -> tuple:
@@ -524,13 +548,13 @@ def _khattak_section(m):
 def _khattak_set_cases(m):
     """A measured set run through the model: the set is a bundled hardware file holding at least that many."""
     (path,) = _vector_files(f"hardware/*/{m.group(1)}") or [None]
-    return int(m.group(2)) if path and len(vectors.load(path)) >= int(m.group(2)) else f"{m.group(1)} bundled"
+    return int(m.group(2)) if path and nvec(path) >= int(m.group(2)) else f"{m.group(1)} bundled"
 
 
 KM_REPORT = "khattak-octave-report.md"
 KHATTAK_REPORT = [
     Rule(KM_REPORT, r"^Generated by `tools/peer/khattak_octave.py` \(seed \d+, (\d+) cases per datapath",
-         lambda m: {1: max(len(vectors.load(p)) for p in _vector_files(OCTAVE))}, "generated", re.M),
+         lambda m: {1: max(nvec(p) for p in _vector_files(OCTAVE))}, "generated", re.M),
     Rule(KM_REPORT, r"^- ([\d,]+) cases on (\d+) datapaths; ([\d,]+) frozen in (\d+) files\.\n"
          r"- the model's value is not a D-format value \(an overflowing sum returned as a finite double\): ([\d,]+)\n"
          r"- a different D word, on a frozen datapath: ([\d,]+)\n- on the datapaths compared but not frozen: ([\d,]+)\n"
@@ -539,7 +563,7 @@ KHATTAK_REPORT = [
              sum(r["cases"] for r in _khattak_report()["rows"].values()), len(_khattak_tool().JOBS),
              cases_in(OCTAVE), files_in(OCTAVE), *_khattak_classes()))), "generated", re.M),
     Rule(KM_REPORT, _KM_ROW,
-         lambda m: {3: max(len(vectors.load(p)) for p in _vector_files(OCTAVE)),
+         lambda m: {3: max(nvec(p) for p in _vector_files(OCTAVE)),
                     4: int(m.group(3)) - int(m.group(5)) - _khattak_report()["rows"][(m.group(1).strip(), m.group(2))]["errors"],
                     7: _khattak_frozen(m.group(1).strip(), m.group(2))}, "generated", re.M),
     Rule(KM_REPORT, r"^## (.+?) `([^`]+)`: (\d+) disagreements \(([^)]*)\)$",
@@ -549,8 +573,408 @@ KHATTAK_REPORT = [
 ]
 
 
+# ------------------------------------------------------------------ checkers: the registry's records
+@functools.lru_cache(maxsize=None)
+def evidence(arch: str, pattern: str, where=lambda dp: True) -> str:
+    """The first group of ``pattern`` in the evidence the tables record for ``arch``'s datapaths
+    (what ``mmasim explain`` prints): a source's figure, quoted where the doc quotes it."""
+    for a, dp in builtin_datapaths():
+        if a == arch and where(dp):
+            m = re.search(pattern, dp.status.evidence)
+            if m:
+                return m.group(1)
+    return f"(no evidence of {arch} matches {pattern!r})"
+
+
+def _t1(dp):
+    return dp.status.kind == "hardware" and dp.status.source == "T1"
+
+
+@functools.lru_cache(maxsize=None)
+def t1_datapaths():
+    return [dp for a, dp in builtin_datapaths() if a == "Blackwell" and _t1(dp)]
+
+
+def t1_mismatches() -> int | str:
+    """0 where every T1 datapath's evidence says 0 mismatches."""
+    return 0 if all("0 mismatches" in dp.status.evidence for dp in t1_datapaths()) else "not 0 for every T1 datapath"
+
+
+@functools.lru_cache(maxsize=None)
+def count(pred) -> int:
+    return sum(1 for a, dp in builtin_datapaths() if not dp.refuse and pred(a, dp))
+
+
+def one_size(pattern: str) -> int | str:
+    """The number of cases of every file matching ``pattern``, where they all hold the same."""
+    sizes = {nvec(p) for p in _vector_files(pattern)}
+    return sizes.pop() if len(sizes) == 1 else f"files of {sorted(sizes)} cases"
+
+
+def _e2m1_rtx(dp):
+    return dp.kind == "mxf8f6f4" and "e2m1.sm120" in (dp.a, dp.b) and not dp.sparse
+
+
+@functools.lru_cache(maxsize=None)
+def window_paths() -> tuple:
+    """(window datapaths, of them one product per group) over the built-in tables."""
+    from mmasim.backends import fastpaths
+    from mmasim.execution.model import Model
+
+    reg = get_registry()
+    dps = [dp for a, dp in builtin_datapaths() if dp.accumulator == "window" and not dp.refuse]
+    return len(dps), sum(1 for dp in dps if fastpaths.one_product_window(Model(dp, reg).plan))
+
+
+def _bench():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "benchmarks" / "bench.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@functools.lru_cache(maxsize=None)
+def bench():
+    return _bench()
+
+
+def quick_rows() -> int:
+    """Rows of a batched dot in ``bench.py --quick --scale`` (its scale run)."""
+    src = (ROOT / "benchmarks" / "bench.py").read_text(encoding="utf-8")
+    body = src[src.index("def scale_run"):]
+    return int(re.search(r"n = ([\d_]+) if args.quick", body).group(1).replace("_", ""))
+
+
+@functools.lru_cache(maxsize=None)
+def bench_ks() -> tuple:
+    """K of the batched-dot datapaths ``bench.py --scale`` times against MMA-Sim."""
+    import mmasim
+
+    return tuple(mmasim.MMA(arch, ins, **q).k for _, arch, ins, q, peer, _ in bench().CASES if peer)
+
+
+def mma_sim_files():
+    return [p for p in _vector_files("peer/*/*.npz") if not p.name.startswith("khattak-octave.")]
+
+
+@functools.lru_cache(maxsize=None)
+def mma_sim_mix() -> tuple:
+    """The percentages of the case mix MMA-Sim's vector files state in their notes, in order."""
+    mixes = {re.search(r"mix: (.*?\d+% zero-heavy)", vmeta(p)["notes"]).group(1)
+             for p in mma_sim_files()}
+    assert len(mixes) == 1, mixes
+    return tuple(int(x) for x in re.findall(r"(\d+)%", mixes.pop()))
+
+
+def mma_sim_file_size() -> int | str:
+    """Cases per MMA-Sim file: every file but the filtered tcgen05 ones has the same number."""
+    sizes = {nvec(p) for p in mma_sim_files() if vmeta(p).get("api") != "tcgen05"}
+    fewer = all(nvec(p) <= max(sizes) for p in mma_sim_files())
+    return sizes.pop() if len(sizes) == 1 and fewer else f"sizes {sorted(sizes)}"
+
+
+@functools.lru_cache(maxsize=None)
+def _khattak_cases_tool():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("khattak_cases", ROOT / "tools" / "peer" / "khattak_cases.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def khattak_group(name) -> int:
+    return round(dict(_khattak_cases_tool().GROUPS)[name] * 100)
+
+
+def khattak_cancel_ulps() -> int:
+    src = (ROOT / "tools" / "peer" / "khattak_cases.py").read_text(encoding="utf-8")
+    lo, hi = re.search(r"step = int\(self.rng.integers\((-?\d+), (\d+)\)\)", src).groups()
+    return max(-int(lo), int(hi) - 1)
+
+
+def negative_zeros() -> int:
+    """NVIDIA model zeros of sign - frozen as +0, as the Octave files' notes count them."""
+    return sum(int(x) for p in _vector_files(OCTAVE)
+               for x in re.findall(r"rounded to zero: (\d+) of the generated cases", vmeta(p).get("notes", "")))
+
+
+@functools.lru_cache(maxsize=None)
+def km_sets() -> dict:
+    """The report's measured sets through their models: file -> (cases, model = hardware)."""
+    doc = load(KM_REPORT)
+    return {m.group(1): (int(m.group(2)), int(m.group(3))) for m in
+            re.finditer(r"^\| (khattak-mikaitis\.\S+\.npz) \| `[^`]+` \| (\d+) \| (\d+) \|", doc.text, re.M)}
+
+
+def km_set(gpu, ins) -> tuple:
+    return km_sets()[f"khattak-mikaitis.{gpu}.{ins}.hardware.npz"]
+
+
+def km_fp8_f16_sets() -> list:
+    return [v[1] for k, v in km_sets().items() if re.search(r"\.f16\.e[45]m[23]\.e[45]m[23]\.f16\.", k)]
+
+
+def km_set_size() -> int | str:
+    sizes = {v[0] for v in km_sets().values()}
+    return sizes.pop() if len(sizes) == 1 else f"sets of {sorted(sizes)}"
+
+
+def km_disagree(arch, ins) -> int:
+    return _khattak_report()["rows"][(arch, ins)]["disagree"]
+
+
+def _harness_nvidia(arch) -> tuple:
+    from mmasim.harness import generate as gen
+
+    pairs, _ = gen.specs_for(arch)
+    specs = [s for _, s in pairs if s.target.startswith("sm_")]
+    keep, _ = _tests_module("test_harness_nvcc")._distinct(specs)
+    return len(specs), len(keep)
+
+
+harness_nvidia = functools.lru_cache(maxsize=None)(_harness_nvidia)
+
+
+def instructions_of(arch) -> int:
+    import mmasim
+
+    return len(mmasim.instructions(arch))
+
+
+def probe_count(arch, ins, **q) -> int:
+    import mmasim
+    from mmasim.characterize import probe_cases
+
+    return len(probe_cases(mmasim.MMA(arch, ins, **q))["labels"])
+
+
+def dropin_cases():
+    src = (ROOT / "tools" / "peer" / "compare_dropin.py").read_text(encoding="utf-8")
+    scope = {}
+    exec(src[src.index("CASES = ["):src.index("SEED =")], scope)
+    return scope["CASES"]
+
+
+def accuracy_median_percent(title: str, k: int) -> float:
+    """100 x the median relative error of row K of the table under ``title`` in the accuracy page's output."""
+    doc = load("accuracy.md")
+    for b in doc.blocks:
+        if b.lang == "text" and title in b.body:
+            table = b.body.split(title, 1)[1]
+            row = re.search(rf"^\s+{k}\s+(\S+)\s+(\S+)", table, re.M)
+            return 100 * float(row.group(2))
+    return float("nan")
+
+
+def digits_split() -> tuple:
+    """(training images, test images, epochs, batch) of examples/digits_mlp.py."""
+    src = (ROOT / "examples" / "digits_mlp.py").read_text(encoding="utf-8")
+    train = int(re.search(r"return \(x\[:(\d+)\]", src).group(1))
+    try:
+        from sklearn.datasets import load_digits
+
+        total = len(load_digits().target)
+    except ImportError:
+        total = int(re.search(r"Digits \(([\d,]+) ", src).group(1).replace(",", ""))
+    epochs = int(re.search(r'"--epochs", type=int, default=(\d+)', src).group(1))
+    batch = int(re.search(r"batch: int = (\d+)", src).group(1))
+    return train, total - train, epochs, batch
+
+
+V = _lazy          # a value computed when the rule runs
+
+
+def one_core_ns(label: str) -> float:
+    """numba ns per product of ``label`` in the one-core table of performance.md's "Figures" output."""
+    doc = load("performance.md")
+    (body,) = [b.body for b in doc.blocks if b.lang == "text" and "numba ns" in b.body]
+    table = body[body.index("numba ns"):]
+    line = next(l for l in table.splitlines() if l.startswith(label + " "))
+    return float(line[len(label):].split()[1])
+
+
+def of_f16(label: str) -> float:
+    return one_core_ns(label) / one_core_ns("B200 tcgen05 kind::f16 f32.f16.f16")
+
+
+PERFORMANCE = [
+    checked("performance.md", r"One product per group \(([\d,]+) of the ([\d,]+) window datapaths\)",
+            lambda m: window_paths()[1], lambda m: window_paths()[0]),
+    checked("performance.md", r"the words it reads: (\d+) signatures for the built-in datapaths",
+            lambda m: len(__import__("mmasim.cli.warmup", fromlist=["signatures"]).signatures())),
+    measured("performance.md", r"`import mmasim` (0.34); import plus a first 64-row `dot` ([\d.]+) with numpy, ([\d.]+) under "
+             r"`auto`, ([\d.]+) with numba forced; `mmasim validate` \(every vector file\) ([\d.]+) with numpy, ([\d.]+) "
+             r"under `auto`, ([\d.]+) with numba forced\. `mmasim warmup` into an empty cache folder \(every signature, "
+             r"one process per CPU\): ([\d.]+) s wall"),
+    checked("performance.md", r"`MIN_ELEMENTS_PER_THREAD` \(([\d,]+)\) products",
+            lambda m: __import__("mmasim.execution.threads", fromlist=["x"]).MIN_ELEMENTS_PER_THREAD),
+    checked("performance.md", r"still running after (\d+) s",
+            lambda m: __import__("mmasim.composition.gemm", fromlist=["x"]).PROGRESS_DELAY),
+    # the targets: benchmarks/bench.py's GOALS
+    *(checked("performance.md", pattern, (lambda m, k=key: bench().GOALS[k])) for pattern, key in (
+        (r"first 64-row `dot` within (\d+) s, warm cache", "startup_s"),
+        (r"\| >= (\d+)x MMA-Sim, one core, window datapaths", "window_vs_peer"),
+        (r"\| <= (\d+) instructions per product \(callgrind\)", "instructions_per_product"),
+        (r"\| >= (\d+)x MMA-Sim, block-scaled", "block_scaled_vs_peer"),
+        (r"per product within ([\d.]+)x of f16", "block_scaled_vs_f16"),
+        (r"\| >= ([\d.]+)x on 2 cores", "two_core_speedup"),
+        (r"\| >= (\d+)x MMA-Sim end to end", "end_to_end_vs_peer"),
+        (r"\| suite cold within (\d+) minutes", "suite_cold_minutes"))),
+    checked("performance.md", r"mxf8f6f4 ([\d.]+)x, NVFP4 ([\d.]+)x, MXF4 ([\d.]+)x, s8 ([\d.]+)x of B200 `kind::f16`",
+            *(V(of_f16, label) for label in ("B200 kind::mxf8f6f4 e4m3 ue8m0", "B200 kind::mxf4nvf4 NVFP4 (ue4m3, 4X)",
+                                             "B200 kind::mxf4 (ue8m0, 2X)", "Ampere mma.sync m16n8k32 s32.s8.s8.s32"))),
+    checked("performance.md", r"the (\d+) RTX Blackwell FP4 block-scaled `mma.sync` datapaths \(GST-FDPA, (\d+) dense and "
+            r"(\d+) sparse",
+            V(count, lambda a, dp: a == "RTX Blackwell" and dp.accumulator == "group_scaled_window"),
+            V(count, lambda a, dp: a == "RTX Blackwell" and dp.accumulator == "group_scaled_window" and not dp.sparse),
+            V(count, lambda a, dp: a == "RTX Blackwell" and dp.accumulator == "group_scaled_window" and dp.sparse)),
+    checked("performance.md", r"the ([\d,]+)-row batched `dot` rows .*? a ([\d,]+)-row `dot` is ([\d,]+)-([\d,]+) products",
+            V(quick_rows), V(quick_rows), lambda m: quick_rows() * min(bench_ks()), lambda m: quick_rows() * max(bench_ks())),
+    measured_section("performance.md", "Benchmark"),
+]
+
+DATAPATHS = [
+    checked("datapaths.md", r"up to ([\d,]+) raw random cases each, finite-only cases and edge vectors, (\d+) mismatches: "
+            r"(\d+) of mmasim's datapaths rest on it",
+            lambda m: max(dp.status.cases or 0 for dp in t1_datapaths()), V(t1_mismatches), lambda m: len(t1_datapaths())),
+    checked("datapaths.md", r"([\d,]+) words measured on V100, A100, A2, an Ada GPU, L40S, H100, H200 and B200: (\d+) sets of "
+            r"([\d,]+) random dot products", V(cases_in, KM_HARDWARE), V(files_in, KM_HARDWARE), V(one_size, KM_HARDWARE)),
+    checked("datapaths.md", r"are a second peer: ([\d,]+) words on (\d+) datapaths", V(cases_in, OCTAVE), V(files_in, OCTAVE)),
+    checked("datapaths.md", r"1 \+ (0\.75) ulp", lambda m: 3 * 2.0 ** -25 / 2.0 ** -23),   # 3 quanta of 2^-25, ulp(1) = 2^-23
+    checked("datapaths.md", r"H100 and H200 with f16 D, ([\d,]+) each, (\d+) mismatches",
+            V(one_size, "hardware/*/khattak-mikaitis.[bh][21]00.mma.sync.m16n8k32.*e[45]m[23].*.npz"),
+            V(mismatches_in, "hardware/*/khattak-mikaitis.[bh][21]00.mma.sync.m16n8k32.*e[45]m[23].*.npz")),
+    checked("datapaths.md", r"\((\d+) mismatches on all three `m8n8k4` variants; Turing's own F = 24 mismatched ([\d,]+) of "
+            r"([\d,]+) results\)",
+            V(evidence, "Turing", r"gives (\d+) mismatches on all three m8n8k4 variants"),
+            V(evidence, "Turing", r"F = 24 mismatches ([\d,]+)"), V(evidence, "Turing", r"\(([\d,]+) results for")),
+    checked("datapaths.md", r"\((\d+) mismatches on ([\d,]+) finite f32-output results\)",
+            V(evidence, "Ampere", r"gives (\d+) mismatches on [\d,]+ finite"),
+            V(evidence, "Ampere", r"mismatches on ([\d,]+) finite f32-output results")),
+    checked("datapaths.md", r"wrapped or saturated: (\d+) datapaths, no window",
+            V(count, lambda a, dp: a == "Blackwell" and dp.kind == "i8" and not dp.sparse and not dp.qualifiers)),
+    checked("datapaths.md", r"\(([\d.]+) M results over all (\d+) e2m1 instructions, (\d+) mismatches, random padding included; "
+            r"MMA-Sim's decode, which drops bits 1:0, mismatched (\d+)-(\d+) % of the results with random padding\)\. e3m2 and "
+            r"e2m3 \(bits 5:0, bits 7:6 ignored\) use the same datapath: (\d+) mismatches on all (\d+) combinations",
+            V(evidence, "RTX Blackwell", r"([\d.]+) M results with random padding"),
+            V(evidence, "RTX Blackwell", r"0 mismatches on all (\d+) kind::f8f6f4 instructions with e2m1"),
+            V(evidence, "RTX Blackwell", r"(\d+) mismatches on all \d+ kind::f8f6f4 instructions with e2m1"),
+            V(evidence, "RTX Blackwell", r"mismatches (\d+)-\d+ % with random padding"),
+            V(evidence, "RTX Blackwell", r"mismatches \d+-(\d+) % with random padding"),
+            V(evidence, "RTX Blackwell", r"gives (\d+) mismatches on all \d+ instructions"),
+            V(evidence, "RTX Blackwell", r"0 mismatches on all (\d+) instructions")),
+    checked("datapaths.md", r"These (\d+) datapaths are labelled \*assumed\*",
+            V(count, lambda a, dp: a == "RTX Blackwell" and _e2m1_rtx(dp))),
+]
+
+PEER_VECTORS = [
+    checked("peer-vectors.md", r"Each file has N = (\d+) cases \(tcgen05 files have fewer after filtering\)",
+            V(mma_sim_file_size)),
+    checked("peer-vectors.md", r"1\. (\d+)%: uniform random container words\. (\d+)% of the elements are biased.*?In (\d+)% of "
+            r"these rows.*?2\. (\d+)%: values near 1\..*?3\. (\d+)%: cancellation-heavy.*?4\. (\d+)%: zero-heavy",
+            *(lambda m, i=i: mma_sim_mix()[i] for i in range(6))),
+    checked("peer-vectors.md", r"`vectors/peer/<arch>/khattak-octave.<instruction>.npz`, (\d+) files, ([\d,]+) cases",
+            V(files_in, OCTAVE), V(cases_in, OCTAVE)),
+    checked("peer-vectors.md", r"`random` \((\d+) %\), `wide` \((\d+) %:.*?`cancel` \((\d+) %: C = -\(the products' sum\) "
+            r"moved by up to (\d+) ulps.*?`underflow` \((\d+) %:.*?`special` \((\d+) %:",
+            V(khattak_group, "random"), V(khattak_group, "wide"), V(khattak_group, "cancel"), V(khattak_cancel_ulps),
+            V(khattak_group, "underflow"), V(khattak_group, "special")),
+    checked("peer-vectors.md", r"it reproduces only (\d+) and (\d+) of the first (\d+) of their own B200 e4m3 and e5m2 f32 "
+            r"words.*?On fresh cases it differs from mmasim on (\d+) and (\d+) of (\d+)\.",
+            lambda m: km_set("b200", "mma.sync.m16n8k32.f32.e4m3.e4m3.f32")[1],
+            lambda m: km_set("b200", "mma.sync.m16n8k32.f32.e5m2.e5m2.f32")[1], V(km_set_size),
+            V(km_disagree, "B200", "mma.sync.m16n8k32.f32.e4m3.e4m3"),
+            V(km_disagree, "B200", "mma.sync.m16n8k32.f32.e5m2.e5m2"),
+            lambda m: max(nvec(p) for p in _vector_files(OCTAVE))),
+    checked("peer-vectors.md", r"non-zero C \((\d+) cases\)", lambda m: _khattak_classes()[3]),
+    checked("peer-vectors.md", r"negative value rounded to zero \((\d+) cases\)", V(negative_zeros)),
+    checked("peer-vectors.md", r"where mmasim gives ±inf \(docs/datapaths.md §2\): (\d+) cases", lambda m: _khattak_classes()[0]),
+    checked("peer-vectors.md", r"where mmasim gives -inf \((\d+) cases, bf16 and xf32\)", lambda m: _khattak_classes()[1]),
+    checked("peer-vectors.md", r"all ([\d,]+) remaining cases, frozen\. Run on the first (\d+) words of each of their (\d+) "
+            r"measured sets \(`--hardware-check (\d+)`\)",
+            V(cases_in, OCTAVE), V(km_set_size),
+            lambda m: files_in(KM_HARDWARE) if len(km_sets()) == files_in(KM_HARDWARE) else "every set in the report",
+            V(km_set_size)),
+    checked("peer-vectors.md", r"they miss the fp8 sets with an f16 D \((\d+) to (\d+) of (\d+)\)",
+            lambda m: min(km_fp8_f16_sets()), lambda m: max(km_fp8_f16_sets()), V(km_set_size)),
+]
+
+MMA_SIM = [
+    checked("mma-sim.md", r"T1, B200, ([\d,]+) random cases per datapath, (\d+) mismatches",
+            lambda m: max(dp.status.cases or 0 for dp in t1_datapaths()), V(t1_mismatches)),
+    checked("mma-sim.md", r"T2, RTX 5070 Ti, ([\d.]+) M results, (\d+) mismatches",
+            V(evidence, "RTX Blackwell", r"([\d.]+) M results with random padding"),
+            V(evidence, "RTX Blackwell", r"(\d+) mismatches on all \d+ kind::f8f6f4 instructions with e2m1")),
+    checked("mma-sim.md", r"\((\d+) instructions across all six classes, ([\d,]+) D words;",
+            lambda m: len(dropin_cases()) if len({c[0] for c in dropin_cases()}) == 6 else "six classes",
+            lambda m: sum(c[3] * c[4] for c in dropin_cases())),
+]
+
+AMD = [
+    checked("amd.md", r"(\d+) on CDNA1; (\d+) on CDNA2, which are the (\d+) CDNA2 instructions plus the (\d+) CDNA1 ones, run "
+            r"with CDNA2's arithmetic; and (\d+) on CDNA3",
+            lambda m: len(mma_sim_files_of("cdna1")), lambda m: len(mma_sim_files_of("cdna2")),
+            lambda m: len(mma_sim_files_of("cdna2")) - len(mma_sim_files_of("cdna1")),
+            lambda m: len(mma_sim_files_of("cdna1")), lambda m: len(mma_sim_files_of("cdna3"))),
+    checked("amd.md", r"\((\d+) MMA-Sim files, (\d+) cases each\)",
+            lambda m: sum(len(mma_sim_files_of(a)) for a in ("cdna1", "cdna2", "cdna3")),
+            lambda m: one_size_of([p for a in ("cdna1", "cdna2", "cdna3") for p in mma_sim_files_of(a)])),
+    checked("amd.md", r"fresh random cases across all (\d+) instructions",
+            lambda m: sum(len(mma_sim_files_of(a)) for a in ("cdna1", "cdna2", "cdna3"))),
+]
+
+HARNESS = [
+    checked("harness.md", r"every `v_smfmac` of CDNA3, (\d+) instructions in all",
+            lambda m: sum(instructions_of(a) for a in ("CDNA1", "CDNA2", "CDNA3"))),
+    checked("harness.md", r"All (\d+) CDNA1, (\d+) CDNA2 and (\d+) CDNA3 instructions",
+            V(instructions_of, "CDNA1"), V(instructions_of, "CDNA2"), V(instructions_of, "CDNA3")),
+    checked("harness.md", r"\(Blackwell: (\d+) kernels, (\d+) distinct; Blackwell Ultra: (\d+) kernels, (\d+) distinct\)",
+            lambda m: harness_nvidia("Blackwell")[0], lambda m: harness_nvidia("Blackwell")[1],
+            lambda m: harness_nvidia("Blackwell Ultra")[0], lambda m: harness_nvidia("Blackwell Ultra")[1]),
+]
+
+CHARACTERIZE = [
+    checked("characterize.md", r"e2m1 has (\d+) cases, the A100's f16 `m16n8k16` (\d+) cases",
+            V(probe_count, "B200", "tcgen05.mma.kind::f8f6f4", a_type="e2m1", b_type="e2m1", d_type="f32"),
+            V(probe_count, "A100", "m16n8k16.f32.f16.f16.f32")),
+    checked("characterize.md", r"step, formats and rounding, (\d+) parameter sets",
+            lambda m: len(_tests_module("test_characterize")._distinct()[1])),
+]
+
+SMALL = [
+    checked("plugins.md", r"`mmasim validate` gives (\d+) mismatches", V(mismatches_in, "*/*/*.npz")),
+    checked("user-guide.md", r"more than (\d+) MiB of array data in all \(`mmasim.vectors.files.MAX_BYTES`\)",
+            lambda m: vectors.MAX_BYTES / 2 ** 20),
+    checked("user-guide.md", r"`mmasim.compare.max_cases\(model\)`, ([\d,]+) for K = 16\)",
+            lambda m: __import__("mmasim.compare", fromlist=["x"]).max_cases(
+                __import__("mmasim").MMA("A100", "m16n8k16.f32.f16.f16.f32"))),
+    checked("vectors.md", r"a `.npy` header longer than (\d+) KiB.*?more than (\d+) MiB in all \(`mmasim.vectors.files.MAX_BYTES`",
+            lambda m: vectors.MAX_HEADER / 2 ** 10, lambda m: vectors.MAX_BYTES / 2 ** 20),
+    checked("torch.md", r"bundled digits \(([\d,]+) training and (\d+) test images\) for (\d+) epochs with SGD \(learning rate "
+            r"[\d.]+, batches of (\d+)\)", *(lambda m, i=i: digits_split()[i] for i in range(4))),
+    checked("accuracy.md", r"from ([\d.]+) % at K = 256 to ([\d.]+) % at K = 4096 and (\d+) % at K = 16384",
+            *(lambda m, k=k: accuracy_median_percent("Hopper wgmma.mma_async.k32.f32.e4m3.e4m3, no promotion", k)
+              for k in (256, 4096, 16384))),
+    checked("accuracy.md", r"The error no longer grows with K: ([\d.]+) % \(11 bits\) at every K",
+            lambda m: max(accuracy_median_percent("Hopper wgmma.mma_async.k32.f32.e4m3.e4m3, promote every 128", k)
+                          for k in (256, 1024, 4096, 16384))),
+]
+
+
+def mma_sim_files_of(folder):
+    return [p for p in _vector_files(f"peer/{folder}/*.npz") if not p.name.startswith("khattak-octave.")]
+
+
+def one_size_of(paths) -> int | str:
+    sizes = {nvec(p) for p in paths}
+    return sizes.pop() if len(sizes) == 1 else f"files of {sorted(sizes)} cases"
+
+
 README = [
-    checked("README.md", r"with (0) mismatches over the source's cases", _lazy(bundled_mismatches, "hardware")),
+    checked("README.md", r"with (0) mismatches over the source's cases", _lazy(mismatches_in, "hardware/*/*.npz")),
     checked("README.md", r"Khattak and Mikaitis's ([\d,]+) words from V100", _lazy(cases_in, KM_HARDWARE)),
     checked("README.md", r"Its tables list ([\d,]+) datapaths\. (\d+) of them are refused: .{0,120}They are the (\d+) "
             r"Blackwell Ultra \(B300\) `tcgen05.mma` `kind::i8` forms",
@@ -570,6 +994,7 @@ RULES: list[Rule] = [
     generated("reference.md", _gen_reference),
     *README,
     *KHATTAK_REPORT,
+    *PERFORMANCE, *DATAPATHS, *PEER_VECTORS, *MMA_SIM, *AMD, *HARNESS, *CHARACTERIZE, *SMALL,
 ]
 
 
@@ -584,3 +1009,114 @@ def test_every_rule_names_a_doc_that_exists():
     names = {p.name for p in _doc_paths()}
     assert {r.doc for r in RULES} <= names
 
+
+
+def test_the_refused_datapaths_are_the_ones_the_readme_names_and_mmq_refuses_each():
+    """README: 48 B300 tcgen05.mma kind::i8 forms (PTX defines none for sm_103a) and Ampere's m8n8k4
+    with an f16 D; MMA() raises UnsupportedDatapath for each, naming the datapath and why."""
+    import mmasim
+    from mmasim.errors import UnsupportedDatapath
+
+    reg = get_registry()
+    rest = [(a, dp) for a, dp in refused() if not (a == "Blackwell Ultra" and dp.kind == "i8")]
+    assert [(a, dp.canonical(reg.formats)) for a, dp in rest] == [("Ampere", "mma.sync.m8n8k4.f16.f16.f16")]
+    assert refused_b300_i8() == 48
+    for arch, dp in refused():
+        name = dp.canonical(reg.formats)
+        with pytest.raises(UnsupportedDatapath, match=re.escape(dp.refuse)):
+            mmasim.MMA(arch, name)
+
+
+# ------------------------------------------------------------------ the extractor
+def _figs(text: str) -> list[tuple[str, str]]:
+    return [(f.text, f.unit) for f in figures(Doc.parse("x.md", text))]
+
+
+def test_counts_units_and_big_numbers_are_figures():
+    assert _figs("It holds 2,276 of them, 482 files and 7.5 ms; 1.92x faster, 25 %, 256 MiB.") == [
+        ("2,276", ""), ("482", "files"), ("7.5", "ms"), ("1.92", "x"), ("25", "%"), ("256", "MiB")]
+    assert _figs("0.98-1.92x and 50.8-52.2 ns") == [("0.98", "x"), ("1.92", "x"), ("50.8", "ns"), ("52.2", "ns")]
+    assert _figs("12 instructions per product; 46 CDNA3 instructions; 14.2 M results") == [
+        ("12", "instructions per product"), ("46", "instructions"), ("14.2", "results")]
+    assert _figs("Of the other **2,227** datapaths, **127** are `hardware`; 306 are forms") == [
+        ("2,227", "datapaths"), ("306", "(count)")]
+
+
+def test_shapes_hex_formats_exponents_sections_versions_and_code_are_not_figures():
+    assert _figs("a 128 x 128 block, 16 x 8 tiles, 1 x 1 + 1 = 2.0, 0 x inf, 8 x the swizzle bytes") == []
+    assert _figs("0x3F800000, e4m3, ue8m0, 2^-30, 2^22, §3, section 9.7.16, PTX ISA 9.0, MMA-Sim 2.1.1") == []
+    assert _figs("sm_103a, m16n8k16, K = 96 forms, block 0 sets the floor, lanes 0..63") == []
+    assert _figs("`--cases 1000 files` and\n\n```text\n12 files 3 s\n```\n") == []
+
+
+def test_a_table_column_named_for_a_unit_makes_its_cells_figures():
+    table = "| arch | cases | agree |\n|---|---|---|\n| V100 | 512 | 504 |\n"
+    assert _figs(table) == [("512", "cases")]
+
+
+# ------------------------------------------------------------------ the test can fail
+def _mutated(doc: Doc, fig: Figure) -> str:
+    """``doc``'s raw text with ``fig`` changed: a 7 appended to the number as written."""
+    lines = doc.raw.split("\n")
+    norm = doc.text.split("\n")[fig.line - 1]
+    col = fig.start - (doc.text.rfind("\n", 0, fig.start) + 1)
+    k = len(re.findall(re.escape(fig.text), norm[:col]))
+    raw = lines[fig.line - 1]
+    at = [m.start() for m in re.finditer(re.escape(fig.text), raw)][k]
+    lines[fig.line - 1] = raw[:at + len(fig.text)] + "7" + raw[at + len(fig.text):]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("name", [p.name for p in _doc_paths()])
+def test_changing_any_figure_of_a_doc_fails(name):
+    """Every figure is checked: a doc copy with any one of its figures changed is refused."""
+    doc = load(name)
+    figs = figures(doc)
+    if name == "reference.md":
+        figs = figs[::max(1, len(figs) // 8)]        # regenerated each time: a sample
+    survivors = []
+    for fig in figs:
+        if not account(Doc.parse(name, _mutated(doc, fig)), RULES):
+            survivors.append(str(fig))
+    assert not survivors, "changed, and still accepted:\n" + "\n".join(survivors)
+
+
+def test_a_stale_readme_count_is_named_with_the_value_the_project_gives():
+    doc = load("README.md")
+    doctored = Doc.parse("README.md", doc.raw.replace("**2,276** datapaths", "**2,277** datapaths"))
+    errors = account(doctored, RULES)
+    assert len(errors) == 1 and "README.md:31: 2,277: the project gives 2276" in errors[0], errors
+
+
+def test_a_figure_no_rule_accounts_for_is_named_with_its_sentence():
+    doc = load("vectors.md")
+    doctored = Doc.parse("vectors.md", doc.raw + "\nThe folder holds 17 files.\n")
+    (error,) = account(doctored, RULES)
+    assert "vectors.md" in error and "17 files" in error and "The folder holds 17 files." in error
+    assert "no rule accounts for this figure" in error
+
+
+def test_a_measured_figure_must_be_in_the_quoted_output():
+    doc = load("performance.md")
+    assert "5.75 s `auto`" in doc.raw
+    doctored = Doc.parse("performance.md", doc.raw.replace("5.75 s `auto`", "5.25 s `auto`"))
+    (error,) = account(doctored, RULES)
+    assert "5.25 s" in error and "not in the verbatim output its section quotes" in error
+    # the same figure with no quoted output in its section is not measured
+    no_block = doc.raw.replace("```text\nstart-up", "```\nstart-up")
+    assert any("5.75 s" in e for e in account(Doc.parse("performance.md", no_block), RULES))
+
+
+def test_a_rule_whose_sentence_is_gone_fails():
+    doc = load("harness.md")
+    doctored = Doc.parse("harness.md", doc.raw.replace("instructions in all", "instructions altogether"))
+    errors = account(doctored, RULES)
+    assert any("finds nothing" in e for e in errors) and any("no rule accounts" in e for e in errors)
+
+
+def test_a_figure_two_rules_account_for_fails():
+    doc = Doc.parse("x.md", "It holds 12 files.\n")
+    rules = [checked("x.md", r"holds (\d+) files", 12), checked("x.md", r"(\d+) files\.", 12)]
+    assert account(doc, rules[:1]) == []
+    (error,) = account(doc, rules)
+    assert "accounted for by 2 rules" in error
