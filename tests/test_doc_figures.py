@@ -100,7 +100,7 @@ class Doc:
         line_starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
         doc.blocks = [Block(lang, body, line_starts[n]) for n, (_, lang, body) in zip(lines_before, fences)]
         doc.text = text
-        doc.code = [m.span() for m in re.finditer(r"`[^`\n]*`", text)]
+        doc.code = [m.span() for m in re.finditer(r"`(?:[^`\n]|\n(?!\n))*`", text)]
         doc.headings = [(m.start(), len(m.group(1)), m.group(2).strip())
                         for m in re.finditer(r"^(#{1,6}) (.+)$", text, re.M)]
         return doc
@@ -761,8 +761,16 @@ def accuracy_median_percent(title: str, k: int) -> float:
     return float("nan")
 
 
+def accuracy_machine_gib() -> float:
+    """The memory of the machine of accuracy.md's refusal example: its limit over the fraction the limit is."""
+    doc = load("accuracy.md")
+    limit = next(float(m.group(1)) for b in doc.blocks if b.lang == "text"
+                 for m in [re.search(r"more than the limit of ([\d.]+) GiB", b.body)] if m)
+    return limit / constant("mmasim.accuracy", "MEMORY_FRACTION")
+
+
 def digits_split() -> tuple:
-    """(training images, test images, epochs, batch) of examples/digits_mlp.py."""
+    """(training images, test images, epochs, learning rate, momentum, batch) of examples/digits_mlp.py."""
     src = (ROOT / "examples" / "digits_mlp.py").read_text(encoding="utf-8")
     train = int(re.search(r"return \(x\[:(\d+)\]", src).group(1))
     try:
@@ -771,9 +779,11 @@ def digits_split() -> tuple:
         total = len(load_digits().target)
     except ImportError:
         total = int(re.search(r"Digits \(([\d,]+) ", src).group(1).replace(",", ""))
-    epochs = int(re.search(r'"--epochs", type=int, default=(\d+)', src).group(1))
-    batch = int(re.search(r"batch: int = (\d+)", src).group(1))
-    return train, total - train, epochs, batch
+
+    def const(name):
+        return float(re.search(rf"^{name} = ([\d.]+)$", src, re.M).group(1))
+
+    return train, total - train, int(const("EPOCHS")), const("LR"), const("MOMENTUM"), int(const("BATCH"))
 
 
 V = _lazy          # a value computed when the rule runs
@@ -954,8 +964,14 @@ SMALL = [
             V(constant, "mmasim.execution.threads", "MIN_ELEMENTS_PER_THREAD")),
     checked("vectors.md", r"a `.npy` header longer than (\d+) KiB.*?more than (\d+) MiB in all \(`mmasim.vectors.files.MAX_BYTES`",
             lambda m: vectors.MAX_HEADER / 2 ** 10, lambda m: vectors.MAX_BYTES / 2 ** 20),
-    checked("torch.md", r"bundled digits \(([\d,]+) training and (\d+) test images\) for (\d+) epochs with SGD \(learning rate "
-            r"[\d.]+, batches of (\d+)\)", *(lambda m, i=i: digits_split()[i] for i in range(4))),
+    checked("torch.md", r"bundled digits \(([\d,]+) training and (\d+) test images\) for (\d+) epochs with SGD \(learning "
+            r"rate ([\d.]+), momentum ([\d.]+), batches of (\d+)\)", *(lambda m, i=i: digits_split()[i] for i in range(6))),
+    checked("torch.md", r"tests/test_torch_example.py runs the FP32 baseline in full \(.*? above (\d+) % at the end\)",
+            lambda m: 100 * float(re.search(r"assert accs\[-1\] > ([\d.]+)",
+                                            (ROOT / "tests" / "test_torch_example.py").read_text(encoding="utf-8")).group(1))),
+    checked("accuracy.md", r"\(`mmasim.accuracy.MEMORY_FRACTION`, read with `os.sysconf`; (\d+) GiB where it cannot be read\)",
+            lambda m: constant("mmasim.accuracy", "FALLBACK_MEMORY_LIMIT") / 2 ** 30),
+    checked("accuracy.md", r"naming both numbers \(here on a machine with ([\d.]+) GiB\)", V(accuracy_machine_gib)),
     checked("accuracy.md", r"from ([\d.]+) % at K = 256 to ([\d.]+) % at K = 4096 and (\d+) % at K = 16384",
             *(lambda m, k=k: accuracy_median_percent("Hopper wgmma.mma_async.k32.f32.e4m3.e4m3, no promotion", k)
               for k in (256, 4096, 16384))),
