@@ -990,6 +990,83 @@ def one_size_of(paths) -> int | str:
     return sizes.pop() if len(sizes) == 1 else f"files of {sorted(sizes)} cases"
 
 
+# ------------------------------------------------------------------ docs/harness.md: the H200 run
+def h200():
+    return script("tools/hardware/h200_run.py")
+
+
+def h200_sh(pattern: str) -> int:
+    """A number of tools/hardware/h200_run.sh: the first group of ``pattern`` in its text."""
+    return int(re.search(pattern, (ROOT / "tools" / "hardware" / "h200_run.sh").read_text(encoding="utf-8")).group(1))
+
+
+def h200_comment(pattern: str) -> int:
+    """A limit of the lent machine as tools/hardware/h200_run.py records it (its comments)."""
+    return int(re.search(pattern, (ROOT / "tools" / "hardware" / "h200_run.py").read_text(encoding="utf-8")).group(1))
+
+
+@functools.lru_cache(maxsize=None)
+def h200_plan() -> tuple:
+    return tuple(h200().plan())
+
+
+def h200_group(api: str, entries: int) -> list:
+    """The plan's instructions of one row of the cases table: by API and the entries of their first tile."""
+    return [e for e in h200_plan() if e["instruction"].split(".")[0] == api
+            and min(M * N for _, M, N in e["kernels"]) == entries]
+
+
+def h200_row(api: str, entries: int, wide: bool = False) -> tuple:
+    """(instructions, kernels each, entries per tile (the smallest and, ``wide``, the largest),
+    random tiles, random cases kept) of one row, each the same over it."""
+    rows = h200_group(api, entries)
+    values = {(len(e["kernels"]), *sorted({M * N for _, M, N in e["kernels"]}),
+               e["tiles"], e["random_cases_kept"]) for e in rows}
+    if len(values) != 1:
+        return (len(rows),) + ("several",) * 5
+    kernels, *sizes, tiles, kept = values.pop()
+    return (len(rows), kernels, *(sizes if wide else sizes[:1]), tiles, kept)
+
+
+@functools.lru_cache(maxsize=None)
+def hopper_probes() -> tuple:
+    """(floating-point instructions, the most probes one runs, integer instructions) of Hopper."""
+    import mmasim
+
+    fp = [m for m in (mmasim.MMA("Hopper", ins) for ins in mmasim.instructions("Hopper"))
+          if m.datapath.accumulator != "integer"]
+    n_int = len(mmasim.instructions("Hopper")) - len(fp)
+    return len(fp), max(probe_count("Hopper", m.instruction) for m in fp), n_int
+
+
+H200 = [
+    checked("harness.md", r"`--budget` \(default (\d+) s from the start\) is when packing must be done; no kernel build "
+            r"starts later than (\d+) s before it, no instruction later than (\d+) s before it, and (\d+) s before it "
+            r"whatever still runs is stopped",
+            V(h200_sh, r"\nBUDGET=(\d+)"), lambda m: h200().PACK_RESERVE + 30, lambda m: h200().PACK_RESERVE,
+            V(h200_sh, r"LEFT=\$\(\(DEADLINE - (\d+) -")),
+    checked("harness.md", r"`mmasim harness generate Hopper`: (\d+) kernels of (\d+) instructions",
+            lambda m: sum(len(e["kernels"]) for e in h200_plan()), lambda m: len(h200_plan())),
+    checked("harness.md", r"a program still running after (\d+) s \(`MMASIM_HARNESS_TIMEOUT`\)", V(h200_sh, r"\bLIMIT=(\d+)")),
+    checked("harness.md", r"at least ([\d,]+) random cases per instruction \(`--min-cases`\)", lambda m: h200().MIN_CASES),
+    checked("harness.md", r"\| (\d+) `mma.sync` m16n8 \| (\d+) \| (\d+) \| (\d+) \| ([\d,]+) \|",
+            *(lambda m, i=i: h200_row("mma", 128)[i] for i in range(5))),
+    checked("harness.md", r"\| (\d+) `mma.sync` m8n8 \| (\d+) \| (\d+) \| (\d+) \| ([\d,]+) \|",
+            *(lambda m, i=i: h200_row("mma", 64)[i] for i in range(5))),
+    checked("harness.md", r"\| (\d+) `wgmma` \(dense and `.sp`\) \| (\d+): N = 8 and 256, [^|]* \| (\d+) and ([\d,]+) \| (\d+) \| "
+            r"([\d,]+) \|", *(lambda m, i=i: h200_row("wgmma", 512, wide=True)[i] for i in range(6))),
+    checked("harness.md", r"A tile of more than ([\d,]+) entries \(`--tile-cap`; wgmma's N = 256 tiles\) keeps a seeded "
+            r"sample of ([\d,]+) of them", lambda m: h200().TILE_CAP, lambda m: h200().TILE_CAP),
+    checked("harness.md", r"The (\d+) floating-point instructions also run their probe ladders \(up to ([\d,]+) probes\).*?"
+            r"the (\d+) integer ones run without probes", *(lambda m, i=i: hopper_probes()[i] for i in range(3))),
+    checked("harness.md", r"the lent machine returns at most (\d+) files of at most (\d+) MiB\): .*?\(at most six parts of "
+            r"at most (\d+) MiB",
+            V(h200_comment, r"the device returns at most (\d+) files"),
+            V(h200_comment, r"the device returns files of at most (\d+) MiB"),
+            lambda m: h200().PART_BYTES / 2 ** 20),
+]
+
+
 README = [
     checked("README.md", r"with (0) mismatches over the source's cases", _lazy(mismatches_in, "hardware/*/*.npz")),
     checked("README.md", r"Khattak and Mikaitis's ([\d,]+) words from V100", _lazy(cases_in, KM_HARDWARE)),
@@ -1011,7 +1088,7 @@ RULES: list[Rule] = [
     generated("reference.md", _gen_reference),
     *README,
     *KHATTAK_REPORT,
-    *PERFORMANCE, *DATAPATHS, *PEER_VECTORS, *MMA_SIM, *AMD, *HARNESS, *CHARACTERIZE, *SMALL,
+    *PERFORMANCE, *DATAPATHS, *PEER_VECTORS, *MMA_SIM, *AMD, *HARNESS, *H200, *CHARACTERIZE, *SMALL,
 ]
 
 
