@@ -263,14 +263,14 @@ def test_readme_states_the_datapath_counts_by_evidence():
     """The README's numbers are descriptive: they must be the registry's (re-run after any
     relabelling; the message gives the sentence to paste)."""
     text = " ".join(README.read_text(encoding="utf-8").split())
-    m = re.search(r"Of its \*\*([\d,]+)\*\* datapaths, \*\*([\d,]+)\*\* are `hardware`, "
+    m = re.search(r"Of the other \*\*([\d,]+)\*\* datapaths, \*\*([\d,]+)\*\* are `hardware`, "
                   r"\*\*([\d,]+)\*\* `peer` and \*\*([\d,]+)\*\* `assumed`", text)
-    assert m, "README.md must state the datapath counts (Of its **N** datapaths, **H** are `hardware`, ...)"
+    assert m, "README.md must state the datapath counts (Of the other **N** datapaths, **H** are `hardware`, ...)"
     stated = tuple(_num(x) for x in m.groups())
     total, hw, peer, assumed = _datapath_counts()
     assert total == hw + peer + assumed
     assert stated == (total, hw, peer, assumed), (
-        f"README.md is stale: write 'Of its **{total:,}** datapaths, **{hw:,}** are `hardware`, "
+        f"README.md is stale: write 'Of the other **{total:,}** datapaths, **{hw:,}** are `hardware`, "
         f"**{peer:,}** `peer` and **{assumed:,}** `assumed`' (it says {stated})")
 
 

@@ -110,7 +110,8 @@ def _stand_in_version(requirement):
     from packaging.requirements import Requirement
 
     spec = Requirement(requirement).specifier
-    candidates = [s.version for s in spec if s.operator in ("==", ">=", "~=", "===")] + ["0", "9999"]
+    bounds = [s.version.removesuffix(".*") for s in spec if s.operator in ("==", ">=", "~=", "===")]   # 13.0.* -> 13.0
+    candidates = bounds + ["0", "9999"]
     return next(v for v in candidates if spec.contains(v, prereleases=True))
 
 

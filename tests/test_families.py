@@ -145,6 +145,7 @@ ALLOWED = {
     "mmasim/nv_ptx/sim.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
     "mmasim/amd/sim.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
     "mmasim/torch/emulation.py": "recipes name the instruction each runs, as a user writes it",
+    "mmasim/quantization/hadamard.py": "TE's Hadamard transform names the MMA its kernel runs, as a user writes it",
 }
 
 

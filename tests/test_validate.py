@@ -172,8 +172,8 @@ def test_good_and_broken_files_together(tmp_path, capsys):
 
 def test_missing_path_is_an_error(tmp_path, capsys):
     rc = cli.main(["validate", "-q", str(tmp_path / "nope.npz")])
-    out = capsys.readouterr().out
-    assert rc == 1 and "no such" in out
+    out, err = capsys.readouterr()
+    assert rc == 1 and out == "" and "no such file" in err and err.count("\n") == 1
 
 
 def test_load_errors_name_the_file(tmp_path):

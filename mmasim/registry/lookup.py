@@ -369,9 +369,11 @@ def _fits(dp, want: dict, reg) -> bool:
     return True
 
 
-def _close_hint(reg, architecture, instruction: str) -> str:
-    known = sorted({dp.canonical(reg.formats) for dp in architecture.datapaths}
-                   | {n for dp in architecture.datapaths for n in dp.names})
+def _close_hint(reg, architecture, instruction: str, datapaths=None) -> str:
+    """Close matches of ``instruction`` among the names of ``datapaths`` (default: all of
+    ``architecture``'s)."""
+    datapaths = architecture.datapaths if datapaths is None else datapaths
+    known = sorted({dp.canonical(reg.formats) for dp in datapaths} | {n for dp in datapaths for n in dp.names})
     by_normal = {}
     for name in sorted(known, key=lambda x: (x != _normal(x, reg), len(x), x)):   # plainest spelling first
         by_normal.setdefault(_normal(name, reg), name)
@@ -437,9 +439,10 @@ def offered(datapaths) -> tuple:
     return tuple(dp for dp in datapaths if not dp.refuse)
 
 
-def _elsewhere(reg, name: str, text: str, instruction: str, qualifiers: dict) -> list:
-    """The other architectures on which the lookup finds datapaths it resolves to."""
-    out = []
+def _elsewhere(reg, name: str, text: str, instruction: str, qualifiers: dict) -> tuple:
+    """The other architectures on which the lookup finds datapaths it resolves to, and the
+    operand formats (A, B, D) of those datapaths."""
+    out, ops = [], set()
     for other, architecture in sorted(reg.architectures.items()):
         if other == name:
             continue
@@ -449,18 +452,25 @@ def _elsewhere(reg, name: str, text: str, instruction: str, qualifiers: dict) ->
             continue
         if offered(found):
             out.append(other)
-    return out
+            ops |= {(dp.a, dp.b, dp.d) for dp in offered(found)}
+    return out, ops
 
 
 def _hint(reg, name: str, text: str, instruction: str, qualifiers: dict) -> str:
     """What a failed lookup on ``name`` suggests: the architectures that have the
-    instruction, where others do; else the close matches on ``name``."""
-    others = _elsewhere(reg, name, text, instruction, qualifiers)
+    instruction, where others do, with the close matches on ``name`` among its datapaths of
+    the same operand formats only (CDNA3's ``f32_32x32x8_f16`` for the CDNA1 spelling; an A100
+    asked for an fp8 ``mma.sync`` or ``wgmma`` gets no integer suggestions); else the close
+    matches on ``name``."""
+    others, formats = _elsewhere(reg, name, text, instruction, qualifiers)
+    architecture = reg.architectures[name]
     if others:
         listed = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + others[-1]
+        alike = [dp for dp in offered(architecture.datapaths) if (dp.a, dp.b, dp.d) in formats]
+        close = _close_hint(reg, architecture, instruction, alike) if alike else ""
         return (f" {listed} {'have' if len(others) > 1 else 'has'} it, {name} does not "
-                f"(see mmasim.instructions({others[0]!r})).")
-    return f"{_close_hint(reg, reg.architectures[name], instruction)} See mmasim.instructions({name!r})."
+                f"(see mmasim.instructions({others[0]!r})).{close}")
+    return f"{_close_hint(reg, architecture, instruction)} See mmasim.instructions({name!r})."
 
 
 def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Resolution:

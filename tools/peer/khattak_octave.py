@@ -141,9 +141,10 @@ def _fp8(arch, folder, model, shapes, compare_only=""):
             for s in shapes for t in ("e4m3", "e5m2")]
 
 
-B200_FP8 = ("B200TC's fp8 model (one window of 32 products, F = 25, RZ) reproduces only about 63 % of their "
-            "own B200 mma.sync e4m3 / e5m2 f32 words (--hardware-check), which mmasim reproduces all of "
-            "(ptxas's two-step lowering, docs/datapaths.md section 3): the hardware decides, so nothing is frozen")
+B200_FP8 = ("B200TC's fp8 model (one window of 32 products, F = 25, RZ) does not reproduce all of their "
+            "own B200 mma.sync e4m3 / e5m2 f32 words (--hardware-check: their measured sets, below), which mmasim "
+            "reproduces all of (ptxas's two-step lowering, docs/datapaths.md section 3): the hardware decides, "
+            "so nothing is frozen")
 
 
 def _amd(arch, folder, model, names):
