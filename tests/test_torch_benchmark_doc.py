@@ -44,7 +44,7 @@ def test_the_torch_timings_are_the_benchmarks_output(monkeypatch):
     patterns = [_pattern(line) for line in printed]
     text = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     section = text[text.index("### torch layers"):text.index("## Benchmark")]
-    blocks = re.findall(r"```\n(.*?)```", section, re.S)
+    blocks = re.findall(r"```(?:text)?\n(.*?)```", section, re.S)
     assert blocks, "no benchmark output in docs/performance.md's torch section"
     for block in blocks:
         lines = block.strip().splitlines()
