@@ -9,7 +9,7 @@ function that runs it at warp level, its harness emitter, the device class its k
 a third-party plugin) plus the modules its fields name.
 """
 
-from mmasim import hookimpl
+from mmasim.registry.hookspecs import hookimpl
 from mmasim.placement import tcgen05_warp, wgmma_warp
 from mmasim.placement.smem_packed import smem_packing
 from mmasim.registry.family import AliasTarget, Family, Syntax
