@@ -11,7 +11,7 @@ that no module below the top names or imports a plugin.
 '0x41000000'
 """
 
-import importlib
+from importlib import import_module as _import_module
 
 from mmasim.errors import (
     AccuracyError,
@@ -75,7 +75,7 @@ DEFAULT_PLUGINS = (
 def _builtin_plugins() -> list:
     """``[(name, module)]`` of :data:`DEFAULT_PLUGINS`, imported here, at the top of the package
     (a built-in that does not import is a bug: its ImportError is raised)."""
-    return [(name, importlib.import_module(name)) for name in DEFAULT_PLUGINS]
+    return [(name, _import_module(name)) for name in DEFAULT_PLUGINS]
 
 
 _plugin_manager.use_builtins(_builtin_plugins)
