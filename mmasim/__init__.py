@@ -1,13 +1,17 @@
 """mmasim: bit-exact simulation of GPU matrix-multiply-accumulate instructions.
 
 This module is the public API; the packages under it are laid out by layer, lowest
-first, in docs/architecture.md.
+first, in docs/architecture.md.  It also names the built-in plugins
+(:data:`DEFAULT_PLUGINS`), imports them and hands them to the registry's plugin manager, so
+that no module below the top names or imports a plugin.
 
 >>> import mmasim
 >>> m = mmasim.MMA("B200", "tcgen05.mma.kind::tf32")
 >>> hex(int(m.dot([0x3F800000] * 8, [0x3F800000] * 8, 0)))
 '0x41000000'
 """
+
+from importlib import import_module as _import_module
 
 from mmasim.errors import (
     AccuracyError,
@@ -45,7 +49,9 @@ from mmasim.composition.gemm import gemm
 from mmasim.accuracy import accuracy
 from mmasim.registry.lookup import resolve, resolve_arch
 from mmasim.execution.model import Model
-from mmasim.registry.plugins import hookimpl, register, unregister
+from mmasim.registry import manager as _plugin_manager
+from mmasim.registry.hookspecs import hookimpl
+from mmasim.registry.plugins import register, unregister
 from mmasim.quantization.quantize import Quantized, quantize
 from mmasim.quantization.quantize import schemes as quantize_schemes
 from mmasim.registry.build import get_registry
@@ -53,6 +59,27 @@ from mmasim.registry.build import get_registry
 __version__ = "0.1.0"
 #: the distribution name (pip install mmasim-exact); PyPI's "mmasim" is MMA-Sim, another project
 DISTRIBUTION = "mmasim-exact"
+
+#: The built-in plugins, registered in this order before any entry point: the core's parts, the
+#: compiled kernels, the instruction families, every table in ``archs/``, and the architectures
+#: whose code differs from the core's (B200 layouts, RTX Blackwell's e2m1 container).
+DEFAULT_PLUGINS = (
+    "mmasim.registry.core_parts",
+    "mmasim.backends.numba",
+    "mmasim_plugins.families",
+    "mmasim_plugins.archs",
+    "mmasim_plugins.blackwell",
+    "mmasim_plugins.rtx_blackwell",
+)
+
+
+def _builtin_plugins() -> list:
+    """``[(name, module)]`` of :data:`DEFAULT_PLUGINS`, imported here, at the top of the package
+    (a built-in that does not import is a bug: its ImportError is raised)."""
+    return [(name, _import_module(name)) for name in DEFAULT_PLUGINS]
+
+
+_plugin_manager.use_builtins(_builtin_plugins)
 
 
 def MMA(arch: str, instruction: str, backend: str | None = None, **qualifiers) -> Model:

@@ -14,7 +14,7 @@ in the plugins beside it: ``blackwell`` (B200 operand and result layouts) and
 
 from importlib import resources
 
-from mmasim import hookimpl
+from mmasim.registry.hookspecs import hookimpl
 from mmasim.placement import load_layouts
 
 PACKAGE = "mmasim_archs"

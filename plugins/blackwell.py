@@ -6,7 +6,7 @@ the TMEM / shared-memory layout facts of the B200 write-up (docs/datapaths.md
 section 6, source T1).
 """
 
-from mmasim import hookimpl
+from mmasim.registry.hookspecs import hookimpl
 from mmasim.placement import CoreMatrixLayout, ResultSlice
 
 _T1 = "T1: B200 tcgen05 reverse-engineering write-up (docs/datapaths.md, sources), probed on a real B200"

@@ -3,13 +3,13 @@
 (:class:`mmasim.registry.family.Family`) registered through ``mmasim_families``.
 
 Each record names the family's rules: its PTX / AMD syntax, where its operands live, the
-function that runs it at warp level, its harness emitter, the device class its kernels run on
-(``CudaDevice`` / ``HipDevice``) and its compile-target rule (an architecture's ``sm_NN`` /
-``gfxNNN`` alias).  A new family is one more record here (or in
-a third-party plugin) plus the modules its fields name.
+function that runs it at warp level and its compile-target rule (an architecture's ``sm_NN`` /
+``gfxNNN`` alias).  Their harness emitters and device classes are the harness's own table
+(docs/plugins.md, "Harness emitters and devices").  A new family is one more record here (or
+in a third-party plugin) plus the modules its fields name.
 """
 
-from mmasim import hookimpl
+from mmasim.registry.hookspecs import hookimpl
 from mmasim.placement import tcgen05_warp, wgmma_warp
 from mmasim.placement.smem_packed import smem_packing
 from mmasim.registry.family import AliasTarget, Family, Syntax
@@ -18,9 +18,6 @@ from mmasim.registry.family import AliasTarget, Family, Syntax
 NVIDIA_TARGET = AliasTarget(r"sm_[0-9]+", preferred=r"sm_[0-9]+a")
 #: AMD kernels: the architecture's ``gfxNNN`` alias
 AMD_TARGET = AliasTarget(r"gfx[0-9a-f]+")
-#: the harness devices the kernels run on: an NVIDIA GPU through nvcc, an AMD GPU through hipcc
-CUDA_DEVICE = "mmasim.harness.run.CudaDevice"
-HIP_DEVICE = "mmasim.harness.amd.HipDevice"
 
 _PAIRS = (("row", "col"), ("row", "row"), ("col", "row"), ("col", "col"))
 
@@ -62,22 +59,19 @@ FAMILIES = (
     Family("mma.sync", Syntax(lead=("mma",), fixed=("sync", "aligned"), layouts=mma_layouts,
                               layout_note="any .row/.col pair only for the f16 m8n8k4", kind_optional=True,
                               c_type=True, naming=("and", "xor", "popc"), check=mma_check,
-                              prefixes=("mma.sync.aligned.",)),
-           emitter="mmasim.harness.nv_sync", device=CUDA_DEVICE, target=NVIDIA_TARGET),
+                              prefixes=("mma.sync.aligned.",)), target=NVIDIA_TARGET),
     Family("wgmma.mma_async", Syntax(lead=("wgmma", "mma_async"), fixed=("sync", "aligned")),
            storage={"a": ("registers", "smem"), "b": ("smem",)}, descriptor="wgmma", warp=wgmma_warp.warp,
-           emitter="mmasim.harness.nv_async", device=CUDA_DEVICE, target=NVIDIA_TARGET),
+           target=NVIDIA_TARGET),
     Family("tcgen05.mma", Syntax(lead=("tcgen05", "mma"), naming=("ws",), hints=_COLLECTOR, cta_group=True,
                                  refused={"scale_input_d": _SCALE_INPUT_D, "scale-input-d": _SCALE_INPUT_D},
                                  check=tcgen05_check),
            storage={"a": ("smem", "tmem"), "b": ("smem",), "c": _TMEM, "d": _TMEM, "scale_a": _TMEM,
                     "scale_b": _TMEM, "sparse_metadata": _TMEM},
-           descriptor="tcgen05", smem_packing=smem_packing, warp=tcgen05_warp.warp,
-           emitter="mmasim.harness.nv_tcgen05", device=CUDA_DEVICE, target=NVIDIA_TARGET),
+           descriptor="tcgen05", smem_packing=smem_packing, warp=tcgen05_warp.warp, target=NVIDIA_TARGET),
     Family("v_mfma", Syntax(lead=("v_mfma",), kind_optional=True, prefixes=("v_mfma_", "v_mfma.")),
-           emitter="mmasim.harness.amd", device=HIP_DEVICE, target=AMD_TARGET),
-    Family("v_smfmac", Syntax(lead=("v_smfmac",)), emitter="mmasim.harness.amd", device=HIP_DEVICE,
            target=AMD_TARGET),
+    Family("v_smfmac", Syntax(lead=("v_smfmac",)), target=AMD_TARGET),
 )
 
 

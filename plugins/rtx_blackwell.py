@@ -6,7 +6,7 @@ Arithmetic comes from core parts composed by ``archs/rtx_blackwell.toml``
 two low padding bits act as two more mantissa bits and bits 7:6 are ignored.
 """
 
-from mmasim import hookimpl
+from mmasim.registry.hookspecs import hookimpl
 from mmasim.arith.formats import Format
 
 #: e2m1 as the RTX Blackwell f8f6f4 datapath reads its byte: e2m3 in bits 5:0.

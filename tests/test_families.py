@@ -1,10 +1,12 @@
 """Instruction families as records: a plugin registers a family (its syntax, warp execution,
-compile target) and the core asks the record; a family name has one owner; and no core module
-tests an op string."""
+compile target) and the core asks the record; a family name has one owner; the harness keeps its
+own table of emitters and device classes, which a plugin's family adds to through hooks; and no
+core module tests an op string."""
 
 import ast
 import pathlib
 import re
+import types
 
 import attrs
 import pytest
@@ -65,6 +67,44 @@ def test_a_family_without_an_emitter_is_listed_as_not_generated(registered):
         gen.emitter(mmasim.MMA("FamToy", "famtoy.mma.k4.f32.f16.f16"))
 
 
+def test_a_plugins_family_brings_its_emitter_through_a_hook(registered):
+    from mmasim.harness import generate as gen
+    toy_emitter = types.SimpleNamespace(specs=lambda model: [f"a toy kernel of {model.instruction}"])
+    registered(make_plugin(mmasim_families=[TOY_FAMILY], mmasim_architectures=[TOY_TABLE],
+                           mmasim_harness_emitters={"famtoy.mma": toy_emitter}), "famtoy")
+    m = mmasim.MMA("FamToy", "famtoy.mma.k4.f32.f16.f16")
+    assert gen.emitter(m) is toy_emitter
+    assert gen.model_specs(m) == [f"a toy kernel of {m.instruction}"]
+    # an emitter given by name that is not installed: listed as not generated, with the name
+    mmasim.unregister(name="famtoy")
+    registered(make_plugin(mmasim_families=[TOY_FAMILY], mmasim_architectures=[TOY_TABLE],
+                           mmasim_harness_emitters={"famtoy.mma": "famtoy_not_installed"}), "famtoy")
+    with pytest.raises(gen.NotGenerated, match="the famtoy.mma emitter famtoy_not_installed is not available"):
+        gen.emitter(mmasim.MMA("FamToy", "famtoy.mma.k4.f32.f16.f16"))
+
+
+def test_a_family_has_one_harness_emitter_and_device(registered):
+    from mmasim.harness import generate as gen
+    from mmasim.harness import run as hrun
+    m = mmasim.MMA("A100", "mma.sync.m16n8k16.f32.f16.f16")
+    # the harness's own entry, given again by a plugin, is no conflict
+    registered(make_plugin(mmasim_harness_devices={"mma.sync": hrun.CudaDevice}), "same-device")
+    assert hrun.device_class(m) is hrun.CudaDevice
+    registered(make_plugin(mmasim_harness_emitters={"mma.sync": __name__}), "rival-emitter")
+    with pytest.raises(PluginConflict) as info:
+        gen.emitter(m)
+    text = str(info.value)
+    assert "'rival-emitter'" in text and f"emitter {__name__}" in text and "mmasim.harness.nv_sync" in text
+
+
+def test_a_plugins_harness_hook_of_the_wrong_type_is_a_plugin_error(registered):
+    from mmasim.errors import PluginError
+    from mmasim.harness import run as hrun
+    registered(make_plugin(mmasim_harness_devices={"famtoy.mma": "not a class".split()}), "bad-devices")
+    with pytest.raises(PluginError, match=r"'bad-devices'.*mmasim_harness_devices\(\) must map family names"):
+        hrun.device_class(mmasim.MMA("A100", "mma.sync.m16n8k16.f32.f16.f16"))
+
+
 class ToyDevice:
     """A plugin's device class: it reports a target as ``toy-<target>``."""
 
@@ -75,10 +115,11 @@ class ToyDevice:
         return f"toy-{target}"
 
 
-def test_harness_run_takes_its_device_class_from_the_family_record(registered):
+def test_harness_run_takes_a_plugin_familys_device_class_from_its_hook(registered):
     from mmasim.errors import HarnessError
     from mmasim.harness import run as hrun
-    registered(plugin(attrs.evolve(TOY_FAMILY, device=f"{__name__}.ToyDevice")), "famtoy")
+    registered(make_plugin(mmasim_families=[TOY_FAMILY], mmasim_architectures=[TOY_TABLE],
+                           mmasim_harness_devices={"famtoy.mma": f"{__name__}.ToyDevice"}), "famtoy")
     m = mmasim.MMA("FamToy", "famtoy.mma.k4.f32.f16.f16")
     kind = hrun.device_class(m)
     assert kind.__qualname__ == "ToyDevice" and isinstance(hrun.default_device(m), kind)
@@ -92,14 +133,19 @@ def test_harness_run_takes_its_device_class_from_the_family_record(registered):
         hrun.device_class(mmasim.MMA("FamToy", "famtoy.mma.k4.f32.f16.f16"))
 
 
-def test_the_builtin_families_name_their_device_classes():
-    from mmasim.harness import amd
+def test_the_harness_table_gives_every_builtin_family_its_emitter_and_device_class():
+    from mmasim.harness import amd, nv_async, nv_sync, nv_tcgen05, table
+    from mmasim.harness import generate as gen
     from mmasim.harness import run as hrun
     nvidia = {"mma.sync": ("A100", "mma.sync.m16n8k16.f32.f16.f16"),
               "wgmma.mma_async": ("H100", "wgmma.mma_async.m64n8k16.f32.f16.f16"),
               "tcgen05.mma": ("B200", "tcgen05.mma.kind::tf32")}
     amd_ = {"v_mfma": ("CDNA3", "v_mfma_f32_16x16x16_f16"), "v_smfmac": ("CDNA3", "v_smfmac_f32_16x16x32_f16")}
-    assert set(nvidia) | set(amd_) == {f.name for f in mmasim.get_registry().families.values() if f.emitter}
+    assert set(nvidia) | set(amd_) == set(mmasim.get_registry().families) == set(table.EMITTERS) == set(table.DEVICES)
+    emitters = {"mma.sync": nv_sync, "wgmma.mma_async": nv_async, "tcgen05.mma": nv_tcgen05, "v_mfma": amd,
+                "v_smfmac": amd}
+    for family, (arch, name) in {**nvidia, **amd_}.items():
+        assert gen.emitter(mmasim.MMA(arch, name)) is emitters[family], family
     for table, kind in ((nvidia, hrun.CudaDevice), (amd_, amd.HipDevice)):
         for family, (arch, name) in table.items():
             model = mmasim.MMA(arch, name)
@@ -119,7 +165,7 @@ def test_a_family_name_has_one_owner(registered):
     # the built-in records have their owner too
     builtin = mmasim.get_registry().families["mma.sync"]
     with pytest.raises(PluginConflict, match="instruction family 'mma.sync'.*mmasim_plugins.families"):
-        mmasim.register(plugin(attrs.evolve(builtin, emitter=None), table=False), name="mma-rival")
+        mmasim.register(plugin(attrs.evolve(builtin, target=None), table=False), name="mma-rival")
     # the same record again is no conflict
     registered(plugin(TOY_FAMILY, table=False), "famtoy-again")
 
@@ -132,7 +178,8 @@ def test_a_family_record_refuses_storage_outside_its_spaces():
 # ------------------------------------------------------------------ no op strings in the core
 #: the modules that implement a family's rules, named by its record, and why each may spell ops
 ALLOWED = {
-    "mmasim/harness/nv_sync.py": "emitter of mma.sync (Family.emitter)",
+    "mmasim/harness/table.py": "the harness's table: each built-in family's emitter and device class, by name",
+    "mmasim/harness/nv_sync.py": "emitter of mma.sync (the harness's table)",
     "mmasim/harness/nv_async.py": "emitter of wgmma.mma_async",
     "mmasim/harness/nv_tcgen05.py": "emitter of tcgen05.mma",
     "mmasim/harness/nv_common.py": "what the NVIDIA emitters share",
@@ -198,6 +245,21 @@ def test_no_core_module_tests_an_op_string():
         found += [f"{rel}:{line}: {text!r}" for line, text in op_strings(path.read_text(encoding="utf-8"), pattern)]
     assert not found, "op strings outside the family modules (ask the family record):\n" + "\n".join(found)
     assert all((ROOT / rel).is_file() for rel in ALLOWED), "an allowed module is gone: drop it from ALLOWED"
+
+
+def harness_names(source: str) -> list:
+    """``(line, text)`` of every string constant in ``source`` that names a harness module."""
+    return [(n.lineno, n.value) for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and re.search(r"\bmmasim\.harness\.\w", n.value)]
+
+
+def test_the_registry_and_the_family_records_name_no_harness_module():
+    assert harness_names('DEVICE = "mmasim.harness.run.CudaDevice"\nx = "a harness"\n') == [
+        (1, "mmasim.harness.run.CudaDevice")]
+    found = [f"{path.relative_to(ROOT).as_posix()}:{line}: {text!r}"
+             for path in sorted([*(ROOT / "mmasim" / "registry").rglob("*.py"), *(ROOT / "plugins").glob("*.py")])
+             for line, text in harness_names(path.read_text(encoding="utf-8"))]
+    assert not found, "the harness keeps its emitters and devices (mmasim/harness/table.py):\n" + "\n".join(found)
 
 
 def test_placement_imports_no_registry_module():

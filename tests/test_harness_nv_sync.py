@@ -6,7 +6,6 @@ and check the written vector files with ``mmasim validate``.
 """
 import json
 
-import attrs
 import numpy as np
 import pytest
 
@@ -226,9 +225,8 @@ def test_cli_harness_generate_unknown_instruction_is_an_error(tmp_path, capsys):
 
 
 def test_generate_lists_instructions_whose_emitter_is_missing(tmp_path, monkeypatch):
-    reg = mmasim.get_registry()
-    monkeypatch.setitem(reg.families, "mma.sync",
-                        attrs.evolve(reg.families["mma.sync"], emitter="mmasim.harness.no_such_emitter"))
+    from mmasim.harness import table
+    monkeypatch.setitem(table.EMITTERS, "mma.sync", "mmasim.harness.no_such_emitter")
     res = gen.generate("Turing", out=tmp_path)
     assert not res.kernels and len(res.skipped) == len(mmasim.instructions("Turing"))
     assert all(why.startswith("not generated:") and "no_such_emitter" in why for _, why in res.skipped)

@@ -166,6 +166,20 @@ def test_the_digest_covers_every_source_of_the_backend(tmp_path):
     assert cache.DIGEST == cache.sources_digest(PACKAGE)
 
 
+def test_the_digest_covers_the_codes_the_kernels_freeze(tmp_path, monkeypatch):
+    # the kernels freeze NEG_INF_EXP, GROUP_DEAD and the class codes of mmasim/arith/codes.py
+    import mmasim.arith.codes
+    assert cache.SHARED_CODES.resolve() == Path(mmasim.arith.codes.__file__).resolve()
+    _sources(tmp_path)
+    codes = tmp_path / "shared" / "codes.py"
+    codes.parent.mkdir()
+    codes.write_text("NEG_INF_EXP = -(1 << 40)\n")
+    monkeypatch.setattr(cache, "SHARED_CODES", codes)
+    d0 = cache.sources_digest(tmp_path)
+    codes.write_text("NEG_INF_EXP = -(1 << 50)\n")
+    assert cache.sources_digest(tmp_path) != d0
+
+
 def test_the_cache_folder_is_the_environment_variable_else_the_user_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("MMASIM_CACHE_DIR", str(tmp_path))
     assert cache.kernel_dir() == tmp_path / "numba" / cache.DIGEST[:20]

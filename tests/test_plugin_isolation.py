@@ -413,15 +413,14 @@ def test_good_entry_point_is_listed_with_its_distribution(entry_points):
 def test_status_lists_every_builtin_ok():
     status = plugins.status()
     builtins = [s for s in status if s.source == "builtin"]
-    assert [s.name for s in builtins] == list(plugins.DEFAULT_PLUGINS)
+    assert [s.name for s in builtins] == list(mmasim.DEFAULT_PLUGINS)
     assert all(s.ok and s.error is None and s.distribution is None for s in builtins)
 
 
 def test_broken_builtin_plugin_raises(monkeypatch):
     module = make_plugin("mmasim_test_broken_builtin", mmasim_architectures=RuntimeError("bug"))
     monkeypatch.setitem(sys.modules, "mmasim_test_broken_builtin", module)
-    monkeypatch.setattr(plugin_manager, "DEFAULT_PLUGINS",
-                        plugin_manager.DEFAULT_PLUGINS + ("mmasim_test_broken_builtin",))
+    monkeypatch.setattr(mmasim, "DEFAULT_PLUGINS", mmasim.DEFAULT_PLUGINS + ("mmasim_test_broken_builtin",))
     monkeypatch.setattr(plugin_manager, "entry_points", lambda: [])
     plugins.reset()
     try:

@@ -110,7 +110,7 @@ def test_one_table_plugin_registers_every_table_in_archs():
 def test_builtin_python_plugins_are_only_those_whose_code_differs():
     # a table needs no code: the other built-in plugins add parts, never tables
     modules = {f"mmasim_plugins.{p.stem}" for p in (ROOT / "plugins").glob("*.py") if p.stem != "__init__"}
-    assert modules <= set(mmasim.registry.plugins.DEFAULT_PLUGINS)
+    assert modules <= set(mmasim.DEFAULT_PLUGINS)
     pm = mmasim.registry.plugins.get_plugin_manager()
     hooks = {}
     for name in modules:

@@ -9,7 +9,8 @@ import attrs
 import numpy as np
 
 from mmasim.arith.decode import FINITE, INF, ZERO, Decoded
-from mmasim.arith.intmath import NEG_INF_EXP, bit_length, truncate_signed
+from mmasim.arith.codes import NEG_INF_EXP
+from mmasim.arith.intmath import bit_length, truncate_signed
 from mmasim.arith.special import classify, product
 from mmasim.accumulators.accumulator import Accumulator
 from mmasim.accumulators.params import boolean, integer, optional

@@ -14,7 +14,8 @@ import attrs
 import numpy as np
 
 from mmasim.arith.decode import FINITE, Decoded
-from mmasim.arith.intmath import NEG_INF_EXP, bit_length, exact_group_sums, truncate_signed
+from mmasim.arith.codes import NEG_INF_EXP
+from mmasim.arith.intmath import bit_length, exact_group_sums, truncate_signed
 from mmasim.arith.special import NVIDIA_RULES, classify, product
 from mmasim.accumulators.accumulator import Accumulator
 from mmasim.accumulators.params import either, integer, one_of, optional, table_of

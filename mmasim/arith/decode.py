@@ -13,7 +13,7 @@ import numpy as np
 
 from mmasim.arith.formats import Format
 
-ZERO, FINITE, INF, NAN = 0, 1, 2, 3
+from mmasim.arith.codes import FINITE, INF, NAN, ZERO  # noqa: F401 - the class codes, re-exported
 
 
 @attrs.frozen(eq=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-NEG_INF_EXP = np.int64(-(1 << 40))   # sentinel exponent for "no term"
+from mmasim.arith.codes import NEG_INF_EXP   # the sentinel exponent for "no term"
 
 
 def bit_length(x: np.ndarray) -> np.ndarray:

@@ -25,10 +25,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mmasim.arith.codes import GROUP_DEAD   # the joint q of an A x B pair with a zero factor (grouped paths)
 from mmasim.arith.decode import FINITE, INF, ZERO, decode_float
 
 CODE_BITS = 12       # the largest table over a wide format's bits above its fraction
-GROUP_DEAD = -1000   # the joint q of an A x B pair with a zero factor (grouped paths)
 
 #: the parameters of the window accumulator that make more than one product per group
 #: or that read C beyond its window (the grouped paths and the general kernels')

@@ -32,6 +32,7 @@ from mmasim.errors import (
     UnsupportedDatapath,
 )
 from mmasim.harness.host import execute
+from mmasim.harness import table
 from mmasim.harness.spec import Buffer, KernelSpec, compile_target, layout_name
 from mmasim.harness.toolchain import cache_key, cache_path
 
@@ -51,8 +52,8 @@ NOPS_AFTER = ("s_nop 7",) * 8
 
 
 def handles(model) -> bool:
-    """True for the instructions this module emits (its family's record names it: ``v_mfma``, ``v_smfmac``)."""
-    return model.family.emitter == __name__
+    """True for the instructions this module emits (the harness's table names it for ``v_mfma``, ``v_smfmac``)."""
+    return table.emits(model, __name__)
 
 
 def mnemonic(model) -> str:

@@ -1,13 +1,12 @@
 """``mmasim harness generate``: one self-contained source per instruction, its spec and a build script.
 
-Each instruction goes to the emitter its family's record names (``Family.emitter``: a module
-with ``specs``, ``place``, ``read``, ``source``, ``build_line`` and ``simulate``).
+Each instruction goes to its family's emitter in the harness's table (:mod:`mmasim.harness.table`:
+a module with ``specs``, ``place``, ``read``, ``source``, ``build_line`` and ``simulate``).
 An instruction no emitter can take (the module is missing, mmasim refuses the datapath, a
 layout is not registered) is listed with the reason, never dropped silently.
 """
 from __future__ import annotations
 
-import importlib
 import pathlib
 
 import attrs
@@ -15,6 +14,7 @@ import attrs
 from mmasim import MMA, instructions as _instructions
 from mmasim.operands.display import one_line
 from mmasim.errors import HarnessError, MMAError
+from mmasim.harness import table
 from mmasim.harness.spec import KernelSpec, source_text
 
 class NotGenerated(MMAError):
@@ -32,14 +32,16 @@ class Generated:
 
 
 def emitter(model):
-    """The emitter module of ``model``'s family (``Family.emitter``); :class:`NotGenerated` when there is none."""
-    family = model.family
-    if family.emitter is None:
-        raise NotGenerated(f"no harness emitter for {family.name} instructions")
+    """The emitter module of ``model``'s family (:func:`mmasim.harness.table.emitter`);
+    :class:`NotGenerated` when there is none."""
+    family = model.family.name
+    held = table.emitter(family)
+    if held is None:
+        raise NotGenerated(f"no harness emitter for {family} instructions")
     try:
-        return importlib.import_module(family.emitter)
+        return held.load()
     except ImportError as e:
-        raise NotGenerated(f"the {family.name} emitter {family.emitter} is not available ({e})") from None
+        raise NotGenerated(f"the {family} emitter {held.name} is not available ({e})") from None
 
 
 def model_specs(model) -> list:

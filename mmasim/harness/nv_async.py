@@ -12,7 +12,7 @@ wgmma.sp metadata and sparse A where :mod:`mmasim.placement` has none) makes ``p
 
 import numpy as np
 
-from mmasim.errors import MMAError, ShapeError, UnsupportedDatapath
+from mmasim.errors import MMAError, ShapeError
 from mmasim.arith.sparse import select
 from mmasim.harness.nv_common import (
     THREADS,
@@ -30,6 +30,7 @@ from mmasim.harness.nv_common import (
     smem_layout,
 )
 from mmasim.harness.host import build_line, source
+from mmasim.harness import table
 from mmasim.harness.spec import Buffer, KernelSpec, compile_target
 
 __all__ = ["specs", "place", "read", "source", "build_line", "simulate", "operand_image", "image_operand",
@@ -227,9 +228,7 @@ def _wgmma_read(spec, model, out):
 def specs(model, n=None) -> list:
     """The kernels of ``model``'s instruction: one per N of ``n`` (default :data:`WGMMA_N`: the
     smallest and the largest legal N) and per A source (shared memory, registers)."""
-    if model.family.emitter != __name__:
-        raise UnsupportedDatapath(f"{model.instruction}: not a {__name__} instruction (its emitter is "
-                                  f"{model.family.emitter})")
+    table.refuse_unless_emitted_by(model, __name__)
     ns = WGMMA_N if n is None else (n if isinstance(n, (tuple, list)) else (n,))
     ns = sorted({_resolve_n(model, x) for x in ns})
     return [_wgmma_spec(model, x, src) for x in ns for src in ("smem", "registers")]

@@ -16,6 +16,7 @@ import numpy as np
 
 from mmasim.errors import MMAError, OperandError, ShapeError, UnsupportedDatapath
 from mmasim.harness.host import build_line, source
+from mmasim.harness import table
 from mmasim.harness.spec import Buffer, KernelSpec, compile_target, layout_name
 
 #: the emitter's software run of a kernel: none (the simulated device runs its registers through Model.warp)
@@ -29,8 +30,8 @@ SCALE_SELECTOR = (0, 0)
 
 
 def handles(model) -> bool:
-    """True for the instructions this module emits (its family's record names it: ``mma.sync``)."""
-    return model.family.emitter == __name__
+    """True for the instructions this module emits (the harness's table names it for ``mma.sync``)."""
+    return table.emits(model, __name__)
 
 
 def _ptx_type(name: str) -> str:

@@ -31,6 +31,7 @@ from mmasim.harness.nv_common import (
     packing,
 )
 from mmasim.harness.host import build_line, source
+from mmasim.harness import table
 from mmasim.harness.spec import Buffer, KernelSpec, compile_target
 
 
@@ -164,9 +165,7 @@ def _pow2_cols(n: int) -> int:
 def specs(model, n=None, m=None) -> list:
     """The kernels of ``model``'s instruction: one per M of ``m`` (default: every legal M) at
     N = ``n`` (default: the smallest legal N)."""
-    if model.family.emitter != __name__:
-        raise UnsupportedDatapath(f"{model.instruction}: not a {__name__} instruction (its emitter is "
-                                  f"{model.family.emitter})")
+    table.refuse_unless_emitted_by(model, __name__)
     nn = _resolve_n(model, "min" if n is None else n)
     ms = tuple(model.legal_m) if m is None else (m if isinstance(m, (tuple, list)) else (m,))
     return [_spec(model, x, nn) for x in ms]

@@ -8,13 +8,12 @@ the output folder then compares the simulator with the device.  A :class:`Device
 with ``info()`` and ``run(spec, model, inputs, cases)``: :class:`CudaDevice` (nvcc),
 :class:`mmasim.harness.amd.HipDevice` (hipcc) or :class:`SimulatedDevice` (:meth:`mmasim.Model.warp`,
 for tests).  The default device and what it must report are those of the class the instruction
-family's record names (``Family.device``, :func:`device_class`); a device that is not the
+family has in the harness's table (:mod:`mmasim.harness.table`, :func:`device_class`); a device that is not the
 architecture is refused (:func:`check_device`).
 """
 from __future__ import annotations
 
 import datetime
-import importlib
 import pathlib
 import re
 import subprocess
@@ -26,7 +25,7 @@ from mmasim.errors import CharacterizeError, HarnessError, MMAError, Unsupported
 from mmasim.operands import wordgen
 from mmasim.execution.progress import bar as progress_bar
 from mmasim.harness import generate as gen
-from mmasim.harness import host, toolchain
+from mmasim.harness import host, table, toolchain
 
 #: the most random tiles per instruction one run draws (each tile's operands are held in memory)
 MAX_TILES = 1 << 16
@@ -39,8 +38,8 @@ KINDS = ("uniform", "near_one", "cancellation", "subnormal", "edge", "huge", "mi
 class Device:
     """The interface: ``info()`` -> dict (``name``, ``compute_capability`` "9.0", ``driver``,
     ``cuda``), and ``run(spec, model, inputs, cases)`` -> the output words (uint32, flat).
-    ``source``: the provenance of its vector files (docs/vectors.md).  A class a family's
-    record names (``Family.device``) also says what its ``compute_capability`` is for a kernel
+    ``source``: the provenance of its vector files (docs/vectors.md).  A family's device class
+    (:func:`mmasim.harness.table.device`) also says what its ``compute_capability`` is for a kernel
     target: ``expected(target)``, and ``reports``, that value in words."""
 
     source = "hardware"
@@ -143,16 +142,17 @@ class SimulatedDevice(Device):
 
 
 def device_class(model):
-    """The device class ``model``'s kernels run on: the one its family's record names
-    (``Family.device``, ``"module.Class"``)."""
-    family = model.family
-    if family.device is None:
-        raise HarnessError(f"no harness device for {family.name} instructions (its family record names none)")
-    module, _, name = family.device.rpartition(".")
+    """The device class ``model``'s kernels run on: its family's in the harness's table
+    (:func:`mmasim.harness.table.device`)."""
+    family = model.family.name
+    held = table.device(family)
+    if held is None:
+        raise HarnessError(f"no harness device for {family} instructions (neither the harness's table nor a "
+                           "plugin's mmasim_harness_devices names one)")
     try:
-        return getattr(importlib.import_module(module), name)
+        return held.load()
     except (ImportError, AttributeError) as e:
-        raise HarnessError(f"the {family.name} device {family.device} is not available ({e})") from None
+        raise HarnessError(f"the {family} device {held.name} is not available ({e})") from None
 
 
 def default_device(model) -> Device:

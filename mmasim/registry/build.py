@@ -257,14 +257,52 @@ def _checked_decoder(fn, name: str, plugin: str):
     return decode
 
 
+#: hook -> (registry field, what one item is) of every part registered by name
+_HOOK_FIELDS = {p[0]: (p[1], p[2]) for p in _PARTS} | {f[0]: (f[1], f[2]) for f in _FUNCTIONS}
+
+
 def _assemble(order: list, results: dict, pm) -> Registry:
-    """The registry of the plugins in ``order``; raises :class:`_Blame` at the first failure."""
+    """The registry of the plugins in ``order``; raises :class:`_Blame` at the first failure.
+
+    The phases, in order: the parts registered by name, one owner each (:func:`_collect_parts`);
+    the registry of those parts (:func:`_parts_registry`); the architecture tables, the declaring
+    ones first (:meth:`_Architectures.declare`), then those that extend one
+    (:meth:`_Architectures.extend`); each architecture's datapaths in pluggy's call order
+    (:func:`_place_datapaths`); inheritance (:func:`_inherit`); the layout claims
+    (:func:`_check_layout_claims`).
+    """
+    fields, owner_of = _collect_parts(order, results)
+    reg = _parts_registry(fields, owner_of)
+    tables = _Architectures(reg)
+    # (plugin, its table's position in the plugin's list, the table)
+    listed = [(name, i, data) for name in order
+              for i, data in enumerate(results[name].get("mmasim_architectures", ()))]
+    for name, position, data in listed:
+        if not table_extends(data):
+            tables.declare(name, position, data)
+    for name, position, data in listed:
+        if table_extends(data):
+            tables.extend(name, position, data)
+    _place_datapaths(reg, tables, pm)
+    _inherit(reg, tables.owners)
+    reg.owners = dict(tables.owners)
+    reg.arch_index = {key: held[0] for key, held in tables.index.items()}
+    _check_layout_claims(reg, owner_of["layouts"])
+    return reg
+
+
+def _collect_parts(order: list, results: dict) -> tuple[dict, dict]:
+    """``(field -> key -> part, field -> key -> plugin)``: every part the plugins in ``order``
+    register by name (formats, decoders, accumulators, encodings, layouts, families, kernels).
+
+    A name has one owner: the same part registered again is no conflict, a different one is a
+    :class:`~mmasim.errors.PluginConflict` blamed on the later plugin.
+    """
     describe = plugin_manager.describe
-    hook_field = {p[0]: (p[1], p[2]) for p in _PARTS} | {f[0]: (f[1], f[2]) for f in _FUNCTIONS}
-    fields: dict = {field: {} for field, _what in hook_field.values()}       # field -> key -> value
-    owner_of: dict = {field: {} for field, _what in hook_field.values()}     # field -> key -> plugin
+    fields: dict = {field: {} for field, _what in _HOOK_FIELDS.values()}       # field -> key -> value
+    owner_of: dict = {field: {} for field, _what in _HOOK_FIELDS.values()}     # field -> key -> plugin
     for name in order:
-        for hook, (field, what) in hook_field.items():
+        for hook, (field, what) in _HOOK_FIELDS.items():
             for key, value in results[name].get(hook, ()):
                 if key in fields[field]:
                     if not _same(fields[field][key], value):
@@ -277,6 +315,14 @@ def _assemble(order: list, results: dict, pm) -> Registry:
                     continue
                 fields[field][key] = value
                 owner_of[field][key] = name
+    return fields, owner_of
+
+
+def _parts_registry(fields: dict, owner_of: dict) -> Registry:
+    """The registry of the named parts, no architecture yet: every format's decoder must be
+    registered (a :class:`~mmasim.errors.TableError` blamed on the format's plugin), and a
+    third-party plugin's decoders are wrapped in :func:`_checked_decoder`."""
+    describe = plugin_manager.describe
     for key, fmt in fields["formats"].items():
         if fmt.decoder not in fields["decoders"]:
             owner = owner_of["formats"][key]
@@ -285,37 +331,44 @@ def _assemble(order: list, results: dict, pm) -> Registry:
         key: fn if plugin_manager.is_builtin(owner_of["decoders"][key]) else _checked_decoder(fn, key, owner_of["decoders"][key])
         for key, fn in fields["decoders"].items()
     }
-    reg = Registry(fields["formats"], decoders, fields["accumulators"], fields["encodings"],
-                   fields["layouts"], {}, {}, kernels=fields["kernels"], families=fields["families"])
+    return Registry(fields["formats"], decoders, fields["accumulators"], fields["encodings"],
+                    fields["layouts"], {}, {}, kernels=fields["kernels"], families=fields["families"])
 
-    # architectures: declaring tables first, then the tables that extend one
-    # (plugin, its table's position in the plugin's list, the table)
-    tables = [(name, i, data) for name in order
-              for i, data in enumerate(results[name].get("mmasim_architectures", ()))]
-    index: dict = {}     # normalized name or alias -> (architecture, plugin, table)
-    archs: dict = {}     # name -> Architecture (the declaring table's)
-    segments: dict = {}  # name -> [(plugin, position, datapaths)]: one per table
-    by_identity: dict = {}  # (arch, identity) -> [(plugin, source, dp)]
-    by_literal: dict = {}   # (arch, literal name) -> (plugin, source, dp)
-    owners: dict = {}       # name -> the plugin whose table declares it
-    declared_in: dict = {}  # name -> the table that declares it
 
-    def owner(arch_name):
+class _Architectures:
+    """The architecture tables as they are read: each architecture name and alias has one owner,
+    each datapath and literal datapath name one table; :meth:`declare` reads a table that
+    declares an architecture, :meth:`extend` one that adds datapaths to a declared one."""
+
+    def __init__(self, reg: Registry):
+        self.reg = reg
+        self.index: dict = {}        # normalized name or alias -> (architecture, plugin, table)
+        self.archs: dict = {}        # name -> Architecture (the declaring table's)
+        self.segments: dict = {}     # name -> [(plugin, position, datapaths)]: one per table
+        self.by_identity: dict = {}  # (arch, identity) -> [(plugin, source, dp)]
+        self.by_literal: dict = {}   # (arch, literal name) -> (plugin, source, dp)
+        self.owners: dict = {}       # name -> the plugin whose table declares it
+        self.declared_in: dict = {}  # name -> the table that declares it
+
+    def owner(self, arch_name: str) -> str:
         """The plugin and table that declare ``arch_name``, as messages name them."""
-        return f"{describe(owners[arch_name])} ({declared_in[arch_name]})"
+        return f"{plugin_manager.describe(self.owners[arch_name])} ({self.declared_in[arch_name]})"
 
-    def build(name, data):
+    def build(self, name: str, data: dict) -> Architecture:
+        """Plugin ``name``'s table ``data`` as an :class:`Architecture`, every name its datapaths use registered."""
         try:
-            arch = build_architecture(data, reg.accumulators)
+            arch = build_architecture(data, self.reg.accumulators)
             for dp in arch.datapaths:
-                _check_references(reg, dp, data["_source"])
+                _check_references(self.reg, dp, data["_source"])
         except TableError as exc:
-            raise _Blame(name, TableError(f"{describe(name)}: {exc}")) from exc
+            raise _Blame(name, TableError(f"{plugin_manager.describe(name)}: {exc}")) from exc
         return arch
 
-    def claim(name, arch_name, alias, source):
+    def claim(self, name: str, arch_name: str, alias: str, source: str) -> None:
+        """``alias`` for ``arch_name``, by plugin ``name``: a conflict if another architecture holds it."""
+        describe = plugin_manager.describe
         key = normalize_name(alias)
-        held = index.setdefault(key, (arch_name, name, source))
+        held = self.index.setdefault(key, (arch_name, name, source))
         if held[0] != arch_name:
             hint = (f"; to add datapaths to it, the table declares [architecture] extends = {held[0]!r}"
                     if key == normalize_name(held[0]) else "")
@@ -323,113 +376,143 @@ def _assemble(order: list, results: dict, pm) -> Registry:
                 f"{describe(name)} declares architecture {arch_name!r} with the name {alias!r}, which "
                 f"{describe(held[1])} ({held[2]}) already uses for architecture {held[0]!r}{hint}"))
 
-    def unclaimed(name, arch_name, datapaths, source):
-        # two tables (of one plugin or of two) may not give one architecture the same datapath
-        # or the same literal name: a conflict between plugins, a table error within one
-        def clash(other_plugin, what):
-            cls = TableError if other_plugin == name else PluginConflict
-            return _Blame(name, cls(f"{describe(name)} ({source}) {what}"))
+    def _clash(self, name: str, source: str, other_plugin: str, what: str) -> _Blame:
+        """Two tables give one architecture the same datapath or literal name: a conflict between
+        plugins, a table error within one."""
+        cls = TableError if other_plugin == name else PluginConflict
+        return _Blame(name, cls(f"{plugin_manager.describe(name)} ({source}) {what}"))
 
+    def unclaimed(self, name: str, arch_name: str, datapaths, source: str) -> None:
+        """No other table (of one plugin or of two) gives ``arch_name`` any of ``datapaths`` or
+        their literal names."""
+        describe = plugin_manager.describe
         for dp in datapaths:
-            for other_plugin, other_source, other in by_identity.get((arch_name, datapath_identity(dp)), ()):
+            for other_plugin, other_source, other in self.by_identity.get((arch_name, datapath_identity(dp)), ()):
                 if (other_plugin, other_source) != (name, source) and _overlap(dp.m, other.m) \
                         and _overlap(dp.n, other.n):
-                    raise clash(other_plugin, f"adds the datapath {_label(dp)} to architecture {arch_name!r}, "
-                                              f"which {describe(other_plugin)} ({other_source}) already registers")
+                    raise self._clash(name, source, other_plugin,
+                                      f"adds the datapath {_label(dp)} to architecture {arch_name!r}, "
+                                      f"which {describe(other_plugin)} ({other_source}) already registers")
             for literal in dp.names:
-                held = by_literal.get((arch_name, literal))
+                held = self.by_literal.get((arch_name, literal))
                 if held is not None and held[:2] != (name, source):
-                    raise clash(held[0], f"names a datapath {literal!r} in architecture {arch_name!r}, a name "
-                                         f"{describe(held[0])} ({held[1]}) already gives to {_label(held[2])}")
+                    raise self._clash(name, source, held[0],
+                                      f"names a datapath {literal!r} in architecture {arch_name!r}, a name "
+                                      f"{describe(held[0])} ({held[1]}) already gives to {_label(held[2])}")
 
-    def add(name, position, arch_name, datapaths, source):
-        unclaimed(name, arch_name, datapaths, source)
+    def add(self, name: str, position: int, arch_name: str, datapaths, source: str) -> None:
+        """``datapaths`` of plugin ``name``'s table (at ``position`` in its list) to ``arch_name``."""
+        self.unclaimed(name, arch_name, datapaths, source)
         for dp in datapaths:
-            by_identity.setdefault((arch_name, datapath_identity(dp)), []).append((name, source, dp))
+            self.by_identity.setdefault((arch_name, datapath_identity(dp)), []).append((name, source, dp))
             for literal in dp.names:
-                by_literal.setdefault((arch_name, literal), (name, source, dp))
-        segments.setdefault(arch_name, []).append((name, position, datapaths))
+                self.by_literal.setdefault((arch_name, literal), (name, source, dp))
+        self.segments.setdefault(arch_name, []).append((name, position, datapaths))
 
-    for name, position, data in tables:
-        if table_extends(data):
-            continue
-        arch = build(name, data)
-        if arch.name in archs:
+    def declare(self, name: str, position: int, data: dict) -> None:
+        """A table that declares an architecture: its name and aliases claimed, its datapaths added."""
+        arch = self.build(name, data)
+        if arch.name in self.archs:
             # the same plugin declaring one architecture twice is a table error, another plugin a conflict
-            held = owners[arch.name]
+            held = self.owners[arch.name]
             cls = TableError if held == name else PluginConflict
             raise _Blame(name, cls(
-                f"{describe(name)} ({data['_source']}) declares architecture {arch.name!r}, which "
-                f"{owner(arch.name)} already declares; a table that adds datapaths to it declares "
+                f"{plugin_manager.describe(name)} ({data['_source']}) declares architecture {arch.name!r}, which "
+                f"{self.owner(arch.name)} already declares; a table that adds datapaths to it declares "
                 f"[architecture] extends = {arch.name!r}"))
         for alias in (arch.name,) + arch.aliases:
-            claim(name, arch.name, alias, data["_source"])
-        archs[arch.name] = arch
-        owners[arch.name] = name
-        declared_in[arch.name] = data["_source"]
-        add(name, position, arch.name, arch.datapaths, data["_source"])
-    for name, position, data in tables:
+            self.claim(name, arch.name, alias, data["_source"])
+        self.archs[arch.name] = arch
+        self.owners[arch.name] = name
+        self.declared_in[arch.name] = data["_source"]
+        self.add(name, position, arch.name, arch.datapaths, data["_source"])
+
+    def extend(self, name: str, position: int, data: dict) -> None:
+        """A table that adds datapaths (and aliases) to a declared architecture; it may not change
+        how an existing instruction string resolves (:meth:`refuse_defaults`,
+        :meth:`refuse_new_meanings`)."""
         target = table_extends(data)
-        if not target:
-            continue
-        held = index.get(normalize_name(target))
-        if held is None or held[0] not in archs:
+        held = self.index.get(normalize_name(target))
+        if held is None or held[0] not in self.archs:
             raise _Blame(name, TableError(
-                f"{describe(name)}: {data['_source']}: [architecture] extends {target!r}, which no plugin "
-                f"declares (known: {', '.join(sorted(archs))})"))
+                f"{plugin_manager.describe(name)}: {data['_source']}: [architecture] extends {target!r}, which no "
+                f"plugin declares (known: {', '.join(sorted(self.archs))})"))
         arch_name = held[0]
-        ext = build(name, data)
+        ext = self.build(name, data)
         datapaths = tuple(attrs.evolve(dp, arch=arch_name) if dp.arch != arch_name else dp
                           for dp in ext.datapaths)
-        if owners[arch_name] != name:
-            for dp in datapaths:
-                if dp.default_for:
-                    raise _Blame(name, PluginConflict(
-                        f"{describe(name)} ({data['_source']}) extends architecture {arch_name!r} "
-                        f"(declared by {owner(arch_name)}) with a default datapath "
-                        f"{_label(dp)}; an extension may not change how {arch_name!r} resolves "
-                        "existing instruction strings: remove default_for"))
-        unclaimed(name, arch_name, datapaths, data["_source"])
-        for dp in datapaths:
-            # its literal names, and (for another plugin's architecture) the string mmasim prints
-            # for it: a format of the same display name as another's would make it resolve twice
-            strings = [(literal, "the literal name") for literal in dp.names]
-            if owners[arch_name] != name:
-                strings.insert(0, (dp.canonical(reg.formats), "the instruction string"))
-            for text, what in strings:
-                clash = _resolves(reg, archs[arch_name], segments[arch_name], text)
-                if clash:
-                    raise _Blame(name, PluginConflict(
-                        f"{describe(name)} ({data['_source']}) gives a datapath {what} {text!r}, "
-                        f"which already resolves on architecture {arch_name!r} ({clash}); an extension may "
-                        "not change what an existing instruction string means"))
+        if self.owners[arch_name] != name:
+            self.refuse_defaults(name, arch_name, datapaths, data["_source"])
+        self.unclaimed(name, arch_name, datapaths, data["_source"])
+        self.refuse_new_meanings(name, arch_name, datapaths, data["_source"])
         new_aliases = []
         for alias in ext.aliases:
-            claim(name, arch_name, alias, data["_source"])
-            if alias not in archs[arch_name].aliases and alias not in new_aliases:
+            self.claim(name, arch_name, alias, data["_source"])
+            if alias not in self.archs[arch_name].aliases and alias not in new_aliases:
                 new_aliases.append(alias)
-        old = archs[arch_name]
-        archs[arch_name] = attrs.evolve(old, aliases=old.aliases + tuple(new_aliases),
-                                        description=old.description or ext.description,
-                                        vendor=old.vendor or ext.vendor)
-        add(name, position, arch_name, datapaths, data["_source"])
+        old = self.archs[arch_name]
+        self.archs[arch_name] = attrs.evolve(old, aliases=old.aliases + tuple(new_aliases),
+                                             description=old.description or ext.description,
+                                             vendor=old.vendor or ext.vendor)
+        self.add(name, position, arch_name, datapaths, data["_source"])
 
-    # final order: as pluggy calls the plugins (the last registered first), each
-    # plugin's tables in the order it lists them; an architecture's datapaths table
-    # by table in that order, the architectures by their first table
+    def refuse_defaults(self, name: str, arch_name: str, datapaths, source: str) -> None:
+        """An extension of another plugin's architecture declares no ``default_for``."""
+        for dp in datapaths:
+            if dp.default_for:
+                raise _Blame(name, PluginConflict(
+                    f"{plugin_manager.describe(name)} ({source}) extends architecture {arch_name!r} "
+                    f"(declared by {self.owner(arch_name)}) with a default datapath "
+                    f"{_label(dp)}; an extension may not change how {arch_name!r} resolves "
+                    "existing instruction strings: remove default_for"))
+
+    def refuse_new_meanings(self, name: str, arch_name: str, datapaths, source: str) -> None:
+        """No literal name of ``datapaths`` and (for another plugin's architecture) no string
+        mmasim prints for one already resolves on ``arch_name``: a format of the same display name
+        as another's would make it resolve twice."""
+        for dp in datapaths:
+            strings = [(literal, "the literal name") for literal in dp.names]
+            if self.owners[arch_name] != name:
+                strings.insert(0, (dp.canonical(self.reg.formats), "the instruction string"))
+            for text, what in strings:
+                clash = _resolves(self.reg, self.archs[arch_name], self.segments[arch_name], text)
+                if clash:
+                    raise _Blame(name, PluginConflict(
+                        f"{plugin_manager.describe(name)} ({source}) gives a datapath {what} {text!r}, "
+                        f"which already resolves on architecture {arch_name!r} ({clash}); an extension may "
+                        "not change what an existing instruction string means"))
+
+
+def _table_place(rank: dict, segment: tuple) -> tuple:
+    """Where a table's datapaths go: its plugin's place in pluggy's call order, then the
+    table's place in the plugin's list."""
+    return rank.get(segment[0], 0), segment[1]
+
+
+def _place_datapaths(reg: Registry, tables: _Architectures, pm) -> None:
+    """Every architecture into ``reg`` with its datapaths, and each datapath's plugin.
+
+    The order is pluggy's: the plugins as it calls them (the last registered first), each
+    plugin's tables in the order it lists them; an architecture's datapaths table by table in
+    that order, the architectures by their first table.
+    """
     calls = list(reversed(pm.hook.mmasim_architectures.get_hookimpls()))
-    rank = {impl.plugin_name: i for i, impl in enumerate(calls)}
-
-    def place(segment):
-        return rank.get(segment[0], 0), segment[1]
-
-    for arch_name in sorted(archs, key=lambda a: min(map(place, segments.get(a, [(None, 0, ())])))):
-        parts = sorted(segments.get(arch_name, []), key=place)
+    place = functools.partial(_table_place, {impl.plugin_name: i for i, impl in enumerate(calls)})
+    first = {a: min(map(place, tables.segments.get(a, [(None, 0, ())]))) for a in tables.archs}
+    for arch_name in sorted(tables.archs, key=first.__getitem__):
+        parts = sorted(tables.segments.get(arch_name, []), key=place)
         datapaths = tuple(dp for _, _, dps in parts for dp in dps)
-        reg.architectures[arch_name] = attrs.evolve(archs[arch_name], datapaths=datapaths)
+        reg.architectures[arch_name] = attrs.evolve(tables.archs[arch_name], datapaths=datapaths)
         for plugin, _, dps in parts:
             for dp in dps:
                 reg.datapath_plugins.setdefault(dp, plugin)
+
+
+def _inherit(reg: Registry, owners: dict) -> None:
+    """Each architecture that ``inherits`` another gets its datapaths, relabelled by its own
+    ``[[evidence]]`` (:func:`mmasim.registry.tables.inherit`); the parent must be declared and
+    inherit nothing itself."""
+    describe = plugin_manager.describe
     for arch_name, arch in list(reg.architectures.items()):
         if not arch.inherits:
             continue
@@ -444,10 +527,6 @@ def _assemble(order: list, results: dict, pm) -> Registry:
             raise _Blame(owners[arch_name], TableError(f"{describe(owners[arch_name])}: {exc}")) from exc
         for dp in reg.architectures[arch_name].datapaths:
             reg.datapath_plugins.setdefault(dp, owners[arch_name])
-    reg.owners = dict(owners)
-    reg.arch_index = {key: held[0] for key, held in index.items()}
-    _check_layout_claims(reg, owner_of["layouts"])
-    return reg
 
 
 def _check_layout_claims(reg: Registry, owner_of: dict) -> None:

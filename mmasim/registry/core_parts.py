@@ -9,7 +9,7 @@ from mmasim.accumulators import BUILTIN_ACCUMULATORS
 from mmasim.arith.decode import BUILTIN_DECODERS
 from mmasim.arith.encode import BUILTIN_ENCODINGS
 from mmasim.arith.formats import BUILTIN_FORMATS
-from mmasim.registry.plugins import hookimpl
+from mmasim.registry.hookspecs import hookimpl
 
 
 @hookimpl

@@ -1,11 +1,12 @@
 """Instruction families as records: what the core asks of an op (``Datapath.op``).
 
 A :class:`Family` says how an instruction family is spelt (:class:`Syntax`), where its
-operands live, which function runs it at warp level, which harness module emits its kernels,
-which device class runs them and which compile target an architecture's kernels take.  Plugins register families through
+operands live, which function runs it at warp level and which compile target an architecture's
+kernels take.  Which module emits its kernels and which device runs them the harness keeps in
+its own table, keyed by the family's name (docs/plugins.md, "Harness emitters and devices").  Plugins register families through
 the ``mmasim_families`` hook (one owner per name); the built-in ones are
 ``mmasim_plugins.families``.  An op no plugin registers a family for is read with
-:func:`plain`: its dot-separated name as its lead tokens, operands in registers, no emitter.
+:func:`plain`: its dot-separated name as its lead tokens, operands in registers.
 This module imports nothing of mmasim.
 """
 
@@ -74,10 +75,6 @@ class Family:
     smem_packing: Callable | None = None
     #: ``warp(model, a, b, c, **keywords) -> D``: warp-level execution; None: register operands
     warp: Callable | None = None
-    emitter: str | None = None      # the harness emitter module (specs, place, read, source, build_command, simulate)
-    #: the harness device class its kernels run on, ``"module.Class"`` (``info()``, ``run``,
-    #: ``expected(target)``, ``reports``); None: ``harness run`` has no device for them
-    device: str | None = None
     #: ``(architecture names) -> compile target | None``: the target its kernels are compiled for
     target: Callable | None = None
 

@@ -65,8 +65,8 @@ def mmasim_layouts():
 @hookspec
 def mmasim_families():
     """Return an iterable of :class:`mmasim.registry.family.Family`: instruction families (the
-    ``op`` of datapaths), each with its syntax, operand storage, warp-level execution, harness
-    emitter and compile-target rule (docs/plugins.md, "Instruction families")."""
+    ``op`` of datapaths), each with its syntax, operand storage, warp-level execution and
+    compile-target rule (docs/plugins.md, "Instruction families")."""
 
 
 @hookspec
@@ -95,6 +95,26 @@ def mmasim_kernels():
     built-in family such as ``window``) is a :class:`~mmasim.errors.PluginConflict`.
     The built-in kernels are registered through this hook by
     :mod:`mmasim.backends.numba`."""
+
+
+# ----------------------------------------------------------- the harness's entries
+# (read by the harness, which keeps the built-in families' in its own table; the registry
+# reads neither: docs/plugins.md, "Harness emitters and devices")
+@hookspec
+def mmasim_harness_emitters():
+    """Return a mapping ``family name -> emitter``: for each instruction family the plugin
+    registers (``mmasim_families``), the module that writes and reads its kernels (``specs``,
+    ``place``, ``read``, ``source``, ``build_line``, ``simulate``), or its dotted name.  A family
+    has one emitter: another for a family that has one is a
+    :class:`~mmasim.errors.PluginConflict` when the harness asks for it."""
+
+
+@hookspec
+def mmasim_harness_devices():
+    """Return a mapping ``family name -> device class``: for each instruction family the plugin
+    registers, the class ``harness run`` builds when given no device (``info()``, ``run``,
+    ``expected(target)``, ``reports``), or its dotted name ``"module.Class"``.  One per family,
+    like the emitters."""
 
 
 # --------------------------------------------------------------- availability

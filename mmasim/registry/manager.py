@@ -1,6 +1,8 @@
-"""The plugin manager: the built-ins and the entry points, and what is known of each plugin.
+"""The plugin manager: the built-ins it is handed and the entry points, and what is known of each plugin.
 
-Owns :data:`DEFAULT_PLUGINS` (the built-in plugins, the core's own parts among them) and the
+The built-in plugins are named at the top of the package (:data:`mmasim.DEFAULT_PLUGINS`),
+which imports them and hands them here through :func:`use_builtins`; this module names no
+plugin and imports none, so no path runs from the registry up to a plugin and back.  Owns the
 ``mmasim`` entry-point group, loaded one by one: one that does not import or register is
 skipped and reported (:func:`failed`, :class:`PluginStatus`).  Gives :func:`get_plugin_manager`,
 :func:`add` / :func:`remove` for :func:`mmasim.registry.plugins.register`, and :func:`forget`.
@@ -10,27 +12,15 @@ module; :mod:`mmasim.registry.plugins` joins the two), so the import graph has n
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 import warnings
+from typing import Callable, Iterable
 
 import attrs
 import pluggy
 
 from mmasim.registry import hookspecs
 from mmasim.errors import PluginConflict, PluginError, PluginWarning
-
-#: The built-in plugins, registered in this order: the core's parts, the compiled
-#: kernels, the instruction families, every table in ``archs/``, and the architectures whose code differs from the core's
-#: (B200 layouts, RTX Blackwell's e2m1 container).
-DEFAULT_PLUGINS = (
-    "mmasim.registry.core_parts",
-    "mmasim.backends.numba",
-    "mmasim_plugins.families",
-    "mmasim_plugins.archs",
-    "mmasim_plugins.blackwell",
-    "mmasim_plugins.rtx_blackwell",
-)
 
 #: Where a plugin came from (``PluginStatus.source``).
 SOURCES = ("builtin", "entry point", "register()")
@@ -59,6 +49,7 @@ class PluginStatus:
 
 
 _manager: pluggy.PluginManager | None = None
+_builtins: Callable[[], Iterable[tuple[str, object]]] | None = None   # handed by use_builtins
 _known: dict[str, PluginStatus] = {}   # registered plugins, by name
 _failed: list[PluginStatus] = []       # entry points that could not be loaded
 _reported: set = set()                 # (name, error) already warned about
@@ -69,14 +60,26 @@ def entry_points():
     return importlib.metadata.entry_points(group="mmasim")
 
 
+def use_builtins(load: Callable[[], Iterable[tuple[str, object]]]) -> None:
+    """Hand the manager its built-in plugins: ``load()`` gives ``(name, plugin)`` pairs in
+    registration order, imported by the caller.  ``import mmasim`` does this (its
+    :data:`~mmasim.DEFAULT_PLUGINS`); the manager calls ``load`` when it is first built, and
+    again after :func:`forget`."""
+    global _builtins
+    _builtins = load
+
+
 def get_plugin_manager() -> pluggy.PluginManager:
     """The process-wide plugin manager (built on first use)."""
     global _manager
     if _manager is None:
+        if _builtins is None:
+            raise PluginError("the plugin manager was handed no built-in plugins: `import mmasim` hands them "
+                              "(mmasim.DEFAULT_PLUGINS, through mmasim.registry.manager.use_builtins)")
         pm = pluggy.PluginManager("mmasim")
         pm.add_hookspecs(hookspecs)
-        for name in DEFAULT_PLUGINS:   # a built-in that does not import is a bug: raise
-            pm.register(importlib.import_module(name), name=name)
+        for name, plugin in _builtins():   # a built-in that does not import is a bug: raise
+            pm.register(plugin, name=name)
             _known[name] = PluginStatus(name, "builtin")
         _manager = pm
         _load_entry_points(pm)

@@ -1,7 +1,7 @@
 """Plugins: register, unregister and list them; the registry is rebuilt from them.
 
 Joins the plugin manager (:mod:`mmasim.registry.manager`: the built-ins of
-``DEFAULT_PLUGINS`` and the ``mmasim`` entry points) and the registry built from them
+:data:`mmasim.DEFAULT_PLUGINS` and the ``mmasim`` entry points) and the registry built from them
 (:mod:`mmasim.registry.build`); neither imports this module.  Gives :func:`register`,
 :func:`unregister`, :func:`status` and :func:`reset`.  A plugin that fails while the registry
 is built is skipped and reported once as a :class:`~mmasim.errors.PluginWarning`; one given to
@@ -17,7 +17,6 @@ from mmasim.registry import manager as plugin_manager
 from mmasim.registry import build as registry
 from mmasim.registry.hookspecs import hookimpl
 from mmasim.registry.manager import (
-    DEFAULT_PLUGINS,
     SOURCES,
     PluginStatus,
     describe,
@@ -91,6 +90,6 @@ def reset() -> None:
     registry.reset_registry()
 
 
-__all__ = ["hookimpl", "DEFAULT_PLUGINS", "SOURCES", "PluginStatus", "describe", "entry_points",
+__all__ = ["hookimpl", "SOURCES", "PluginStatus", "describe", "entry_points",
            "get_plugin_manager", "is_builtin", "plugin_status", "report_failures", "status", "register",
            "unregister", "reset"]

@@ -3,9 +3,10 @@
 Every kernel is compiled with :func:`jit`: a numba dispatcher whose on-disk cache is
 :class:`KernelCache`, in ``$MMASIM_CACHE_DIR`` or else the user cache folder for ``mmasim``
 (``~/.cache/mmasim`` on Linux), under ``numba/<digest>/``: :func:`sources_digest`, a SHA-256
-of every source file of this backend, since the kernels inline primitives from several of
-them (a changed file changes the folder and the stamp numba checks).  Cells of a closure are
-keyed by what they are (:func:`_cell_key`), not by numba's pickle of them, which gives a
+of every source file of this backend and of the codes it shares with the spec
+(``mmasim/arith/codes.py``), since the kernels inline primitives from several of them and
+freeze the codes (a changed file changes the folder and the stamp numba checks).  Cells of
+a closure are keyed by what they are (:func:`_cell_key`), not by numba's pickle of them, which gives a
 dispatcher a random id.  Nothing is written on import, only when a kernel is compiled; a
 folder that cannot be used (one that cannot be made or written, a ``~user`` of no home
 folder) leaves the kernels compiled per process, with one warning.
@@ -47,13 +48,16 @@ _FOLDER_NAME = re.compile(f"[0-9a-f]{{{FOLDER_DIGITS}}}")
 _NUMBA_FILE = re.compile(r"[\w.]+-mmasim\.py\d+\w*\.(?:nbi|\d+\.nbc)(?:\.tmp\.[0-9a-f]{16})?")
 
 _HERE = Path(__file__).parent
+#: the source outside this backend whose constants the kernels freeze: the shared codes and sentinels
+SHARED_CODES = _HERE.parents[1] / "arith" / "codes.py"
 _file_digests: dict = {}
 
 
 def sources_digest(folder: Path = _HERE) -> str:
-    """SHA-256 (hex) of the name and bytes of every ``.py`` file of ``folder``."""
+    """SHA-256 (hex) of the name and bytes of every ``.py`` file of ``folder`` and of
+    :data:`SHARED_CODES`."""
     digest = hashlib.sha256()
-    for f in sorted(Path(folder).glob("*.py")):
+    for f in [*sorted(Path(folder).glob("*.py")), SHARED_CODES]:
         digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return digest.hexdigest()
 

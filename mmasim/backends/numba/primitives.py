@@ -23,12 +23,9 @@ from numba.core import types
 from llvmlite import ir
 from numba.core.extending import intrinsic
 
+from mmasim.arith.codes import FINITE, INF, NAN, ZERO
+from mmasim.arith.codes import NEG_INF_EXP as NEG
 from mmasim.backends.numba.cache import jit as _jit
-
-ZERO, FINITE, INF, NAN = 0, 1, 2, 3
-
-
-NEG = -(1 << 40)          # intmath.NEG_INF_EXP
 
 
 #: NaN rules of a format (``Format.nan``) as :data:`FormatSpec` codes

@@ -18,6 +18,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from mmasim.arith.codes import NEG_INF_EXP as DEAD   # the exponent channel of a product with a zero factor
 from mmasim.backends.numba.primitives import (
     A_FMT,
     B_FMT,
@@ -70,7 +71,6 @@ TileWindow = namedtuple("TileWindow", "hi msr qu")
 TCODE = 12                  # a tabled element: its exact binary64 value, r + RBIAS in the low TCODE bits
 TMASK = (1 << TCODE) - 1
 RBIAS = 1 << (TCODE - 1)
-DEAD = -(1 << 40)           # the exponent channel of a product with a zero factor (below every window)
 NEG_F = 1000                # the scale 2**-quantum is built for |quantum| <= NEG_F (the bound proofs keep it there)
 
 

@@ -17,6 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from mmasim.arith.codes import GROUP_DEAD as GDEAD   # joint q of a pair with a zero factor (LeanGrouped.DEAD)
 from mmasim.backends.numba.primitives import (
     C_FMT,
     D_FMT,
@@ -56,7 +57,6 @@ WindowRecord = namedtuple("WindowRecord", "F excl ezero group has_sf sf has_cd c
                                           "scaled clog_g clog_cd roff bshift q0")
 
 LQBIG = 1 << 40      # above every live product q (the group minimum's start)
-GDEAD = -1000        # numpy lean LeanGrouped.DEAD: joint q of a pair with a zero factor
 #: The rows of the grouped kernel's table ``LT`` (:func:`mmasim.backends.numba.kernels._grouped_table`):
 #: the joint A x B table (the signed significand product, the sum of the two q), then per
 #: scale word its signed significand, q, r, and 1 for an inf / NaN.

@@ -23,17 +23,17 @@ from mmasim.accumulators.window import (
     window_quantum,
     window_total,
 )
+from mmasim.arith.codes import GROUP_DEAD, NEG_INF_EXP
 from mmasim.arith.decode import FINITE, INF, ZERO
 from mmasim.arith.intmath import truncate_signed
 from mmasim.arith.special import product
-from mmasim.backends.fastpaths import GROUP_DEAD, lean_format, lean_grouped, lean_window
+from mmasim.backends.fastpaths import lean_format, lean_grouped, lean_window
 from mmasim.backends.numpy.reference import reference
 
 LZQ = -(1 << 30)     # q of a zero element
 LSQ = 1 << 36        # q of an inf / NaN element
 LZT = -(1 << 29)     # a product q below this has a zero factor
 LST = 1 << 35        # a product q at or above this has an inf / NaN factor
-NEG = -(1 << 40)     # intmath.NEG_INF_EXP
 
 
 class _Decode:
@@ -156,10 +156,10 @@ class LeanWindow:
             c_special, c_live, c_sign, c_m, c_q, c_r = _c_terms(self, s0 == 0, words)
             special |= (hi >= LST) | c_special
             any_live = hi > LZT
-            E = window_exponent(np.where(any_live, hi, NEG), c_live, c_r, self.zeros,
+            E = window_exponent(np.where(any_live, hi, NEG_INF_EXP), c_live, c_r, self.zeros,
                                 dead=None if self.excl else _row_reduce(q, np.minimum) < LZT)
             # the floor counts only the blocks holding a nonzero product
-            live_sr = None if self.sf is None else np.where(p != 0, s_r[:, cut], NEG).max(axis=-1)
+            live_sr = None if self.sf is None else np.where(p != 0, s_r[:, cut], NEG_INF_EXP).max(axis=-1)
             quantum, _ = window_quantum(E, F, live_sr, self.sf)
             total = _row_reduce(truncate_signed(p < 0, np.abs(p), q, quantum[:, None]), np.add)
             c_mag = np.where(c_live, c_m, 0)
@@ -262,14 +262,14 @@ class LeanGrouped:
             s_m, s_q, s_r = (np.repeat(x[:, bcut], per, axis=-1) for x in (sm_all, sq_all, sr_all))
             gs = pg * s_m
             glive = (qg > self.DEAD // 2) & (s_m != 0)
-            gr = np.where(glive, qg + self.roff + s_r, NEG)
+            gr = np.where(glive, qg + self.roff + s_r, NEG_INF_EXP)
             max_r = gr.max(axis=-1)
             any_live = glive.any(axis=-1)
             c_special, c_live, c_sign, c_m, c_q, c_r = _c_terms(self, s0 == 0, words)
             special |= c_special
             E = window_exponent(max_r, c_live, c_r, "excluded")
             # the largest scale raw of the blocks holding a nonzero product (the floor, the redo)
-            live_sr = np.where(glive, s_r, NEG).max(axis=-1)
+            live_sr = np.where(glive, s_r, NEG_INF_EXP).max(axis=-1)
             quantum, cdom = window_quantum(E, F, live_sr, self.sf, self.c_dominant, c_live, c_r, any_live, max_r)
             qk = quantum[:, None]
             g_neg, g_mag = gs < 0, np.abs(gs)
