@@ -169,3 +169,13 @@ def test_cast_equals_the_reference_on_any_binary64_values(x, key, saturate):
     x = np.where(np.isnan(x), np.copysign(np.nan, x), x)   # a NaN's payload is not carried (numpy's casts keep some)
     want = ref_words(dtype, np.where(np.isnan(x), x, np.clip(x, -top, top)) if saturate else x)
     assert np.array_equal(casts.cast(fmt, x, saturate=saturate, nan="propagate").astype(np.uint64), want)
+
+
+def test_a_format_read_by_a_plugin_decoder_is_refused_not_encoded_as_if_generic():
+    from test_plugins import make_plugin      # neg8: e4m3 with every bit inverted, its own decoder
+    mmasim.register(make_plugin(), name="toy-encoder")
+    try:
+        with pytest.raises(mmasim.DtypeError, match="'neg8' decoder"):
+            mmasim.quantize([1.0], "neg8")
+    finally:
+        mmasim.unregister(name="toy-encoder")
