@@ -3,25 +3,25 @@ saturating, with a NaN policy.
 
 Gives :func:`cast` and the format facts recipes need (:func:`largest`, :func:`emax`,
 :func:`element_formats`, :func:`values`) and :func:`recontainer` (words of one container of a
-format in another).  The rounding itself is ``ml_dtypes``' (and
-numpy's) single round-to-nearest-even from binary64, or the integer encoder where the typed
-dtype keeps more fraction bits than the format reads (:func:`_round`).  Owns what
-``ml_dtypes`` leaves to its caller: overflow, infinities and NaN for formats that cannot hold
-them, each a decision, never a silent clamp or -0.  The rules: docs/quantize.md, "Plain casts".
+format in another).  The rounding itself is the project's integer encoder
+(:func:`mmasim.arith.encode.encode`): one rounding from the exact binary64 value, no
+``ml_dtypes`` (``tests/test_casts_agree_with_ml_dtypes.py`` checks it against its casts on
+every word and midpoint).  Owns the policy around it: which overflow, infinity and NaN a cast
+may give or must refuse, each a decision, never a silent clamp.  The rules: docs/quantize.md,
+"Plain casts".
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from mmasim.arith.decode import FINITE
-from mmasim.arith.encode import Encoding
+from mmasim.arith.decode import FINITE, INF, NAN
+from mmasim.arith.encode import encodable, encode
 from mmasim.errors import DtypeError, FormatRangeError, NonFiniteError, QuantizeError
 from mmasim.arith.formats import Format
-from mmasim.arith.ieee import pack, values as decoded_values
+from mmasim.arith.ieee import decompose, values as decoded_values
 from mmasim.backends.plan import word_dtype
 from mmasim.registry.build import get_registry
-from mmasim.operands.words import to_words, typed_dtype
 
 #: what a NaN in the input does: refuse it, or give the format's NaN word
 NAN_POLICIES = ("raise", "propagate")
@@ -80,24 +80,34 @@ def _at(mask: np.ndarray) -> tuple:
     return tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(mask.reshape(-1))[0]), mask.shape))
 
 
-def cast(fmt: Format, x, *, saturate: bool = False, nan: str = "raise", what: str = "x") -> np.ndarray:
+def cast(fmt: Format, x, *, saturate: bool = False, nan: str = "raise", what: str = "x",
+         mode: str = "rne", rbits=None, rbits_width: int = 0) -> np.ndarray:
     """Round binary64 values ``x`` to nearest even in ``fmt``; its container words
     (``uint8`` ... ``uint64``, the shape of ``x``).  Values are read exactly in binary64
-    (every float format mmasim knows is a subset).
+    (every float format mmasim knows is a subset) and rounded once by the integer encoder
+    (:func:`mmasim.arith.encode.encode`); ``mode``, ``rbits`` and ``rbits_width``: another of
+    its roundings (:func:`mmasim.quantization.rounding.stochastic` passes ``cvt.rs``'s).
 
-    * NaN: ``nan="propagate"`` gives the format's NaN word; ``"raise"`` (default) refuses it;
-      a format without NaN (e3m2, e2m3, e2m1) always refuses it.
+    * NaN: ``nan="propagate"`` gives the format's NaN word (the quiet NaN, with the NaN's sign
+      where the format's NaNs have one; tf32 / xf32: 0x7FFFE000, all fraction bits set);
+      ``"raise"`` (default) refuses it; a format without NaN (e3m2, e2m3, e2m1) always
+      refuses it.
     * a value that rounds past the largest finite value, or an infinity: ``saturate=True``
       gives the largest finite value of its sign; otherwise a format with infinity gives
-      infinity, a format with NaN but no infinity (e4m3, the AMD fnuz types) gives NaN under
-      ``nan="propagate"`` (the OCP 8-bit conversion without saturation), and anything else is
-      refused (``ml_dtypes`` turns a NaN into -0 for e2m1 and clamps e2m1's overflow
-      silently)."""
+      infinity, a format with NaN but no infinity (e4m3, the AMD fnuz types, ue8m0) gives NaN
+      under ``nan="propagate"`` (the OCP 8-bit conversion without saturation), and anything
+      else is refused (``ml_dtypes`` turns a NaN into -0 for e2m1 and clamps e2m1's overflow
+      silently).
+    * a negative value in an unsigned format, and 0 in a format without zero (ue8m0), are
+      refused (``ml_dtypes`` gives ue8m0's NaN for 0)."""
     if not isinstance(saturate, (bool, np.bool_)):
         raise QuantizeError(f"{what}: saturate must be True or False, not {saturate!r}")
     check_nan_policy(nan)
     if fmt.integer:
         raise QuantizeError(f"{what}: {fmt.key} is an integer format; casts round to float formats")
+    why = encodable(fmt)
+    if why:
+        raise DtypeError(f"{what}: no cast into {fmt.key}: {why}")
     x = np.array(x, dtype=np.float64)
     isnan = np.isnan(x)
     if isnan.any():
@@ -110,22 +120,32 @@ def cast(fmt: Format, x, *, saturate: bool = False, nan: str = "raise", what: st
     if not fmt.signed and (x < 0).any():
         at = _at(x < 0)
         raise FormatRangeError(f"{what}: value {float(x[at])!r} at index {at} is negative; {fmt.name} is unsigned")
-    m, q = largest(fmt)
-    with np.errstate(over="ignore"):
-        mx, tie = float(np.ldexp(float(m), q)), float(np.ldexp(float(2 * m + 1), q - 1))
-    mag = np.abs(x)
-    over = (mag > tie) | ((mag == tie) & bool(m & 1))       # rounds past the largest finite value
-    if over.any():
-        if saturate:
-            x = np.where(over, np.copysign(mx, x), x)
-        elif not (fmt.nan == "ieee" or (fmt.nan != "none" and nan == "propagate")):
-            at = _at(over)
-            what_v = "infinity" if np.isinf(x[at]) else f"value {float(x[at])!r}"
-            alt = " or nan='propagate' for its NaN word" if fmt.nan != "none" else ""
-            raise FormatRangeError(
-                f"{what}: {what_v} at index {at} rounds past {fmt.name}'s largest finite value {mx!r} and "
-                f"{fmt.name} has no infinity; pass saturate=True to clamp to {mx!r}{alt}")
-    return _round(fmt, x, what).astype(word_dtype(fmt))
+    if not fmt.subnormals and (x == 0).any():
+        at = _at(x == 0)
+        raise FormatRangeError(f"{what}: value 0.0 at index {at}: {fmt.name} has no zero (its smallest value is "
+                               f"{float(values(fmt, 0))!r})")
+    d = decompose(x)
+    words, over = encode(fmt, d.sign == 1, d.m, d.q, mode=mode, saturate=bool(saturate), nan=d.cls == NAN,
+                         inf=d.cls == INF, nan_field=_nan_field(fmt), rbits=rbits, rbits_width=rbits_width)
+    if over.any() and not saturate and not (fmt.nan == "ieee" or (fmt.nan != "none" and nan == "propagate")):
+        at = _at(over)
+        m, q = largest(fmt)
+        mx = float(np.ldexp(float(m), q))
+        what_v = "infinity" if np.isinf(x[at]) else f"value {float(x[at])!r}"
+        alt = " or nan='propagate' for its NaN word" if fmt.nan != "none" else ""
+        raise FormatRangeError(
+            f"{what}: {what_v} at index {at} rounds past {fmt.name}'s largest finite value {mx!r} and "
+            f"{fmt.name} has no infinity; pass saturate=True to clamp to {mx!r}{alt}")
+    return words.astype(word_dtype(fmt)).reshape(x.shape)
+
+
+def _nan_field(fmt: Format):
+    """The NaN a cast gives: the format's quiet NaN, except tf32 and xf32 (10 fraction bits
+    read from an f32 word), whose NaN has every fraction bit set (0x7FFFE000: the tensor
+    cores' canonical NaN 0x7FFFFFFF without the bits the format does not read)."""
+    if fmt.nan == "ieee" and fmt.field_shift and fmt.field_shift + fmt.field_bits == fmt.container_bits:
+        return (1 << (fmt.exp_bits + fmt.man_bits)) - 1
+    return None
 
 
 def recontainer(words, src: Format, dst: Format, what: str = "words") -> np.ndarray:
@@ -145,34 +165,6 @@ def recontainer(words, src: Format, dst: Format, what: str = "words") -> np.ndar
                          f"{float(v[at])!r}, which the {dst.key} container of {dst.name} does not hold "
                          f"(it would read {float(back[at])!r})")
     return out
-
-
-def _round(fmt: Format, x: np.ndarray, what: str) -> np.ndarray:
-    """``x`` (in range) rounded to nearest even into ``fmt``'s words: ``ml_dtypes``' (and
-    numpy's) cast into the typed dtype, a single rounding from binary64 for every type mmasim
-    uses (``tests/test_quantize_casts.py`` pins this on values that double rounding would get
-    wrong); a format whose typed dtype keeps more fraction bits than the format reads (tf32 and
-    xf32 in an f32 word) by the integer encoder (:func:`mmasim.arith.ieee.pack`)."""
-    td = typed_dtype(fmt)
-    if td is None:
-        need = f" (install ml_dtypes for {fmt.typed})" if fmt.typed else ""
-        raise DtypeError(f"{what}: no cast into {fmt.key}: it has no typed dtype here{need}")
-    if fmt.field_shift > fmt.typed_shift:
-        # the typed value keeps fraction bits below the format's field (tf32 in an f32 word)
-        return pack(x, _narrow_encoding(fmt))
-    with np.errstate(over="ignore", invalid="ignore"):
-        typed = x.astype(td)
-    return to_words(typed, fmt, what)[0]
-
-
-def _narrow_encoding(fmt: Format) -> Encoding:
-    """Round to nearest even into ``fmt``, an IEEE format whose field is the top of its word."""
-    frac = fmt.man_bits + fmt.field_shift
-    if fmt.nan != "ieee" or not fmt.signed or frac + fmt.exp_bits + 1 != fmt.container_bits:
-        raise DtypeError(f"no cast into {fmt.key}: its typed dtype keeps bits the format drops")
-    return Encoding(f"rne-{fmt.key}", fmt.key, "rne", word_bits=fmt.container_bits, exp_bits=fmt.exp_bits,
-                    frac_bits=fmt.man_bits, word_frac_bits=frac,
-                    nan_word=((1 << (fmt.exp_bits + fmt.man_bits)) - 1) << fmt.field_shift)
 
 
 __all__ = ["NAN_POLICIES", "element_formats", "decode", "values", "largest", "emax", "cast", "recontainer"]

@@ -4,17 +4,20 @@ exponent rounded up (``cvt.rp.satfinite.ue8m0x2.f32``, MX "RCEIL") and stochasti
 Conversion Instructions: cvt"), plus the documented generator of random bits for a ``seed``.
 
 Gives :func:`ue8m0_rceil`, :func:`stochastic`, :func:`rbits_width`, :func:`random_bits` and
-:func:`check_rounding`.  The results are exact values of the destination format, which
-:func:`mmasim.quantization.casts.cast` then encodes (it rounds nothing more): this module adds
-no second encoder.  docs/quantize.md, "Scale rounding" and "Stochastic rounding", gives the
-rules with their sources.
+:func:`check_rounding`.  Both round by the integer encoder's rounding engine
+(:func:`mmasim.arith.encode.round_code`, modes ``"away"`` and ``"rs"``): this module decides
+what each instruction rounds and with which bits, and adds no second rounder.  docs/quantize.md,
+"Scale rounding" and "Stochastic rounding", gives the rules with their sources.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from mmasim.arith.formats import Format
+from mmasim.arith.decode import INF, NAN
+from mmasim.arith.encode import encode
+from mmasim.arith.formats import BUILTIN_FORMATS, Format
+from mmasim.arith.ieee import decompose
 from mmasim.errors import DtypeError, NonFiniteError, QuantizeError
 from mmasim.quantization import casts
 
@@ -22,6 +25,9 @@ from mmasim.quantization import casts
 ROUNDINGS = ("nearest", "stochastic")
 #: how an MX block's shared exponent is rounded: OCP MX v1.0's floor, or cvt.rp (TE, cuBLAS)
 SCALE_ROUNDINGS = ("floor", "rceil")
+
+#: the scale type of ``cvt.rp.satfinite.ue8m0x2.f32``
+UE8M0 = next(f for f in BUILTIN_FORMATS if f.key == "ue8m0")
 
 #: random bits ``cvt.rs`` adds below each element's kept significand, by format name (PTX ISA,
 #: ``rbits``): .f16x2 the 13 low bits of each 16-bit half; .bf16x2 each 16-bit half;
@@ -50,12 +56,11 @@ def ue8m0_rceil(v) -> np.ndarray:
     exponent e and fraction f gives e, or e + 1 when f is not 0; a subnormal ``v`` (e = 0) is at
     most 2**-127 (word 0x00) while f <= 0x400000 and rounds up to 2**-126 (0x01) above it; 0
     gives 0x00 (the smallest ue8m0); .satfinite makes everything past 2**127, infinity
-    included, 2**127 (0xFE, "a positive MAX_NORM in .ue8m0x2"); NaN gives 0xFF."""
-    bits = np.asarray(v, dtype=np.float32).view(np.uint32).astype(np.int64) & 0x7FFFFFFF
-    e, f = bits >> 23, bits & 0x7FFFFF
-    w = np.where(e == 0, (f > 0x400000).astype(np.int64), e + (f != 0))
-    w = np.minimum(w, 0xFE)                                   # .satfinite (infinity has e = 255)
-    return np.where((e == 255) & (f != 0), 0xFF, w).astype(np.uint8)
+    included, 2**127 (0xFE, "a positive MAX_NORM in .ue8m0x2"); NaN gives 0xFF.  The rounding
+    is the encoder's ``"away"`` (:func:`mmasim.arith.encode.round_code`) on ``|v|``."""
+    d = decompose(np.abs(np.asarray(v, dtype=np.float32)).astype(np.float64))
+    words, _ = encode(UE8M0, False, d.m, d.q, mode="away", saturate=True, nan=d.cls == NAN, inf=d.cls == INF)
+    return words.astype(np.uint8).reshape(np.shape(v))
 
 
 def ue8m0_reciprocal(words) -> np.ndarray:
@@ -138,25 +143,13 @@ def stochastic(fmt: Format, x, r, *, saturate: bool, nan: str, what: str) -> np.
     x = np.asarray(x, dtype=np.float64)
     r = np.broadcast_to(np.asarray(r, dtype=np.int64), x.shape)
     isnan = np.isnan(x)
-    if isnan.any() and nan == "raise":
-        raise NonFiniteError(f"{what}: NaN at index {casts._at(isnan)}; pass nan='propagate' for cvt.rs's result "
-                             f"({'+MAX_NORM' if fmt.nan == 'none' else 'the NaN word'})")
-    m, qe = casts.largest(fmt)
-    top = float(np.ldexp(float(m), qe))
-    mag = np.where(isnan, 0.0, np.abs(x))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        e = np.frexp(np.where(np.isfinite(mag), mag, 1.0))[1] - 1             # floor(log2 |x|) for x != 0
-    quantum = np.ldexp(1.0, np.maximum(e, fmt.emin) - fmt.man_bits)
-    with np.errstate(invalid="ignore"):
-        scaled = np.where(np.isfinite(mag), mag, 0.0) / quantum                 # exact: a binary32 value / 2**j
-    n = np.floor(scaled)
-    t = np.floor((scaled - n) * float(1 << k))
-    out = np.where(np.isinf(mag), np.inf, (n + (t + r >= (1 << k))) * quantum)
-    out = np.where(out > top, top if saturate else np.inf, out)
-    out = np.copysign(out, x)
     if isnan.any():
-        out = np.where(isnan, top if fmt.nan == "none" else np.nan, out)
-    return casts.cast(fmt, out, nan="propagate", what=what)
+        if nan == "raise":
+            raise NonFiniteError(f"{what}: NaN at index {casts._at(isnan)}; pass nan='propagate' for cvt.rs's "
+                                 f"result ({'+MAX_NORM' if fmt.nan == 'none' else 'the NaN word'})")
+        # the NaN word without a sign; .satfinite into a format without NaN: +MAX_NORM, as +inf gives
+        x = np.where(isnan, np.inf if fmt.nan == "none" else np.nan, x)
+    return casts.cast(fmt, x, saturate=saturate, nan="propagate", what=what, mode="rs", rbits=r, rbits_width=k)
 
 
 __all__ = ["ROUNDINGS", "SCALE_ROUNDINGS", "RBITS", "check_rounding", "ue8m0_rceil", "ue8m0_reciprocal",
