@@ -129,7 +129,7 @@ def test_a_different_datapath_is_characterized_as_different():
     for change, name, value in ((dict(params={"F": 23, "zeros": -132}), "F", 23),
                                 (dict(chunk=4), "step", 4),
                                 (dict(chunk=None), "step", 16)):
-        other = Model(attrs.evolve(ampere.datapath, **change), ampere._reg)
+        other = Model(attrs.evolve(ampere.datapath, **change), ampere.registry)
         cases = probe_cases(ampere)              # the same shape: the same probes
         prop = infer(ampere, cases, run(other, cases))
         assert prop.consistent
@@ -140,7 +140,7 @@ def test_a_different_datapath_is_characterized_as_different():
 
 def test_probe_cases_are_fixed_and_built_from_the_shape_only():
     a = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32")
-    b = Model(attrs.evolve(a.datapath, params={"F": 30, "zeros": "excluded"}, chunk=None, rounding="rne-f32"), a._reg)
+    b = Model(attrs.evolve(a.datapath, params={"F": 30, "zeros": "excluded"}, chunk=None, rounding="rne-f32"), a.registry)
     ca, cb = probe_cases(a), probe_cases(b)
     for key in ("a", "b", "c", "labels"):
         assert np.array_equal(ca[key], cb[key])
@@ -173,7 +173,7 @@ def _device_file(tmp_path, model, device):
 
 def test_cli_from_vectors_reads_the_device_words(tmp_path, capsys):
     ampere = mmasim.MMA("A100", "m16n8k16.f32.f16.f16.f32")
-    device = Model(attrs.evolve(ampere.datapath, params={"F": 23, "zeros": -132}), ampere._reg)
+    device = Model(attrs.evolve(ampere.datapath, params={"F": 23, "zeros": -132}), ampere.registry)
     path = _device_file(tmp_path, ampere, device)
     assert main(["characterize", "A100", "m16n8k16.f32.f16.f16.f32", "--from-vectors", str(path)]) == 0
     out = capsys.readouterr().out
@@ -243,7 +243,7 @@ def test_window_parameters_off_the_tables_are_recovered(instruction, grid):
     problems = []
     for F, zeros, chunk, rounding in itertools.product(*grid.values()):
         dp = attrs.evolve(base.datapath, params={"F": F, "zeros": zeros}, chunk=chunk, rounding=rounding)
-        prop = infer(base, cases, run(Model(dp, base._reg), cases))
+        prop = infer(base, cases, run(Model(dp, base.registry), cases))
         truth = {"F": F, "zeros": zeros, "step": dp.step, "rounding": rounding}
         if not prop.consistent:
             problems.append(f"{truth}: not reproduced {prop.mismatches[:3]}")

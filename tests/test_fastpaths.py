@@ -31,7 +31,7 @@ F32_KIND = 2    # tiles._c_kind of binary32 decoded arithmetically
 def _ampere_f16(F):
     """The A100's f16 datapath with F replaced (a datapath made in code)."""
     base = mmasim.MMA(*AMPERE_F16)
-    return Model(attrs.evolve(base.datapath, params={"F": F, "zeros": -132}), base._reg)
+    return Model(attrs.evolve(base.datapath, params={"F": F, "zeros": -132}), base.registry)
 
 
 def test_ampere_f16_lean_window_bound_worked_by_hand():

@@ -253,5 +253,5 @@ def test_an_emulation_looks_its_model_up_again_in_a_new_registry():
     assert em.model() is first                       # the GEMMs of a layer share one model
     registry.reset_registry()                        # what registering a plugin does
     again = em.model()
-    assert again is not first and again._reg is registry.get_registry()
+    assert again is not first and again.registry is registry.get_registry()
     assert again.instruction == first.instruction

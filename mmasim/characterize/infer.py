@@ -30,7 +30,7 @@ FAMILIES = ("window", "two_stage_window", "group_scaled_window")
 def _entry_for(family, f, model):
     """The proposed [[datapath]] keys (shape keys from the instruction, the rest inferred)."""
     dp = model.datapath
-    reg = model._reg
+    reg = model.registry
     entry = {"op": dp.op}
     if dp.kind:
         entry["kind"] = dp.kind
@@ -111,7 +111,7 @@ def candidate_model(model, entry):
                    accumulator=entry["accumulator"], rounding=entry["rounding"], params=entry["params"],
                    chunk=entry.get("chunk"), scale=dp.scale, block=dp.block, scale_vec=dp.scale_vec,
                    sparse=dp.sparse, saturate=dp.saturate)
-    return Model(new, model._reg, backend=model.backend)
+    return Model(new, model.registry, backend=model.backend)
 
 
 def infer(model, cases: dict, d_words, probes=None) -> Proposal:
@@ -138,7 +138,7 @@ def infer(model, cases: dict, d_words, probes=None) -> Proposal:
                 same = key in cases and np.array_equal(np.asarray(cases[key])[i].astype(np.uint64), ours[key][j])
         if same:
             measured[pr.label] = int(d_words[i])
-    reg = model._reg
+    reg = model.registry
     encodings = [e for e in reg.encodings.values() if e.format == model.d_format.key and e.mode in ("rz", "rne")]
     tried = []
     good, fails = [], []

@@ -61,7 +61,7 @@ class _Builder:
         self.R = Realizer(model)
         self.cfmt = model.c_format
         self.dfmt = model.d_format
-        reg = model._reg
+        reg = model.registry
         self.encodings = [e for e in reg.encodings.values()
                           if e.format == self.dfmt.key and e.mode in ("rz", "rne")]
         self.ps = sorted({e.frac_bits for e in self.encodings})

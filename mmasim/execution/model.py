@@ -85,6 +85,11 @@ class Model:
         return self.datapath.arch
 
     @property
+    def registry(self) -> Registry:
+        """The registry the model was resolved in: its formats, layouts and instruction families."""
+        return self._reg
+
+    @property
     def family(self):
         """The instruction family of the datapath (:class:`mmasim.registry.family.Family`)."""
         return self._reg.family(self.datapath.op)

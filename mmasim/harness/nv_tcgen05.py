@@ -330,7 +330,7 @@ def _tcgen05_shaped(model, m: int, n: int):
     """``model`` at the shape ``m``, ``n`` (its Tensor Memory layouts depend on the shape)."""
     if model.shape == (m, n):
         return model
-    return type(model)(model.datapath, model._reg, backend=model.backend,
+    return type(model)(model.datapath, model.registry, backend=model.backend,
                        resolution=attrs.evolve(model.resolution, m=m, n=n))
 
 

@@ -80,7 +80,7 @@ def _majors(model, alayout, blayout) -> tuple:
         return pair
     chosen = (alayout or pair[0], blayout or pair[1])
     given = ", ".join(f"{k}={v!r}" for k, v in (("alayout", alayout), ("blayout", blayout)) if v is not None)
-    syntax, formats = model.family.syntax, model._reg.formats
+    syntax, formats = model.family.syntax, model.registry.formats
     if named and chosen != named:
         raise OperandError(f"{model.instruction}: {given} contradicts the instruction string's "
                            f".{named[0]}.{named[1]}")
@@ -118,9 +118,9 @@ def layout(model, operand: str, alayout: str | None = None, blayout: str | None 
     if operand == "sparse_metadata" and not dp.sparse:
         raise UnsupportedDatapath(f"{model.instruction} is dense: it has no sparse_metadata operand")
     M, N = _shape(model, operand)
-    fname, bits = operand_bits(dp, model.family, model._reg.formats, operand)
-    key = rule_key(dp, model._reg.formats, operand, M, N, alayout, blayout, family=model.family)
-    rules = [r for r in model._reg.layouts.values() if isinstance(r, FragmentRule) and r.matches(**key)]
+    fname, bits = operand_bits(dp, model.family, model.registry.formats, operand)
+    key = rule_key(dp, model.registry.formats, operand, M, N, alayout, blayout, family=model.family)
+    rules = [r for r in model.registry.layouts.values() if isinstance(r, FragmentRule) and r.matches(**key)]
     if not rules:
         raise UnsupportedDatapath(
             f"{model.arch}: {model.instruction}: no register layout of operand {operand.upper()} "

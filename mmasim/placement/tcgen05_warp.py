@@ -35,12 +35,12 @@ def a_tmem_layout(model, lane_alignment: int = 0):
     C and F (as D's; PTX §9.7.16.10.5), refused by the others."""
     dp = model.datapath
     if "tmem" not in model.family.storage_of("a"):
-        held = " / ".join(f.name for f in model._reg.families.values() if "tmem" in f.storage_of("a"))
+        held = " / ".join(f.name for f in model.registry.families.values() if "tmem" in f.storage_of("a"))
         raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory exists only for {held}")
     M, N = _shape(model, "d")
     bits = model.a_format.container_bits
-    key = rule_key(dp, model._reg.formats, "a", M, N, family=model.family)
-    rules = [r for r in model._reg.layouts.values()
+    key = rule_key(dp, model.registry.formats, "a", M, N, family=model.family)
+    rules = [r for r in model.registry.layouts.values()
              if isinstance(r, FragmentRule) and r.storage == "tmem" and r.matches(**key)]
     if not rules:
         raise UnsupportedDatapath(

@@ -70,7 +70,7 @@ def registers(model, a_regs, b_regs, c_regs, *, scale_a=None, scale_b=None, spar
     """:func:`warp` of a family whose operands are all registers (``mma.sync``, ``v_mfma``)."""
     check_lane_alignment(model, lane_alignment, options)
     if a_descriptor is not None or b_descriptor is not None or (a_major, b_major) != ("K", "K"):
-        smem = " / ".join(f.syntax.lead[0] for f in model._reg.families.values()
+        smem = " / ".join(f.syntax.lead[0] for f in model.registry.families.values()
                           if any("smem" in spaces for spaces in f.storage.values()))
         raise OperandError(f"{model.instruction}: its operands are registers; a_descriptor, b_descriptor, "
                            f"a_major and b_major are for {smem} shared-memory operands")
