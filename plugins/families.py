@@ -10,9 +10,10 @@ in a third-party plugin) plus the modules its fields name.
 """
 
 from mmasim.registry.hookspecs import hookimpl
-from mmasim.placement import tcgen05_warp, wgmma_warp
 from mmasim.placement.smem_packed import smem_packing
 from mmasim.registry.family import AliasTarget, Family, Syntax
+from mmasim.warp.tensor_memory import tcgen05_mma
+from mmasim.warp.warpgroup import wgmma_mma_async
 
 #: NVIDIA kernels: the architecture's ``sm_NNa`` alias (the arch-specific target), else its ``sm_NN``
 NVIDIA_TARGET = AliasTarget(r"sm_[0-9]+", preferred=r"sm_[0-9]+a")
@@ -61,14 +62,14 @@ FAMILIES = (
                               c_type=True, naming=("and", "xor", "popc"), check=mma_check,
                               prefixes=("mma.sync.aligned.",)), target=NVIDIA_TARGET),
     Family("wgmma.mma_async", Syntax(lead=("wgmma", "mma_async"), fixed=("sync", "aligned")),
-           storage={"a": ("registers", "smem"), "b": ("smem",)}, descriptor="wgmma", warp=wgmma_warp.warp,
+           storage={"a": ("registers", "smem"), "b": ("smem",)}, descriptor="wgmma", warp=wgmma_mma_async,
            target=NVIDIA_TARGET),
     Family("tcgen05.mma", Syntax(lead=("tcgen05", "mma"), naming=("ws",), hints=_COLLECTOR, cta_group=True,
                                  refused={"scale_input_d": _SCALE_INPUT_D, "scale-input-d": _SCALE_INPUT_D},
                                  check=tcgen05_check),
            storage={"a": ("smem", "tmem"), "b": ("smem",), "c": _TMEM, "d": _TMEM, "scale_a": _TMEM,
                     "scale_b": _TMEM, "sparse_metadata": _TMEM},
-           descriptor="tcgen05", smem_packing=smem_packing, warp=tcgen05_warp.warp, target=NVIDIA_TARGET),
+           descriptor="tcgen05", smem_packing=smem_packing, warp=tcgen05_mma, target=NVIDIA_TARGET),
     Family("v_mfma", Syntax(lead=("v_mfma",), kind_optional=True, prefixes=("v_mfma_", "v_mfma.")),
            target=AMD_TARGET),
     Family("v_smfmac", Syntax(lead=("v_smfmac",)), target=AMD_TARGET),

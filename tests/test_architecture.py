@@ -157,7 +157,7 @@ def test_hook_markers_live_in_the_leaf_hookspecs_module():
 #: (the top-level package ``mmasim``), which imports only from lower layers
 CORE_LAYERS = (
     ("errors",), ("arith",), ("operands",), ("accumulators",), ("placement",), ("registry",), ("backends",),
-    ("quantization",), ("execution",), ("composition",), ("interop",),
+    ("quantization",), ("execution",), ("warp",), ("composition",), ("interop",),
 )
 TOOL_LAYERS = (("vectors", "compare", "accuracy", "torch", "nv_ptx", "amd"), ("characterize",), ("harness",), ("cli",))
 LAYERS = CORE_LAYERS + TOOL_LAYERS + (("mmasim", "__main__"),)

@@ -131,7 +131,7 @@ def test_warp_equals_matrix_form_on_random_words(arch, ins):
     if dp.sparse:   # the compressed A in registers, the metadata words in registers
         kw["sparse_metadata"] = _metadata(m, La.rows, rng)
         regs["sparse_metadata"] = m.fragments("sparse_metadata", kw["sparse_metadata"])
-        a = mmasim.placement.compress(m, A, kw["sparse_metadata"])
+        a = mmasim.placement.compress(m.placement, A, kw["sparse_metadata"])
     d_regs = m.warp(m.fragments("a", a), m.fragments("b", B), m.fragments("c", C), **regs)
     D = m.unfragment("d", d_regs)
     nb = La.blocks

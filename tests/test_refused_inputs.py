@@ -107,7 +107,7 @@ def test_masked_sparse_metadata_is_refused():
     with pytest.raises(mmasim.DtypeError, match="masked array"):
         m.dot(np.zeros(16, np.uint16), np.zeros(16, np.uint16), 0, sparse_metadata=_masked(md[0]))
     with pytest.raises(mmasim.DtypeError, match="masked array"):
-        placement.compress(m, np.zeros((16, 16), np.uint16), _masked(md))
+        placement.compress(m.placement, np.zeros((16, 16), np.uint16), _masked(md))
 
 
 def test_masked_arrays_are_refused_by_the_mma_sim_drop_in():

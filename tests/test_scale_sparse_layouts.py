@@ -272,7 +272,7 @@ def test_warp_reads_the_metadata_of_the_selected_threads(sel):
     told s, and (other lanes holding zeros, an invalid selector) fail when told another."""
     m = mmasim.MMA(ADA, "mma.sync.sp.m16n8k16.f32.f16.f16", backend="numpy")
     A, B, C, md = _sparse_case(m, np.random.default_rng(11 + sel))
-    a, b, c = m.fragments("a", compress(m, A, md)), m.fragments("b", B), m.fragments("c", C)
+    a, b, c = m.fragments("a", compress(m.placement, A, md)), m.fragments("b", B), m.fragments("c", C)
     e = m.fragments("sparse_metadata", md, selector=sel)
     assert np.array_equal(m.unfragment("d", m.warp(a, b, c, sparse_metadata=e, sparsity_selector=sel)),
                           m(A, B, C, sparse_metadata=md))
@@ -320,7 +320,7 @@ def test_warp_with_scales_and_metadata_on_both_backends(arch, ins, sparse):
     if sparse:
         A, B, C, md = _sparse_case(m, rng)
         kw, regs = {"sparse_metadata": md}, {"sparse_metadata": m.fragments("sparse_metadata", md)}
-        a = compress(m, A, md)
+        a = compress(m.placement, A, md)
     else:
         A = words(m.a_format, (16, dp.k), rng, "mixed")
         B = words(m.b_format, (dp.k, 8), rng, "mixed")
@@ -342,9 +342,9 @@ def test_compress_and_expand_are_inverse_on_the_selected_elements():
     m = mmasim.MMA(ADA, "mma.sync.sp.m16n8k16.f32.f16.f16")
     A = np.arange(16 * 16, dtype=np.uint16).reshape(16, 16) + 0x3C00
     md = np.full((16, 1), 0xE4E4, dtype=np.uint32)       # chunks 0, 2: 0x4; chunks 1, 3: 0xE
-    Ac = compress(m, A, md)
+    Ac = compress(m.placement, A, md)
     assert np.array_equal(Ac[0], A[0, [0, 1, 6, 7, 8, 9, 14, 15]])
-    full = expand(m, Ac, md)
+    full = expand(m.placement, Ac, md)
     keep = np.zeros(16, bool)
     keep[[0, 1, 6, 7, 8, 9, 14, 15]] = True
     assert np.array_equal(full[:, keep], A[:, keep]) and not full[:, ~keep].any()
@@ -410,7 +410,7 @@ def test_wgmma_sparse_round_trips_and_selector():
     rng = np.random.default_rng(2)
     A = words(m.a_format, (64, 32), rng, "uniform")
     md = metadata_words(rng.choice(sorted(m.sparse_rule.selectors), size=(64, 8)))
-    Ac = compress(m, A, md)
+    Ac = compress(m.placement, A, md)
     assert np.array_equal(m.unfragment("a", m.fragments("a", Ac)), Ac)
     e = m.fragments("sparse_metadata", md, selector=1)
     assert e.shape == (128, 1) and not e[[lane for lane in range(128) if lane % 4 < 2]].any()

@@ -125,7 +125,7 @@ def test_smfmac_warp_equals_matrix_form_on_both_backends(ins):
     C = words(m.c_format, (M, M), rng, "mixed")
     rule = m.sparse_rule
     md = metadata_words(rng.choice(sorted(rule.selectors), size=(M, rule.chunks(K))))
-    regs = (m.fragments("a", compress(m, A, md)), m.fragments("b", B), m.fragments("c", C))
+    regs = (m.fragments("a", compress(m.placement, A, md)), m.fragments("b", B), m.fragments("c", C))
     e = m.fragments("sparse_metadata", md, selector=1)
     for backend in ("numpy", "numba"):
         d = m.warp(*regs, sparse_metadata=e, sparsity_selector=1, backend=backend)

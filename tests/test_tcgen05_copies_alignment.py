@@ -100,7 +100,7 @@ def test_cutlass_tmem_alloc_duplicated_m128_cta_group_2_dense_a_repeats_in_sub_p
     A[32:64], Subpart2 = A[0:32], Subpart3 = A[32:64]; SM1: Subpart0 = A[64:96], Subpart1 =
     A[96:128], Subpart2 = A[64:96], Subpart3 = A[96:128]' (32-lane sub-partitions)."""
     m = _m("tcgen05.mma.cta_group::2.kind::f16.m128n32k16.f32.f16.f16")
-    L = a_tmem_layout(m)
+    L = a_tmem_layout(m.placement)
     assert (L.lanes, L.registers, L.rows, L.cols) == (256, 8, 128, 16)
     A = np.arange(128 * 16, dtype=np.uint64).reshape(128, 16)
     img = L.pack(A)
@@ -117,7 +117,7 @@ def test_ws_a_in_tensor_memory_holds_every_row_in_each_lane_group_of_layouts_d_e
     """§9.7.16.10.5: M = 128 .ws is layout D (row r in lane r); M = 64 / 32 .ws are layouts E / G,
     whose 64- / 32-lane groups each compute all rows (D's N halves / quarters), so each holds A."""
     m = _m(f"tcgen05.mma.ws.kind::i8.m{M}n64k32.s32.s8.s8")
-    L = a_tmem_layout(m)
+    L = a_tmem_layout(m.placement)
     A = np.random.default_rng(M).integers(0, 256, (M, 32)).astype(np.uint64)
     img = L.pack(A)
     word = lambda row: sum(int(A[row, j]) << (8 * j) for j in range(4))       # four 8-bit per column
@@ -154,7 +154,7 @@ def test_warp_refuses_a_tmem_a_whose_copies_disagree():
     A = rng.integers(0, 0x3C00, (64, 16)).astype(np.uint16)
     B = rng.integers(0, 0x3C00, (16, 64)).astype(np.uint16)
     b_img, lay = nv.operand_image(B.T, ("bytes", 16))
-    a = a_tmem_layout(m).pack(A)
+    a = a_tmem_layout(m.placement).pack(A)
     a[70, 0] ^= 1
     with pytest.raises(CopyMismatch, match="lane 70"):
         m.warp(a, b_img, m.fragments("c", np.zeros((64, 64), np.uint32)), b_descriptor=lay.descriptor(0, "tcgen05"))
@@ -202,7 +202,7 @@ def test_ptx_9_7_16_10_5_layouts_f_and_c_at_lane_alignment_16_use_the_upper_16_l
         used = lambda L: sorted({L.owner(r, c)[0] for r in range(L.rows) for c in range(L.cols)})
         ld = used(m.layout("d", lane_alignment=align))
         assert ld == [32 * w + align + x for w in range(len(ld) // 16) for x in range(16)]
-        assert used(a_tmem_layout(m, align)) == ld
+        assert used(a_tmem_layout(m.placement, align)) == ld
         if m.datapath.sparse:
             assert used(m.layout("sparse_metadata", lane_alignment=align)) == ld
 
@@ -222,7 +222,7 @@ def test_warp_at_lane_alignment_16_equals_matrix_form(ins, a_in_tmem):
     kw, ekw, Ause = {"lane_alignment": 16}, {}, A
     if dp.sparse:
         md = metadata_words(rng.choice(sorted(m.sparse_rule.selectors), size=(M, m.sparse_rule.chunks(K))))
-        Ause = compress(m, A, md)
+        Ause = compress(m.placement, A, md)
         kw["sparse_metadata"] = m.fragments("sparse_metadata", md, lane_alignment=16)
         ekw["sparse_metadata"] = md
     pair = "cta_group::2" in dp.qualifiers
@@ -233,7 +233,7 @@ def test_warp_at_lane_alignment_16_equals_matrix_form(ins, a_in_tmem):
     b = tuple(x[0] for x in bi) if pair else bi[0][0]
     kw["b_descriptor"] = bi[0][1].descriptor(0, "tcgen05")
     if a_in_tmem:
-        a = a_tmem_layout(m, 16).pack(Ause)
+        a = a_tmem_layout(m.placement, 16).pack(Ause)
     else:
         ai = imgs(Ause, m.a_format)
         a = tuple(x[0] for x in ai) if pair else ai[0][0]
@@ -256,7 +256,7 @@ def test_lane_alignment_other_than_0_or_16_or_on_a_full_data_path_is_refused():
     with pytest.raises(OperandError, match="no such selector"):
         mma.warp(z("a"), z("b"), z("c"), lane_alignment=16)
     with pytest.raises(OperandError, match="no such selector"):
-        a_tmem_layout(_m("tcgen05.mma.ws.kind::f16.m64n64k16.f32.f16.f16"), 16)
+        a_tmem_layout(_m("tcgen05.mma.ws.kind::f16.m64n64k16.f32.f16.f16").placement, 16)
 
 
 # ------------------------------------------------------------------ sub-byte operands beyond cta_group::1 dense

@@ -442,7 +442,7 @@ def _pair_or_sparse_call(m, rng, id_a=0, id_b=0):
     Au = A
     if dp.sparse:
         md = metadata_words(rng.choice(sorted(m.sparse_rule.selectors), (M, m.sparse_rule.chunks(K))))
-        Au = compress(m, A, md)
+        Au = compress(m.placement, A, md)
         kw["sparse_metadata"] = m.fragments("sparse_metadata", md)
         mkw["sparse_metadata"] = md
     ncta = 2 if "cta_group::2" in dp.qualifiers else 1

@@ -1,5 +1,5 @@
 """tcgen05.mma beyond cta_group::1 dense: the sparse metadata in Tensor Memory, the CTA pair
-(cta_group::2), A in Tensor Memory and 16-bit accumulators (mmasim/placement/tcgen05_warp.py,
+(cta_group::2), A in Tensor Memory and 16-bit accumulators (mmasim/warp/tensor_memory.py,
 archs/layouts/ptx_tcgen05_sparse.toml; docs/layouts.md).
 
 Expectations come from the PTX ISA 9.1 text (§9.7.16.10.4.1 "Packing format for matrix D in
@@ -15,7 +15,8 @@ import pytest
 import mmasim
 from mmasim.errors import OperandError, ScaleError, ShapeError, SparseMetadataError
 from mmasim.harness import nv_async as nv
-from mmasim.placement import a_tmem_layout, compress, metadata_words, tcgen05_warp
+from mmasim.placement import a_tmem_layout, compress, metadata_words
+from mmasim.warp.tensor_memory import tcgen05_mma
 
 from cute_layouts import at as cute_at
 
@@ -56,7 +57,7 @@ def _run(m, seed, selector=0, a_in_tmem=False, c_upper=0):
     kw, Ause = {}, A
     if dp.sparse:
         md = _metadata(m, M, rng)
-        Ause = compress(m, A, md)
+        Ause = compress(m.placement, A, md)
         kw = dict(sparse_metadata=m.fragments("sparse_metadata", md, selector=selector), sparsity_selector=selector)
         expected = m(A, B, C, sparse_metadata=md)
     else:
@@ -67,7 +68,7 @@ def _run(m, seed, selector=0, a_in_tmem=False, c_upper=0):
     b_parts = [_image(m, B.T[c * N // ncta:(c + 1) * N // ncta], "b") for c in range(ncta)]
     b = tuple(p[0] for p in b_parts) if pair else b_parts[0][0]
     if a_in_tmem:
-        a, kw["b_descriptor"] = a_tmem_layout(m).pack(Ause), b_parts[0][1]
+        a, kw["b_descriptor"] = a_tmem_layout(m.placement).pack(Ause), b_parts[0][1]
     else:
         a = tuple(p[0] for p in a_parts) if pair else a_parts[0][0]
         kw.update(a_descriptor=a_parts[0][1], b_descriptor=b_parts[0][1])
@@ -192,7 +193,7 @@ def test_tcgen05_sparse_metadata_and_a_tmem_layouts_round_trip(ins):
         md = _metadata(m, L.rows, rng)
         np.testing.assert_array_equal(m.unfragment("sparse_metadata", m.fragments("sparse_metadata", md,
                                                                                     selector=sel), selector=sel), md)
-    La = a_tmem_layout(m)       # .ws and packed 4-bit codes too (tests/test_warp_coverage.py)
+    La = a_tmem_layout(m.placement)       # .ws and packed 4-bit codes too (tests/test_warp_coverage.py)
     assert La.shape == (L.rows, m.datapath.stored_k) and La.storage == "tmem"
     X = _words(rng, La.shape, m.a_format.container_bits)
     np.testing.assert_array_equal(La.unpack(La.pack(X)).astype(np.uint64), X)
@@ -202,18 +203,18 @@ def test_half_datapath_metadata_sits_in_the_lanes_of_layout_f():
     # PTX §9.7.16.10.8.5: layouts F and C use the same lane alignment for A, D and the metadata
     m = _m("tcgen05.mma.sp.cta_group::1.kind::f16.m64n16k32.f32.f16.f16")
     used = lambda L: sorted({L.owner(r, c)[0] for r in range(L.rows) for c in range(L.cols)})
-    assert used(m.layout("sparse_metadata")) == used(m.layout("d")) == used(a_tmem_layout(m)) \
+    assert used(m.layout("sparse_metadata")) == used(m.layout("d")) == used(a_tmem_layout(m.placement)) \
         == [32 * w + x for w in range(4) for x in range(16)]
 
 
 # ---------------------------------------------------------------- A in Tensor Memory
 def test_ptx_table_53_a_in_tensor_memory_is_row_major_packed_along_the_columns():
     m = _m("tcgen05.mma.cta_group::1.kind::f16.m128n16k16.f32.f16.f16")
-    L = a_tmem_layout(m)
+    L = a_tmem_layout(m.placement)
     assert (L.lanes, L.registers, L.shape) == (128, 8, (128, 16))       # two 16-bit elements a column
     assert L.owner(9, 5) == (9, 5) and L.register(5) == (2, 16)
     m8 = _m("tcgen05.mma.cta_group::1.kind::i8.m128n16k32.s32.s8.s8")  # four 8-bit containers a word (§9.7.16.10.4.3)
-    assert a_tmem_layout(m8).registers == 8 and a_tmem_layout(m8).register(6) == (1, 16)
+    assert a_tmem_layout(m8.placement).registers == 8 and a_tmem_layout(m8.placement).register(6) == (1, 16)
 
 
 # ---------------------------------------------------------------- warp == matrix form
@@ -306,7 +307,7 @@ def test_tcgen05_sparse_warp_errors_are_specific():
 def test_tcgen05_unmodelled_forms_are_refused_clearly():
     m = _m("tcgen05.mma.sp.cta_group::2.kind::mxf8f6f4.block_scale.m256n16k64.f32.e4m3.e4m3")
     with pytest.raises(ScaleError, match="pass the scale_a and scale_b"):
-        tcgen05_warp.warp(m, np.zeros(8, np.uint32), np.zeros(8, np.uint32), np.zeros(8, np.uint32), b_descriptor=0)
+        tcgen05_mma(m, np.zeros(8, np.uint32), np.zeros(8, np.uint32), np.zeros(8, np.uint32), b_descriptor=0)
     m = _m("tcgen05.mma.cta_group::1.kind::f16.m128n16k16.f32.f16.f16")
     with pytest.raises(OperandError, match="row-major"):
         m.warp(np.zeros((128, 8), np.uint32), np.zeros(8, np.uint32), np.zeros((128, 16), np.uint32),

@@ -95,7 +95,7 @@ def run_case(arch, instruction, a_in_tmem=False, seed=0, backend="numpy"):
     kw, ekw, Ause = {}, {}, A
     if dp.sparse:
         md = sparse_metadata(m.sparse_rule, K, Mr, rng).astype(np.uint32)
-        Ause = compress(m, A, md)
+        Ause = compress(m.placement, A, md)
         kw["sparse_metadata"] = m.fragments("sparse_metadata", md)
         ekw["sparse_metadata"] = md
     if dp.scale:
@@ -127,7 +127,7 @@ def run_case(arch, instruction, a_in_tmem=False, seed=0, backend="numpy"):
         b_parts = [_image(m, B.T[i * Nc // ncta:(i + 1) * Nc // ncta], "b", "tcgen05") for i in range(ncta)]
         b = tuple(p[0] for p in b_parts) if ncta == 2 else b_parts[0][0]
         if a_in_tmem:
-            a = a_tmem_layout(m).pack(m.operand_words("a", Ause))
+            a = a_tmem_layout(m.placement).pack(m.operand_words("a", Ause))
         else:
             a = tuple(p[0] for p in a_parts) if ncta == 2 else a_parts[0][0]
             kw["a_descriptor"] = a_parts[0][1]

@@ -236,7 +236,7 @@ def test_wgmma_sp_warp_on_compressed_a_and_smem_b_equals_matrix_form(ins, a_sour
     A, B, C = _operands(m, seed=5)
     rng = np.random.default_rng(6)
     md = metadata_words(rng.choice(sorted(m.sparse_rule.selectors), size=(64, m.sparse_rule.chunks(m.datapath.k))))
-    Ac = compress(m, A, md)                           # (64, K/2): what the instruction holds
+    Ac = compress(m.placement, A, md)                           # (64, K/2): what the instruction holds
     b_img, b_desc = _image(m, B.T, "b")
     kw = {"b_descriptor": b_desc, "sparse_metadata": m.fragments("sparse_metadata", md)}
     if a_source == "smem":

@@ -18,7 +18,8 @@ import threading
 import numpy as np
 
 from mmasim.errors import OperandError, ShapeError
-from mmasim.execution.model import Model, one_mode
+from mmasim.execution.model import Model
+from mmasim.operands.words import one_mode
 from mmasim.registry.build import get_registry
 from mmasim.operands.words import as_array, typed_dtype
 

@@ -23,7 +23,7 @@ import attrs
 import numpy as np
 
 from mmasim.errors import DtypeError, GemmOptionError, ScaleError
-from mmasim.execution.model import checked_words, one_mode
+from mmasim.operands.words import checked_words, one_mode
 from mmasim.operands.words import as_array, from_words, to_words
 from mmasim.quantization.casts import recontainer
 from mmasim.registry.build import get_registry

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import numpy as np
 
 from mmasim import backends
+from mmasim.execution.registers import registers
 from mmasim.execution import threads as _threads
 from mmasim.registry.datapath import Datapath
 from mmasim.errors import DtypeError, OperandError, ScaleError, ShapeError, SparseMetadataError
@@ -14,7 +18,10 @@ from mmasim.backends.plan import Plan, Rows, compute
 from mmasim.arith.sparse import check as check_selectors, check_words
 from mmasim.arith.special import rules_for as special_rules
 from mmasim.operands.tensors import accepts_tensors
-from mmasim.operands.words import VALUES, as_array, from_words, to_words, typed_dtype
+from mmasim.placement import bind
+from mmasim.placement.bind import Placement
+from mmasim.placement.expr import SELECTORS
+from mmasim.operands.words import VALUES, as_array, checked_words, from_words, one_mode, plain_words, typed_of
 
 
 class Model:
@@ -330,7 +337,7 @@ class Model:
                 return None
             mats += [(scale_a, self.scale_format), (scale_b, self.scale_format)]
         for x, fmt in mats:
-            if x.dtype.kind not in "iu" or x.dtype == _typed(fmt) or not _plain_words(x, fmt):
+            if x.dtype.kind not in "iu" or x.dtype == typed_of(fmt) or not plain_words(x, fmt):
                 return None
         if M * N == 0:
             return np.empty((M, N), dtype=self.encoding.dtype)
@@ -410,6 +417,21 @@ class Model:
         return "\n".join(lines)
 
     # ------------------------------------------------------------ operand layouts (mmasim.placement)
+    @functools.cached_property
+    def placement(self) -> Placement:
+        """What the operand layouts know of this instruction (:class:`mmasim.placement.Placement`:
+        its datapath, family, formats, the registered layouts, the shape and ``.row`` / ``.col``
+        pair its string names), the first argument of the functions of :mod:`mmasim.placement`
+        (``compress``, ``expand``, ``a_tmem_layout``, ...)."""
+        operand_formats = {"a": self.a_format, "b": self.b_format, "c": self.c_format, "d": self.d_format}
+        if self.scale_format is not None:
+            operand_formats["scale"] = self.scale_format
+        reg = self._reg
+        return Placement(arch=self.arch, instruction=self.instruction, datapath=self.datapath, family=self.family,
+                         formats=reg.formats, rules=reg.layouts, families=reg.families,
+                         operand_formats=operand_formats, shape=self.shape, legal_m=self.legal_m,
+                         legal_n=self.legal_n, named=self.resolution.layout, sparse_rule=self.sparse_rule)
+
     def layout(self, operand: str, **options):
         """Where ``operand`` ("a", "b", "c", "d"; "scale_a", "scale_b" of a block-scaled
         instruction, "sparse_metadata" of a sparse one) lives: ``.lanes``, ``.registers``,
@@ -417,31 +439,62 @@ class Model:
         ``options``: ``alayout`` / ``blayout`` ("row" / "col", for m8n8k4 .f16; default the pair the
         instruction string names, else row / col; any other pair is refused), ``byte_id`` /
         ``thread_id`` (the scales' selectors), ``selector`` (the sparsity selector)."""
-        from mmasim import placement
-        return placement.layout(self, operand, **options)
+        return bind.layout(self.placement, operand, **options)
 
     @accepts_tensors
     def fragments(self, operand: str, X, **options):
         """``uint32 (lanes, registers)``: matrix ``X`` (words or values) packed as the lanes hold it."""
-        from mmasim import placement
-        return placement.fragments(self, operand, X, **options)
+        return bind.fragments(self.placement, operand, X, **options)
 
     @accepts_tensors
     def unfragment(self, operand: str, regs, **options):
         """The ``operand`` matrix (container words) held in ``regs`` ``(lanes, registers)``."""
-        from mmasim import placement
-        return placement.unfragment(self, operand, regs, **options)
+        return bind.unfragment(self.placement, operand, regs, **options)
 
     @accepts_tensors
-    def warp(self, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, **options):
-        """D registers of the instruction on register operands: unfragment, the matrix form, fragment.
-        ``scale_a`` / ``scale_b`` / ``sparse_metadata`` are registers too; the selectors are
-        ``byte_id_a``, ``thread_id_a``, ``byte_id_b``, ``thread_id_b``, ``sparsity_selector``.
-        ``wgmma.mma_async``: ``b_regs`` is B's shared-memory image with ``b_descriptor=`` its
-        64-bit matrix descriptor; A is registers, or an image with ``a_descriptor=``
-        (``a_major`` / ``b_major``: "K" or "MN"); see :func:`mmasim.placement.warp`."""
-        from mmasim import placement
-        return placement.warp(self, a_regs, b_regs, c_regs, scale_a, scale_b, sparse_metadata, **options)
+    def warp(self, a_regs, b_regs, c_regs, scale_a=None, scale_b=None, sparse_metadata=None, backend=None,
+             byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0, sparsity_selector=0,
+             a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", lane_alignment=0, **options):
+        """D registers ``uint32 (lanes, registers)`` of the instruction on register operands.
+
+        Runs the function the instruction's family names (``Family.warp``: for ``wgmma.mma_async``
+        and ``tcgen05.mma``, :mod:`mmasim.warp`), else :func:`mmasim.execution.registers.registers`:
+        A, B and C are unpacked, computed with the matrix form (``model(A, B, C)``, per block where
+        the lanes hold several independent matrices) and D is packed.  ``scale_a`` / ``scale_b``
+        are the ``scale-a-data`` / ``scale-b-data`` registers ``(lanes, 1)`` of a block-scaled
+        instruction, read with the ``{byte_id_a, thread_id_a}`` / ``{byte_id_b, thread_id_b}``
+        selectors; ``sparse_metadata`` the metadata registers ``(lanes, 1)`` of a sparse one, read
+        with ``sparsity_selector``; A of a sparse instruction holds the compressed A.
+
+        ``wgmma.mma_async``: ``b_regs`` is B's shared-memory image (flat uint8 bytes or uint32
+        words) and ``b_descriptor`` its 64-bit matrix descriptor (start address relative to the
+        image, LBO, SBO, swizzle: :func:`mmasim.placement.decode_descriptor`); ``a_regs`` is A's
+        registers over the 128-thread warpgroup, or, with ``a_descriptor``, A's shared-memory
+        image.  ``a_major`` / ``b_major``: ``"K"`` (default) or ``"MN"`` (the instruction's
+        transpose, .f16 / .bf16 only).  C and D are the accumulator registers.
+        ``tcgen05.mma``, every form (shared-memory and Tensor Memory images, the CTA pair's,
+        block scales, sparse metadata): :func:`mmasim.warp.tensor_memory.tcgen05_mma`, whose
+        docstring gives the operands.  ``lane_alignment`` (0 or 16):
+        where the half-data-path layouts C and F (tcgen05 M = 64, M = 128 ``cta_group::2`` sparse)
+        start within each 32-lane sub-partition, the same for C / D, A in Tensor Memory and the
+        metadata (PTX §9.7.16.10.5); an instruction without such a layout refuses 16 (``OperandError``).
+        ``options``: the layout options of :meth:`layout` (``alayout``, ``blayout``).
+        """
+        bind.check_options(options, also=_WARP_KEYWORDS)
+        if any(k in SELECTORS for k in options):
+            raise OperandError("warp takes the selectors as byte_id_a, thread_id_a, byte_id_b, thread_id_b and "
+                               "sparsity_selector")
+        run = self.family.warp or registers
+        return run(self, a_regs, b_regs, c_regs, scale_a=scale_a, scale_b=scale_b, sparse_metadata=sparse_metadata,
+                   backend=backend, byte_id_a=byte_id_a, thread_id_a=thread_id_a, byte_id_b=byte_id_b,
+                   thread_id_b=thread_id_b, sparsity_selector=sparsity_selector, a_descriptor=a_descriptor,
+                   b_descriptor=b_descriptor, a_major=a_major, b_major=b_major, lane_alignment=lane_alignment,
+                   **options)
+
+
+#: the keywords of :meth:`Model.warp` beyond the layout options (named when one is misspelt)
+_WARP_KEYWORDS = tuple(name for name, p in list(inspect.signature(Model.warp).parameters.items())[4:]
+                       if p.kind is p.POSITIONAL_OR_KEYWORD and name not in SELECTORS)
 
 
 def _fmt_params(params: dict) -> str:
@@ -455,53 +508,6 @@ def _fmt_range(values) -> str:
     if len(values) > 3 and all(b - a == values[1] - values[0] for a, b in zip(values, values[1:])):
         return f"{values[0]}..{values[-1]} step {values[1] - values[0]}"
     return ", ".join(map(str, values))
-
-
-def _plain_words(arr: np.ndarray, fmt) -> bool:
-    """Whether the integer array holds only legal container words of ``fmt``."""
-    if arr.dtype.kind == "u" and arr.dtype.itemsize * 8 <= fmt.container_bits:
-        return True
-    if not arr.size:
-        return True
-    return not (arr.min() < 0 or (fmt.container_bits < 64 and int(arr.max()) >= 1 << fmt.container_bits))
-
-
-def _typed(fmt):
-    try:
-        return _TYPED[fmt.key]
-    except KeyError:
-        _TYPED[fmt.key] = typed_dtype(fmt)
-        return _TYPED[fmt.key]
-
-
-_TYPED: dict = {}
-
-
-def checked_words(arr, mode, fmt, what):
-    """Container words of an operand classified by :func:`~mmasim.operands.words.as_array`:
-    integer word arrays are checked and kept as they are (no copy); values and
-    two's complement arrays are converted by :func:`~mmasim.operands.words.to_words`."""
-    if mode != VALUES and arr.dtype.kind in "iu" and arr.dtype != _typed(fmt):
-        if not _plain_words(arr, fmt):
-            to_words(arr, fmt, what)   # raises the WordRangeError
-        return arr
-    return to_words(arr, fmt, what)[0]
-
-
-def one_mode(arrays: dict, name: str) -> bool:
-    """Whether the call passes values (else words); a call mixing the two is a DtypeError."""
-    modes = {what: mode for what, (_, mode) in arrays.items() if mode is not None}
-    words = [w for w, m in modes.items() if m != VALUES]
-    values = [w for w, m in modes.items() if m == VALUES]
-    if words and values:
-        def show(ws):
-            return ", ".join(f"{w} ({arrays[w][0].dtype})" for w in ws)
-        raise DtypeError(
-            f"{name}: operands mix container words ({show(words)}) and values ({show(values)}); pass every "
-            "operand (a, b, c and any scales) as integer container words, or every one as values "
-            "(float / ml_dtypes arrays, C in its own format, e.g. float32)"
-        )
-    return bool(values)
 
 
 def _extent(legal, size: int, axis: str, shape, operand: str, what: str, model, grid: bool) -> int:

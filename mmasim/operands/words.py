@@ -186,6 +186,61 @@ def _checked_words(arr, fmt: Format, what: str):
     return words
 
 
+def plain_words(arr: np.ndarray, fmt: Format) -> bool:
+    """Whether the integer array holds only legal container words of ``fmt``."""
+    if arr.dtype.kind == "u" and arr.dtype.itemsize * 8 <= fmt.container_bits:
+        return True
+    if not arr.size:
+        return True
+    return not (arr.min() < 0 or (fmt.container_bits < 64 and int(arr.max()) >= 1 << fmt.container_bits))
+
+
+def typed_of(fmt: Format):
+    """:func:`typed_dtype` of ``fmt``, looked up once per format."""
+    try:
+        return _TYPED[fmt.key]
+    except KeyError:
+        _TYPED[fmt.key] = typed_dtype(fmt)
+        return _TYPED[fmt.key]
+
+
+_TYPED: dict = {}
+
+
+def checked_words(arr, mode, fmt: Format, what: str):
+    """Container words of an operand classified by :func:`as_array`: integer word arrays are
+    checked and kept as they are (no copy); values and two's complement arrays are converted
+    by :func:`to_words`."""
+    if mode != VALUES and arr.dtype.kind in "iu" and arr.dtype != typed_of(fmt):
+        if not plain_words(arr, fmt):
+            to_words(arr, fmt, what)   # raises the WordRangeError
+        return arr
+    return to_words(arr, fmt, what)[0]
+
+
+def operand_words(x, fmt: Format, what: str):
+    """Container words of one operand ``x`` (words or values) in ``fmt``: :func:`as_array`,
+    then :func:`checked_words`."""
+    return checked_words(*as_array(x, what), fmt, what)
+
+
+def one_mode(arrays: dict, name: str) -> bool:
+    """Whether a call passes values (else words), from ``{what: as_array(x, what)}`` of its
+    operands; a call mixing the two is a :class:`DtypeError`."""
+    modes = {what: mode for what, (_, mode) in arrays.items() if mode is not None}
+    words = [w for w, m in modes.items() if m != VALUES]
+    values = [w for w, m in modes.items() if m == VALUES]
+    if words and values:
+        def show(ws):
+            return ", ".join(f"{w} ({arrays[w][0].dtype})" for w in ws)
+        raise DtypeError(
+            f"{name}: operands mix container words ({show(words)}) and values ({show(values)}); pass every "
+            "operand (a, b, c and any scales) as integer container words, or every one as values "
+            "(float / ml_dtypes arrays, C in its own format, e.g. float32)"
+        )
+    return bool(values)
+
+
 def _first(mask: np.ndarray):
     i = int(np.flatnonzero(mask.reshape(-1))[0])
     return tuple(int(j) for j in np.unravel_index(i, mask.shape)) if mask.ndim else ()

@@ -3,7 +3,7 @@
 Owns the packing forms of PTX ISA 9.0 §9.7.16.10.4 (:func:`smem_packing` names a kind and
 format's form: ``"pair"``, two 4-bit codes a byte; ``"padded"``, 16 codes in a 16-byte chunk;
 ``"bytes"``) and what each rests on (:data:`PACKING_EVIDENCE`).  Gives the reads through a
-descriptor (:func:`read_packed_operand`, :func:`read_model_operand`) and the images
+descriptor (:func:`read_packed_operand`, :func:`read_smem_operand`) and the images
 (:func:`packed_image`, :func:`packed_words`); a container word is the code shifted by
 ``Format.field_shift``.  Refuses MN-major sub-byte operands (:class:`~mmasim.UnsupportedDatapath`)
 and a K that does not fill whole pairs or chunks (:class:`~mmasim.ShapeError`).  The table and
@@ -124,22 +124,23 @@ def packed_words(layout: SmemLayout, image, rows: int, depth: int, pack: tuple, 
     return _codes(by, pack, rows, depth) << np.uint64(field_shift)
 
 
-def read_model_operand(model, operand: str, image, descriptor, rows: int, depth: int, major: str) -> np.ndarray:
-    """A / B of ``model`` read from its shared-memory image through a descriptor of its family's
-    format (``Family.descriptor``): whole containers through :func:`read_operand`, sub-byte codes
-    packed or padded as the family's ``smem_packing`` says through :func:`read_packed_operand`."""
-    fmt = model.a_format if operand == "a" else model.b_format
-    family = model.family
+def read_smem_operand(placement, operand: str, image, descriptor, rows: int, depth: int, major: str) -> np.ndarray:
+    """A / B of an instruction (its :class:`~mmasim.placement.bind.Placement`) read from its
+    shared-memory image through a descriptor of its family's format (``Family.descriptor``):
+    whole containers through :func:`read_operand`, sub-byte codes packed or padded as the
+    family's ``smem_packing`` says through :func:`read_packed_operand`."""
+    fmt = placement.format_of(operand)
+    family = placement.family
     target = family.descriptor
-    pack = family.smem_packing(model.datapath.kind, fmt) if family.smem_packing else ("bytes", fmt.container_bits)
+    pack = family.smem_packing(placement.datapath.kind, fmt) if family.smem_packing else ("bytes", fmt.container_bits)
     if pack[0] == "bytes":
         return read_operand(image, descriptor, rows, depth, fmt.container_bits, major=major, target=target)
     try:
         return read_packed_operand(image, descriptor, rows, depth, pack, field_shift=fmt.field_shift, major=major,
                                    target=target)
     except UnsupportedDatapath as exc:
-        raise UnsupportedDatapath(f"{model.instruction}: {operand.upper()} (.{fmt.name}): {exc}") from None
+        raise UnsupportedDatapath(f"{placement.instruction}: {operand.upper()} (.{fmt.name}): {exc}") from None
 
 
 __all__ = ["PACKING_EVIDENCE", "PADDED_KINDS", "smem_packing", "read_packed_operand", "packed_image", "packed_words",
-           "read_model_operand"]
+           "read_smem_operand"]

@@ -58,7 +58,7 @@ def replicate(lay, operand, regs) -> np.ndarray:
     return out
 
 
-def unpack_scale(model, operand, lay, regs) -> np.ndarray:
+def unpack_scale(placement, operand, lay, regs) -> np.ndarray:
     """The scale matrix (``M x V`` / ``V x N`` container words) held in ``regs``; for a TMEM image,
     after checking that every partition holds the same selected bytes as the one it repeats."""
     if not in_tmem(lay, operand):
@@ -76,7 +76,7 @@ def unpack_scale(model, operand, lay, regs) -> np.ndarray:
             i, j = (int(x[0]) for x in np.nonzero(other != first))
             lane, e = lay.owner(i, j)
             raise ScaleError(
-                f"{model.instruction}: {operand} in Tensor Memory must be duplicated in all four 32-lane partitions "
+                f"{placement.instruction}: {operand} in Tensor Memory must be duplicated in all four 32-lane partitions "
                 f"(PTX ISA §9.7.16.10.7); element [{i}][{j}] is {int(first[i, j]):#04x} in lane {lane} but "
                 f"{int(other[i, j]):#04x} in lane {lane + (p - s) * P} (column {e // 4}, byte {e % 4}); "
                 f"Model.fragments('{operand}', S) writes every partition")

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from mmasim.errors import OperandError
+from mmasim.execution.registers import check_lane_alignment, matrix_form
 from mmasim.placement.bind import layout
-from mmasim.placement.smem_packed import read_model_operand
-from mmasim.placement.warp import check_lane_alignment, finish
+from mmasim.placement.smem_packed import read_smem_operand
 
 
 def operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, M, N):
@@ -28,27 +28,27 @@ def operands(model, a, b, a_descriptor, b_descriptor, a_major, b_major, la, M, N
     if b_descriptor is None:
         raise OperandError(f"{model.instruction}: B is a shared-memory image; pass b_descriptor (its 64-bit "
                            "matrix descriptor, start address relative to the image)")
-    B = read_model_operand(model, "b", b, b_descriptor, N, dp.k, b_major).T
+    B = read_smem_operand(model.placement, "b", b, b_descriptor, N, dp.k, b_major).T
     if a_descriptor is None:
         if a_major != "K":
             raise OperandError(f"{model.instruction}: a_major applies to A in shared memory (pass a_descriptor)")
         return la.unpack(a), B
     ka = dp.stored_k if dp.sparse else dp.k
-    return read_model_operand(model, "a", a, a_descriptor, M, ka, a_major), B
+    return read_smem_operand(model.placement, "a", a, a_descriptor, M, ka, a_major), B
 
 
-
-def warp(model, a_regs, b_regs, c_regs, *, scale_a=None, scale_b=None, sparse_metadata=None, backend=None,
-         byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0, sparsity_selector=0, a_descriptor=None,
-         b_descriptor=None, a_major="K", b_major="K", lane_alignment=0, **options) -> np.ndarray:
-    """D registers of ``wgmma.mma_async`` (:func:`mmasim.placement.warp` says what each operand is)."""
+def wgmma_mma_async(model, a_regs, b_regs, c_regs, *, scale_a=None, scale_b=None, sparse_metadata=None,
+                    backend=None, byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0, sparsity_selector=0,
+                    a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", lane_alignment=0,
+                    **options) -> np.ndarray:
+    """D registers of ``wgmma.mma_async`` (:meth:`mmasim.Model.warp` says what each operand is)."""
     check_lane_alignment(model, lane_alignment, options)
-    la, lc, ld = (layout(model, o, **options) for o in ("a", "c", "d"))
+    la, lc, ld = (layout(model.placement, o, **options) for o in ("a", "c", "d"))
     A, B = operands(model, a_regs, b_regs, a_descriptor, b_descriptor, a_major, b_major, la, la.rows, ld.cols)
-    return finish(model, (la, la, lc, ld), A, B, c_regs, backend=backend, scale_a=scale_a, scale_b=scale_b,
-                  sparse_metadata=sparse_metadata, byte_id_a=byte_id_a, thread_id_a=thread_id_a,
-                  byte_id_b=byte_id_b, thread_id_b=thread_id_b, sparsity_selector=sparsity_selector,
-                  lane_alignment=lane_alignment)
+    return matrix_form(model, (la, la, lc, ld), A, B, c_regs, backend=backend, scale_a=scale_a, scale_b=scale_b,
+                       sparse_metadata=sparse_metadata, byte_id_a=byte_id_a, thread_id_a=thread_id_a,
+                       byte_id_b=byte_id_b, thread_id_b=thread_id_b, sparsity_selector=sparsity_selector,
+                       lane_alignment=lane_alignment)
 
 
-__all__ = ["operands", "warp"]
+__all__ = ["operands", "wgmma_mma_async"]

@@ -1,9 +1,9 @@
-"""``Model.warp`` of ``tcgen05.mma``, every form: :func:`mmasim.placement.warp` hands each
-``tcgen05.mma`` model to :func:`warp` here.  A and B are shared-memory images read through
-their tcgen05 descriptors (or A a Tensor Memory image, :func:`a_tmem_layout`); C, D, block
+"""``Model.warp`` of ``tcgen05.mma``, every form: the family record (``Family.warp``) hands each
+``tcgen05.mma`` model to :func:`tcgen05_mma` here.  A and B are shared-memory images read through
+their tcgen05 descriptors (or A a Tensor Memory image, :func:`mmasim.placement.a_tmem_layout`); C, D, block
 scales and sparse metadata are Tensor Memory images; ``cta_group::2`` takes the CTA pair's
 images.  Each operand is unpacked, the matrix form computes (so ``warp`` equals it by
-construction) and D is packed.  The operands' forms are on :func:`warp`; which CTA holds
+construction) and D is packed.  The operands' forms are on :func:`tcgen05_mma`; which CTA holds
 which half, where A and the metadata sit in TMEM and the 16-bit accumulator's placement
 are stated with their evidence in docs/layouts.md.
 """
@@ -12,59 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmasim.errors import OperandError, ShapeError, TableError, UnsupportedDatapath
-from mmasim.placement.bind import _shape, layout, scale_operands, sparse_operand
-from mmasim.placement.fragment import FragmentRule, rule_key
-from mmasim.placement.smem_packed import read_model_operand
-
-_PAIR = "cta_group::2"
-
-
-def _is_pair(model) -> bool:
-    return _PAIR in model.datapath.qualifiers
-
-
-def a_tmem_layout(model, lane_alignment: int = 0):
-    """The :class:`~mmasim.placement.fragment.Fragment` of A in Tensor Memory (``[a-tmem]``)
-    of a ``tcgen05.mma``: row-major, row ``r`` in the TMEM lane of D's row ``r``, K along the
-    32-bit columns, sub-word elements packed lowest first; a sparse instruction's A is the
-    compressed ``M x K/2``.  Where each lane group of the data path reads all rows (``.ws`` at
-    M = 64 / 32, layouts E / G; M = 128 ``cta_group::2`` dense, layout B) the image repeats them
-    (the layout's ``copies``; ``pack`` writes them, ``unpack`` checks them).  ``UnsupportedDatapath``
-    where no layout is registered.  ``lane_alignment``: 0 or 16 for the half-data-path layouts
-    C and F (as D's; PTX §9.7.16.10.5), refused by the others."""
-    dp = model.datapath
-    if "tmem" not in model.family.storage_of("a"):
-        held = " / ".join(f.name for f in model.registry.families.values() if "tmem" in f.storage_of("a"))
-        raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory exists only for {held}")
-    M, N = _shape(model, "d")
-    bits = model.a_format.container_bits
-    key = rule_key(dp, model.registry.formats, "a", M, N, family=model.family)
-    rules = [r for r in model.registry.layouts.values()
-             if isinstance(r, FragmentRule) and r.storage == "tmem" and r.matches(**key)]
-    if not rules:
-        raise UnsupportedDatapath(
-            f"{model.instruction}: no Tensor Memory layout of A is registered for M = {M}"
-            + (" with cta_group::2" if _is_pair(model) else "") + (" with .ws" if "ws" in dp.qualifiers else "")
-            + "; pass A as a shared-memory image (a_descriptor)")
-
-    def rank(r):
-        return (bool(r.arch), r.qualifiers is not None, r.m is not None, r.sparse is not None)
-
-    best = max(rank(r) for r in rules)
-    top = [r for r in rules if rank(r) == best]
-    if len(top) > 1:
-        raise TableError(f"{model.instruction}: A in Tensor Memory matches several layouts equally: "
-                         + ", ".join(r.name for r in top))
-    if bits not in (4, 8, 16, 32):     # 4: two e2m1 codes a byte (PTX §9.7.16.10.4.5), eight a word
-        raise UnsupportedDatapath(f"{model.instruction}: A in Tensor Memory with {bits}-bit containers "
-                                  "is not modelled")
-    ka = dp.stored_k if dp.sparse else dp.k
-    why = top[0].check_selectors(lane_alignment=lane_alignment)
-    if why:
-        raise OperandError(f"{model.instruction}: A in Tensor Memory: {why}")
-    return top[0].bind("a", M, N, dp.k, bits, shape=(M, ka), lane_alignment=lane_alignment)
-
+from mmasim.errors import OperandError, ShapeError
+from mmasim.placement.bind import a_tmem_layout, is_pair, layout, scale_operands, sparse_operand
+from mmasim.placement.smem_packed import read_smem_operand
 
 def _images(model, x, what, pair):
     """One shared-memory image, or (cta_group::2) the pair's two."""
@@ -83,9 +33,9 @@ def _check_major(name, major):
         raise OperandError(f"{name} must be 'K' or 'MN'; got {major!r}")
 
 
-def warp(model, a_regs, b_regs, c_regs, *, sparse_metadata=None, backend=None, sparsity_selector=0,
-         a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", scale_a=None, scale_b=None,
-         byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0, lane_alignment=0, **options) -> np.ndarray:
+def tcgen05_mma(model, a_regs, b_regs, c_regs, *, sparse_metadata=None, backend=None, sparsity_selector=0,
+                a_descriptor=None, b_descriptor=None, a_major="K", b_major="K", scale_a=None, scale_b=None,
+                byte_id_a=0, byte_id_b=0, thread_id_a=0, thread_id_b=0, lane_alignment=0, **options) -> np.ndarray:
     """D: the Tensor Memory image ``uint32 (TMEM lanes, columns)`` of ``tcgen05.mma``, for an
     ``M x N x K`` instruction (``M``, ``N``: ``model.layout("d").rows / .cols``):
 
@@ -96,7 +46,7 @@ def warp(model, a_regs, b_regs, c_regs, *, sparse_metadata=None, backend=None, s
       ``c * M/2 .. (c + 1) * M/2 - 1`` of A, both read through the one descriptor (its
       address is CTA-relative).  ``a_major`` / ``b_major``: ``"K"`` (default) or ``"MN"``.
     * A in Tensor Memory (``a_descriptor=None``): ``a_regs`` is the TMEM image of
-      :func:`a_tmem_layout` (``(TMEM lanes, columns)``; with ``cta_group::2`` the pair's 256
+      :func:`mmasim.placement.a_tmem_layout` (``(TMEM lanes, columns)``; with ``cta_group::2`` the pair's 256
       lanes, CTA ``c``'s lane ``l`` as lane ``128 c + l``).
     * B (``b_descriptor``): the image; with ``cta_group::2`` a pair: CTA ``c`` holds columns
       ``c * N/2 .. (c + 1) * N/2 - 1`` of B (``N/2 x K``, as its descriptor addresses it).
@@ -121,9 +71,10 @@ def warp(model, a_regs, b_regs, c_regs, *, sparse_metadata=None, backend=None, s
     operands are read packed or padded (:mod:`mmasim.placement.smem_packed`).
     """
     dp = model.datapath
-    pair = _is_pair(model)
-    kw = scale_operands(model, scale_a, scale_b, byte_id_a, byte_id_b, thread_id_a, thread_id_b)
-    lc, ld = (layout(model, o, lane_alignment=lane_alignment, **options) for o in ("c", "d"))
+    placement = model.placement
+    pair = is_pair(placement)
+    kw = scale_operands(placement, scale_a, scale_b, byte_id_a, byte_id_b, thread_id_a, thread_id_b)
+    lc, ld = (layout(placement, o, lane_alignment=lane_alignment, **options) for o in ("c", "d"))
     M, N, K = ld.rows, ld.cols, dp.k
     ka = dp.stored_k if dp.sparse else K
     for name, major in (("a_major", a_major), ("b_major", b_major)):
@@ -136,12 +87,12 @@ def warp(model, a_regs, b_regs, c_regs, *, sparse_metadata=None, backend=None, s
                            "matrix descriptor, start address relative to the image)")
     ncta = 2 if pair else 1
     # whole containers, or 4- / 6-bit codes packed / padded as smem_packed says (PTX §9.7.16.10.4)
-    B = np.concatenate([read_model_operand(model, "b", img, b_descriptor, N // ncta, K, b_major)
+    B = np.concatenate([read_smem_operand(placement, "b", img, b_descriptor, N // ncta, K, b_major)
                         for img in _images(model, b_regs, "B", pair)], axis=0).T
     if a_descriptor is None:
-        A = a_tmem_layout(model, lane_alignment).unpack(a_regs)
+        A = a_tmem_layout(placement, lane_alignment).unpack(a_regs)
     else:
-        A = np.concatenate([read_model_operand(model, "a", img, a_descriptor, M // ncta, ka, a_major)
+        A = np.concatenate([read_smem_operand(placement, "a", img, a_descriptor, M // ncta, ka, a_major)
                             for img in _images(model, a_regs, "A", pair)], axis=0)
     C = lc.unpack(c_regs)
     cbits = model.format_of("c").container_bits
@@ -149,9 +100,9 @@ def warp(model, a_regs, b_regs, c_regs, *, sparse_metadata=None, backend=None, s
         C = (C.astype(np.uint64) & np.uint64((1 << cbits) - 1)).astype(np.uint32)
     if dp.sparse and A.shape != (M, ka):
         raise ShapeError(f"{model.instruction}: the compressed A must be ({M}, {ka}); got {A.shape}")
-    A, sp = sparse_operand(model, A, sparse_metadata, sparsity_selector, lane_alignment=lane_alignment)
+    A, sp = sparse_operand(placement, A, sparse_metadata, sparsity_selector, lane_alignment=lane_alignment)
     kw.update(sp)
     return ld.pack(model(A, B, C, backend=backend, **kw))
 
 
-__all__ = ["a_tmem_layout", "warp"]
+__all__ = ["tcgen05_mma"]
