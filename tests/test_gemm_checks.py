@@ -3,6 +3,8 @@ split-K, the epilogue, quantized operands): C is (M, N) or None, plain operands 
 all words or all values, every composition option needs a D binary32 holds, and alpha / beta
 are binary32 numbers.  Expectations: the errors, and hand-worked words."""
 
+import collections
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -159,3 +161,55 @@ def test_a_quantized_c_is_refused_on_every_path(hopper, path):
     C = mmasim.quantize(np.zeros((M, N), np.float32), "f32")
     with pytest.raises(mmasim.DtypeError, match="C is a quantized tensor"):
         mmasim.gemm(A, B, C, model=hopper, **options)
+
+
+# ---------------------------------------------------------------- once, not once per K tile
+def _count_word_checks(monkeypatch) -> collections.Counter:
+    """The word check (``checked_words``, under every name a module of mmasim holds it by)
+    replaced by one that counts the operands it checks."""
+    from mmasim.operands import words as words_module
+
+    real, seen = words_module.checked_words, collections.Counter()
+
+    def counting(arr, mode, fmt, what):
+        seen[what] += 1
+        return real(arr, mode, fmt, what)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("mmasim") and getattr(module, "checked_words", None) is real:
+            monkeypatch.setattr(module, "checked_words", counting)
+    return seen
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_gemm_of_eight_k_tiles_checks_its_operands_once(hopper, monkeypatch, path, threads):
+    from mmasim.composition import operands
+    from mmasim.execution.model import Model
+
+    options, quantized = PATHS[path]
+    K8 = 8 * hopper.k
+    A, B = (mmasim.quantize(np.ones((M, K8)), "e4m3"), mmasim.quantize(np.full((K8, N), 0.5), "e4m3")) \
+        if quantized else (np.full((M, K8), E4M3_ONE, np.uint8), np.full((K8, N), E4M3_HALF, np.uint8))
+    C = np.zeros((M, N), np.uint32)
+    seen = _count_word_checks(monkeypatch)
+    real_check, checks = operands.check, []
+    monkeypatch.setattr(operands, "check", lambda *a, **kw: checks.append(1) or real_check(*a, **kw))
+
+    def no_dot(*args, **kwargs):
+        raise AssertionError("a K tile went through Model.dot, which checks its operands again")
+
+    monkeypatch.setattr(Model, "dot", no_dot)
+    d = mmasim.gemm(A, B, C, model=hopper, backend="numpy", threads=threads, words=True, **options)
+    assert (d == 0x43000000).all()          # 256 products of 1.0 * 0.5: 128.0, exact on every path
+    assert len(checks) == 1                 # one check of the GEMM's operands ...
+    # ... in which each plain operand's words are checked once (a quantized tensor's by its container)
+    assert seen == collections.Counter({"C": 1} if quantized else {"A": 1, "B": 1, "C": 1})
+
+
+def test_the_matrix_form_checks_each_operand_once(hopper, monkeypatch):
+    A, B = np.full((M, hopper.k), E4M3_ONE, np.uint8), np.full((hopper.k, N), E4M3_HALF, np.uint8)
+    seen = _count_word_checks(monkeypatch)
+    d = hopper(A, B, np.zeros((M, N), np.uint32), backend="numpy")
+    assert (d == 0x41800000).all()          # 32 products of 0.5: 16.0
+    assert seen == collections.Counter({"a": 1, "b": 1, "c": 1})

@@ -178,7 +178,7 @@ def _fails_once(after: int):
 def test_a_gemm_block_computed_again_after_a_failed_attempt_is_written_once():
     # threads.run redoes a failed attempt on one thread in one chunk of all M rows: the blocks
     # the first attempt finished must not be stacked onto the result (a (64, 8) came back (80, 8))
-    from mmasim.composition.gemm import by_rows
+    from mmasim.execution.threads import by_rows
 
     M, N, fail = 64, 8, _fails_once(after=3)
 
@@ -195,7 +195,6 @@ def test_a_gemm_block_computed_again_after_a_failed_attempt_is_written_once():
 def test_a_gemm_whose_threaded_attempt_failed_gives_the_one_thread_words(options, spread, monkeypatch):
     # the plain chain's and a composition's blocks of rows: the fourth block call of the threaded
     # attempt fails (the first is the one-row warm-up); the redo gives the words of threads=1
-    from mmasim.composition import gemm as gemm_module
     from mmasim.composition import mainloop
 
     m = mmasim.MMA("H100", "wgmma.mma_async.k32.f32.e4m3.e4m3")
@@ -203,7 +202,7 @@ def test_a_gemm_whose_threaded_attempt_failed_gives_the_one_thread_words(options
     A = rng.integers(0x30, 0x40, (256, 64)).astype(np.uint8)
     B = rng.integers(0x30, 0x40, (64, 8)).astype(np.uint8)
     want = mmasim.gemm(A, B, None, model=m, threads=1, backend="numpy", **options)
-    module, name = (mainloop, "run") if options else (gemm_module, "chain")
+    module, name = (mainloop, "run") if options else (mainloop, "chain")
     real, fail = getattr(module, name), _fails_once(after=3)
 
     def flaky(*args, **kwargs):

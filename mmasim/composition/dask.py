@@ -17,11 +17,11 @@ import threading
 
 import numpy as np
 
+from mmasim.composition import mainloop, operands
 from mmasim.errors import OperandError, ShapeError
 from mmasim.execution.model import Model
-from mmasim.operands.words import one_mode
 from mmasim.registry.build import get_registry
-from mmasim.operands.words import as_array, typed_dtype
+from mmasim.operands.words import as_array, one_mode, typed_dtype
 
 __all__ = ["any_dask", "is_dask", "gemm"]
 
@@ -75,12 +75,15 @@ class _ModelRef:
         return ("mmasim.Model", self.key)
 
 
-def _block(a, b, c, *rest, in_process, ref, order, scaled, sparse, backend, threads, words):
-    """One ``(M, N)`` block of D: the in-process gemm (``in_process``) on the block's operands."""
+def _block(a, b, c, *rest, ref, order, scaled, sparse, backend, threads, words):
+    """One ``(M, N)`` block of D: the in-process plain chain on the block's operands, checked
+    once (:func:`mmasim.composition.operands.check`) as the in-process gemm checks them."""
     sa, sb = (rest[0], rest[1]) if scaled else (None, None)
     md = rest[-1] if sparse else None
-    return in_process(a, b, c, model=ref.model, k_order=order, scale_a=sa, scale_b=sb, sparse_metadata=md,
-                      backend=backend, progress=False, threads=threads, words=words)
+    model = ref.model
+    ops = operands.check(model, a, b, c, sa, sb, md, order)
+    d = mainloop.plain_chain(model, ops, operands.words(c, model.c_format, "C", ops.c_read), backend, threads)
+    return operands.result(d, model.d_format, ops.returns_words(words))
 
 
 def _as_dask(x, what: str):
@@ -115,7 +118,7 @@ def _suggest(legal, chunks) -> int:
 
 
 def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None, sparse_metadata=None,
-         backend=None, progress=None, threads=None, words=None, check, in_process):
+         backend=None, progress=None, threads=None, words=None):
     """:func:`mmasim.gemm` of ``model`` with dask operands: a dask array of D.
 
     D's blocks are A's row chunks by B's column chunks (C's where A or B is not a dask array);
@@ -123,8 +126,7 @@ def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None
     block chains every K tile in the instruction's order.  A task rebuilds its model from the
     datapath in the worker's own registry (:class:`_ModelRef`), so workers need mmasim and the
     same plugins; inside a task ``threads`` defaults to 1: dask runs the tasks side by side.
-    ``check``: :func:`mmasim.composition.gemm.check`, ``in_process``: :func:`mmasim.composition.gemm.gemm` (what
-    each task runs; passed in, so that this module does not import the one that imports it)."""
+    Each task checks its block's operands once and chains them (:func:`_block`)."""
     import dask.array as da
 
     from mmasim import backends
@@ -149,9 +151,9 @@ def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None
              for name in ("A", "B", "C") + (("scale_a", "scale_b") if dp.scale else ()) if name in arrays}
     values = one_mode(modes, model.instruction)
     as_words = not values if words is None else bool(words)
-    M, K, N, order = check(model, *(arrays[n].shape for n in "ABC"), k_order,
-                           *(arrays[n].shape if n in arrays else None
-                             for n in ("scale_a", "scale_b", "sparse_metadata")))
+    M, K, N, order = operands.check_shapes(model, *(arrays[n].shape for n in "ABC"), k_order,
+                                           *(arrays[n].shape if n in arrays else None
+                                             for n in ("scale_a", "scale_b", "sparse_metadata")))
     a, b, c = arrays["A"], arrays["B"], arrays["C"]
     mchunks = a.chunks[0] if given["A"] else c.chunks[0]
     nchunks = b.chunks[1] if given["B"] else c.chunks[1]
@@ -165,6 +167,6 @@ def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None
     dtype = np.dtype(model.encoding.dtype if as_words or model.d_format.integer else typed_dtype(model.d_format))
     return da.blockwise(
         _block, "ij", *args, token="mmasim-gemm", dtype=dtype, meta=np.empty((0, 0), dtype=dtype),
-        concatenate=True, in_process=in_process, ref=_ModelRef.of(model), order=order, scaled=bool(dp.scale),
+        concatenate=True, ref=_ModelRef.of(model), order=order, scaled=bool(dp.scale),
         sparse=bool(dp.sparse), backend=backend, threads=threads, words=as_words,
     )

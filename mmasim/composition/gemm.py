@@ -1,65 +1,38 @@
 """GEMM emulation: a full ``(M x K) @ (K x N) + C`` computed as the hardware would,
-by chaining one matrix instruction over the K tiles.
+by chaining one matrix instruction over the K tiles, and the GEMM a kernel runs around it:
+promotion, split-K and the binary32 epilogue (:mod:`mmasim.composition.mainloop`,
+:mod:`mmasim.composition.epilogue`), on quantized tensors or plain operands.
 
 The D of one K tile is the C of the next, already rounded into D's format by
 the instruction's own output rounding; the tiles of M and N are independent
 (each D element depends only on its row of A, its column of B and its C), so
 only K is chunked.  ``k_order`` chooses the order of the K tiles: a real
 kernel's loop order, or an explicit permutation to study its effect.
+
+One path: the model and the backend are chosen once, the operands checked once
+(:func:`mmasim.composition.operands.check`), then each K tile is ``Model.tile`` on
+those words, by blocks of rows on every core (:func:`mmasim.execution.threads.by_rows`).
 """
 
 from __future__ import annotations
 
-import threading
+import contextlib
 
 import numpy as np
 
-from mmasim.composition import compose, operands
+from mmasim.arith import binary32
 from mmasim.composition import dask as dask_gemm
-from mmasim.errors import (
-    GemmOptionError,
-    OperandError,
-    ScaleError,
-    ShapeError,
-    SparseMetadataError,
-    UnsupportedDatapath,
-)
-from mmasim.composition.mainloop import chain
-from mmasim.execution.model import Model, matrix_shapes
+from mmasim.composition import epilogue as ep
+from mmasim.composition import mainloop, operands
+from mmasim.errors import DtypeError, GemmOptionError, OperandError, ScaleError
+from mmasim.execution import threads as _threads
+from mmasim.execution.model import Model
 from mmasim.execution.progress import bar as _tqdm_bar
 from mmasim.operands.tensors import accepts_tensors
-from mmasim.execution import threads as _threads
-from mmasim.execution.threads import check as check_threads
-from mmasim.operands.words import as_array
+from mmasim.registry.build import get_registry
 
 #: with ``progress=None`` a bar appears on a terminal only once the work has run this long (seconds)
 PROGRESS_DELAY = 2.0
-
-#: blocks of rows per thread of a gemm on several threads (each block chains every K tile)
-GEMM_CHUNKS_PER_THREAD = 2
-
-
-def _order(k_order, tiles: int):
-    if isinstance(k_order, str):
-        if k_order == "forward":
-            return list(range(tiles))
-        if k_order == "reverse":
-            return list(range(tiles))[::-1]
-        raise OperandError(f"gemm: k_order must be 'forward', 'reverse' or a permutation of the K tiles, not {k_order!r}")
-    try:
-        order = list(k_order)
-    except TypeError:
-        raise OperandError(
-            f"gemm: k_order must be 'forward', 'reverse' or a permutation of the K-tile indices 0..{tiles - 1}, "
-            f"not {k_order!r}"
-        ) from None
-    for t in order:
-        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
-            raise OperandError(f"gemm: k_order entries are K-tile indices (integers); got {t!r} in {order!r}")
-    order = [int(t) for t in order]
-    if sorted(order) != list(range(tiles)):
-        raise OperandError(f"gemm: k_order {order} is not a permutation of the {tiles} K tiles 0..{tiles - 1}")
-    return order
 
 
 def progress_bar(progress, tiles: int, desc: str, unit: str = " K tile"):
@@ -127,87 +100,144 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     model = _model(model, arch, instruction, qualifiers)
     backend = _whole_job_backend(model, backend, A, B)
     words = operands.words_option(words)
-    options = compose.requested(A, B, promote_every, split_k, split_reduce, promotion_scale_a, promotion_scale_b,
-                                alpha, beta, out_format, saturate)
+    options = requested(A, B, promote_every, split_k, split_reduce, promotion_scale_a, promotion_scale_b,
+                        alpha, beta, out_format, saturate)
     if dask_gemm.any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
         if options:
             raise GemmOptionError("gemm on dask arrays chains the instruction only: promotion, split-K, the "
                                   f"epilogue and quantized operands need numpy arrays (got {', '.join(options)})")
-        return dask_gemm.gemm(model, A, B, compose.zero_c(model, A, B) if C is None else C, k_order=k_order,
+        return dask_gemm.gemm(model, A, B, operands.zero_c(model, A, B) if C is None else C, k_order=k_order,
                               scale_a=scale_a, scale_b=scale_b, sparse_metadata=sparse_metadata, backend=backend,
-                              progress=progress, threads=threads, words=words, check=check, in_process=gemm)
-    as_words = operands.returns_words(model, words, A, B, C, scale_a, scale_b)
+                              progress=progress, threads=threads, words=words)
     if options:
         if not (isinstance(k_order, str) and k_order == "forward"):
             raise GemmOptionError("gemm: k_order applies to the plain chain; with promotion, split-K or an "
                                   f"epilogue the K tiles run forward (got k_order={k_order!r})")
-        d, fmt = compose.gemm(model, A, B, C, options=options, scale_a=scale_a, scale_b=scale_b,
-                              sparse_metadata=sparse_metadata, promote_every=promote_every, split_k=split_k,
-                              split_reduce=split_reduce, promotion_scale_a=promotion_scale_a,
-                              promotion_scale_b=promotion_scale_b, alpha=alpha, beta=beta, out_format=out_format,
-                              saturate=saturate, backend=backend, progress=progress, threads=threads,
-                              check=check, bar=progress_bar, by_rows=by_rows)
+        _binary32_d(model, options)
+    threads = _threads.check(threads)
+    ops = operands.check(model, A, B, C, scale_a, scale_b, sparse_metadata, k_order)
+    as_words = ops.returns_words(words)
+    if options:
+        d, fmt = _composed(model, ops, C, promote_every=promote_every, split_k=split_k, split_reduce=split_reduce,
+                           promotion_scale_a=promotion_scale_a, promotion_scale_b=promotion_scale_b, alpha=alpha,
+                           beta=beta, out_format=out_format, saturate=saturate, backend=backend, threads=threads,
+                           progress=progress)
         return operands.result(d, fmt, as_words)
-    threads = check_threads(threads)
-    A, B = operands.words(A, model.a_format, "A"), operands.words(B, model.b_format, "B")
-    C = compose.zero_c(model, A, B) if C is None else operands.words(C, model.c_format, "C")
-    if scale_a is not None and scale_b is not None and model.datapath.scale:
-        scale_a = operands.words(scale_a, model.scale_format, "scale_a")
-        scale_b = operands.words(scale_b, model.scale_format, "scale_b")
-    if sparse_metadata is not None and model.datapath.sparse:
-        sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
-    M, K, N, order = check(model, A.shape, B.shape, C.shape, k_order,
-                           *(None if x is None else np.shape(x) for x in (scale_a, scale_b, sparse_metadata)))
-    if model.datapath.sparse:       # checked whole, in the order the tiles run: an error names row and K tile
-        tiles = np.swapaxes(sparse_metadata.reshape(M, len(order), -1)[:, list(order)], 0, 1)
-        model._metadata(tiles, lambda at: f"row {at[1]}, K tile {order[at[0]]} of sparse_metadata")
-    bar = progress_bar(progress, len(order), f"mmasim.gemm {M}x{N}x{K}")
-    try:
-        nworkers = _threads.workers(threads, M, K * N)
-        if nworkers <= 1:
-            d = chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar)
-        else:   # an error is raised as one thread raises it (threads.run computes again on one thread)
-            d = _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M)
-    finally:
-        if bar is not None:
-            bar.close()
+    C = operands.zero_c(model, A, B) if C is None else operands.words(C, model.c_format, "C", ops.c_read)
+    with _progress(progress, ops) as bar:
+        d = mainloop.plain_chain(model, ops, C, backend, threads, bar)
     return operands.result(d, model.d_format, as_words)
 
 
-def _chains(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, nworkers, bar, M):
-    """:func:`~mmasim.composition.mainloop.chain` on blocks of rows, on ``nworkers`` threads."""
-    def block(rows):
-        return chain(model, A[rows], B, C[rows], order, None if scale_a is None else scale_a[rows], scale_b,
-                     None if sparse_metadata is None else sparse_metadata[rows], backend, 1, None)
-
-    def warm():     # the first K tile of one row: compiles the kernel and fills the caches once
-        chain(model, A[:1], B, C[:1], order[:1], None if scale_a is None else scale_a[:1], scale_b,
-              None if sparse_metadata is None else sparse_metadata[:1], backend, 1, None)
-
-    return by_rows(M, A.shape[1] * B.shape[1], block, nworkers, bar, len(order), warm)
+@contextlib.contextmanager
+def _progress(progress, ops):
+    """The GEMM's :func:`progress_bar` (one step per K tile), closed however the work ends."""
+    bar = progress_bar(progress, len(ops.order), f"mmasim.gemm {ops.M}x{ops.N}x{ops.K}")
+    try:
+        yield bar
+    finally:
+        if bar is not None:
+            bar.close()
 
 
-def by_rows(M: int, per_row: int, block, nworkers: int, bar, tiles: int, warm=None):
-    """``block(rows)`` on blocks of rows, on ``nworkers`` threads: each block does all of its
-    work (one hand-off per block, not one per K tile) and writes its rows of the result, so
-    that a block computed again (:func:`mmasim.execution.threads.run` redoes a failed attempt on
-    one thread, in blocks of another size) only writes the same rows again.
-    ``bar`` is advanced by ``tiles`` per row's worth of work, in whole steps, at most ``tiles``."""
-    out, lock, rows_done = [None], threading.Lock(), [0]
+def requested(A, B, promote_every, split_k, split_reduce, psa, psb, alpha, beta, out_format, saturate) -> list:
+    """The options of a call beyond the plain chain, named as its caller wrote them (empty: the
+    plain chain)."""
+    shown = [f"{name}={value!r}" for name, value in (("promote_every", promote_every), ("split_k", split_k),
+                                                     ("out_format", out_format), ("saturate", saturate))
+             if value is not None]
+    if not (isinstance(split_reduce, str) and split_reduce == "sequential"):
+        shown.append(f"split_reduce={split_reduce!r}")
+    shown += [name for name, value in (("promotion_scale_a", psa), ("promotion_scale_b", psb), ("alpha", alpha),
+                                       ("beta", beta)) if value is not None]
+    return shown + [f"a quantized {what}" for what, x in (("A", A), ("B", B)) if operands.is_quantized(x)]
 
-    def work(s, e):
-        d = block(slice(s, e))
-        with lock:
-            if out[0] is None:
-                out[0] = np.empty((M,) + d.shape[1:], dtype=d.dtype)
-            out[0][s:e] = d
-            if bar is not None:     # whole K tiles' worth of rows done, in whole steps
-                before = tiles * rows_done[0] // M
-                rows_done[0] = min(M, rows_done[0] + e - s)
-                bar.update(tiles * rows_done[0] // M - before)
 
-    _threads.run(M, M, work, nworkers, per_row, warm=warm, per_thread=GEMM_CHUNKS_PER_THREAD)
-    return out[0]
+def _count(value, what: str, default: int | None):
+    if value is None:
+        return default
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise GemmOptionError(f"gemm: {what} must be a positive integer, not {value!r}")
+    return int(value)
+
+
+def _promotion_scale(x, what: str):
+    if x is None:
+        return None
+    arr = np.asarray(x)
+    if arr.dtype != np.float32:
+        raise DtypeError(f"gemm: {what} must be float32 (binary32) values, not {arr.dtype}")
+    return arr.astype(np.float64)
+
+
+def _binary32_d(model, options: list) -> None:
+    """Every composition accumulates D in binary32: refuse one whose D it cannot hold."""
+    fmt = model.d_format
+    if fmt.integer or fmt.exp_bits > 8 or fmt.man_bits > 23:
+        raise GemmOptionError(
+            f"gemm: {', '.join(options)}: promotion, split-K, the epilogue and quantized operands accumulate "
+            f"in binary32, which cannot hold {model.instruction}'s {fmt.name} D exactly; its GEMM is the plain "
+            "chain (container words, none of these options)")
+
+
+def _composed(model, ops, C, *, promote_every, split_k, split_reduce, promotion_scale_a, promotion_scale_b,
+              alpha, beta, out_format, saturate, backend, threads, progress):
+    """The composed GEMM of the checked ``ops`` (see :func:`gemm`): ``(D words, their format)``."""
+    M, K, N = ops.M, ops.K, ops.N
+    qa, qb = ops.a, ops.b
+    psa = _promotion_scale(promotion_scale_a, "promotion_scale_a")
+    psb = _promotion_scale(promotion_scale_b, "promotion_scale_b")
+    if (qa.promotion is not None or qb.promotion is not None) and (psa is not None or psb is not None):
+        raise ScaleError("gemm: promotion scales come from the quantized operands or from promotion_scale_a / "
+                         "promotion_scale_b, not both")
+    if psa is None and psb is None:
+        psa, psb = qa.promotion, qb.promotion
+
+    formats = get_registry().formats
+    ts = [q.tensor_scale for q in (qa, qb) if q.tensor_scale is not None]
+    epi = ep.build(formats, alpha, beta, out_format, saturate)
+    if ts and epi is None:
+        epi = ep.build(formats, alpha=1.0)
+    if epi is not None and ts:
+        t = ts[0] if len(ts) == 1 else float(binary32.mul(ts[0], ts[1]))
+        epi = ep.Epilogue(alpha=float(binary32.mul(epi.alpha, t)), beta=epi.beta, out=epi.out, saturate=epi.saturate)
+    source = start = None
+    if epi is not None:
+        if C is not None and beta is None:
+            raise GemmOptionError("gemm: with an epilogue C is its source, beta * C: pass beta (beta=0 leaves C "
+                                  "unread), or C=None")
+        if epi.reads_source:
+            if C is None:
+                raise GemmOptionError(f"gemm: beta = {epi.beta} reads the source C, but C is None")
+            source = operands.words(C, epi.out, "C", ops.c_read)
+        elif C is not None:
+            operands.words(C, epi.out, "C", ops.c_read)      # unread, but checked as every operand is
+    elif C is not None:
+        start = operands.words(C, model.c_format, "C", ops.c_read).astype(model.encoding.dtype)
+
+    bk, bn = operands.promotion_blocks(psa, psb, M, K, N)
+    loop = mainloop.Loop(split_k=_count(split_k, "split_k", 1), reduce=split_reduce,
+                         promote_every=_count(promote_every, "promote_every", None),
+                         scale_a=psa, scale_b=psb, block_k=bk, block_n=bn, c_starts=epi is None)
+    mainloop.check(model, loop, K, N)
+    whole = dict(A=qa.words, B=qb.words, scale_a=ops.scale_a, scale_b=ops.scale_b,
+                 sparse_metadata=ops.sparse_metadata)
+
+    def block(rows, bar_=None):
+        cut = {name: (None if x is None else x[rows]) if name in ("A", "scale_a", "sparse_metadata") else x
+               for name, x in whole.items()}
+        return mainloop.run(model, loop, cut, None if start is None else start[rows], rows, backend, bar_)
+
+    nworkers = _threads.workers(threads, M, K * N)
+    with _progress(progress, ops) as bar:
+        if nworkers <= 1:
+            acc = block(slice(0, M), bar)
+        else:
+            acc = _threads.by_rows(M, K * N, block, nworkers, bar, len(ops.order), warm=lambda: block(slice(0, 1)),
+                                   per_thread=mainloop.GEMM_CHUNKS_PER_THREAD)
+    if epi is None:
+        return binary32.to_words(acc), binary32.F32
+    return epi.apply(acc, source), epi.out
 
 
 def _model(model, arch, instruction, qualifiers) -> Model:
@@ -220,60 +250,12 @@ def _model(model, arch, instruction, qualifiers) -> Model:
     return model
 
 
-def check(model: Model, a_shape, b_shape, c_shape, k_order="forward", scale_a=None, scale_b=None,
-          sparse_metadata=None):
-    """Check a GEMM's shapes (``c_shape``: C's, ``None`` where C is not given; ``scale_a``,
-    ``scale_b``, ``sparse_metadata``: their shapes, or ``None`` where not given) against
-    ``model``: every path of :func:`gemm` (the plain chain, each composition, dask) checks its
-    operands' shapes here.  Returns ``(M, K, N, K-tile order)``."""
-    dp = model.datapath
-    name = model.instruction
-    if model.c_format.key != model.d_format.key:
-        raise UnsupportedDatapath(
-            f"gemm chains D into C, but {name} reads C as {model.c_format.name} and writes D as "
-            f"{model.d_format.name}; use the variant whose C and D formats agree"
-        )
-    compose.matrices(a_shape, b_shape)
-    if c_shape is None:         # no C: D is (M, N)
-        c_shape = (a_shape[0], b_shape[1])
-    M, K, N = matrix_shapes(a_shape, b_shape, c_shape, "gemm")
-    model.check_tiles(a_shape, b_shape, "gemm", grid=True)
-    k = dp.k
-    if K == 0 or K % k:
-        raise ShapeError(f"gemm: A is {tuple(a_shape)}: K = {K} is not a positive multiple of the instruction's "
-                         f"K = {k} ({name})")
-    tiles = K // k
-    order = _order(k_order, tiles)
-    if dp.scale:
-        if scale_a is None or scale_b is None:
-            raise ScaleError(f"gemm with {name} needs scale_a (M, K/{dp.block}) and scale_b (K/{dp.block}, N)")
-        nb = K // dp.block
-        if tuple(scale_a) != (M, nb) or tuple(scale_b) != (nb, N):
-            raise ScaleError(f"gemm: scale_a must be ({M}, {nb}) and scale_b ({nb}, {N}); "
-                             f"got {tuple(scale_a)} and {tuple(scale_b)}")
-    elif scale_a is not None or scale_b is not None:
-        raise ScaleError(f"{name} is not block-scaled: scale_a/scale_b must be None")
-    nwords = model.sparse_rule.words(k) if dp.sparse else 0
-    if dp.sparse:
-        if sparse_metadata is None:
-            raise SparseMetadataError(
-                f"gemm with the sparse {name} needs sparse_metadata (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}): "
-                f"{nwords} metadata word(s) per row for each K tile")
-        if tuple(sparse_metadata) != (M, tiles * nwords):
-            raise SparseMetadataError(
-                f"gemm: sparse_metadata must be (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}); "
-                f"got {tuple(sparse_metadata)}")
-    elif sparse_metadata is not None:
-        raise SparseMetadataError(f"{name} is dense: sparse_metadata must be None")
-    return M, K, N, order
-
-
 def _whole_job_backend(model: Model, backend, A, B):
     """The backend of every call of one GEMM, chosen once by its ``M * N * K`` products (under
-    ``auto``, a small first job of a datapath is numpy's: see :meth:`Model._backend_name`)."""
+    ``auto``, a small first job of a datapath is numpy's: see :meth:`Model.backend_name`)."""
     try:
         (m, k), n = np.shape(A), np.shape(B)[1]
         products = int(m) * int(k) * int(n)
     except (TypeError, ValueError, IndexError, OverflowError):
         return backend                  # not a matrix, or of unknown size (dask): the checks below decide
-    return model._backend_name(backend, products)
+    return model.backend_name(backend, products)

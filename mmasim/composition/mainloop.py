@@ -1,7 +1,9 @@
 """The K loop of a GEMM kernel: the instruction chained over K tiles (the D of one tile is the
-C of the next, docs/datapaths.md section 3, "Chaining"), split into split-K slices and
-promotion chunks whose partial sums the CUDA cores add in binary32 (:func:`run`,
-:func:`reduce`; the rules and their sources are on those functions, docs/quantize.md).
+C of the next, docs/datapaths.md section 3, "Chaining"; :func:`chain`, :func:`plain_chain`),
+split into split-K slices and promotion chunks whose partial sums the CUDA cores add in
+binary32 (:func:`run`, :func:`reduce`; the rules and their sources are on those functions,
+docs/quantize.md).  Each K tile is ``Model.tile`` on words the GEMM checked once
+(:func:`mmasim.composition.operands.check`): no tile checks an operand again.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ import attrs
 import numpy as np
 
 from mmasim.arith import binary32
+from mmasim.composition import operands
 from mmasim.errors import GemmOptionError
+from mmasim.execution import threads as _threads
 
 SPLIT_REDUCE = ("sequential", "tree")
 
@@ -30,9 +34,14 @@ class Loop:
     c_starts: bool = True
 
 
+#: blocks of rows per thread of a gemm on several threads (each block chains every K tile)
+GEMM_CHUNKS_PER_THREAD = 2
+
+
 def chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar):
-    """D of rows of A and C against B: the instruction chained over the K tiles in ``order``
-    (each tile's matrix form on ``threads``); ``bar`` advanced by one per tile."""
+    """D of rows of A and C against B (words checked by the GEMM): the instruction chained
+    over the K tiles in ``order`` (each tile ``Model.tile`` on ``threads``); ``bar`` advanced by
+    one per tile."""
     dp = model.datapath
     k = dp.k
     nwords = model.sparse_rule.words(k) if dp.sparse else 0
@@ -46,10 +55,29 @@ def chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, thr
             kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
         if dp.sparse:
             kw["sparse_metadata"] = sparse_metadata[:, t * nwords:(t + 1) * nwords]
-        D = model._matrix(A[:, cut], B[cut, :], D, backend=backend, threads=threads, **kw)
+        D = model.tile(A[:, cut], B[cut, :], D, backend=backend, threads=threads, **kw)
         if bar is not None:
             bar.update(1)
     return D
+
+
+def plain_chain(model, ops: operands.Checked, C, backend, threads, bar=None):
+    """D words ``(M, N)`` of the plain chain of the checked ``ops`` from the C words ``C``: on
+    this thread where one is enough, else on blocks of rows on several threads
+    (:func:`~mmasim.execution.threads.by_rows`), each block chaining every K tile."""
+    A, B, sa, sb, md, order = ops.a.words, ops.b.words, ops.scale_a, ops.scale_b, ops.sparse_metadata, ops.order
+    nworkers = _threads.workers(threads, ops.M, ops.K * ops.N)
+    if nworkers <= 1:
+        return chain(model, A, B, C, order, sa, sb, md, backend, threads, bar)
+
+    def block(rows, order=order):
+        return chain(model, A[rows], B, C[rows], order, None if sa is None else sa[rows], sb,
+                     None if md is None else md[rows], backend, 1, None)
+
+    # the warm-up, the first K tile of one row, compiles the kernel and fills the caches once;
+    # an error is raised as one thread raises it (threads.run computes again on one thread)
+    return _threads.by_rows(ops.M, ops.K * ops.N, block, nworkers, bar, len(order),
+                            warm=lambda: block(slice(0, 1), order[:1]), per_thread=GEMM_CHUNKS_PER_THREAD)
 
 
 def check(model, loop: Loop, K: int, N: int) -> None:
@@ -196,4 +224,4 @@ def reduce(parts: list, how: str) -> np.ndarray:
     return parts[0]
 
 
-__all__ = ["Loop", "chain", "check", "run", "reduce", "SPLIT_REDUCE"]
+__all__ = ["Loop", "chain", "plain_chain", "check", "run", "reduce", "SPLIT_REDUCE", "GEMM_CHUNKS_PER_THREAD"]

@@ -1,9 +1,11 @@
 """The operands of :func:`mmasim.gemm` as container words: arrays of words or values, and
-quantized tensors, read by one set of rules for the plain chain and every composition.
+quantized tensors, read by one set of rules for the plain chain and every composition, and
+checked once per GEMM, not once per K tile.
 
-Gives :func:`returns_words` (the call's mode: words or values in, and so out), :func:`words`
-(a plain operand's words), :func:`operand` (one matrix operand as an :class:`Operand`),
-:func:`result` (D as the call returns it) and :func:`promotion_blocks`.  A quantized tensor
+Gives :func:`check` (every operand of one GEMM checked once: a :class:`Checked`, whose words
+each K tile hands to ``Model.tile`` unchecked), :func:`check_shapes` (the shapes of every path,
+dask's included), :func:`words` (a plain operand's words), :func:`operand` (one matrix operand
+as an :class:`Operand`), :func:`result` (D as the call returns it) and :func:`promotion_blocks`.  A quantized tensor
 is any object with the attributes of :func:`mmasim.quantize`'s result (:func:`is_quantized`;
 the fields: docs/quantize.md); it stands for ``decoded words x scales x tensor_scale``.  Its
 words are container words of its ``container`` (a registry format key; default: the format
@@ -22,9 +24,10 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from mmasim.errors import DtypeError, GemmOptionError, ScaleError
-from mmasim.operands.words import checked_words, one_mode
-from mmasim.operands.words import as_array, from_words, to_words
+from mmasim.errors import DtypeError, GemmOptionError, OperandError, ScaleError, ShapeError, SparseMetadataError
+from mmasim.errors import UnsupportedDatapath
+from mmasim.execution.model import matrix_shapes
+from mmasim.operands.words import as_array, checked_words, from_words, is_value_dtype, one_mode, to_words
 from mmasim.quantization.casts import recontainer
 from mmasim.registry.build import get_registry
 
@@ -41,28 +44,161 @@ def words_option(words):
     return None if words is None else bool(words)
 
 
-def returns_words(model, words, A, B, C, scale_a=None, scale_b=None) -> bool:
-    """Whether a gemm call returns D as words: ``words`` (``True`` / ``False``, checked by
-    :func:`words_option`) if given, else as the operands were held: words for container words,
-    values for values and for quantized tensors (their user held floats).  Plain operands that
-    mix words and values (the scales of a block-scaled instruction included) are refused, by
-    :meth:`Model.dot`'s rule."""
+@attrs.frozen(eq=False)
+class Checked:
+    """Every operand of one GEMM, checked once (:func:`check`): A and B as :class:`Operand`
+    (their words, and what a quantized tensor brings), the instruction scales' words, the
+    sparse metadata words (every K tile's selectors checked), ``M``, ``K``, ``N``, the order
+    of the K tiles and whether the plain operands were values.  C is checked by the path
+    that reads it (in C's format for the chain, in the output format as an epilogue's source)."""
+
+    a: Operand
+    b: Operand
+    scale_a: np.ndarray | None
+    scale_b: np.ndarray | None
+    sparse_metadata: np.ndarray | None
+    M: int
+    K: int
+    N: int
+    order: list
+    values: bool
+    quantized: bool
+    c_read: tuple | None = None     # as_array of a plain C, for the path that checks C
+
+    def returns_words(self, words) -> bool:
+        """Whether the GEMM returns D as words: ``words`` (``True`` / ``False``, checked by
+        :func:`words_option`) if given, else as the operands were held: words for container
+        words, values for values and for quantized tensors (their user held floats)."""
+        return bool(words) if words is not None else not (self.values or self.quantized)
+
+
+def check(model, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, k_order="forward") -> Checked:
+    """The one check of a GEMM's operands, whatever its K tiles: words or values, never both
+    (the scales of a block-scaled instruction included; :meth:`Model.dot`'s rule); A and B in
+    the instruction's containers (:func:`operand`); the instruction scales; the shapes
+    (:func:`check_shapes`); the sparse metadata of every K tile, in the order the tiles run
+    (an error names the row and the K tile)."""
+    dp = model.datapath
     given = {"A": A, "B": B, "C": C}
-    if model.datapath.scale and scale_a is not None and scale_b is not None:
+    if dp.scale and scale_a is not None and scale_b is not None:
         given.update(scale_a=scale_a, scale_b=scale_b)
     arrays = {name: as_array(x, name) for name, x in given.items() if x is not None and not is_quantized(x)}
     values = one_mode(arrays, f"gemm with {model.instruction}")
-    if words is not None:
-        return bool(words)
-    return not (values or is_quantized(A) or is_quantized(B))
+    qa = operand(model, A, "A", model.a_format, arrays.get("A"))
+    qb = operand(model, B, "B", model.b_format, arrays.get("B"))
+    if dp.scale:
+        scale_a = _instruction_scales(model, qa, scale_a, "scale_a", "A", arrays.get("scale_a"))
+        scale_b = _instruction_scales(model, qb, scale_b, "scale_b", "B", arrays.get("scale_b"))
+    elif qa.scales is not None or qb.scales is not None:
+        raise ScaleError(f"{model.instruction} is not block-scaled, but a quantized operand carries instruction scales")
+    if sparse_metadata is not None and dp.sparse:
+        sparse_metadata = as_array(sparse_metadata, "sparse_metadata")[0]
+    M, K, N, order = check_shapes(model, qa.words.shape, qb.words.shape, None if C is None else np.shape(C), k_order,
+                                  *(None if x is None else np.shape(x) for x in (scale_a, scale_b, sparse_metadata)))
+    if dp.sparse:       # checked whole, in the order the tiles run: an error names row and K tile
+        tiles = np.swapaxes(sparse_metadata.reshape(M, len(order), -1)[:, list(order)], 0, 1)
+        model.check_metadata(tiles, lambda at: f"row {at[1]}, K tile {order[at[0]]} of sparse_metadata")
+    return Checked(qa, qb, scale_a, scale_b, sparse_metadata, M, K, N, order, values,
+                   is_quantized(A) or is_quantized(B), arrays.get("C"))
 
 
-def words(x, fmt, what: str) -> np.ndarray:
+def tile_order(k_order, tiles: int) -> list:
+    """The K tiles in the order ``k_order`` runs them: ``"forward"``, ``"reverse"`` or a
+    permutation of ``0 .. tiles - 1``."""
+    if isinstance(k_order, str):
+        if k_order == "forward":
+            return list(range(tiles))
+        if k_order == "reverse":
+            return list(range(tiles))[::-1]
+        raise OperandError(f"gemm: k_order must be 'forward', 'reverse' or a permutation of the K tiles, not {k_order!r}")
+    try:
+        order = list(k_order)
+    except TypeError:
+        raise OperandError(
+            f"gemm: k_order must be 'forward', 'reverse' or a permutation of the K-tile indices 0..{tiles - 1}, "
+            f"not {k_order!r}"
+        ) from None
+    for t in order:
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
+            raise OperandError(f"gemm: k_order entries are K-tile indices (integers); got {t!r} in {order!r}")
+    order = [int(t) for t in order]
+    if sorted(order) != list(range(tiles)):
+        raise OperandError(f"gemm: k_order {order} is not a permutation of the {tiles} K tiles 0..{tiles - 1}")
+    return order
+
+
+def matrices(a_shape, b_shape) -> None:
+    """Refuse an A that is not ``(M, K)`` or a B that is not ``(K, N)`` (:class:`ShapeError`)."""
+    if len(a_shape) != 2 or len(b_shape) != 2:
+        raise ShapeError(f"gemm: A must be (M, K) and B (K, N); got {tuple(a_shape)} and {tuple(b_shape)}")
+
+
+def check_shapes(model, a_shape, b_shape, c_shape, k_order="forward", scale_a=None, scale_b=None,
+                 sparse_metadata=None):
+    """Check a GEMM's shapes (``c_shape``: C's, ``None`` where C is not given; ``scale_a``,
+    ``scale_b``, ``sparse_metadata``: their shapes, or ``None`` where not given) against
+    ``model``: every path of :func:`mmasim.gemm` (the plain chain, each composition, dask)
+    checks its operands' shapes here.  Returns ``(M, K, N, K-tile order)``."""
+    dp = model.datapath
+    name = model.instruction
+    if model.c_format.key != model.d_format.key:
+        raise UnsupportedDatapath(
+            f"gemm chains D into C, but {name} reads C as {model.c_format.name} and writes D as "
+            f"{model.d_format.name}; use the variant whose C and D formats agree"
+        )
+    matrices(a_shape, b_shape)
+    if c_shape is None:         # no C: D is (M, N)
+        c_shape = (a_shape[0], b_shape[1])
+    M, K, N = matrix_shapes(a_shape, b_shape, c_shape, "gemm")
+    model.check_tiles(a_shape, b_shape, "gemm", grid=True)
+    k = dp.k
+    if K == 0 or K % k:
+        raise ShapeError(f"gemm: A is {tuple(a_shape)}: K = {K} is not a positive multiple of the instruction's "
+                         f"K = {k} ({name})")
+    tiles = K // k
+    order = tile_order(k_order, tiles)
+    if dp.scale:
+        if scale_a is None or scale_b is None:
+            raise ScaleError(f"gemm with {name} needs scale_a (M, K/{dp.block}) and scale_b (K/{dp.block}, N)")
+        nb = K // dp.block
+        if tuple(scale_a) != (M, nb) or tuple(scale_b) != (nb, N):
+            raise ScaleError(f"gemm: scale_a must be ({M}, {nb}) and scale_b ({nb}, {N}); "
+                             f"got {tuple(scale_a)} and {tuple(scale_b)}")
+    elif scale_a is not None or scale_b is not None:
+        raise ScaleError(f"{name} is not block-scaled: scale_a/scale_b must be None")
+    nwords = model.sparse_rule.words(k) if dp.sparse else 0
+    if dp.sparse:
+        if sparse_metadata is None:
+            raise SparseMetadataError(
+                f"gemm with the sparse {name} needs sparse_metadata (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}): "
+                f"{nwords} metadata word(s) per row for each K tile")
+        if tuple(sparse_metadata) != (M, tiles * nwords):
+            raise SparseMetadataError(
+                f"gemm: sparse_metadata must be (M, K/{k} * {nwords}) = ({M}, {tiles * nwords}); "
+                f"got {tuple(sparse_metadata)}")
+    elif sparse_metadata is not None:
+        raise SparseMetadataError(f"{name} is dense: sparse_metadata must be None")
+    return M, K, N, order
+
+
+def zero_c(model, A, B):
+    """A zero C for the plain chain: words, or values when A is given as values."""
+    matrices(np.shape(A), np.shape(B))
+    shape = (np.shape(A)[0], np.shape(B)[1])
+    dtype = getattr(A, "dtype", None)
+    if dtype is None:
+        dtype = as_array(A, "A")[0].dtype
+    if is_value_dtype(np.dtype(dtype)):
+        return np.zeros(shape, dtype=from_words(np.zeros(1, dtype=np.uint64), model.c_format).dtype)
+    return np.zeros(shape, dtype=model.encoding.dtype)
+
+
+def words(x, fmt, what: str, read=None) -> np.ndarray:
     """Container words of a plain operand ``x`` (words or values) in format ``fmt``, checked as
-    :meth:`Model.dot` checks them."""
+    :meth:`Model.dot` checks them (``read``: ``as_array(x, what)`` where the caller has it)."""
     if is_quantized(x):
         raise DtypeError(f"gemm: {what} is a quantized tensor; {what} takes container words or values")
-    return checked_words(*as_array(x, what), fmt, what)
+    return checked_words(*(as_array(x, what) if read is None else read), fmt, what)
 
 
 def result(d, fmt, as_words: bool):
@@ -108,7 +244,7 @@ def _placed(words_, key, fmt, what: str, role: str) -> np.ndarray:
     return recontainer(checked, src, fmt, what).astype(_CONTAINER[fmt.container_bits])
 
 
-def operand(model, x, what: str, fmt) -> Operand:
+def operand(model, x, what: str, fmt, read=None) -> Operand:
     """``x`` (words, values or a quantized tensor) as an :class:`Operand` of format ``fmt``.
 
     A quantized tensor's ``words`` are container words of its ``container`` (default: the
@@ -117,9 +253,10 @@ def operand(model, x, what: str, fmt) -> Operand:
     ``scale_use`` says where its ``scales`` go: ``"instruction"`` (words of its
     ``scale_format`` the block-scaled instruction reads: A's ``(M, K / block)``, B's
     ``(K / block, N)``), ``"promotion"`` (binary32 scales applied at promotion,
-    :func:`promotion_blocks`) or ``None``."""
+    :func:`promotion_blocks`) or ``None``.  ``read``: ``as_array(x, what)`` of a plain ``x``
+    where the caller has it."""
     if not is_quantized(x):
-        return Operand(words=words(x, fmt, what).astype(_CONTAINER[fmt.container_bits], copy=False))
+        return Operand(words=words(x, fmt, what, read).astype(_CONTAINER[fmt.container_bits], copy=False))
     elements = _placed(x.words, getattr(x, "container", None) or x.format, fmt, what, "elements")
     ts = getattr(x, "tensor_scale", None)
     ts = None if ts is None else float(np.float32(ts))
@@ -140,6 +277,16 @@ def operand(model, x, what: str, fmt) -> Operand:
     raise GemmOptionError(f"gemm: {what}.scale_use must be 'instruction', 'promotion' or None, not {use!r}")
 
 
+def _instruction_scales(model, q, given, name: str, what: str, read=None):
+    if q.scales is not None:
+        if given is not None:
+            raise ScaleError(f"gemm: {what} is a quantized tensor that carries its scales; {name} must be None")
+        return q.scales
+    if given is None:
+        return None
+    return operand(model, given, name, model.scale_format, read).words
+
+
 def promotion_blocks(sa, sb, M: int, K: int, N: int):
     """``(bk, bn)`` of promotion scales ``sa`` ``(M, K / bk)`` and ``sb`` ``(K / bk, N / bn)``."""
     if sa is None and sb is None:
@@ -154,5 +301,5 @@ def promotion_blocks(sa, sb, M: int, K: int, N: int):
     return K // sa.shape[1], N // sb.shape[1]
 
 
-__all__ = ["Operand", "operand", "is_quantized", "promotion_blocks", "returns_words", "words", "result",
-           "words_option"]
+__all__ = ["Operand", "Checked", "check", "check_shapes", "tile_order", "matrices", "zero_c", "operand",
+           "is_quantized", "promotion_blocks", "words", "result", "words_option"]

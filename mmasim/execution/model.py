@@ -21,7 +21,7 @@ from mmasim.operands.tensors import accepts_tensors
 from mmasim.placement import bind
 from mmasim.placement.bind import Placement
 from mmasim.placement.expr import SELECTORS
-from mmasim.operands.words import VALUES, as_array, checked_words, from_words, one_mode, plain_words, typed_of
+from mmasim.operands.words import VALUES, as_array, checked_words, from_words, one_mode
 
 
 class Model:
@@ -156,14 +156,7 @@ class Model:
         """
         threads = _threads.check(threads)
         dp = self.datapath
-        given = {"a": a, "b": b, "c": c}
-        if dp.scale and scale_a is not None and scale_b is not None:
-            given.update(scale_a=scale_a, scale_b=scale_b)
-        arrays = {name: as_array(x, name) for name, x in given.items()}
-        values = one_mode(arrays, self.instruction)
-        wa = checked_words(*arrays["a"], self.a_format, "a")
-        wb = checked_words(*arrays["b"], self.b_format, "b")
-        wc = checked_words(*arrays["c"], self.c_format, "c")
+        arrays, values, (wa, wb, wc) = self._checked(a, b, c, scale_a, scale_b)
         for name, w in (("a", wa), ("b", wb)):
             if w.ndim == 0 or w.shape[-1] != dp.k:
                 raise ShapeError(
@@ -171,38 +164,66 @@ class Model:
                     + (" (the logical K of the sparse instruction)" if dp.sparse else "")
                     + f"; got {w.shape}"
                 )
-        extra = []
-        if dp.scale:
-            if scale_a is None or scale_b is None:
-                raise ScaleError(f"{self.instruction} needs scale_a and scale_b of shape (..., {dp.blocks})")
-            for name in ("scale_a", "scale_b"):
-                ws = checked_words(*arrays[name], self.scale_format, name)
-                if ws.ndim == 0 or ws.shape[-1] != dp.blocks:
-                    raise ScaleError(
-                        f"{name} must have shape (..., {dp.blocks}): one {self.scale_format.name} scale per block "
-                        f"of {dp.block} elements; got {ws.shape}"
-                    )
-                extra.append(ws)
-        elif scale_a is not None or scale_b is not None:
-            raise ScaleError(f"{self.instruction} is not block-scaled: scale_a/scale_b must be None")
-        if self.sparse_rule:
-            if sparse_metadata is None:
-                raise SparseMetadataError(f"{self.instruction} is sparse: pass sparse_metadata")
-            extra.append(self._metadata(np.asarray(sparse_metadata)))
-        elif sparse_metadata is not None:
-            raise SparseMetadataError(f"{self.instruction} is dense: sparse_metadata must be None")
+        extra = self._scale_words(arrays, scale_a, scale_b)
+        for name, ws in zip(("scale_a", "scale_b"), extra):
+            if ws.ndim == 0 or ws.shape[-1] != dp.blocks:
+                raise ScaleError(
+                    f"{name} must have shape (..., {dp.blocks}): one {self.scale_format.name} scale per block "
+                    f"of {dp.block} elements; got {ws.shape}"
+                )
+        if self._takes_metadata(sparse_metadata):
+            extra.append(self.check_metadata(np.asarray(sparse_metadata)))
         try:
             batch = np.broadcast_shapes(wa.shape[:-1], wb.shape[:-1], wc.shape, *(e.shape[:-1] for e in extra))
         except ValueError as exc:
             shapes = ", ".join(str(x.shape) for x in (wa, wb, wc, *extra))
             raise ShapeError(f"operand batch shapes do not broadcast: {shapes}") from exc
         n = int(np.prod(batch, dtype=np.int64))
-        d = self._compute([wa, wb, wc, *extra], batch, n, backend, threads).reshape(batch)
-        # the result dtype depends only on the datapath: D words in the encoding's unsigned
-        # dtype, or (for values in) the D format's float dtype; integer D is always words
+        be = self._backend(backend, n * max(dp.k, 1))
+        d = self._compute([wa, wb, wc, *extra], batch, n, be, threads).reshape(batch)
+        return self._as_given(d, values)
+
+    def _checked(self, a, b, c, scale_a, scale_b) -> tuple:
+        """``(arrays, values?, [A, B, C words])``: the words or values of a call (never both,
+        :func:`one_mode`; the scales count when the datapath is block-scaled and both are
+        given), A, B and C checked against their formats."""
+        given = {"a": a, "b": b, "c": c}
+        if self.datapath.scale and scale_a is not None and scale_b is not None:
+            given.update(scale_a=scale_a, scale_b=scale_b)
+        arrays = {name: as_array(x, name) for name, x in given.items()}
+        values = one_mode(arrays, self.instruction)
+        return arrays, values, [checked_words(*arrays[name], fmt, name) for name, fmt
+                                in (("a", self.a_format), ("b", self.b_format), ("c", self.c_format))]
+
+    def _scale_words(self, arrays, scale_a, scale_b) -> list:
+        """``[scale_a, scale_b words]`` of a block-scaled datapath (both required), ``[]`` for
+        another (which takes none)."""
+        dp = self.datapath
+        if dp.scale:
+            if scale_a is None or scale_b is None:
+                raise ScaleError(f"{self.instruction} needs scale_a and scale_b of shape (..., {dp.blocks})")
+            return [checked_words(*arrays[name], self.scale_format, name) for name in ("scale_a", "scale_b")]
+        if scale_a is not None or scale_b is not None:
+            raise ScaleError(f"{self.instruction} is not block-scaled: scale_a/scale_b must be None")
+        return []
+
+    def _takes_metadata(self, sparse_metadata) -> bool:
+        """Whether the call's ``sparse_metadata`` is to be read (a sparse datapath's, required)
+        or refused (given to a dense one)."""
+        if self.sparse_rule:
+            if sparse_metadata is None:
+                raise SparseMetadataError(f"{self.instruction} is sparse: pass sparse_metadata")
+            return True
+        if sparse_metadata is not None:
+            raise SparseMetadataError(f"{self.instruction} is dense: sparse_metadata must be None")
+        return False
+
+    def _as_given(self, d, values: bool):
+        """D words as the call returns them: the D format's values for values in (integer D
+        stays words), else the words."""
         return from_words(d, self.d_format) if values and not self.d_format.integer else d
 
-    def _metadata(self, md, where=None):
+    def check_metadata(self, md, where=None):
         """``md`` checked as the sparse metadata words ``(..., words)`` of :meth:`dot`: integer
         32-bit words whose every selector is legal (an error names the case in the whole batch,
         or ``where(index)``)."""
@@ -229,7 +250,7 @@ class Model:
             raise ShapeError(f"{self.instruction}: a batch of {n:,} dot products (shape {tuple(batch)}) needs {need}, "
                              "more than this machine can allocate; split the batch") from None
 
-    def _backend_name(self, backend=None, products=None) -> str:
+    def backend_name(self, backend=None, products=None) -> str:
         """The backend a call of ``products`` products computes with: ``backend``, else this
         model's, else ``MMASIM_BACKEND`` / auto (:func:`mmasim.backends.choose`)."""
         if backend is None:
@@ -237,11 +258,13 @@ class Model:
         return backends.choose(backend, self.plan, products)
 
     def _backend(self, backend, products=None):
-        return backends.get(self._backend_name(backend, products))
+        """The backend object :meth:`backend_name` names (chosen once: :func:`mmasim.backends.get`)."""
+        return backends.get(self.backend if backend is None else backend, self.plan, products)
 
-    def _compute(self, arrays, batch, n, backend, threads=1):
+    def _compute(self, arrays, batch, n, be, threads=1):
+        """D words of the ``n`` rows of the broadcast batch ``arrays`` on the backend ``be``, in
+        row chunks of bounded memory on ``threads`` threads."""
         k = max(self.datapath.k, 1)
-        be = self._backend(backend, n * k)
         out = self._result_rows(batch, n)
         chunk = max(1, self.CHUNK_ELEMENTS // k)
         rows = Rows.batch(arrays, batch, 0, n)
@@ -264,28 +287,11 @@ class Model:
         ``(M, words)`` (A is the sparse operand).  ``threads``: as for :meth:`dot`.
         """
         threads = _threads.check(threads)
-        A, B, C, (M, _, N) = matrices(A, B, C, "matrix form")
+        A, B, C, (M, K, N) = matrices(A, B, C, "matrix form")
         ms, ns = self._legal
         if (ms and M not in ms) or (ns and N not in ns):
             self.check_tiles(A.shape, B.shape, "matrix form")    # raises, naming the shapes
-        return self._matrix(A, B, C, scale_a, scale_b, sparse_metadata, backend, threads)
-
-    def check_tiles(self, a_shape, b_shape, what: str, grid: bool = False):
-        """Check M and N of ``A`` ``(M, K)`` and ``B`` ``(K, N)``: one instruction's
-        (``grid=False``: M and N as the instruction string names them, else legal
-        for the datapath) or a grid of instruction tiles (``grid=True``: multiples of
-        them, as :func:`mmasim.gemm` takes).  Returns the ``(M, N)`` tile."""
-        M, N = a_shape[0], b_shape[1]
-        ms, ns = self._legal
-        if not grid and (not ms or M in ms) and (not ns or N in ns):
-            return M, N
-        return (_extent(self.legal_m, M, "M", a_shape, "A", what, self, grid),
-                _extent(self.legal_n, N, "N", b_shape, "B", what, self, grid))
-
-    def _matrix(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None, threads=1):
-        """The matrix form on 2-D arrays whose M and N were checked."""
         dp = self.datapath
-        (M, K), N = A.shape, B.shape[1]
         if K != dp.k:
             raise ShapeError(
                 f"{self.instruction} has K = {dp.k}" + (" (logical K of the sparse instruction)" if dp.sparse else "")
@@ -308,40 +314,49 @@ class Model:
                     f"matrix form of {self.instruction}: sparse_metadata must be (M, words) = ({M}, {nwords}) "
                     f"(A is the sparse operand); got {md.shape}"
                 )
-            sparse_metadata = self._metadata(md, lambda at: f"row {at[0]} of sparse_metadata")
-        fast = self._matrix_fast(A, B, C, scale_a, scale_b, sparse_metadata, backend, threads)
-        if fast is not None:
-            return fast
-        a = A[:, None, :]
-        b = B.T[None, :, :]
-        sa = None if scale_a is None else np.asarray(scale_a)[:, None, :]
-        sb = None if scale_b is None else np.asarray(scale_b).T[None, :, :]
-        md = None if sparse_metadata is None else np.asarray(sparse_metadata)[:, None, :]
-        return self.dot(a, b, C, scale_a=sa, scale_b=sb, sparse_metadata=md, backend=backend, threads=threads)
+            sparse_metadata = self.check_metadata(md, lambda at: f"row {at[0]} of sparse_metadata")
+        arrays, values, words = self._checked(A, B, C, scale_a, scale_b)
+        scales = self._scale_words(arrays, scale_a, scale_b) or (None, None)
+        self._takes_metadata(sparse_metadata)
+        d = self.tile(*words, *scales, sparse_metadata, backend=backend, threads=threads)
+        return self._as_given(d, values)
 
-    def _matrix_fast(self, A, B, C, scale_a, scale_b, sparse_metadata, backend, threads=1):
-        """The matrix form given to a backend that reads the matrices themselves (no
-        broadcast copies), when the operands are plain, valid container words; else ``None``."""
+    def check_tiles(self, a_shape, b_shape, what: str, grid: bool = False):
+        """Check M and N of ``A`` ``(M, K)`` and ``B`` ``(K, N)``: one instruction's
+        (``grid=False``: M and N as the instruction string names them, else legal
+        for the datapath) or a grid of instruction tiles (``grid=True``: multiples of
+        them, as :func:`mmasim.gemm` takes).  Returns the ``(M, N)`` tile."""
+        M, N = a_shape[0], b_shape[1]
+        ms, ns = self._legal
+        if not grid and (not ms or M in ms) and (not ns or N in ns):
+            return M, N
+        return (_extent(self.legal_m, M, "M", a_shape, "A", what, self, grid),
+                _extent(self.legal_n, N, "N", b_shape, "B", what, self, grid))
+
+    def tile(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None, threads=1):
+        """D words ``(M, N)`` of the matrix form on operands already checked, as the matrix form
+        and each K tile of :func:`mmasim.gemm` compute them after their one check: A ``(M, K)``,
+        B ``(K, N)`` and C ``(M, N)`` container words of the datapath's formats (K its K, M and N
+        any), ``scale_a`` ``(M, blocks)`` / ``scale_b`` ``(blocks, N)`` exactly when it is
+        block-scaled, the metadata words ``(M, words)`` (:meth:`check_metadata`) exactly when it
+        is sparse.  Nothing is checked here: a caller hands only what it has checked.
+        ``backend``: a name as for :meth:`dot` (a GEMM passes the one it chose for the whole job)."""
         dp = self.datapath
-        if self.sparse_rule or sparse_metadata is not None or (scale_a is None) != (dp.scale is None) \
-                or (scale_b is None) != (dp.scale is None) or A.shape[1] != dp.k:
-            return None
-        be = self._backend(backend, C.shape[0] * C.shape[1] * max(dp.k, 1))
-        if not be.takes_matrices(self.plan):
-            return None
         M, N = C.shape
-        mats = [(A, self.a_format), (B, self.b_format), (C, self.c_format)]
-        if dp.scale:
-            scale_a, scale_b = np.asarray(scale_a), np.asarray(scale_b)
-            if scale_a.shape != (M, dp.blocks) or scale_b.shape != (dp.blocks, N):
-                return None
-            mats += [(scale_a, self.scale_format), (scale_b, self.scale_format)]
-        for x, fmt in mats:
-            if x.dtype.kind not in "iu" or x.dtype == typed_of(fmt) or not plain_words(x, fmt):
-                return None
+        k = max(dp.k, 1)
+        be = self._backend(backend, M * N * k)
         if M * N == 0:
             return np.empty((M, N), dtype=self.encoding.dtype)
-        plan, k = self.plan, max(dp.k, 1)
+        if self.sparse_rule is not None or not be.takes_matrices(self.plan):
+            # a broadcast batch: row (i, j) is A's row i against B's column j
+            arrays = [A[:, None, :], B.T[None, :, :], C]
+            if dp.scale:
+                arrays += [np.asarray(scale_a)[:, None, :], np.asarray(scale_b).T[None, :, :]]
+            if sparse_metadata is not None:
+                arrays.append(np.asarray(sparse_metadata)[:, None, :])
+            return self._compute(arrays, (M, N), M * N, be, threads).reshape(M, N)
+        # a backend that reads the matrices themselves (no broadcast copies)
+        plan = self.plan
         nworkers = _threads.workers(threads, M, k * N)
         if nworkers <= 1:
             rows = Rows.outer(A, B.T, C.reshape(-1), *((scale_a, scale_b.T) if dp.scale else ()))

@@ -20,7 +20,7 @@ import numpy as np
 from mmasim.errors import ThreadCountError
 from mmasim.operands.text import parse_count
 
-__all__ = ["ENV", "MIN_ELEMENTS_PER_THREAD", "default_threads", "check", "resolve", "workers", "run"]
+__all__ = ["ENV", "MIN_ELEMENTS_PER_THREAD", "default_threads", "check", "resolve", "workers", "run", "by_rows"]
 
 ENV = "MMASIM_THREADS"
 
@@ -184,3 +184,27 @@ def _shared(n, chunk, work, nworkers, elements_per_row, warm, per_thread) -> Non
             f.result()
     if errors:
         raise min(errors, key=lambda x: x[0])[1]
+
+
+def by_rows(M: int, per_row: int, block, nworkers: int, bar, tiles: int, warm=None,
+            per_thread: int = CHUNKS_PER_THREAD):
+    """``block(rows)`` on blocks of rows, on ``nworkers`` threads: each block does all of its
+    work (one hand-off per block, not one per K tile) and writes its rows of the result, so
+    that a block computed again (:func:`run` redoes a failed attempt on one thread, in blocks
+    of another size) only writes the same rows again.  ``bar`` is advanced by ``tiles`` per
+    row's worth of work, in whole steps, at most ``tiles``; ``per_thread``: blocks per thread."""
+    out, lock, rows_done = [None], threading.Lock(), [0]
+
+    def work(s, e):
+        d = block(slice(s, e))
+        with lock:
+            if out[0] is None:
+                out[0] = np.empty((M,) + d.shape[1:], dtype=d.dtype)
+            out[0][s:e] = d
+            if bar is not None:     # whole K tiles' worth of rows done, in whole steps
+                before = tiles * rows_done[0] // M
+                rows_done[0] = min(M, rows_done[0] + e - s)
+                bar.update(tiles * rows_done[0] // M - before)
+
+    run(M, M, work, nworkers, per_row, warm=warm, per_thread=per_thread)
+    return out[0]
