@@ -207,9 +207,17 @@ def test_a_gemm_of_eight_k_tiles_checks_its_operands_once(hopper, monkeypatch, p
     assert seen == collections.Counter({"C": 1} if quantized else {"A": 1, "B": 1, "C": 1})
 
 
-def test_the_matrix_form_checks_each_operand_once(hopper, monkeypatch):
-    A, B = np.full((M, hopper.k), E4M3_ONE, np.uint8), np.full((hopper.k, N), E4M3_HALF, np.uint8)
+@pytest.mark.parametrize("backend", ["numpy", "auto"])
+def test_the_matrix_form_checks_each_operand_once(hopper, monkeypatch, backend):
+    # int64 words: each must be checked against its container (uint8 words of an 8-bit
+    # container need no check, and get none)
+    A, B = np.full((M, hopper.k), E4M3_ONE, np.int64), np.full((hopper.k, N), E4M3_HALF, np.int64)
     seen = _count_word_checks(monkeypatch)
-    d = hopper(A, B, np.zeros((M, N), np.uint32), backend="numpy")
+    d = hopper(A, B, np.zeros((M, N), np.int64), backend=backend)
     assert (d == 0x41800000).all()          # 32 products of 0.5: 16.0
     assert seen == collections.Counter({"a": 1, "b": 1, "c": 1})
+    seen.clear()
+    hopper(A.astype(np.uint8), B.astype(np.uint8), np.zeros((M, N), np.uint32), backend=backend)
+    assert not seen
+    with pytest.raises(mmasim.WordRangeError, match="operand b"):
+        hopper(A, B + 0x100, np.zeros((M, N), np.int64), backend=backend)

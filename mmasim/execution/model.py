@@ -101,8 +101,9 @@ class Model:
         """The instruction family of the datapath (:class:`mmasim.registry.family.Family`)."""
         return self._reg.family(self.datapath.op)
 
-    @property
+    @functools.cached_property
     def instruction(self) -> str:
+        """The datapath's canonical instruction string (spelt once: every message names it)."""
         return self.datapath.canonical(self._reg.formats)
 
     @property
@@ -187,13 +188,17 @@ class Model:
         """``(arrays, values?, [A, B, C words])``: the words or values of a call (never both,
         :func:`one_mode`; the scales count when the datapath is block-scaled and both are
         given), A, B and C checked against their formats."""
+        formats = (self.a_format, self.b_format, self.c_format)
+        if scale_a is None and scale_b is None and all(
+                type(x) is np.ndarray and x.dtype.kind == "u" and x.dtype.itemsize * 8 <= f.container_bits
+                for x, f in zip((a, b, c), formats)):
+            return {}, False, [a, b, c]     # words by their dtype alone: none can be out of its container
         given = {"a": a, "b": b, "c": c}
         if self.datapath.scale and scale_a is not None and scale_b is not None:
             given.update(scale_a=scale_a, scale_b=scale_b)
         arrays = {name: as_array(x, name) for name, x in given.items()}
         values = one_mode(arrays, self.instruction)
-        return arrays, values, [checked_words(*arrays[name], fmt, name) for name, fmt
-                                in (("a", self.a_format), ("b", self.b_format), ("c", self.c_format))]
+        return arrays, values, [checked_words(*arrays[name], fmt, name) for name, fmt in zip("abc", formats)]
 
     def _scale_words(self, arrays, scale_a, scale_b) -> list:
         """``[scale_a, scale_b words]`` of a block-scaled datapath (both required), ``[]`` for
