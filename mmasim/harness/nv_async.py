@@ -12,7 +12,7 @@ wgmma.sp metadata and sparse A where :mod:`mmasim.placement` has none) makes ``p
 
 import numpy as np
 
-from mmasim.errors import MMAError, ShapeError
+from mmasim.errors import MMAError, ShapeError, UnsupportedDatapath
 from mmasim.arith.sparse import select
 from mmasim.harness.nv_common import (
     THREADS,

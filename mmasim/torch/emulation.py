@@ -225,7 +225,7 @@ class Emulation:
         from mmasim.execution.model import Model
         from mmasim.registry.build import get_registry
         m = _MODELS.get(self)
-        if m is None or m._reg is not get_registry():
+        if m is None or m.registry is not get_registry():
             m = _MODELS[self] = Model.lookup(self.arch, self.instruction, **dict(self.qualifiers))
         return m
 
