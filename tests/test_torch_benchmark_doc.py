@@ -43,7 +43,8 @@ def test_the_torch_timings_are_the_benchmarks_output(monkeypatch):
     assert len(printed) == 2
     patterns = [_pattern(line) for line in printed]
     text = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
-    section = text[text.index("### torch layers"):text.index("## Benchmark")]
+    start = text.index("### torch layers")
+    section = text[start:text.index("\n#", start)]             # up to the next heading
     blocks = re.findall(r"```(?:text)?\n(.*?)```", section, re.S)
     assert blocks, "no benchmark output in docs/performance.md's torch section"
     for block in blocks:
