@@ -843,6 +843,7 @@ PERFORMANCE = [
     checked("performance.md", r"the ([\d,]+)-row batched `dot` rows .*? a ([\d,]+)-row `dot` is ([\d,]+)-([\d,]+) products",
             V(quick_rows), V(quick_rows), lambda m: quick_rows() * min(bench_ks()), lambda m: quick_rows() * max(bench_ks())),
     measured_section("performance.md", "Benchmark"),
+    measured_section("performance.md", "torch interception"),
 ]
 
 DATAPATHS = [
