@@ -255,3 +255,34 @@ def test_an_emulation_looks_its_model_up_again_in_a_new_registry():
     again = em.model()
     assert again is not first and again._reg is registry.get_registry()
     assert again.instruction == first.instruction
+
+
+def _direct_scheme(a, b, em, **options):
+    """a @ b by mmasim.quantize (the scheme with ``options``, blocks along K) and mmasim.gemm
+    called directly on the instruction ``em`` names, D's values as float32."""
+    qa = mmasim.quantize(a, em.scheme, axis=-1, **options)
+    qb = mmasim.quantize(b, em.scheme, axis=0, **options)
+    d = np.asarray(mmasim.gemm(qa, qb, None, model=em.model()))
+    return d.view(np.float32) if d.dtype == np.uint32 else d.astype(np.float32)
+
+
+def test_te_mxfp8_layer_is_rceil_mxfp8_e4m3_quantize_and_gemm_for_all_three_gemms():
+    # TE's MXFP8BlockScaling with its default Format.E4M3: every operand, dy included, e4m3 in
+    # 1 x 32 blocks along the GEMM's K, e8m0 scales by RCEIL; whole tiles (M 128, K 32)
+    em = mt.preset("TE-mxfp8")
+    assert (em.scheme, em.scale_rounding, em.dgrad, em.wgrad) == ("mxfp8_e4m3", "rceil", None, None)
+    y, x, w, dy = _layer(33, 128, 64, 128, em)
+    xn, wn, dyn = x.detach().numpy(), w.detach().numpy(), dy.numpy()
+    cases = ((y.detach().numpy(), xn, wn.T), (x.grad.numpy(), dyn, wn), (w.grad.numpy(), dyn.T, xn))
+    for got, a, b in cases:
+        assert np.array_equal(got, _direct_scheme(a, b, em, scale_rounding="rceil"))
+        assert not np.array_equal(got, _direct_scheme(a, b, em))   # FLOOR scales give other words
+
+
+def test_scale_rounding_is_refused_where_it_is_not_an_mx_scheme_or_not_a_rounding():
+    with pytest.raises(mmasim.EmulationError, match="scale_rounding.*'floor', 'rceil'"):
+        mt.Emulation("B200", "x", scaling="scheme", scheme="mxfp8_e4m3", scale_rounding="ceil")
+    with pytest.raises(mmasim.EmulationError, match="scale_rounding.*MX scheme.*'nvfp4'"):
+        mt.Emulation("B200", "x", scaling="scheme", scheme="nvfp4", scale_rounding="rceil")
+    with pytest.raises(mmasim.EmulationError, match="scale_rounding.*None"):
+        mt.Emulation("H100", "x", scale_rounding="rceil")

@@ -62,6 +62,14 @@ def _scheme(instance, attribute, value):
         _refuse(attribute, f"None or a mmasim.quantize scheme: {', '.join(names)}", value)
 
 
+def _scale_rounding(instance, attribute, value):
+    if value is None:
+        return
+    from mmasim.quantization.rounding import SCALE_ROUNDINGS
+    if not isinstance(value, str) or value not in SCALE_ROUNDINGS:
+        _refuse(attribute, f"None (the scheme's default) or one of {', '.join(map(repr, SCALE_ROUNDINGS))}", value)
+
+
 def _output(instance, attribute, value):
     if value is None:
         return
@@ -137,6 +145,9 @@ class Emulation:
       scales in binary32, as Transformer Engine's current scaling does), or ``"scheme"``
       (``mmasim.quantize`` with ``scheme``: OCP MX, NVFP4, DeepSeek FP8; block scales go to the
       instruction or, for DeepSeek, are applied at promotion by :func:`mmasim.gemm`).
+    - ``scale_rounding``: ``None`` (the scheme's default, OCP's FLOOR) or ``"floor"`` / ``"rceil"``,
+      how an MX scheme rounds its e8m0 block scales (``mmasim.quantize(..., scale_rounding=)``;
+      ``"rceil"``: Transformer Engine's and cuBLAS's ``cvt.rp.satfinite.ue8m0x2.f32``).
     - ``promote_every``, ``split_k``, ``split_reduce``: passed to :func:`mmasim.gemm`.
     - ``b_tile``: the tile of B's scales for ``deepseek_fp8`` (``(128, 128)``: DeepSeek's weight
       blocks; ``None``: the scheme's default, 128 x 1 groups along K, as for activations).
@@ -157,6 +168,7 @@ class Emulation:
     scaling: str = attrs.field(default="cast", validator=_one_of(SCALINGS))
     scheme: str | None = attrs.field(default=None, validator=_scheme)
     saturate: bool = attrs.field(default=True, validator=_bool)
+    scale_rounding: str | None = attrs.field(default=None, validator=_scale_rounding)
     promote_every: int | None = attrs.field(default=None, validator=_positive_or_none)
     split_k: int | None = attrs.field(default=None, validator=_positive_or_none)
     split_reduce: str = attrs.field(default="sequential", validator=_one_of(SPLIT_REDUCE))
@@ -176,6 +188,9 @@ class Emulation:
         if self.attention == "fa3-fp8" and self.scaling == "scheme":
             raise EmulationError("Emulation: attention='fa3-fp8' scales Q, K and V per tensor; it needs scaling "
                                  "'cast' or 'tensor', not 'scheme'")
+        if self.scale_rounding is not None and not (self.scheme or "").startswith("mx"):
+            raise EmulationError(f"Emulation: scale_rounding rounds the e8m0 scales of an MX scheme; it needs "
+                                 f"scaling='scheme' with an mxfp* scheme, not scheme={self.scheme!r}")
         if self.b_tile is not None and self.scheme != "deepseek_fp8":
             raise EmulationError(f"Emulation: b_tile is the tile of B's deepseek_fp8 scales; it needs "
                                  f"scheme='deepseek_fp8', not scheme={self.scheme!r}")
@@ -188,7 +203,8 @@ class Emulation:
         elif self.scaling == "tensor":
             parts = ["per-tensor scaling"]
         else:
-            parts = [self.scheme + (f", B tile {self.b_tile[0]} x {self.b_tile[1]}" if self.b_tile else "")]
+            parts = [self.scheme + (f", B tile {self.b_tile[0]} x {self.b_tile[1]}" if self.b_tile else "")
+                     + (f", {self.scale_rounding.upper()} scales" if self.scale_rounding else "")]
         if self.promote_every:
             parts.append(f"promote every {self.promote_every}")
         if self.split_k:
@@ -203,6 +219,7 @@ class Emulation:
         """The fields as JSON values (``dgrad`` / ``wgrad`` nested, ``null`` where the forward's apply)."""
         return {"arch": self.arch, "instruction": self.instruction, "qualifiers": dict(self.qualifiers),
                 "scaling": self.scaling, "scheme": self.scheme, "saturate": bool(self.saturate),
+                "scale_rounding": self.scale_rounding,
                 "promote_every": self.promote_every, "split_k": self.split_k, "split_reduce": self.split_reduce,
                 "output": self.output, "b_tile": list(self.b_tile) if self.b_tile else None,
                 "attention": self.attention,
@@ -276,6 +293,13 @@ def _presets() -> dict:
             scheme="nvfp4",
             description="B200 NVFP4 (e2m1 elements, an e4m3 scale per 16, an f32 per-tensor scale) on tcgen05 "
                         "kind::mxf4nvf4"),
+        "TE-mxfp8": Emulation(
+            "B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.f32.e4m3.e4m3.ue8m0", scaling="scheme",
+            scheme="mxfp8_e4m3", scale_rounding="rceil",
+            description="Transformer Engine's MXFP8BlockScaling (transformer_engine/common/recipe/__init__.py, "
+                        "default fp8_format E4M3: e4m3 for every tensor, gradients included): 1 x 32 blocks along "
+                        "each GEMM's K, e8m0 scales rounded up (RCEIL, cvt.rp.satfinite.ue8m0x2.f32), on B200 "
+                        "tcgen05 kind::mxf8f6f4"),
         "MI300X-fp8": Emulation(
             "MI300X", "v_mfma_f32_32x32x16_fp8_fp8", scaling="tensor",
             description="MI300X FP8 (e4m3fnuz) v_mfma with per-tensor scaling"),

@@ -59,7 +59,10 @@ def _operand(x: np.ndarray, fmt, em, axis: int):
     from mmasim import quantize
     if em.scaling == "scheme":      # block and tensor scales travel with the operand into gemm
         tile = em.b_tile if axis == 0 and em.b_tile else None
-        return quantize(x, em.scheme, axis=axis, **({"tile": tile} if tile else {})), np.float32(1)
+        opts = {"tile": tile} if tile else {}
+        if em.scale_rounding:
+            opts["scale_rounding"] = em.scale_rounding
+        return quantize(x, em.scheme, axis=axis, **opts), np.float32(1)
     if em.scaling == "tensor":
         s = _tensor_scale(x, fmt)
         with np.errstate(over="ignore"):
