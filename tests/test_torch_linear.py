@@ -257,11 +257,11 @@ def test_an_emulation_looks_its_model_up_again_in_a_new_registry():
     assert again.instruction == first.instruction
 
 
-def _direct_scheme(a, b, em, **options):
-    """a @ b by mmasim.quantize (the scheme with ``options``, blocks along K) and mmasim.gemm
-    called directly on the instruction ``em`` names, D's values as float32."""
-    qa = mmasim.quantize(a, em.scheme, axis=-1, **options)
-    qb = mmasim.quantize(b, em.scheme, axis=0, **options)
+def _direct_scheme(a, b, em, a_options=None, b_options=None):
+    """a @ b by mmasim.quantize (the scheme with ``a_options`` / ``b_options``, blocks along K)
+    and mmasim.gemm called directly on the instruction ``em`` names, D's values as float32."""
+    qa = mmasim.quantize(a, em.scheme, axis=-1, **(a_options or {}))
+    qb = mmasim.quantize(b, em.scheme, axis=0, **(b_options or {}))
     d = np.asarray(mmasim.gemm(qa, qb, None, model=em.model()))
     return d.view(np.float32) if d.dtype == np.uint32 else d.astype(np.float32)
 
@@ -275,7 +275,8 @@ def test_te_mxfp8_layer_is_rceil_mxfp8_e4m3_quantize_and_gemm_for_all_three_gemm
     xn, wn, dyn = x.detach().numpy(), w.detach().numpy(), dy.numpy()
     cases = ((y.detach().numpy(), xn, wn.T), (x.grad.numpy(), dyn, wn), (w.grad.numpy(), dyn.T, xn))
     for got, a, b in cases:
-        assert np.array_equal(got, _direct_scheme(a, b, em, scale_rounding="rceil"))
+        rceil = {"scale_rounding": "rceil"}
+        assert np.array_equal(got, _direct_scheme(a, b, em, rceil, rceil))
         assert not np.array_equal(got, _direct_scheme(a, b, em))   # FLOOR scales give other words
 
 
@@ -286,3 +287,38 @@ def test_scale_rounding_is_refused_where_it_is_not_an_mx_scheme_or_not_a_roundin
         mt.Emulation("B200", "x", scaling="scheme", scheme="nvfp4", scale_rounding="rceil")
     with pytest.raises(mmasim.EmulationError, match="scale_rounding.*None"):
         mt.Emulation("H100", "x", scale_rounding="rceil")
+
+
+def _bf16(x):
+    return mmasim.quantize(x, "bf16").dequantize().astype(np.float32)
+
+
+def test_te_nvfp4_layer_is_quantize_with_tiles_rht_and_stochastic_rounding_and_gemm():
+    # TE's NVFP4BlockScaling: forward x (1 x 16, RNE) by W^T (16 x 16 tiles); dgrad dy
+    # (stochastic rounding) by W (the same 16 x 16 tiles, read transposed); wgrad dy^T
+    # (stochastic) by x, both through the random Hadamard transform along K (the batch)
+    em = mt.preset("TE-nvfp4")
+    y, x, w, dy = _layer(34, 128, 64, 128, em)
+    xn, wn, dyn = x.detach().numpy(), w.detach().numpy(), dy.numpy()
+    tiles, sr = {"tile": (16, 16)}, {"rounding": "stochastic", "seed": 0}
+    rht = {"hadamard": True}
+    cases = ((y.detach().numpy(), xn, wn.T, {}, tiles), (x.grad.numpy(), dyn, wn, sr, tiles),
+             (w.grad.numpy(), _bf16(dyn.T), _bf16(xn), {**sr, **rht}, rht))   # RHT reads bf16
+    for got, a, b, a_options, b_options in cases:
+        assert np.array_equal(got, _direct_scheme(a, b, em, a_options, b_options))
+        assert not np.array_equal(got, _direct_scheme(a, b, em))      # plain 1 x 16 RNE gives other words
+
+
+def test_rounding_and_hadamard_fields_are_refused_where_the_scheme_has_no_such_step():
+    with pytest.raises(mmasim.EmulationError, match="a_rounding.*'nearest', 'stochastic'"):
+        mt.Emulation("B200", "x", scaling="scheme", scheme="nvfp4", a_rounding="up")
+    with pytest.raises(mmasim.EmulationError, match="a_rounding='stochastic'.*deepseek_fp8"):
+        mt.Emulation("H100", "x", scaling="scheme", scheme="deepseek_fp8", a_rounding="stochastic")
+    with pytest.raises(mmasim.EmulationError, match="hadamard=True.*nvfp4.*mxfp4"):
+        mt.Emulation("B200", "x", scaling="scheme", scheme="mxfp4", hadamard=True)
+    with pytest.raises(mmasim.EmulationError, match="hadamard=True or b_tile"):
+        mt.Emulation("B200", "x", scaling="scheme", scheme="nvfp4", hadamard=True, b_tile=(16, 16))
+    with pytest.raises(mmasim.EmulationError, match="seed.*non-negative"):
+        mt.Emulation("B200", "x", scaling="scheme", scheme="nvfp4", seed=-1)
+    with pytest.raises(mmasim.EmulationError, match="b_tile.*'nvfp4'.*mxfp8_e4m3"):
+        mt.Emulation("B200", "x", scaling="scheme", scheme="mxfp8_e4m3", b_tile=(16, 16))

@@ -62,6 +62,11 @@ def _operand(x: np.ndarray, fmt, em, axis: int):
         opts = {"tile": tile} if tile else {}
         if em.scale_rounding:
             opts["scale_rounding"] = em.scale_rounding
+        if em.hadamard:     # TE's RHT kernels read bf16: the operand is rounded to bf16 (RNE) first
+            opts["hadamard"] = True
+            x = quantize(x, "bf16").dequantize().astype(np.float32)
+        if axis != 0 and em.a_rounding == "stochastic":
+            opts.update(rounding="stochastic", seed=em.seed)
         return quantize(x, em.scheme, axis=axis, **opts), np.float32(1)
     if em.scaling == "tensor":
         s = _tensor_scale(x, fmt)
