@@ -280,15 +280,6 @@ def test_te_mxfp8_layer_is_rceil_mxfp8_e4m3_quantize_and_gemm_for_all_three_gemm
         assert not np.array_equal(got, _direct_scheme(a, b, em))   # FLOOR scales give other words
 
 
-def test_scale_rounding_is_refused_where_it_is_not_an_mx_scheme_or_not_a_rounding():
-    with pytest.raises(mmasim.EmulationError, match="scale_rounding.*'floor', 'rceil'"):
-        mt.Emulation("B200", "x", scaling="scheme", scheme="mxfp8_e4m3", scale_rounding="ceil")
-    with pytest.raises(mmasim.EmulationError, match="scale_rounding.*MX scheme.*'nvfp4'"):
-        mt.Emulation("B200", "x", scaling="scheme", scheme="nvfp4", scale_rounding="rceil")
-    with pytest.raises(mmasim.EmulationError, match="scale_rounding.*None"):
-        mt.Emulation("H100", "x", scale_rounding="rceil")
-
-
 def _bf16(x):
     return mmasim.quantize(x, "bf16").dequantize().astype(np.float32)
 
@@ -309,16 +300,17 @@ def test_te_nvfp4_layer_is_quantize_with_tiles_rht_and_stochastic_rounding_and_g
         assert not np.array_equal(got, _direct_scheme(a, b, em))      # plain 1 x 16 RNE gives other words
 
 
-def test_rounding_and_hadamard_fields_are_refused_where_the_scheme_has_no_such_step():
-    with pytest.raises(mmasim.EmulationError, match="a_rounding.*'nearest', 'stochastic'"):
-        mt.Emulation("B200", "x", scaling="scheme", scheme="nvfp4", a_rounding="up")
-    with pytest.raises(mmasim.EmulationError, match="a_rounding='stochastic'.*deepseek_fp8"):
-        mt.Emulation("H100", "x", scaling="scheme", scheme="deepseek_fp8", a_rounding="stochastic")
-    with pytest.raises(mmasim.EmulationError, match="hadamard=True.*nvfp4.*mxfp4"):
-        mt.Emulation("B200", "x", scaling="scheme", scheme="mxfp4", hadamard=True)
-    with pytest.raises(mmasim.EmulationError, match="hadamard=True or b_tile"):
-        mt.Emulation("B200", "x", scaling="scheme", scheme="nvfp4", hadamard=True, b_tile=(16, 16))
-    with pytest.raises(mmasim.EmulationError, match="seed.*non-negative"):
-        mt.Emulation("B200", "x", scaling="scheme", scheme="nvfp4", seed=-1)
-    with pytest.raises(mmasim.EmulationError, match="b_tile.*'nvfp4'.*mxfp8_e4m3"):
-        mt.Emulation("B200", "x", scaling="scheme", scheme="mxfp8_e4m3", b_tile=(16, 16))
+@pytest.mark.parametrize("fields, message", [
+    ({"scheme": "mxfp8_e4m3", "scale_rounding": "ceil"}, "scale_rounding.*'floor', 'rceil'"),
+    ({"scheme": "nvfp4", "scale_rounding": "rceil"}, "scale_rounding.*MX scheme.*'nvfp4'"),
+    ({"scheme": "nvfp4", "a_rounding": "up"}, "a_rounding.*'nearest', 'stochastic'"),
+    ({"scheme": "deepseek_fp8", "a_rounding": "stochastic"}, "a_rounding='stochastic'.*deepseek_fp8"),
+    ({"scheme": "mxfp4", "hadamard": True}, "hadamard=True.*nvfp4.*mxfp4"),
+    ({"scheme": "nvfp4", "hadamard": True, "b_tile": (16, 16)}, "hadamard=True or b_tile"),
+    ({"scheme": "nvfp4", "seed": -1}, "seed.*non-negative"),
+    ({"scheme": "mxfp8_e4m3", "b_tile": (16, 16)}, "b_tile.*'nvfp4'.*mxfp8_e4m3"),
+    ({"scheme": None, "scaling": "cast", "scale_rounding": "rceil"}, "scale_rounding.*None"),
+])
+def test_recipe_fields_are_refused_where_the_scheme_has_no_such_step(fields, message):
+    with pytest.raises(mmasim.EmulationError, match=message):
+        mt.Emulation("B200", "x", **{"scaling": "scheme", **fields})
