@@ -310,7 +310,36 @@ def test_te_nvfp4_layer_is_quantize_with_tiles_rht_and_stochastic_rounding_and_g
     ({"scheme": "nvfp4", "seed": -1}, "seed.*non-negative"),
     ({"scheme": "mxfp8_e4m3", "b_tile": (16, 16)}, "b_tile.*'nvfp4'.*mxfp8_e4m3"),
     ({"scheme": None, "scaling": "cast", "scale_rounding": "rceil"}, "scale_rounding.*None"),
+    ({"scheme": None, "scaling": "delayed"}, "scaling='delayed' and delayed="),
+    ({"scheme": None, "scaling": "cast", "delayed": 5}, "delayed must be None or an mmasim.torch.DelayedScalings"),
 ])
 def test_recipe_fields_are_refused_where_the_scheme_has_no_such_step(fields, message):
     with pytest.raises(mmasim.EmulationError, match=message):
         mt.Emulation("B200", "x", **{"scaling": "scheme", **fields})
+
+
+def test_te_fp8_delayed_layer_is_delayed_scaling_quantize_and_gemm_over_two_steps():
+    # TE's DelayedScaling (HYBRID): x and W e4m3, dy e5m2, each with its own amax history; the
+    # first step casts with scale 1, update() sets each role's scale from the amaxes it recorded
+    from mmasim.quantization.delayed import DelayedScaling
+    em = mt.preset("TE-fp8-delayed")
+    em.delayed.reset()
+    e4, e5 = (mmasim.Model.lookup("H100", f"wgmma.mma_async.k32.f32.{a}.e4m3") for a in ("e4m3", "e5m2"))
+    roles = {"x": DelayedScaling("e4m3"), "w": DelayedScaling("e4m3"), "dy": DelayedScaling("e5m2")}
+
+    def direct(model, a, ra, b, rb):
+        qa, qb = roles[ra].quantize(a), roles[rb].quantize(b)
+        d = np.asarray(mmasim.gemm(qa.words, qb.words, None, model=model, words=False), np.float32)
+        return (d * np.float32(qa.tensor_scale * qb.tensor_scale)).astype(np.float32)
+
+    for step in (1, 2):
+        y, x, w, dy = _layer(40 + step, 64, 64, 64, em)
+        xn, wn, dyn = x.detach().numpy(), w.detach().numpy(), dy.numpy()
+        assert np.array_equal(y.detach().numpy(), direct(e4, xn, "x", wn.T, "w"))
+        assert np.array_equal(x.grad.numpy(), direct(e5, dyn, "dy", wn, "w"))
+        assert np.array_equal(w.grad.numpy(), direct(e5, dyn.T, "dy", xn, "x"))
+        em.delayed.update()
+        for ds in roles.values():
+            ds.update()
+        assert roles["x"].scale != 1                              # the second step's scales are not 1
+    em.delayed.reset()

@@ -21,7 +21,7 @@ from mmasim.composition.mainloop import SPLIT_REDUCE
 from mmasim.errors import EmulationError, UnknownPreset
 
 #: how the operands of a GEMM become words
-SCALINGS = ("cast", "tensor", "scheme")
+SCALINGS = ("cast", "tensor", "scheme", "delayed")
 #: how scaled_dot_product_attention is emulated (mmasim.torch.attention)
 ATTENTIONS = ("softmax", "fa3-fp8")
 #: how A's elements round (Emulation.a_rounding)
@@ -75,6 +75,47 @@ def _scale_rounding(instance, attribute, value):
 def _seed(instance, attribute, value):
     if not _is_int(value) or value < 0:
         _refuse(attribute, "a non-negative integer (the seed of the stochastic-rounding bits)", value)
+
+
+class DelayedScalings:
+    """The delayed-scaling state an ``Emulation(scaling="delayed")`` carries across steps: one
+    :class:`mmasim.quantization.delayed.DelayedScaling` per tensor role (the layer's input,
+    weight or output gradient, in its format), made on first use with ``margin``,
+    ``amax_history_len`` and ``amax_compute_algo`` (Transformer Engine's ``DelayedScaling``
+    defaults).  :meth:`update` after each training step (TE's post-step update); :meth:`reset`
+    forgets every history."""
+
+    def __init__(self, *, margin: int = 0, amax_history_len: int = 1024, amax_compute_algo: str = "max"):
+        from mmasim.quantization.delayed import DelayedScaling
+        DelayedScaling("e4m3", margin=margin, amax_history_len=amax_history_len,
+                       amax_compute_algo=amax_compute_algo)        # checks the settings
+        self.options = {"margin": margin, "amax_history_len": amax_history_len,
+                        "amax_compute_algo": amax_compute_algo}
+        self.roles: dict = {}
+
+    def scaling(self, role, fmt: str):
+        """The state of tensor ``role`` cast to ``fmt`` (``"e4m3"`` / ``"e5m2"``)."""
+        from mmasim.quantization.delayed import DelayedScaling
+        key = (role, fmt)
+        if key not in self.roles:
+            self.roles[key] = DelayedScaling(fmt, **self.options)
+        return self.roles[key]
+
+    def update(self) -> None:
+        """The step's end: every role's scale from its amax history (``DelayedScaling.update``)."""
+        for ds in self.roles.values():
+            ds.update()
+
+    def reset(self) -> None:
+        self.roles.clear()
+
+    def __repr__(self) -> str:
+        return f"DelayedScalings({', '.join(f'{k}={v!r}' for k, v in self.options.items())}, {len(self.roles)} roles)"
+
+
+def _delayed(instance, attribute, value):
+    if value is not None and not isinstance(value, DelayedScalings):
+        _refuse(attribute, "None or an mmasim.torch.DelayedScalings (the state scaling='delayed' carries)", value)
 
 
 def _output(instance, attribute, value):
@@ -188,6 +229,7 @@ class Emulation:
     a_rounding: str = attrs.field(default="nearest", validator=_one_of(ROUNDINGS))
     seed: int = attrs.field(default=0, validator=_seed)
     hadamard: bool = attrs.field(default=False, validator=_bool)
+    delayed: DelayedScalings | None = attrs.field(default=None, validator=_delayed)
     promote_every: int | None = attrs.field(default=None, validator=_positive_or_none)
     split_k: int | None = attrs.field(default=None, validator=_positive_or_none)
     split_reduce: str = attrs.field(default="sequential", validator=_one_of(SPLIT_REDUCE))
@@ -204,6 +246,8 @@ class Emulation:
             raise EmulationError("Emulation: scaling='scheme' needs scheme= (see mmasim.quantize_schemes())")
         if self.scheme and self.scaling != "scheme":
             raise EmulationError(f"Emulation: scheme={self.scheme!r} needs scaling='scheme'")
+        if (self.scaling == "delayed") != (self.delayed is not None):
+            raise EmulationError("Emulation: scaling='delayed' and delayed= (a DelayedScalings) go together")
         if self.attention == "fa3-fp8" and self.scaling == "scheme":
             raise EmulationError("Emulation: attention='fa3-fp8' scales Q, K and V per tensor; it needs scaling "
                                  "'cast' or 'tensor', not 'scheme'")
@@ -230,6 +274,8 @@ class Emulation:
             parts = ["cast, RNE" + (", saturating" if self.saturate else "")]
         elif self.scaling == "tensor":
             parts = ["per-tensor scaling"]
+        elif self.scaling == "delayed":
+            parts = ["delayed per-tensor scaling"]
         else:
             parts = [self.scheme + (f", B tile {self.b_tile[0]} x {self.b_tile[1]}" if self.b_tile else "")
                      + (f", {self.scale_rounding.upper()} scales" if self.scale_rounding else "")
@@ -251,6 +297,7 @@ class Emulation:
                 "scaling": self.scaling, "scheme": self.scheme, "saturate": bool(self.saturate),
                 "scale_rounding": self.scale_rounding, "a_rounding": self.a_rounding, "seed": int(self.seed),
                 "hadamard": bool(self.hadamard),
+                "delayed": dict(self.delayed.options) if self.delayed else None,
                 "promote_every": self.promote_every, "split_k": self.split_k, "split_reduce": self.split_reduce,
                 "output": self.output, "b_tile": list(self.b_tile) if self.b_tile else None,
                 "attention": self.attention,
@@ -290,6 +337,7 @@ def _fp8(arch, a, b, op):
 
 def _presets() -> dict:
     h100_e4m3 = _fp8("H100", "e4m3", "e4m3", "wgmma")
+    delayed = DelayedScalings()
     nvfp4 = "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.ue4m3"
     return {
         "A100-bf16": Emulation(
@@ -343,6 +391,15 @@ def _presets() -> dict:
                         "weights in 16 x 16 tiles (their transposed read in dgrad shares the tile scales), "
                         "gradients rounded stochastically (cvt.rs, seed 0), the wgrad GEMM's inputs (dy and x) "
                         "through the random Hadamard transform along K, on B200 tcgen05 kind::mxf4nvf4"),
+        "TE-fp8-delayed": Emulation(
+            "H100", h100_e4m3, scaling="delayed", delayed=delayed,
+            dgrad=Emulation("H100", _fp8("H100", "e5m2", "e4m3", "wgmma"), scaling="delayed", delayed=delayed),
+            wgrad=Emulation("H100", _fp8("H100", "e5m2", "e4m3", "wgmma"), scaling="delayed", delayed=delayed),
+            description="Transformer Engine's DelayedScaling (transformer_engine/common/recipe/__init__.py, its "
+                        "defaults: HYBRID, margin 0, amax history 1024, max): each tensor role (input, weight, "
+                        "output gradient) cast with the scale from earlier steps' amaxes (1 at first), "
+                        "its DelayedScalings.update() after each step; one state per role shared "
+                        "by every layer, where TE keeps one per module; H100 wgmma fp8 as H100-fp8-tensor"),
         "MI300X-fp8": Emulation(
             "MI300X", "v_mfma_f32_32x32x16_fp8_fp8", scaling="tensor",
             description="MI300X FP8 (e4m3fnuz) v_mfma with per-tensor scaling"),
