@@ -255,3 +255,91 @@ def test_an_emulation_looks_its_model_up_again_in_a_new_registry():
     again = em.model()
     assert again is not first and again.registry is registry.get_registry()
     assert again.instruction == first.instruction
+
+
+def _direct_scheme(a, b, em, a_options=None, b_options=None):
+    """a @ b by mmasim.quantize (the scheme with ``a_options`` / ``b_options``, blocks along K)
+    and mmasim.gemm called directly on the instruction ``em`` names, D's values as float32."""
+    qa = mmasim.quantize(a, em.scheme, axis=-1, **(a_options or {}))
+    qb = mmasim.quantize(b, em.scheme, axis=0, **(b_options or {}))
+    d = np.asarray(mmasim.gemm(qa, qb, None, model=em.model()))
+    return d.view(np.float32) if d.dtype == np.uint32 else d.astype(np.float32)
+
+
+def test_te_mxfp8_layer_is_rceil_mxfp8_e4m3_quantize_and_gemm_for_all_three_gemms():
+    # TE's MXFP8BlockScaling with its default Format.E4M3: every operand, dy included, e4m3 in
+    # 1 x 32 blocks along the GEMM's K, e8m0 scales by RCEIL; whole tiles (M 128, K 32)
+    em = mt.preset("TE-mxfp8")
+    assert (em.scheme, em.scale_rounding, em.dgrad, em.wgrad) == ("mxfp8_e4m3", "rceil", None, None)
+    y, x, w, dy = _layer(33, 128, 64, 128, em)
+    xn, wn, dyn = x.detach().numpy(), w.detach().numpy(), dy.numpy()
+    cases = ((y.detach().numpy(), xn, wn.T), (x.grad.numpy(), dyn, wn), (w.grad.numpy(), dyn.T, xn))
+    for got, a, b in cases:
+        rceil = {"scale_rounding": "rceil"}
+        assert np.array_equal(got, _direct_scheme(a, b, em, rceil, rceil))
+        assert not np.array_equal(got, _direct_scheme(a, b, em))   # FLOOR scales give other words
+
+
+def _bf16(x):
+    return mmasim.quantize(x, "bf16").dequantize().astype(np.float32)
+
+
+def test_te_nvfp4_layer_is_quantize_with_tiles_rht_and_stochastic_rounding_and_gemm():
+    # TE's NVFP4BlockScaling: forward x (1 x 16, RNE) by W^T (16 x 16 tiles); dgrad dy
+    # (stochastic rounding) by W (the same 16 x 16 tiles, read transposed); wgrad dy^T
+    # (stochastic) by x, both through the random Hadamard transform along K (the batch)
+    em = mt.preset("TE-nvfp4")
+    y, x, w, dy = _layer(34, 128, 64, 128, em)
+    xn, wn, dyn = x.detach().numpy(), w.detach().numpy(), dy.numpy()
+    tiles, sr = {"tile": (16, 16)}, {"rounding": "stochastic", "seed": 0}
+    rht = {"hadamard": True}
+    cases = ((y.detach().numpy(), xn, wn.T, {}, tiles), (x.grad.numpy(), dyn, wn, sr, tiles),
+             (w.grad.numpy(), _bf16(dyn.T), _bf16(xn), {**sr, **rht}, rht))   # RHT reads bf16
+    for got, a, b, a_options, b_options in cases:
+        assert np.array_equal(got, _direct_scheme(a, b, em, a_options, b_options))
+        assert not np.array_equal(got, _direct_scheme(a, b, em))      # plain 1 x 16 RNE gives other words
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"scheme": "mxfp8_e4m3", "scale_rounding": "ceil"}, "scale_rounding.*'floor', 'rceil'"),
+    ({"scheme": "nvfp4", "scale_rounding": "rceil"}, "scale_rounding.*MX scheme.*'nvfp4'"),
+    ({"scheme": "nvfp4", "a_rounding": "up"}, "a_rounding.*'nearest', 'stochastic'"),
+    ({"scheme": "deepseek_fp8", "a_rounding": "stochastic"}, "a_rounding='stochastic'.*deepseek_fp8"),
+    ({"scheme": "mxfp4", "hadamard": True}, "hadamard=True.*nvfp4.*mxfp4"),
+    ({"scheme": "nvfp4", "hadamard": True, "b_tile": (16, 16)}, "hadamard=True or b_tile"),
+    ({"scheme": "nvfp4", "seed": -1}, "seed.*non-negative"),
+    ({"scheme": "mxfp8_e4m3", "b_tile": (16, 16)}, "b_tile.*'nvfp4'.*mxfp8_e4m3"),
+    ({"scheme": None, "scaling": "cast", "scale_rounding": "rceil"}, "scale_rounding.*None"),
+    ({"scheme": None, "scaling": "delayed"}, "scaling='delayed' and delayed="),
+    ({"scheme": None, "scaling": "cast", "delayed": 5}, "delayed must be None or an mmasim.torch.DelayedScalings"),
+])
+def test_recipe_fields_are_refused_where_the_scheme_has_no_such_step(fields, message):
+    with pytest.raises(mmasim.EmulationError, match=message):
+        mt.Emulation("B200", "x", **{"scaling": "scheme", **fields})
+
+
+def test_te_fp8_delayed_layer_is_delayed_scaling_quantize_and_gemm_over_two_steps():
+    # TE's DelayedScaling (HYBRID): x and W e4m3, dy e5m2, each with its own amax history; the
+    # first step casts with scale 1, update() sets each role's scale from the amaxes it recorded
+    from mmasim.quantization.delayed import DelayedScaling
+    em = mt.preset("TE-fp8-delayed")
+    em.delayed.reset()
+    e4, e5 = (mmasim.Model.lookup("H100", f"wgmma.mma_async.k32.f32.{a}.e4m3") for a in ("e4m3", "e5m2"))
+    roles = {"x": DelayedScaling("e4m3"), "w": DelayedScaling("e4m3"), "dy": DelayedScaling("e5m2")}
+
+    def direct(model, a, ra, b, rb):
+        qa, qb = roles[ra].quantize(a), roles[rb].quantize(b)
+        d = np.asarray(mmasim.gemm(qa.words, qb.words, None, model=model, words=False), np.float32)
+        return (d * np.float32(qa.tensor_scale * qb.tensor_scale)).astype(np.float32)
+
+    for step in (1, 2):
+        y, x, w, dy = _layer(40 + step, 64, 64, 64, em)
+        xn, wn, dyn = x.detach().numpy(), w.detach().numpy(), dy.numpy()
+        assert np.array_equal(y.detach().numpy(), direct(e4, xn, "x", wn.T, "w"))
+        assert np.array_equal(x.grad.numpy(), direct(e5, dyn, "dy", wn, "w"))
+        assert np.array_equal(w.grad.numpy(), direct(e5, dyn.T, "dy", xn, "x"))
+        em.delayed.update()
+        for ds in roles.values():
+            ds.update()
+        assert roles["x"].scale != 1                              # the second step's scales are not 1
+    em.delayed.reset()

@@ -21,9 +21,11 @@ from mmasim.composition.mainloop import SPLIT_REDUCE
 from mmasim.errors import EmulationError, UnknownPreset
 
 #: how the operands of a GEMM become words
-SCALINGS = ("cast", "tensor", "scheme")
+SCALINGS = ("cast", "tensor", "scheme", "delayed")
 #: how scaled_dot_product_attention is emulated (mmasim.torch.attention)
 ATTENTIONS = ("softmax", "fa3-fp8")
+#: how A's elements round (Emulation.a_rounding)
+ROUNDINGS = ("nearest", "stochastic")
 
 
 def _refuse(attribute, accepted: str, value):
@@ -60,6 +62,60 @@ def _scheme(instance, attribute, value):
     names = schemes()
     if not isinstance(value, str) or value not in names:
         _refuse(attribute, f"None or a mmasim.quantize scheme: {', '.join(names)}", value)
+
+
+def _scale_rounding(instance, attribute, value):
+    if value is None:
+        return
+    from mmasim.quantization.rounding import SCALE_ROUNDINGS
+    if not isinstance(value, str) or value not in SCALE_ROUNDINGS:
+        _refuse(attribute, f"None (the scheme's default) or one of {', '.join(map(repr, SCALE_ROUNDINGS))}", value)
+
+
+def _seed(instance, attribute, value):
+    if not _is_int(value) or value < 0:
+        _refuse(attribute, "a non-negative integer (the seed of the stochastic-rounding bits)", value)
+
+
+class DelayedScalings:
+    """The delayed-scaling state an ``Emulation(scaling="delayed")`` carries across steps: one
+    :class:`mmasim.quantization.delayed.DelayedScaling` per tensor role (the layer's input,
+    weight or output gradient, in its format), made on first use with ``margin``,
+    ``amax_history_len`` and ``amax_compute_algo`` (Transformer Engine's ``DelayedScaling``
+    defaults).  :meth:`update` after each training step (TE's post-step update); :meth:`reset`
+    forgets every history."""
+
+    def __init__(self, *, margin: int = 0, amax_history_len: int = 1024, amax_compute_algo: str = "max"):
+        from mmasim.quantization.delayed import DelayedScaling
+        DelayedScaling("e4m3", margin=margin, amax_history_len=amax_history_len,
+                       amax_compute_algo=amax_compute_algo)        # checks the settings
+        self.options = {"margin": margin, "amax_history_len": amax_history_len,
+                        "amax_compute_algo": amax_compute_algo}
+        self.roles: dict = {}
+
+    def scaling(self, role, fmt: str):
+        """The state of tensor ``role`` cast to ``fmt`` (``"e4m3"`` / ``"e5m2"``)."""
+        from mmasim.quantization.delayed import DelayedScaling
+        key = (role, fmt)
+        if key not in self.roles:
+            self.roles[key] = DelayedScaling(fmt, **self.options)
+        return self.roles[key]
+
+    def update(self) -> None:
+        """The step's end: every role's scale from its amax history (``DelayedScaling.update``)."""
+        for ds in self.roles.values():
+            ds.update()
+
+    def reset(self) -> None:
+        self.roles.clear()
+
+    def __repr__(self) -> str:
+        return f"DelayedScalings({', '.join(f'{k}={v!r}' for k, v in self.options.items())}, {len(self.roles)} roles)"
+
+
+def _delayed(instance, attribute, value):
+    if value is not None and not isinstance(value, DelayedScalings):
+        _refuse(attribute, "None or an mmasim.torch.DelayedScalings (the state scaling='delayed' carries)", value)
 
 
 def _output(instance, attribute, value):
@@ -137,9 +193,21 @@ class Emulation:
       scales in binary32, as Transformer Engine's current scaling does), or ``"scheme"``
       (``mmasim.quantize`` with ``scheme``: OCP MX, NVFP4, DeepSeek FP8; block scales go to the
       instruction or, for DeepSeek, are applied at promotion by :func:`mmasim.gemm`).
+    - ``scale_rounding``: ``None`` (the scheme's default, OCP's FLOOR) or ``"floor"`` / ``"rceil"``,
+      how an MX scheme rounds its e8m0 block scales (``mmasim.quantize(..., scale_rounding=)``;
+      ``"rceil"``: Transformer Engine's and cuBLAS's ``cvt.rp.satfinite.ue8m0x2.f32``).
+    - ``a_rounding``: ``"nearest"`` or ``"stochastic"``: how A's elements round under a
+      scheme other than ``deepseek_fp8`` (``mmasim.quantize(..., rounding=, seed=seed)``;
+      the backward GEMMs' A is the gradient dy); ``seed``: the seed of those random bits, the
+      same at every call (a reproducible stream, not a fresh one per step).
+    - ``hadamard``: ``True``: both operands of an ``nvfp4`` GEMM go through the random
+      Hadamard transform along K first (``mmasim.quantize(..., hadamard=True)``, TE's default
+      signs), as Transformer Engine does for the weight gradient's inputs; its kernels read
+      bf16, so the operands are rounded to bf16 (RNE) before the transform.
     - ``promote_every``, ``split_k``, ``split_reduce``: passed to :func:`mmasim.gemm`.
     - ``b_tile``: the tile of B's scales for ``deepseek_fp8`` (``(128, 128)``: DeepSeek's weight
-      blocks; ``None``: the scheme's default, 128 x 1 groups along K, as for activations).
+      blocks; ``None``: the scheme's default, 128 x 1 groups along K, as for activations) or
+      ``nvfp4`` (``(16, 16)``: Transformer Engine's 2D weight tiles; ``None``: 1 x 16 blocks).
     - ``output``: ``None`` (the float32 values of D) or a format key (``"bf16"``, ``"f16"``)
       that D is rounded to (RNE) before it becomes float32 again.
     - ``attention``: how ``scaled_dot_product_attention`` runs (:mod:`mmasim.torch.attention`):
@@ -157,6 +225,11 @@ class Emulation:
     scaling: str = attrs.field(default="cast", validator=_one_of(SCALINGS))
     scheme: str | None = attrs.field(default=None, validator=_scheme)
     saturate: bool = attrs.field(default=True, validator=_bool)
+    scale_rounding: str | None = attrs.field(default=None, validator=_scale_rounding)
+    a_rounding: str = attrs.field(default="nearest", validator=_one_of(ROUNDINGS))
+    seed: int = attrs.field(default=0, validator=_seed)
+    hadamard: bool = attrs.field(default=False, validator=_bool)
+    delayed: DelayedScalings | None = attrs.field(default=None, validator=_delayed)
     promote_every: int | None = attrs.field(default=None, validator=_positive_or_none)
     split_k: int | None = attrs.field(default=None, validator=_positive_or_none)
     split_reduce: str = attrs.field(default="sequential", validator=_one_of(SPLIT_REDUCE))
@@ -173,12 +246,26 @@ class Emulation:
             raise EmulationError("Emulation: scaling='scheme' needs scheme= (see mmasim.quantize_schemes())")
         if self.scheme and self.scaling != "scheme":
             raise EmulationError(f"Emulation: scheme={self.scheme!r} needs scaling='scheme'")
+        if (self.scaling == "delayed") != (self.delayed is not None):
+            raise EmulationError("Emulation: scaling='delayed' and delayed= (a DelayedScalings) go together")
         if self.attention == "fa3-fp8" and self.scaling == "scheme":
             raise EmulationError("Emulation: attention='fa3-fp8' scales Q, K and V per tensor; it needs scaling "
                                  "'cast' or 'tensor', not 'scheme'")
-        if self.b_tile is not None and self.scheme != "deepseek_fp8":
-            raise EmulationError(f"Emulation: b_tile is the tile of B's deepseek_fp8 scales; it needs "
-                                 f"scheme='deepseek_fp8', not scheme={self.scheme!r}")
+        if self.scale_rounding is not None and not (self.scheme or "").startswith("mx"):
+            raise EmulationError(f"Emulation: scale_rounding rounds the e8m0 scales of an MX scheme; it needs "
+                                 f"scaling='scheme' with an mxfp* scheme, not scheme={self.scheme!r}")
+        if self.b_tile is not None and self.scheme not in ("deepseek_fp8", "nvfp4"):
+            raise EmulationError(f"Emulation: b_tile is the tile of B's deepseek_fp8 or nvfp4 scales; it needs "
+                                 f"scheme='deepseek_fp8' or 'nvfp4', not scheme={self.scheme!r}")
+        if self.a_rounding == "stochastic" and (not self.scheme or self.scheme == "deepseek_fp8"):
+            raise EmulationError(f"Emulation: a_rounding='stochastic' rounds A under a block-scaled scheme (MX, "
+                                 f"nvfp4); it needs scaling='scheme' with one, not scheme={self.scheme!r}")
+        if self.hadamard and self.scheme != "nvfp4":
+            raise EmulationError(f"Emulation: hadamard=True transforms nvfp4 operands; it needs scheme='nvfp4', "
+                                 f"not scheme={self.scheme!r}")
+        if self.hadamard and self.b_tile is not None:
+            raise EmulationError("Emulation: Transformer Engine quantizes 16 x 16 weight tiles without the Hadamard "
+                                 "transform; give hadamard=True or b_tile, not both")
 
     @property
     def recipe(self) -> str:
@@ -187,8 +274,13 @@ class Emulation:
             parts = ["cast, RNE" + (", saturating" if self.saturate else "")]
         elif self.scaling == "tensor":
             parts = ["per-tensor scaling"]
+        elif self.scaling == "delayed":
+            parts = ["delayed per-tensor scaling"]
         else:
-            parts = [self.scheme + (f", B tile {self.b_tile[0]} x {self.b_tile[1]}" if self.b_tile else "")]
+            parts = [self.scheme + (f", B tile {self.b_tile[0]} x {self.b_tile[1]}" if self.b_tile else "")
+                     + (f", {self.scale_rounding.upper()} scales" if self.scale_rounding else "")
+                     + (", RHT" if self.hadamard else "")
+                     + (", A stochastic rounding" if self.a_rounding == "stochastic" else "")]
         if self.promote_every:
             parts.append(f"promote every {self.promote_every}")
         if self.split_k:
@@ -203,6 +295,9 @@ class Emulation:
         """The fields as JSON values (``dgrad`` / ``wgrad`` nested, ``null`` where the forward's apply)."""
         return {"arch": self.arch, "instruction": self.instruction, "qualifiers": dict(self.qualifiers),
                 "scaling": self.scaling, "scheme": self.scheme, "saturate": bool(self.saturate),
+                "scale_rounding": self.scale_rounding, "a_rounding": self.a_rounding, "seed": int(self.seed),
+                "hadamard": bool(self.hadamard),
+                "delayed": dict(self.delayed.options) if self.delayed else None,
                 "promote_every": self.promote_every, "split_k": self.split_k, "split_reduce": self.split_reduce,
                 "output": self.output, "b_tile": list(self.b_tile) if self.b_tile else None,
                 "attention": self.attention,
@@ -242,6 +337,8 @@ def _fp8(arch, a, b, op):
 
 def _presets() -> dict:
     h100_e4m3 = _fp8("H100", "e4m3", "e4m3", "wgmma")
+    delayed = DelayedScalings()
+    nvfp4 = "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.ue4m3"
     return {
         "A100-bf16": Emulation(
             "A100", "mma.sync.m16n8k16.f32.bf16.bf16.f32",
@@ -276,6 +373,33 @@ def _presets() -> dict:
             scheme="nvfp4",
             description="B200 NVFP4 (e2m1 elements, an e4m3 scale per 16, an f32 per-tensor scale) on tcgen05 "
                         "kind::mxf4nvf4"),
+        "TE-mxfp8": Emulation(
+            "B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.f32.e4m3.e4m3.ue8m0", scaling="scheme",
+            scheme="mxfp8_e4m3", scale_rounding="rceil",
+            description="Transformer Engine's MXFP8BlockScaling (transformer_engine/common/recipe/__init__.py, "
+                        "default fp8_format E4M3: e4m3 for every tensor, gradients included): 1 x 32 blocks along "
+                        "each GEMM's K, e8m0 scales rounded up (RCEIL, cvt.rp.satfinite.ue8m0x2.f32), on B200 "
+                        "tcgen05 kind::mxf8f6f4"),
+        "TE-nvfp4": Emulation(
+            "B200", nvfp4, scaling="scheme", scheme="nvfp4", b_tile=(16, 16),
+            dgrad=Emulation("B200", nvfp4, scaling="scheme", scheme="nvfp4", b_tile=(16, 16),
+                            a_rounding="stochastic"),
+            wgrad=Emulation("B200", nvfp4, scaling="scheme", scheme="nvfp4", a_rounding="stochastic",
+                            hadamard=True),
+            description="Transformer Engine's NVFP4BlockScaling (transformer_engine/common/recipe/__init__.py; "
+                        "the NVFP4 pretraining paper): activations in 1 x 16 blocks rounded to nearest even, "
+                        "weights in 16 x 16 tiles (their transposed read in dgrad shares the tile scales), "
+                        "gradients rounded stochastically (cvt.rs, seed 0), the wgrad GEMM's inputs (dy and x) "
+                        "through the random Hadamard transform along K, on B200 tcgen05 kind::mxf4nvf4"),
+        "TE-fp8-delayed": Emulation(
+            "H100", h100_e4m3, scaling="delayed", delayed=delayed,
+            dgrad=Emulation("H100", _fp8("H100", "e5m2", "e4m3", "wgmma"), scaling="delayed", delayed=delayed),
+            wgrad=Emulation("H100", _fp8("H100", "e5m2", "e4m3", "wgmma"), scaling="delayed", delayed=delayed),
+            description="Transformer Engine's DelayedScaling (transformer_engine/common/recipe/__init__.py, its "
+                        "defaults: HYBRID, margin 0, amax history 1024, max): each tensor role (input, weight, "
+                        "output gradient) cast with the scale from earlier steps' amaxes (1 at first), "
+                        "its DelayedScalings.update() after each step; one state per role shared "
+                        "by every layer, where TE keeps one per module; H100 wgmma fp8 as H100-fp8-tensor"),
         "MI300X-fp8": Emulation(
             "MI300X", "v_mfma_f32_32x32x16_fp8_fp8", scaling="tensor",
             description="MI300X FP8 (e4m3fnuz) v_mfma with per-tensor scaling"),

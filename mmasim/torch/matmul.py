@@ -54,12 +54,24 @@ def _tensor_scale(x: np.ndarray, fmt) -> np.float32:
     return current_scale(amax, fmt)
 
 
-def _operand(x: np.ndarray, fmt, em, axis: int):
-    """(words or Quantized, binary32 decode scale to multiply D by) of one operand."""
+def _operand(x: np.ndarray, fmt, em, axis: int, role=None):
+    """(words or Quantized, binary32 decode scale to multiply D by) of one operand (``role``: the
+    tensor's name, whose delayed-scaling state ``scaling="delayed"`` reads and records into)."""
     from mmasim import quantize
+    if em.scaling == "delayed":
+        q = em.delayed.scaling(role, fmt.key).quantize(x)
+        return q.words, q.tensor_scale
     if em.scaling == "scheme":      # block and tensor scales travel with the operand into gemm
         tile = em.b_tile if axis == 0 and em.b_tile else None
-        return quantize(x, em.scheme, axis=axis, **({"tile": tile} if tile else {})), np.float32(1)
+        opts = {"tile": tile} if tile else {}
+        if em.scale_rounding:
+            opts["scale_rounding"] = em.scale_rounding
+        if em.hadamard:     # TE's RHT kernels read bf16: the operand is rounded to bf16 (RNE) first
+            opts["hadamard"] = True
+            x = quantize(x, "bf16").dequantize().astype(np.float32)
+        if axis != 0 and em.a_rounding == "stochastic":
+            opts.update(rounding="stochastic", seed=em.seed)
+        return quantize(x, em.scheme, axis=axis, **opts), np.float32(1)
     if em.scaling == "tensor":
         s = _tensor_scale(x, fmt)
         with np.errstate(over="ignore"):
@@ -70,6 +82,7 @@ def _operand(x: np.ndarray, fmt, em, axis: int):
 
 
 def _elementwise(x: np.ndarray, fmt, em, rows: int, cols: int, memo, key):
+    from mmasim import quantize
     """(words padded to ``rows`` x ``cols`` with +0's word, decode scale) of ``x`` under a cast or
     per-tensor scaling.  ``key``: ``None``, or ``(name, transposed)``: ``x`` is the tensor ``name``
     (or its transpose), whose words ``memo`` keeps per format and scaling."""
@@ -78,13 +91,13 @@ def _elementwise(x: np.ndarray, fmt, em, rows: int, cols: int, memo, key):
         words, scale = memo[tag]
     else:
         own = x.T if key is not None and key[1] else x
-        words, scale = _operand(own, fmt, em, axis=-1)
+        words, scale = _operand(own, fmt, em, axis=-1, role=None if key is None else key[0])
         if tag is not None:
             memo[tag] = words, scale
     if key is not None and key[1]:
         words = words.T
     if words.shape != (rows, cols):
-        zero = _operand(np.zeros((1, 1), np.float32), fmt, em, axis=-1)[0][0, 0]
+        zero = quantize(np.zeros((1, 1), np.float32), fmt.key).words[0, 0]   # +0 under every scaling
         out = np.full((rows, cols), zero, dtype=words.dtype)
         out[:words.shape[0], :words.shape[1]] = words
         words = out
@@ -118,8 +131,11 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=
         qa, sa = _operand(_pad(a, Mp, Kp), model.a_format, em, axis=-1)
         qb, sb = _operand(_pad(b, Kp, Np), model.b_format, em, axis=0)
     else:
-        qa, sa = _elementwise(a, model.a_format, em, Mp, Kp, memo, keys[0])
-        qb, sb = _elementwise(b, model.b_format, em, Kp, Np, memo, keys[1])
+        ka, kb = keys
+        if em.scaling == "delayed":     # an unnamed operand's delayed-scaling role: its side
+            ka, kb = ka or ("A", False), kb or ("B", False)
+        qa, sa = _elementwise(a, model.a_format, em, Mp, Kp, memo, ka)
+        qb, sb = _elementwise(b, model.b_format, em, Kp, Np, memo, kb)
     kwargs = {}
     if em.promote_every:
         kwargs["promote_every"] = em.promote_every
