@@ -40,16 +40,12 @@ DATAPATHS = [
     ("RTX Blackwell", "mma.sync.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.m16n8k32.f32.e4m3.e4m3.ue8m0"),
 ]
 
-_DRIVER = {}
-
-
 def _cpu_words(model, a, b, c, kw):
-    """D words of the window body run by the CPU driver (compiled once per test process)."""
+    """D words of the window body run by the CPU driver (compiled once per test process); no row flagged."""
     body, arrays = rows.body_for(model.plan)
-    if body not in _DRIVER:
-        _DRIVER[body] = rows.cpu_driver(body)
-    out = np.zeros(len(c), model.plan.encoding.dtype)
-    _DRIVER[body](*rows.dense_args(model.plan, a, b, c, kw.get("scale_a"), kw.get("scale_b")), *arrays, out)
+    out, flags = rows.cpu_run(body, rows.dense_args(model.plan, a, b, c, kw.get("scale_a"), kw.get("scale_b")),
+                              arrays, model.plan.encoding.dtype)
+    assert not flags.any()
     return out
 
 
@@ -77,14 +73,15 @@ def test_window_body_on_the_cpu_gives_the_reference_word_for_any_f16_row(a, b, c
     assert _cpu_words(_F16, a, b, c, {})[0] == _F16.dot(a, b, c, backend="numpy")[0]
 
 
-@pytest.mark.parametrize("arch,instruction,why", [
-    ("B200", "tcgen05.kind::mxf4nvf4.4X", "group 4"),
-    ("A100", "mma.sync.m8n8k4.f64.f64.f64.f64", "not the built-in 'window'"),
+@pytest.mark.parametrize("arch,instruction,body,why", [
+    ("B200", "tcgen05.kind::mxf4nvf4.4X", "window_groups_row", "group 4"),
+    ("A100", "mma.sync.m8n8k4.f64.f64.f64.f64", "fma_f64_row_body", "not the built-in 'window'"),
 ])
-def test_window_body_takes_only_the_one_product_window(arch, instruction, why):
+def test_window_body_takes_only_the_one_product_window(arch, instruction, body, why):
     plan = mmasim.MMA(arch, instruction).plan
-    assert rows.body_for(plan) is None
-    decision = rows.BODIES["window"][1](plan)
+    assert rows.body_for(plan)[0] is not rows.window_row
+    assert rows.body_for(plan)[0].py_func.__name__ == body
+    decision = rows.BODIES["window"][0].decision(plan)
     assert not decision and why in decision.reason
 
 
@@ -126,9 +123,9 @@ _SIMULATED = textwrap.dedent("""
         m = mmasim.MMA(arch, instruction)
         body, arrays = rows.body_for(m.plan)
         a, b, c, kw = wordgen.operands(m, 80, np.random.default_rng(7), "mixed")
-        out = np.zeros(len(c), m.plan.encoding.dtype)
+        out, flags = np.zeros(len(c), m.plan.encoding.dtype), np.zeros(len(c), np.bool_)
         kernel = cuda.jit(cuda_driver(lambda d, *xs: body(d, *map(host, xs))))
-        kernel[3, 32](*rows.dense_args(m.plan, a, b, c, kw.get("scale_a"), kw.get("scale_b")), *arrays, out)
+        kernel[3, 32](*rows.dense_args(m.plan, a, b, c, kw.get("scale_a"), kw.get("scale_b")), *arrays, out, flags)
         result[instruction] = [out.tolist(), m.dot(a, b, c, backend="numpy", **kw).tolist()]
     print(json.dumps(result))
 """)

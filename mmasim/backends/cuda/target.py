@@ -95,7 +95,8 @@ def compile_ptx(fn, sig, arch: str) -> str:
 
 def signature(plan, arrays) -> tuple:
     """The argument types of a driver for ``plan`` (:func:`.driver.cuda_driver`): the operands
-    of :func:`.rows.dense_args`, the arrays of :func:`.rows.body_for`, D in the encoding's words."""
+    of :func:`.rows.dense_args`, the arrays of :func:`.rows.body_for`, D in the encoding's words
+    and the rows' flags."""
     z = np.zeros((1, 1), np.uint64)
     ops = rows.dense_args(plan, z, z, z[0], z, z)
-    return tuple(numba.typeof(x) for x in (*ops, *arrays, np.zeros(1, plan.encoding.dtype)))
+    return tuple(numba.typeof(x) for x in (*ops, *arrays, np.zeros(1, plan.encoding.dtype), np.zeros(1, np.bool_)))
