@@ -331,8 +331,8 @@ def _fixed_body(step_fn, name):
 
 @_inline
 def _f64_word(x, nan_word):
-    """The binary64 word of ``x``; a NaN is the encoding's NaN word (as the CPU kernels' words)."""
-    return nan_word if x != x else _bitcast(x)
+    """The binary64 word of ``x`` (unsigned); a NaN is the encoding's NaN word (as the CPU kernels' words)."""
+    return np.uint64(nan_word) if x != x else np.uint64(_bitcast(x))
 
 
 @_inline
@@ -356,7 +356,10 @@ def _ieee_body(fused, f64):
     return _inline_rows(body)
 
 
-def _ftz_body(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block):
+@_inline_rows
+def ftz_mul_add_body(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block):
+    """The body of the FTZ mul-add chain: its row (:func:`~mmasim.backends.numba.families.ftz_mul_add_row`)
+    with the products per partial sum of the record, the value as D's word."""
     x = ftz_mul_add_row(d, wa, wb, wc, ia, ib, ic, isa, isb, ncols, wa.shape[1], RA[0].P, _fmt(FM, A_FMT),
                         _fmt(FM, B_FMT), _fmt(FM, C_FMT), TAB)
     return _f32_word_of(x, ENC[0].nan_word), False
@@ -370,7 +373,6 @@ exact_sum_row = _fixed_body(_exact_sum_row_step, "exact_sum_row")
 integer_row = _fixed_body(INTEGER_STEPS[False], "integer_row")
 integer_xor_row = _fixed_body(INTEGER_STEPS[True], "integer_xor_row")
 ieee_rows = {key: _ieee_body(*key) for key in IEEE_ROWS}
-ftz_mul_add_body = _inline_rows(_ftz_body)
 
 #: One body of a family: the decision of the plans it takes (a :class:`~mmasim.backends.fastpaths.Decision`),
 #: the builder of the family's CPU kernel (whose arrays it reads) and ``pick(plan)``: the body
@@ -528,6 +530,10 @@ class CpuRows:
 
     def __init__(self, dtype=None):
         self.dtype = dtype
+
+    def takes_matrices(self, plan) -> bool:
+        """No: :meth:`compute` reads materialized rows (a broadcast batch is as good)."""
+        return False
 
     def compute(self, plan, rows):
         from mmasim.backends.numpy import NumpyBackend
