@@ -118,11 +118,11 @@ FAMILY_DATAPATHS = {
         ("CDNA3", "v_smfmac.sp.m16n16k64.s32.s8.s8"),
     ],
     "integer_xor_row": [("A100", "mma.sync.m8n8k128.s32.b1.b1.xor.popc")],
-    "fma_f64_row_body": [("A100", "mma.sync.m8n8k4.f64.f64.f64.f64"), ("H100", "mma.sync.m16n8k16.f64.f64.f64")],
-    "fma_f32_row_body": [("CDNA1", "v_mfma.m32n32k2.f32.f32.f32"), ("CDNA1", "v_mfma.m32n32k1.f32.f32.f32")],
-    "mul_add_f32_row_body": [("Ampere", "mma.sync.m8n8k4.f32.f16.f16")],
+    "fma_f64_body": [("A100", "mma.sync.m8n8k4.f64.f64.f64.f64"), ("H100", "mma.sync.m16n8k16.f64.f64.f64")],
+    "fma_f32_body": [("CDNA1", "v_mfma.m32n32k2.f32.f32.f32"), ("CDNA1", "v_mfma.m32n32k1.f32.f32.f32")],
+    "mul_add_f32_body": [("Ampere", "mma.sync.m8n8k4.f32.f16.f16")],
     # no built-in datapath multiplies then adds in binary64: Ampere's m8n8k4 into f64, made in code
-    "mul_add_f64_row_body": [("Ampere", "mma.sync.m8n8k4.f32.f16.f16 into f64")],
+    "mul_add_f64_body": [("Ampere", "mma.sync.m8n8k4.f32.f16.f16 into f64")],
     "ftz_mul_add_body": [("CDNA2", "v_mfma.kind::1k.m32n32k8.f32.bf16.bf16"), ("CDNA2", "v_mfma.m32n32k4.f32.bf16.bf16")],
 }
 _CASES = [(body, arch, instruction) for body, dps in FAMILY_DATAPATHS.items() for arch, instruction in dps]
@@ -141,27 +141,30 @@ def _operands(a, b, c, kw):
     return [a, b, c] + [kw[k] for k in ("scale_a", "scale_b", "sparse_metadata") if k in kw]
 
 
-def _body_words(model, a, b, c, kw, dtype=None):
+def _body_words(model, a, b, c, kw, dtype=None, specialise=False):
     """D words of the plan's body by its CPU driver (the selection first where sparse), as a
     backend computes rows (the plan's order of K and C added after the steps included)."""
     ops = _operands(a, b, c, kw)
-    return compute(rows.CpuRows(dtype), model.plan, Rows.batch(ops, (len(c),), 0, len(c)))
+    return compute(rows.CpuRows(dtype, specialise), model.plan, Rows.batch(ops, (len(c),), 0, len(c)))
 
 
 @pytest.mark.parametrize("body,arch,instruction", _CASES)
 def test_family_body_on_the_cpu_gives_the_reference_words(body, arch, instruction):
     """Every word kind of the generator (random, finite, near one, subnormal, huge, the
-    encodings' corners, mixed), the plan's own containers."""
+    encodings' corners, mixed), the plan's own containers; the body as it reads the plan's
+    arrays, and specialised (the plan's constants compiled in)."""
     m = _model(arch, instruction)
     assert rows.body_for(m.plan)[0] is rows.ALL_BODIES[body]
+    assert rows.body_for(m.plan, specialise=True)[0].py_func.__name__.startswith(body + "_")
     rng = np.random.default_rng(31)
     for kind in _KINDS:
         a, b, c, kw = wordgen.operands(m, 300, rng, kind)
-        got = _body_words(m, a, b, c, kw)
         want = m.dot(a, b, c, backend="numpy", **kw)
-        assert got.dtype == want.dtype
-        bad = np.flatnonzero(got != want)
-        assert bad.size == 0, (kind, bad[:5], got[bad[:5]], want[bad[:5]])
+        for specialise in (False, True):
+            got = _body_words(m, a, b, c, kw, specialise=specialise)
+            assert got.dtype == want.dtype
+            bad = np.flatnonzero(got != want)
+            assert bad.size == 0, (kind, specialise, bad[:5], got[bad[:5]], want[bad[:5]])
 
 
 def test_every_body_of_the_family_table_is_tested():
@@ -253,7 +256,7 @@ def test_every_builtin_datapath_is_taken_by_a_body_that_gives_the_reference_word
             mismatched.append(m.instruction)
     assert not mismatched, mismatched[:10]
     assert refused == []
-    assert set(taken) == set(rows.ALL_BODIES) - {"mul_add_f64_row_body"}, taken
+    assert set(taken) == set(rows.ALL_BODIES) - {"mul_add_f64_body"}, taken
     assert sum(taken.values()) + unmodelled == len(list(_builtin_models())), (taken, unmodelled)
 
 
@@ -325,7 +328,7 @@ def test_window_groups_body_keeps_the_b200_fp4_facts(bodies_compute):
 
 @pytest.mark.parametrize("arch,instruction,body,why", [
     ("B200", "tcgen05.kind::mxf4nvf4.4X", "window_groups_row", "group 4"),
-    ("A100", "mma.sync.m8n8k4.f64.f64.f64.f64", "fma_f64_row_body", "not the built-in 'window'"),
+    ("A100", "mma.sync.m8n8k4.f64.f64.f64.f64", "fma_f64_body", "not the built-in 'window'"),
 ])
 def test_window_body_takes_only_the_one_product_window(arch, instruction, body, why):
     plan = mmasim.MMA(arch, instruction).plan

@@ -24,6 +24,7 @@ rows (or raises its error).  :class:`CpuRows` runs them on the CPU, as a backend
 
 from __future__ import annotations
 
+import hashlib
 from collections import namedtuple
 
 import numpy as np
@@ -59,6 +60,8 @@ from mmasim.backends.numba.primitives import (
     NO_SPECIAL,
     SCALE_FMT,
     ZERO,
+    EncodingSpec,
+    FormatSpec,
     StepFormats,
     _bitcast,
     _decode,
@@ -315,18 +318,64 @@ def _exact_sum_row_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp
 
 
 # ------------------------------------------------------------------ the bodies
-def _fixed_body(step_fn, name):
+#: What a body reads besides the operands, as constants of a body specialised for one plan
+#: (:func:`specialised`): the A / B / scale decode specs (:data:`StepFormats`), the C and D
+#: decode specs, the family's parameter record (its namedtuple), the encoding
+#: (:data:`EncodingSpec`), the stored K, the elements per step and per scale block.
+Constants = namedtuple("Constants", "fp fp2 fp3 R enc K step block")
+
+
+def _constants(plan, kern) -> Constants:
+    """The :class:`Constants` of ``plan`` from its CPU kernel ``kern`` (Python ints)."""
+    fm = [FormatSpec(*(int(x) for x in kern.FM[i].item())) for i in range(len(kern.FM))]
+    return Constants(StepFormats(fm[A_FMT], fm[B_FMT], fm[SCALE_FMT]), fm[C_FMT], fm[D_FMT],
+                     type(kern.record)(*(int(x) for x in kern.R[0].item())),
+                     EncodingSpec(*(int(x) for x in kern.ENC[0].item())), int(plan.datapath.stored_k),
+                     int(kern.step), int(kern.block))
+
+
+def _named(fn, name):
+    fn.__qualname__ = fn.__name__ = name
+    return _inline_rows(fn)
+
+
+class _Maker:
+    """One body in two forms: ``generic`` reads the decode specs, the record and the encoding
+    from its arrays (one compile serves every plan of its argument types); ``specialise(k)``
+    is the same body with the :class:`Constants` ``k`` of one plan compiled in (the branches
+    of the formats, parameters and encoding fold away: far fewer registers on CUDA)."""
+
+    def __init__(self, name, generic, specialise):
+        self.name, self.generic, self._specialise, self._made = name, generic, specialise, {}
+
+    def specialise(self, k: Constants):
+        key = repr(k)
+        if key not in self._made:       # named by its constants: the CPU driver's kernel cache keys it by name
+            digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+            self._made[key] = _named(self._specialise(k), f"{self.name}_{digest}")
+        return self._made[key]
+
+
+def _fixed(step_fn, name) -> _Maker:
     """The body of a fixed-point family from its step function (one that reads no work array):
     the steps of the row (:func:`~mmasim.backends.numba.primitives.row_steps`)."""
     steps = row_steps(step_fn)
 
-    def body(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block):
+    def generic(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block):
         fp = StepFormats(_fmt(FM, A_FMT), _fmt(FM, B_FMT), _fmt(FM, SCALE_FMT))
         return steps(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, wa.shape[1], step, block, fp,
                      _fmt(FM, C_FMT), _fmt(FM, D_FMT), TAB, RA[0], ENC[0], None)
 
-    body.__qualname__ = body.__name__ = name
-    return _inline_rows(body)
+    def specialise(k):
+        fp, fp2, fp3, R, enc, K, step, block = k
+
+        def body(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step_, block_):
+            return steps(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, K, step, block, fp, fp2, fp3, TAB, R,
+                         enc, None)
+
+        return body
+
+    return _Maker(name, _named(generic, name), specialise)
 
 
 @_inline
@@ -341,69 +390,89 @@ def _f32_word_of(x, nan_word):
     return nan_word if x != x else _f32_word(np.float64(x))
 
 
-def _ieee_body(fused, f64):
+def _ieee(fused, f64) -> _Maker:
     """The body of an IEEE chain: its row (:data:`~mmasim.backends.numba.families.IEEE_ROWS`),
     the value as D's word."""
     row = IEEE_ROWS[fused, f64]
     word = _f64_word if f64 else _f32_word_of
 
-    def body(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block):
+    def generic(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block):
         x = row(d, wa, wb, wc, ia, ib, ic, isa, isb, ncols, wa.shape[1], _fmt(FM, A_FMT), _fmt(FM, B_FMT),
                 _fmt(FM, C_FMT), TAB)
         return word(x, ENC[0].nan_word), False
 
-    body.__qualname__ = body.__name__ = row.py_func.__name__ + "_body"
-    return _inline_rows(body)
+    def specialise(k):
+        fa, fb, fc, nan_word, K = k.fp.a, k.fp.b, k.fp2, k.enc.nan_word, k.K
+
+        def body(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block):
+            return word(row(d, wa, wb, wc, ia, ib, ic, isa, isb, ncols, K, fa, fb, fc, TAB), nan_word), False
+
+        return body
+
+    return _Maker(row.py_func.__name__.replace("_row", "_body"), _named(generic, row.py_func.__name__.replace(
+        "_row", "_body")), specialise)
 
 
-@_inline_rows
-def ftz_mul_add_body(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block):
+def _ftz() -> _Maker:
     """The body of the FTZ mul-add chain: its row (:func:`~mmasim.backends.numba.families.ftz_mul_add_row`)
     with the products per partial sum of the record, the value as D's word."""
-    x = ftz_mul_add_row(d, wa, wb, wc, ia, ib, ic, isa, isb, ncols, wa.shape[1], RA[0].P, _fmt(FM, A_FMT),
-                        _fmt(FM, B_FMT), _fmt(FM, C_FMT), TAB)
-    return _f32_word_of(x, ENC[0].nan_word), False
+
+    def generic(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block):
+        x = ftz_mul_add_row(d, wa, wb, wc, ia, ib, ic, isa, isb, ncols, wa.shape[1], RA[0].P, _fmt(FM, A_FMT),
+                            _fmt(FM, B_FMT), _fmt(FM, C_FMT), TAB)
+        return _f32_word_of(x, ENC[0].nan_word), False
+
+    def specialise(k):
+        fa, fb, fc, nan_word, K, P = k.fp.a, k.fp.b, k.fp2, k.enc.nan_word, k.K, k.R.P
+
+        def body(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block):
+            x = ftz_mul_add_row(d, wa, wb, wc, ia, ib, ic, isa, isb, ncols, K, P, fa, fb, fc, TAB)
+            return _f32_word_of(x, nan_word), False
+
+        return body
+
+    return _Maker("ftz_mul_add_body", _named(generic, "ftz_mul_add_body"), specialise)
 
 
-window_row = _fixed_body(_window_row_step, "window_row")
-window_groups_row = _fixed_body(_window_groups_row_step, "window_groups_row")
-group_scaled_row = _fixed_body(_group_scaled_row_step, "group_scaled_row")
-two_stage_row = _fixed_body(_two_stage_row_step, "two_stage_row")
-exact_sum_row = _fixed_body(_exact_sum_row_step, "exact_sum_row")
-integer_row = _fixed_body(INTEGER_STEPS[False], "integer_row")
-integer_xor_row = _fixed_body(INTEGER_STEPS[True], "integer_xor_row")
-ieee_rows = {key: _ieee_body(*key) for key in IEEE_ROWS}
+_WINDOW = _fixed(_window_row_step, "window_row")
+_WINDOW_GROUPS = _fixed(_window_groups_row_step, "window_groups_row")
+_GROUP_SCALED = _fixed(_group_scaled_row_step, "group_scaled_row")
+_TWO_STAGE = _fixed(_two_stage_row_step, "two_stage_row")
+_EXACT_SUM = _fixed(_exact_sum_row_step, "exact_sum_row")
+_INTEGER = {xor: _fixed(INTEGER_STEPS[xor], "integer_xor_row" if xor else "integer_row") for xor in (False, True)}
+_IEEE = {key: _ieee(*key) for key in IEEE_ROWS}
+_FTZ = _ftz()
 
 #: One body of a family: the decision of the plans it takes (a :class:`~mmasim.backends.fastpaths.Decision`),
-#: the builder of the family's CPU kernel (whose arrays it reads) and ``pick(plan)``: the body
+#: the builder of the family's CPU kernel (whose arrays it reads) and ``pick(plan)``: the body (a ``_Maker``)
 Body = namedtuple("Body", "decision build pick")
 
 #: accumulator family -> its bodies; the first whose decision takes a plan computes it
 BODIES = {
-    "window": (Body(fastpaths.one_product_window, kernels._window, lambda plan: window_row),
-               Body(fastpaths.numba_window, kernels._window, lambda plan: window_groups_row)),
-    "group_scaled_window": (Body(fastpaths.numba_group_scaled, kernels._group_scaled, lambda plan: group_scaled_row),),
-    "two_stage_window": (Body(fastpaths.numba_two_stage, kernels._two_stage, lambda plan: two_stage_row),),
-    "exact_sum": (Body(fastpaths.numba_exact_sum, kernels._exact_sum, lambda plan: exact_sum_row),),
+    "window": (Body(fastpaths.one_product_window, kernels._window, lambda plan: _WINDOW),
+               Body(fastpaths.numba_window, kernels._window, lambda plan: _WINDOW_GROUPS)),
+    "group_scaled_window": (Body(fastpaths.numba_group_scaled, kernels._group_scaled, lambda plan: _GROUP_SCALED),),
+    "two_stage_window": (Body(fastpaths.numba_two_stage, kernels._two_stage, lambda plan: _TWO_STAGE),),
+    "exact_sum": (Body(fastpaths.numba_exact_sum, kernels._exact_sum, lambda plan: _EXACT_SUM),),
     "integer": (Body(fastpaths.numba_integer, kernels._integer,
-                     lambda plan: integer_xor_row if plan.parameters.get("bitop") == "xor" else integer_row),),
-    "fma": (Body(fastpaths.numba_fma, kernels._fma_family,
-                 lambda plan: ieee_rows[True, plan.encoding.format == "f64"]),),
+                     lambda plan: _INTEGER[plan.parameters.get("bitop") == "xor"]),),
+    "fma": (Body(fastpaths.numba_fma, kernels._fma_family, lambda plan: _IEEE[True, plan.encoding.format == "f64"]),),
     "mul_add_chain": (Body(fastpaths.numba_mul_add, kernels._mul_add,
-                           lambda plan: ieee_rows[False, plan.encoding.format == "f64"]),),
-    "ftz_mul_add": (Body(fastpaths.numba_ftz, kernels._ftz, lambda plan: ftz_mul_add_body),),
+                           lambda plan: _IEEE[False, plan.encoding.format == "f64"]),),
+    "ftz_mul_add": (Body(fastpaths.numba_ftz, kernels._ftz, lambda plan: _FTZ),),
 }
 
-#: every body, by name (each compiled for CUDA by ``mmasim warmup --backend cuda``)
-ALL_BODIES = {f.py_func.__name__: f for f in (window_row, window_groups_row, group_scaled_row, two_stage_row,
-                                              exact_sum_row, integer_row, integer_xor_row, *ieee_rows.values(),
-                                              ftz_mul_add_body)}
+#: every generic body, by name (each compiled for CUDA by ``mmasim warmup --backend cuda``)
+ALL_BODIES = {m.name: m.generic for m in (_WINDOW, _WINDOW_GROUPS, _GROUP_SCALED, _TWO_STAGE, _EXACT_SUM,
+                                          *_INTEGER.values(), *_IEEE.values(), _FTZ)}
+window_row, window_groups_row = _WINDOW.generic, _WINDOW_GROUPS.generic
 
 
-def choose(plan):
-    """``(body, arrays, reason)``: the body of ``plan`` and the arrays it reads besides the
-    operands, ``(TAB, FM, RA, ENC, step, block)`` as the plan's CPU kernel reads them; or
-    ``(None, None, reason)``, the reason no body takes the plan."""
+def choose(plan, specialise: bool = False):
+    """``(body, arrays, reason)``: the body of ``plan`` (``specialise``: compiled with the plan's
+    :class:`Constants`) and the arrays it reads besides the operands, ``(TAB, FM, RA, ENC, step,
+    block)`` as the plan's CPU kernel reads them; or ``(None, None, reason)``, the reason no
+    body takes the plan."""
     entries = BODIES.get(plan.datapath.accumulator)
     if entries is None:
         return None, None, f"accumulator family {plan.datapath.accumulator!r} has no per-row body"
@@ -417,14 +486,15 @@ def choose(plan):
         if kern is None:
             reasons.append(f"{decision.path}: the formats cannot be decoded by a compiled kernel")
             continue
-        return entry.pick(plan), (kern.TAB, kern.FM, kern.R, kern.ENC, np.int64(kern.step),
-                                  np.int64(kern.block)), ""
+        maker = entry.pick(plan)
+        body = maker.specialise(_constants(plan, kern)) if specialise else maker.generic
+        return body, (kern.TAB, kern.FM, kern.R, kern.ENC, np.int64(kern.step), np.int64(kern.block)), ""
     return None, None, "; ".join(reasons)
 
 
-def body_for(plan):
+def body_for(plan, specialise: bool = False):
     """``(body, arrays)`` of ``plan`` (:func:`choose`), or ``None`` where no body takes it."""
-    body, arrays, _ = choose(plan)
+    body, arrays, _ = choose(plan, specialise)
     return None if body is None else (body, arrays)
 
 
@@ -524,12 +594,13 @@ class CpuRows:
     """The per-row bodies run by their CPU drivers, as a backend computes rows
     (``compute(plan, rows)``, :func:`mmasim.backends.plan.compute`): the sparse selection
     (:func:`select_row`), the plan's body, and the numpy reference for the rows a body flags.
-    ``dtypes``: the words' dtype for every operand (``None``: the plan's containers)."""
+    ``dtype``: the words' dtype for every operand (``None``: the plan's containers);
+    ``specialise``: the bodies compiled with each plan's constants (:func:`choose`)."""
 
     name = "cuda rows on the cpu"
 
-    def __init__(self, dtype=None):
-        self.dtype = dtype
+    def __init__(self, dtype=None, specialise: bool = False):
+        self.dtype, self.specialise = dtype, specialise
 
     def takes_matrices(self, plan) -> bool:
         """No: :meth:`compute` reads materialized rows (a broadcast batch is as good)."""
@@ -538,7 +609,7 @@ class CpuRows:
     def compute(self, plan, rows):
         from mmasim.backends.numpy import NumpyBackend
 
-        body, arrays, reason = choose(plan)
+        body, arrays, reason = choose(plan, self.specialise)
         if body is None:
             raise ValueError(f"no per-row body takes this {plan.datapath.accumulator!r} datapath: {reason}")
         dtypes = None if self.dtype is None else (np.dtype(self.dtype),) * len(plan.word_dtypes)
