@@ -51,10 +51,47 @@ SPECIALISED = [("A100", "mma.sync.m16n8k16.f32.f16.f16.f32"), ("H100", "wgmma.mm
 
 
 @pytest.fixture(scope="module")
-def kernel_ptx(tmp_path_factory):
-    """``[(kernel, arch, path)]``: the PTX of every CUDA kernel the registered datapaths use, for
-    every target (:func:`target.write_ptx`, what ``mmasim warmup --backend cuda --ptx`` writes)."""
-    return target.write_ptx(tmp_path_factory.mktemp("ptx"))
+def warmup_run(tmp_path_factory):
+    """``(JSON document, folder)`` of ``mmasim warmup --backend cuda --ptx DIR --json``: the PTX
+    of every CUDA kernel the registered datapaths use, for every target."""
+    import contextlib
+    import io
+    import json
+
+    from mmasim.cli.main import main
+
+    folder = tmp_path_factory.mktemp("ptx")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(["warmup", "--backend", "cuda", "--ptx", str(folder), "-q", "--json"])
+    assert status == 0, out.getvalue()
+    return json.loads(out.getvalue()), folder
+
+
+@pytest.fixture(scope="module")
+def kernel_ptx(warmup_run):
+    """``[(kernel name, arch, path)]`` of the files ``mmasim warmup --backend cuda`` wrote."""
+    return [(*path.name[:-len(".ptx")].rsplit(".", 1), path) for path in sorted(warmup_run[1].glob("*.ptx"))]
+
+
+def test_warmup_writes_the_ptx_of_every_cuda_kernel(warmup_run):
+    """One record per kernel, three PTX files each (sm_80, sm_90a, sm_100a), named
+    ``KERNEL.ARCH.ptx``; the folder is the document's ``cache``."""
+    doc, folder = warmup_run
+    assert doc["schema"] == "mmasim.warmup/1" and doc["cache"] == str(folder)
+    assert len(doc["kernels"]) == len(target.kernels())
+    assert all(k["compiled"] == 3 and k["loaded"] == 0 for k in doc["kernels"])
+    names = {k["kernel"].split(" ")[0] for k in doc["kernels"]}
+    assert {p.name for p in folder.iterdir()} == {f"{n}.{arch}.ptx" for n in names for arch in target.ARCHS}
+
+
+@pytest.mark.parametrize("argv", [["--backend", "cuda"], ["--ptx", "x"], ["--specialised"],
+                                  ["--backend", "numba", "--ptx", "x"]])
+def test_warmup_cuda_options_go_together(argv, capsys):
+    from mmasim.cli.main import main
+
+    assert main(["warmup", "-q", *argv]) == 2
+    assert "--backend cuda writes the PTX" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
@@ -106,17 +143,17 @@ def _assemble(ptxas, path, arch) -> str:
 def test_every_body_and_the_sparse_selection_has_a_cuda_kernel(kernel_ptx):
     """Every body some built-in datapath takes (no built-in datapath multiplies then adds in
     binary64), and the selection of the sparse datapaths, for each target."""
-    names = {k.name.split(".")[0] for k, _, _ in kernel_ptx}
+    names = {name.split(".")[0] for name, _, _ in kernel_ptx}
     assert names == (set(rows.ALL_BODIES) - {"mul_add_f64_body"}) | {"select_row"}
     per_kernel = {}
-    for k, arch, _ in kernel_ptx:
-        per_kernel.setdefault(k.name, set()).add(arch)
+    for name, arch, _ in kernel_ptx:
+        per_kernel.setdefault(name, set()).add(arch)
     assert all(archs == set(target.ARCHS) for archs in per_kernel.values())
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a", "sm_100a"])
 def test_ptx_names_its_target_and_the_first_ptx_isa_that_knows_it(kernel_ptx, arch):
-    for k, sm, path in kernel_ptx:
+    for _, sm, path in kernel_ptx:
         if sm == arch:
             ptx = path.read_text()
             assert re.search(rf"^\.target {arch}$", ptx, re.M), path.name
@@ -150,9 +187,9 @@ def test_specialised_bodies_use_far_fewer_registers(kernel_ptx, specialised_ptx,
     if not ptxases:
         pytest.skip(f"no ptxas knows {arch}")
     generic = {}
-    for k, sm, path in kernel_ptx:
+    for name, sm, path in kernel_ptx:
         if sm == arch:
-            name = k.name.split(".")[0]
+            name = name.split(".")[0]
             generic[name] = max(generic.get(name, 0), _registers(_assemble(ptxases[-1], path, arch)))
     for name, sm, path in specialised_ptx:
         if sm == arch:
@@ -174,7 +211,7 @@ def _sass(path, arch) -> str:
 def test_fixed_point_kernels_have_no_fused_multiply_add(kernel_ptx, specialised_ptx):
     """No fma.rn in the PTX of a fixed-point body (or the selection), and no FFMA / DFMA /
     HFMA2 in its SASS (sm_90a): the exact int64 rules alone."""
-    for name, sm, path in [(k.name, sm, p) for k, sm, p in kernel_ptx] + specialised_ptx:
+    for name, sm, path in kernel_ptx + specialised_ptx:
         if name.split(".")[0].rsplit("_", 1)[0] in IEEE or name.split(".")[0] in IEEE:
             continue
         assert "fma.rn" not in path.read_text(), path.name
@@ -187,8 +224,8 @@ def test_ieee_chains_have_exactly_the_fused_multiply_adds_of_their_rule(kernel_p
     """The FMA chains: one fma.rn per product in D's precision (one in the loop over K), and
     one FFMA / DFMA in the SASS; the multiply-then-add chains and FTZ mul-add: none (each
     product rounded, then each sum)."""
-    for k, sm, path in kernel_ptx:
-        body = k.name.split(".")[0]
+    for name, sm, path in kernel_ptx:
+        body = name.split(".")[0]
         if body not in IEEE:
             continue
         ptx = path.read_text()

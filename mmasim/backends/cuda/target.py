@@ -124,24 +124,27 @@ def _words(sig) -> str:
                     for t in sig)
 
 
-def kernels(registry=None) -> list:
+def kernels(registry=None, architectures=None, specialise: bool = False) -> list:
     """Every distinct CUDA kernel of the registered datapaths (one per driver and argument
-    types: :class:`CudaKernel`), in the order first met; each sparse datapath also uses the
-    driver of its selection (:func:`.rows.select_row`) for its A / B words."""
+    types: :class:`CudaKernel`), in the order first met: the generic bodies, or with
+    ``specialise`` one per plan's constants (:func:`.rows.choose`); each sparse datapath
+    also uses the driver of its selection (:func:`.rows.select_row`) for its A / B words.
+    ``architectures``: the names of the architectures whose datapaths count (default: all
+    but those that inherit another's)."""
     from mmasim.backends.cuda.driver import cuda_driver, select_cuda
-    from mmasim.execution.model import Model
+    from mmasim.backends.plan import Plan
     from mmasim.registry.build import get_registry
 
     reg = registry or get_registry()
     found: dict = {}
     for arch in reg.architectures.values():
-        if arch.inherits:           # an inheriting architecture: the datapaths of the one it inherits
-            continue
+        if arch.inherits if architectures is None else arch.name not in architectures:
+            continue                # an inheriting architecture: the datapaths of the one it inherits
         for dp in arch.datapaths:
             if dp.refuse:
                 continue
-            plan = Model(dp, reg).plan
-            body, arrays, _ = rows.choose(plan)
+            plan = Plan.build(dp, reg)
+            body, arrays, _ = rows.choose(plan, specialise)
             if body is None:
                 continue
             sig = signature(plan, arrays)
@@ -157,25 +160,28 @@ def kernels(registry=None) -> list:
                     found[key] = found[key]._replace(datapaths=found[key].datapaths + 1)
                 else:
                     found[key] = CudaKernel(f"{name}.{_words(words)}", driver(fn), types, plan,
-                                            f"{arch.name} {Model(dp, reg).instruction}", 1)
+                                            f"{arch.name} {dp.canonical(reg.formats)}", 1)
     return list(found.values())
 
 
-def write_ptx(folder, archs=tuple(ARCHS), progress=None) -> list:
-    """The PTX of every kernel (:func:`kernels`) for each target of ``archs``, written into
-    ``folder`` as ``NAME.ARCH.ptx`` (made if absent); returns ``[(kernel, arch, path)]``.
-    ``progress(i, n, kernel)`` is called before each kernel."""
+def write_kernel(folder, kernel: CudaKernel, archs=tuple(ARCHS)) -> list:
+    """The PTX of ``kernel`` for each target of ``archs`` written into ``folder`` (which must
+    exist) as ``NAME.ARCH.ptx``; returns the paths."""
     import pathlib
 
-    folder = pathlib.Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    ks = kernels()
     out = []
-    for i, k in enumerate(ks):
-        if progress is not None:
-            progress(i, len(ks), k)
-        for arch, ptx in compile_ptxs(k.driver, k.signature, archs).items():
-            path = folder / f"{k.name}.{arch}.ptx"
-            path.write_text(ptx)
-            out.append((k, arch, path))
+    for arch, ptx in compile_ptxs(kernel.driver, kernel.signature, archs).items():
+        path = pathlib.Path(folder) / f"{kernel.name}.{arch}.ptx"
+        path.write_text(ptx)
+        out.append(path)
     return out
+
+
+def write_ptx(folder, archs=tuple(ARCHS)) -> list:
+    """The PTX of every kernel (:func:`kernels`) for each target of ``archs``, written into
+    ``folder`` (made if absent) by :func:`write_kernel`; returns ``[(kernel, arch, path)]``."""
+    import pathlib
+
+    pathlib.Path(folder).mkdir(parents=True, exist_ok=True)
+    return [(k, arch, path) for k in kernels()
+            for arch, path in zip(archs, write_kernel(folder, k, archs))]
