@@ -141,19 +141,30 @@ def _window_pass(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, scaled, fp, 
 
 
 @_inline
+def _window_start(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R):
+    """The window of a step from its products (:func:`_window_pass`) and C: ``(special, cterm,
+    quantum, any_live, max_sr)``, the specials ``(nan, inf, inf_neg)``, C as the window's sum
+    reads it ``(live, r, sign, magnitude, q, dominant)`` and the quantum
+    (:func:`~mmasim.backends.numba.window._window_quantum`)."""
+    ccls, csg, cm, cq, cr = c
+    sp, max_r, max_sr, any_live, dead = _window_pass(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block,
+                                                     R.scaled == 1, fp, TAB)
+    c_live = ccls == FINITE
+    quantum, cdom = _window_quantum(max_r, any_live, dead, c_live, cr, max_sr, R)
+    cterm = (c_live, cr, csg == 1, cm if c_live else np.int64(0), cq, cdom)
+    return _special_result(_note_special(ccls, csg == 1, sp)), cterm, quantum, any_live, max_sr
+
+
+@_inline
 def _window_row_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, rec, enc, W):
     """One hardware step of the window with one product per group (``window_step`` of the CPU
     kernels with ``group`` 1), in two passes over the products: ``(word, False)``."""
     R = _window_params(rec)
-    ccls, csg, cm, cq, cr = c
     scaled = R.scaled == 1
-    sp, max_r, max_sr, any_live, dead = _window_pass(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, scaled,
-                                                     fp, TAB)
-    nan, inf, inf_neg = _special_result(_note_special(ccls, csg == 1, sp))
-    c_live = ccls == FINITE
-    c_mag = cm if c_live else np.int64(0)
-    c_neg = csg == 1
-    quantum, _ = _window_quantum(max_r, any_live, dead, c_live, cr, max_sr, R)
+    special, cterm, quantum, any_live, max_sr = _window_start(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block,
+                                                              c, fp, TAB, R)
+    nan, inf, inf_neg = special
+    c_live, cr, c_neg, c_mag, cq, cdom = cterm
     total = _trunc(c_neg, c_mag, cq, quantum)
     for kk in range(s0, s0 + step):      # pass two: every product truncated at the quantum
         cls, sg, m, q, r, sr = _product(wa, wb, sa, sb, ra, rb, rsa, rsb, kk, block, scaled, fp, TAB)
@@ -191,16 +202,12 @@ def _window_groups_row_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c
     the C-dominant groups, C, and the subnormal redo, each group formed again where it is
     read.  ``(word, bad)``."""
     R = _window_params(rec)
-    ccls, csg, cm, cq, cr = c
     scaled = R.scaled == 1
     group = R.group
-    sp, max_r, max_sr, any_live, dead = _window_pass(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, scaled,
-                                                     fp, TAB)
-    nan, inf, inf_neg = _special_result(_note_special(ccls, csg == 1, sp))
-    c_live = ccls == FINITE
-    c_mag = cm if c_live else np.int64(0)
-    c_neg = csg == 1
-    quantum, cdom = _window_quantum(max_r, any_live, dead, c_live, cr, max_sr, R)
+    special, cterm, quantum, any_live, max_sr = _window_start(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block,
+                                                              c, fp, TAB, R)
+    nan, inf, inf_neg = special
+    c_live, cr, c_neg, c_mag, cq, cdom = cterm
     qrel = _c_relative_quantum(cr, quantum, R)
     ptot = np.int64(0)
     bad = False
