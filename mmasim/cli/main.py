@@ -443,22 +443,36 @@ def cmd_plugins(args) -> int:
 def cmd_warmup(args) -> int:
     from mmasim import backends
 
+    if (args.backend == "cuda") != (args.ptx is not None) or (args.specialised and args.ptx is None):
+        raise _UsageError("mmasim warmup", "--backend cuda writes the PTX of the CUDA kernels (no GPU is used) and "
+                          "needs --ptx DIR; --ptx and --specialised need --backend cuda")
     if not backends.numba_available():
         raise _Failure("nothing to compile: the compiled backend needs numba (pip install 'mmasim-exact[fast]')")
     from mmasim.cli import warmup
     from mmasim.backends.numba import cache
 
     t0 = time.perf_counter()
-    results = warmup.warmup(jobs=args.jobs, progress=not args.quiet, archs=args.archs or None)
+    if args.backend == "cuda":
+        from mmasim.backends.cuda import missing
+
+        if missing():
+            raise _Failure(f"no CUDA kernel can be compiled: {missing()}")
+        results = warmup.cuda_ptx(args.ptx, archs=args.archs or None, specialised=args.specialised,
+                                  progress=not args.quiet)
+    else:
+        results = warmup.warmup(jobs=args.jobs, progress=not args.quiet, archs=args.archs or None)
     seconds = time.perf_counter() - t0
     cpu = sum(r.cpu_seconds for r in results)     # the kernels' compilation (or loading)
     compiled, loaded = sum(r.compiled for r in results), sum(r.loaded for r in results)
-    where = str(cache.kernel_dir())
+    where = str(args.ptx if args.backend == "cuda" else cache.kernel_dir())
     if args.json:
         _dump({"schema": "mmasim.warmup/1", "cache": where, "seconds": round(seconds, 3),
                "cpu_seconds": round(cpu, 3),
                "kernels": [{"kernel": r.label, "seconds": round(r.seconds, 3), "cpu_seconds": round(r.cpu_seconds, 3),
                             "compiled": r.compiled, "loaded": r.loaded} for r in sorted(results, key=lambda r: r.label)]})
+    elif args.backend == "cuda":
+        print(f"{len(results)} CUDA kernels in {seconds:.1f} s: {compiled} PTX files (sm_80, sm_90a, sm_100a) "
+              f"written to {safe(where)}")
     else:
         print(f"{len(results)} kernel signatures in {seconds:.1f} s ({cpu:.1f} s CPU): {compiled} compiled, "
               f"{loaded} loaded from the cache ({safe(where)})")
@@ -669,6 +683,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=_count(1, "--jobs"), default=None,
                    help="processes compiling side by side (default: the CPUs this process may use)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--backend", choices=("numba", "cuda"), default="numba",
+                   help="cuda: write the PTX of every CUDA kernel for sm_80, sm_90a and sm_100a into --ptx DIR "
+                        "(numba-cuda, no GPU or driver needed) instead of compiling the numba kernels")
+    s.add_argument("--ptx", metavar="DIR", default=None, help="the folder of the PTX files (--backend cuda)")
+    s.add_argument("--specialised", action="store_true",
+                   help="with --backend cuda: one kernel per datapath's constants (far fewer registers) "
+                        "instead of the generic kernels")
     add_json(s)
     s.set_defaults(func=cmd_warmup)
 

@@ -1,4 +1,5 @@
-"""Compile every kernel of the compiled backend once per machine (``mmasim warmup``).
+"""Compile every kernel of the compiled backend once per machine (``mmasim warmup``), or
+write the PTX of every CUDA kernel (``mmasim warmup --backend cuda --ptx DIR``: :func:`cuda_ptx`).
 
 A numba kernel is compiled per signature: the kernel and the dtypes of the words it is
 called with.  :func:`signatures` finds one datapath per signature among every registered
@@ -203,3 +204,38 @@ def warmed() -> bool:
         return (kernel_dir() / MARK).is_file()
     except OSError:                       # a cache folder this user may not read: not warmed
         return False
+
+
+def cuda_ptx(folder, archs=None, specialised: bool = False, progress: bool = True) -> list:
+    """The PTX of every CUDA kernel of the registered datapaths (of ``archs`` when given;
+    :func:`mmasim.backends.cuda.target.kernels`: the generic bodies, or with ``specialised``
+    one per plan's constants) for ``sm_80``, ``sm_90a`` and ``sm_100a``, written into
+    ``folder`` (made if absent) as ``KERNEL.ARCH.ptx``; numba-cuda compiles them with no GPU
+    and no driver.  Returns a :class:`Warmed` per kernel (``compiled``: the PTX files written)."""
+    import pathlib
+
+    from mmasim.backends.cuda import target
+    from mmasim.registry.build import get_registry
+
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    reg = get_registry()
+    ks = target.kernels(reg, None if archs is None else _declaring(reg, archs), specialised)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(ks), desc="compiling CUDA kernels", unit="kernel")
+    results = []
+    try:
+        for k in ks:
+            t0, c0 = time.perf_counter(), time.process_time()
+            paths = target.write_kernel(folder, k)
+            results.append(Warmed(f"{k.name} ({k.datapaths} datapaths, first {k.instruction})",
+                                  time.perf_counter() - t0, time.process_time() - c0, len(paths), 0))
+            if bar is not None:
+                bar.update()
+    finally:
+        if bar is not None:
+            bar.close()
+    return results

@@ -1,11 +1,13 @@
-"""The CUDA target of the compiled backend (issue 31, first slice): not a backend yet.
+"""The CUDA target of the compiled backend (issue 31): not a backend yet.
 
 The arithmetic rules of the compiled kernels are target-neutral numba functions
-(:mod:`mmasim.backends.numba.primitives`, :mod:`mmasim.backends.numba.window`).
-:mod:`.rows` composes them into per-row scalar bodies (registers only, no work arrays),
-run on the CPU by a loop (its CPU driver) and, through :mod:`.target`, compiled by
-numba-cuda into PTX for ``sm_80``, ``sm_90a`` and ``sm_100a`` without a GPU or a driver.
-``backend="cuda"`` is not offered: nothing here launches a kernel.
+(:mod:`mmasim.backends.numba.primitives`, :mod:`mmasim.backends.numba.window`,
+:mod:`mmasim.backends.numba.families`).  :mod:`.rows` composes them into per-row scalar
+bodies of every family (registers only, no work arrays) and the sparse selection, run on
+the CPU by a loop (their CPU driver) and, through :mod:`.target`, compiled by numba-cuda
+into PTX for ``sm_80``, ``sm_90a`` and ``sm_100a`` without a GPU or a driver (``mmasim
+warmup --backend cuda --ptx DIR``).  ``backend="cuda"`` is not offered: nothing here
+launches a kernel.
 
 :mod:`.rows` needs numba only; :mod:`.target` needs numba-cuda (``pip install
 'mmasim-exact[cuda]'``): :func:`missing` says what is absent.

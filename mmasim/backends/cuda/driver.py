@@ -10,12 +10,25 @@ from numba import cuda
 
 
 def cuda_driver(body):
-    """The CUDA driver of ``body``: ``out[d] = body(d, ...)`` in the thread of row ``d``, as a
-    Python function for numba-cuda (:func:`mmasim.backends.cuda.target.compile_ptx`, ``cuda.jit``)."""
+    """The CUDA driver of ``body``: ``out[d], flags[d] = body(d, ...)`` in the thread of row ``d``,
+    as a Python function for numba-cuda (:func:`mmasim.backends.cuda.target.compile_ptx`, ``cuda.jit``)."""
 
-    def rows_cuda(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out):
+    def rows_cuda(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags):
         d = cuda.grid(1)
         if d < out.shape[0]:
-            out[d] = body(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block)
+            out[d], flags[d] = body(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step,
+                                    block)
 
     return rows_cuda
+
+
+def select_cuda(select_row):
+    """The CUDA driver of :func:`mmasim.backends.cuda.rows.select_row`: row ``d``'s stored
+    elements in the thread of row ``d``."""
+
+    def select_rows_cuda(wa, wb, md, SEL, chunk, da, db, ok):
+        d = cuda.grid(1)
+        if d < da.shape[0]:
+            ok[d] = select_row(d, wa, wb, md, SEL, chunk, da, db)
+
+    return select_rows_cuda

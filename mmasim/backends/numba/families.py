@@ -33,6 +33,7 @@ from mmasim.backends.numba.primitives import (
     _int_value,
     _jit,
     _inline,
+    _inline_rows,
     _note_special,
     _pack,
     _pack_int,
@@ -83,11 +84,39 @@ def _integer_steps(XOR):
     return _inline(integer_step)
 
 
-integer_kernel = row_kernel(_integer_steps(False), "integer_kernel")
-integer_xor_kernel = row_kernel(_integer_steps(True), "integer_xor_kernel")
+#: XOR -> the integer step (:func:`_integer_steps`)
+INTEGER_STEPS = {xor: _integer_steps(xor) for xor in (False, True)}
+integer_kernel = row_kernel(INTEGER_STEPS[False], "integer_kernel")
+integer_xor_kernel = row_kernel(INTEGER_STEPS[True], "integer_xor_kernel")
 
 
 # ------------------------------------------------------- group-scaled window
+@_inline
+def _gs_block(sa, sb, rsa, rsb, blk, fp, TAB):
+    """The scale product of block ``blk`` of the row: ``(cls, m, q, r)``, special.product's
+    class of the two scales, the product of their significands (0 unless both are finite),
+    the sums of their q and of their raw exponents."""
+    xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp.scale, TAB)
+    yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp.scale, TAB)
+    scls = _product_class(xc == NAN or yc == NAN, xc == INF or yc == INF, xc == ZERO or yc == ZERO)
+    smag = xm * ym if (xc == FINITE and yc == FINITE) else np.int64(0)
+    return scls, smag, xq + yq, xr + yr
+
+
+@_inline
+def _gs_group_r(anyl, scls, sr, ezero):
+    """A group's exponent in the window: its scale product's raw ``sr``, or e_zero where the
+    group has no live product (``anyl``) or the scale product is zero."""
+    return ezero if ((not anyl) or scls == ZERO) else sr
+
+
+@_inline
+def _gs_term(tot, qmin, smag, sq, quantum):
+    """A group's term: its exact sum ``tot * 2**qmin`` times its scale product (``smag * 2**sq``)
+    truncated at ``quantum``."""
+    return _trunc(tot < 0, abs(tot) * smag, qmin + sq, quantum)
+
+
 @_jit
 def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W):
     ccls, csg, cm, cq, cr = c
@@ -125,11 +154,8 @@ def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp,
         for k in range(lo, lo + group):
             if pm[k] != 0:
                 anyl = True
-        blk = (s0 + lo) // block
-        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp.scale, TAB)
-        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp.scale, TAB)
-        scls = _product_class(xc == NAN or yc == NAN, xc == INF or yc == INF, xc == ZERO or yc == ZERO)
-        ge = R.ezero if ((not anyl) or scls == ZERO) else xr + yr
+        scls, smag, sq, sr = _gs_block(sa, sb, rsa, rsb, (s0 + lo) // block, fp, TAB)
+        ge = _gs_group_r(anyl, scls, sr, R.ezero)
         if ge > E:
             E = ge
     quantum = E - R.F
@@ -139,11 +165,8 @@ def _group_scaled_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp,
         lo = g * group
         tot, qmin, b = _group_sum(pm, pq, pn, lo, lo + group, R.clog_g)
         bad = bad or b
-        blk = (s0 + lo) // block
-        xc, xsg, xm, xq, xr = _decode(np.int64(sa[rsa, blk]), fp.scale, TAB)
-        yc, ysg, ym, yq, yr = _decode(np.int64(sb[rsb, blk]), fp.scale, TAB)
-        smag = xm * ym if (xc == FINITE and yc == FINITE) else np.int64(0)
-        total += _trunc(tot < 0, abs(tot) * smag, qmin + xq + yq, quantum)
+        scls, smag, sq, sr = _gs_block(sa, sb, rsa, rsb, (s0 + lo) // block, fp, TAB)
+        total += _gs_term(tot, qmin, smag, sq, quantum)
     total += _trunc(csg == 1, cm if c_live else np.int64(0), cq, quantum)
     return _pack(total < 0, abs(total), quantum, nan, inf, inf_neg, False, enc), bad
 
@@ -223,42 +246,32 @@ def group_scaled_joint_variant(F32, RZ):
 
 
 # ---------------------------------------------------------- two-stage window
-@_jit
-def _two_stage_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W):
+@_inline
+def _two_stage_product(wa, wb, ra, rb, k, fp, TAB, R):
+    """Product ``k`` of the row (:func:`~.primitives._element_product`), an inf where it reaches
+    the product overflow ``R.ovf`` (``has_ovf``): ``(cls, sign, m, q, r)``, ``m`` 0 unless finite."""
+    cls, sg, m, q, r = _element_product(wa, wb, ra, rb, k, fp, TAB)
+    if R.has_ovf == 1 and cls == FINITE and _bitlen(m) - 1 + q >= R.ovf:
+        cls = INF
+        m = np.int64(0)
+    return cls, sg, m, q, r
+
+
+@_inline
+def _two_stage_odd(k, R):
+    """Whether product ``k`` of a step is summed in the second group (``even_odd``: the odd ones)."""
+    return R.even_odd == 1 and (k & 1) == 1
+
+
+@_inline
+def _two_stage_sum(E0, E1, S0, S1, c, sp, R, enc):
+    """The D word of a step from its group sums: ``S0`` / ``S1`` the products of each group
+    truncated at its largest raw ``E0`` / ``E1`` (NEG for none) minus F, C (decoded) and ``sp``
+    the specials of the products; the second stage aligns the groups and C at F2 + 1 bits."""
     ccls, csg, cm, cq, cr = c
-    pm, pq, pn, plr = W[0], W[1], W[2], W[3]
     F, F2 = R.F, R.F2
-    even_odd = R.even_odd == 1
-    ngroups = 2 if even_odd else 1
+    ngroups = 2 if R.even_odd == 1 else 1
     emin = 1 - enc.bias
-    sp = NO_SPECIAL
-    for k in range(step):
-        cls, sg, m, q, r = _element_product(wa, wb, ra, rb, s0 + k, fp, TAB)
-        if R.has_ovf == 1 and cls == FINITE and _bitlen(m) - 1 + q >= R.ovf:
-            cls = INF
-            m = np.int64(0)
-        sp = _note_special(cls, sg == 1, sp)
-        live = cls == FINITE
-        pm[k] = m if live else np.int64(0)
-        pq[k] = q
-        pn[k] = sg
-        plr[k] = r if live else np.int64(NEG)
-    E0 = np.int64(NEG)
-    E1 = np.int64(NEG)
-    for k in range(step):
-        if even_odd and (k & 1) == 1:
-            if plr[k] > E1:
-                E1 = plr[k]
-        else:
-            if plr[k] > E0:
-                E0 = plr[k]
-    S0 = np.int64(0)
-    S1 = np.int64(0)
-    for k in range(step):
-        if even_odd and (k & 1) == 1:
-            S1 += _trunc(pn[k], pm[k], pq[k], E1 - F)
-        else:
-            S0 += _trunc(pn[k], pm[k], pq[k], E0 - F)
     E_dot = E0
     if ngroups == 2 and E1 > E_dot:
         E_dot = E1
@@ -283,18 +296,96 @@ def _two_stage_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TA
         E2 = emin
     total = _floor_shift(total, (e - F2 - 1) - (E2 - F2))
     nan, inf, inf_neg = _special_result(_note_special(ccls if keep_c else ZERO, csg == 1, sp))
-    return _pack(total < 0, abs(total), E2 - F2, nan, inf, inf_neg, total < 0, enc), False
+    return _pack(total < 0, abs(total), E2 - F2, nan, inf, inf_neg, total < 0, enc)
+
+
+@_jit
+def _two_stage_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W):
+    pm, pq, pn, plr = W[0], W[1], W[2], W[3]
+    F = R.F
+    sp = NO_SPECIAL
+    for k in range(step):
+        cls, sg, m, q, r = _two_stage_product(wa, wb, ra, rb, s0 + k, fp, TAB, R)
+        sp = _note_special(cls, sg == 1, sp)
+        live = cls == FINITE
+        pm[k] = m if live else np.int64(0)
+        pq[k] = q
+        pn[k] = sg
+        plr[k] = r if live else np.int64(NEG)
+    E0 = np.int64(NEG)
+    E1 = np.int64(NEG)
+    for k in range(step):
+        if _two_stage_odd(k, R):
+            if plr[k] > E1:
+                E1 = plr[k]
+        else:
+            if plr[k] > E0:
+                E0 = plr[k]
+    S0 = np.int64(0)
+    S1 = np.int64(0)
+    for k in range(step):
+        if _two_stage_odd(k, R):
+            S1 += _trunc(pn[k], pm[k], pq[k], E1 - F)
+        else:
+            S0 += _trunc(pn[k], pm[k], pq[k], E0 - F)
+    return _two_stage_sum(E0, E1, S0, S1, c, sp, R, enc), False
 
 
 two_stage_kernel = row_kernel(_two_stage_step, "two_stage_kernel")
 
 
 # ---------------------------------------------------------------- exact sum
+@_inline
+def _exact_note(qmin, top, anyl, m, q):
+    """``(qmin, top, anyl)`` with term ``m * 2**q`` noted: the smallest q and the largest
+    q + bit length of the nonzero terms, and whether there is one."""
+    if m != 0:
+        anyl = True
+        if q < qmin:
+            qmin = q
+        t = q + _bitlen(m)
+        if t > top:
+            top = t
+    return qmin, top, anyl
+
+
+@_inline
+def _exact_start():
+    """``(qmin, top, anyl)`` before any term (:func:`_exact_note`)."""
+    return np.int64(1) << 40, np.int64(NEG), False
+
+
+@_inline
+def _exact_unit(qmin, top, anyl, step):
+    """``(qmin, bad)`` of noted terms (:func:`_exact_note`): the unit of their exact sum (0 with
+    no nonzero term) and whether the sum of ``step + 1`` of them leaves int64 (the reference
+    then sums exact integers: the row is flagged)."""
+    if not anyl:
+        return np.int64(0), False
+    return qmin, top - qmin + _bitlen(np.int64(step + 1)) > 62
+
+
+@_inline
+def _exact_add(total, m, q, neg, qmin):
+    """``total`` plus the term ``m * 2**q`` (negative where ``neg``) in units of ``2**qmin``."""
+    if m != 0:
+        v = m << (q - qmin)
+        total += -v if neg else v
+    return total
+
+
+@_inline
+def _exact_pack(total, qmin, special, enc):
+    """The D word of the exact sum ``total * 2**qmin`` (``special``: ``(nan, inf, inf_neg)``)."""
+    nan, inf, inf_neg = special
+    oneg = total < 0
+    return _pack(oneg, abs(total), qmin, nan, inf, inf_neg, oneg, enc)
+
+
 @_jit
 def _exact_sum_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W):
     ccls, csg, cm, cq, cr = c
     pm, pq, pn = W[0], W[1], W[2]
-    guard = _bitlen(np.int64(step + 1))
     sp = NO_SPECIAL
     for k in range(step):
         cls, sg, m, q, _r = _element_product(wa, wb, ra, rb, s0 + k, fp, TAB)
@@ -302,43 +393,62 @@ def _exact_sum_step(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TA
         pm[k] = m
         pq[k] = q
         pn[k] = sg
-    nan, inf, inf_neg = _special_result(_note_special(ccls, csg == 1, sp))
+    special = _special_result(_note_special(ccls, csg == 1, sp))
     pm[step] = cm if ccls == FINITE else np.int64(0)
     pq[step] = cq
     pn[step] = csg
-    qmin = np.int64(1) << 40
-    top = np.int64(NEG)
-    anyl = False
+    qmin, top, anyl = _exact_start()
     for k in range(step + 1):
-        if pm[k] != 0:
-            anyl = True
-            if pq[k] < qmin:
-                qmin = pq[k]
-            t = pq[k] + _bitlen(pm[k])
-            if t > top:
-                top = t
-    if not anyl:
-        qmin = 0
-    elif top - qmin + guard > 62:
+        qmin, top, anyl = _exact_note(qmin, top, anyl, pm[k], pq[k])
+    qmin, bad = _exact_unit(qmin, top, anyl, step)
+    if bad:
         return np.int64(0), True       # beyond int64: the reference's exact integers
     total = np.int64(0)
     for k in range(step + 1):
-        if pm[k] != 0:
-            v = pm[k] << (pq[k] - qmin)
-            total += -v if pn[k] else v
-    oneg = total < 0
-    return _pack(oneg, abs(total), qmin, nan, inf, inf_neg, oneg, enc), False
+        total = _exact_add(total, pm[k], pq[k], pn[k], qmin)
+    return _exact_pack(total, qmin, special, enc), False
 
 
 exact_sum_kernel = row_kernel(_exact_sum_step, "exact_sum_kernel")
 
 
 # ------------------------------------------------------- IEEE float families
-def _ieee_chain(FUSED, F64):
-    """The FMA chain (``FUSED``: ``acc = fma(a, b, acc)`` from C) or the mul-add chain
-    (products summed in order, then C added) in binary64 (``F64``) or binary32: one
-    source, specialised by the closure constants."""
+def _ieee_chain_row(FUSED, F64):
+    """One row of the FMA chain (``FUSED``: ``acc = fma(a, b, acc)`` from C) or of the mul-add
+    chain (products summed in order, then C added) in binary64 (``F64``) or binary32: one
+    source, specialised by the closure constants, inlined where it is used (the kernel of
+    :func:`_ieee_chain` and the per-row bodies of :mod:`mmasim.backends.cuda.rows`).  Returns
+    the value of D (binary32 / binary64)."""
     ftype = np.float64 if F64 else np.float32
+
+    def ieee_chain_row(d, wa, wb, wc, ia, ib, ic, isa, isb, ncols, K, fp0, fp1, fp2, TAB):
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        c0, c1, c2, c3, c4 = _decode(np.int64(wc[rc]), fp2, TAB)
+        c = ftype(_value(c0, c1, c2, c3))
+        acc = c if FUSED else ftype(0.0)
+        for k in range(K):
+            a0, a1, a2, a3, a4 = _decode(np.int64(wa[ra, k]), fp0, TAB)
+            b0, b1, b2, b3, b4 = _decode(np.int64(wb[rb, k]), fp1, TAB)
+            x, y = ftype(_value(a0, a1, a2, a3)), ftype(_value(b0, b1, b2, b3))
+            if FUSED:
+                acc = _fma(x, y, acc)
+            else:
+                p = x * y
+                acc = p if k == 0 else acc + p
+        return acc if FUSED else acc + c
+
+    ieee_chain_row.__qualname__ = ieee_chain_row.__name__ = (
+        ("fma" if FUSED else "mul_add") + ("_f64" if F64 else "_f32") + "_row")
+    return _inline_rows(ieee_chain_row)
+
+
+#: (FUSED, F64) -> the row of :func:`_ieee_chain_row`
+IEEE_ROWS = {(fused, f64): _ieee_chain_row(fused, f64) for fused in (True, False) for f64 in (True, False)}
+
+
+def _ieee_chain(FUSED, F64):
+    """The kernel of the rows :data:`IEEE_ROWS` ``[FUSED, F64]``: the value of D per row."""
+    row = IEEE_ROWS[FUSED, F64]
 
     def ieee_chain_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out,
                           flags):
@@ -347,20 +457,7 @@ def _ieee_chain(FUSED, F64):
         fp0, fp1, fp2 = _fmt(FM, A_FMT), _fmt(FM, B_FMT), _fmt(FM, C_FMT)
         for d in range(n):
             flags[d] = False
-            ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
-            c0, c1, c2, c3, c4 = _decode(np.int64(wc[rc]), fp2, TAB)
-            c = ftype(_value(c0, c1, c2, c3))
-            acc = c if FUSED else ftype(0.0)
-            for k in range(K):
-                a0, a1, a2, a3, a4 = _decode(np.int64(wa[ra, k]), fp0, TAB)
-                b0, b1, b2, b3, b4 = _decode(np.int64(wb[rb, k]), fp1, TAB)
-                x, y = ftype(_value(a0, a1, a2, a3)), ftype(_value(b0, b1, b2, b3))
-                if FUSED:
-                    acc = _fma(x, y, acc)
-                else:
-                    p = x * y
-                    acc = p if k == 0 else acc + p
-            out[d] = acc if FUSED else acc + c
+            out[d] = row(d, wa, wb, wc, ia, ib, ic, isa, isb, ncols, K, fp0, fp1, fp2, TAB)
         return 0
 
     ieee_chain_kernel.__qualname__ = ieee_chain_kernel.__name__ = (
@@ -389,6 +486,37 @@ def _flush(x):
     return x
 
 
+@_inline_rows
+def ftz_mul_add_row(d, wa, wb, wc, ia, ib, ic, isa, isb, ncols, K, PP, fp0, fp1, fp2, TAB):
+    """One row of the FTZ mul-add chain: partial sums of ``PP`` (2 or 4) flushed products,
+    each added to the flushed accumulator from C; the value of D (binary32)."""
+    ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+    c0, c1, c2, c3, c4 = _decode(np.int64(wc[rc]), fp2, TAB)
+    acc = _ftz_in(c0, c1, c2, c3, c4)
+    for i in range(0, K, PP):
+        p0 = np.float32(0.0)
+        p1 = np.float32(0.0)
+        p2 = np.float32(0.0)
+        p3 = np.float32(0.0)
+        for j in range(PP):
+            a0, a1, a2, a3, a4 = _decode(np.int64(wa[ra, i + j]), fp0, TAB)
+            b0, b1, b2, b3, b4 = _decode(np.int64(wb[rb, i + j]), fp1, TAB)
+            p = _flush(_ftz_in(a0, a1, a2, a3, a4) * _ftz_in(b0, b1, b2, b3, b4))
+            if j == 0:
+                p0 = p
+            elif j == 1:
+                p1 = p
+            elif j == 2:
+                p2 = p
+            else:
+                p3 = p
+        s = _flush(p0 + p1)
+        if PP == 4:
+            s = _flush(s + _flush(p2 + p3))
+        acc = _flush(acc + s)
+    return acc
+
+
 @_jit
 def ftz_mul_add_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags):
     n = out.shape[0]
@@ -397,29 +525,5 @@ def ftz_mul_add_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM,
     PP = RA[0].P
     for d in range(n):
         flags[d] = False
-        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
-        c0, c1, c2, c3, c4 = _decode(np.int64(wc[rc]), fp2, TAB)
-        acc = _ftz_in(c0, c1, c2, c3, c4)
-        for i in range(0, K, PP):
-            p0 = np.float32(0.0)
-            p1 = np.float32(0.0)
-            p2 = np.float32(0.0)
-            p3 = np.float32(0.0)
-            for j in range(PP):
-                a0, a1, a2, a3, a4 = _decode(np.int64(wa[ra, i + j]), fp0, TAB)
-                b0, b1, b2, b3, b4 = _decode(np.int64(wb[rb, i + j]), fp1, TAB)
-                p = _flush(_ftz_in(a0, a1, a2, a3, a4) * _ftz_in(b0, b1, b2, b3, b4))
-                if j == 0:
-                    p0 = p
-                elif j == 1:
-                    p1 = p
-                elif j == 2:
-                    p2 = p
-                else:
-                    p3 = p
-            s = _flush(p0 + p1)
-            if PP == 4:
-                s = _flush(s + _flush(p2 + p3))
-            acc = _flush(acc + s)
-        out[d] = acc
+        out[d] = ftz_mul_add_row(d, wa, wb, wc, ia, ib, ic, isa, isb, ncols, K, PP, fp0, fp1, fp2, TAB)
     return 0

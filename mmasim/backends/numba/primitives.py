@@ -58,6 +58,10 @@ EncodingSpec = namedtuple("EncodingSpec", "mode bias frac_bits word_frac_bits in
 
 
 _inline = numba.njit(forceinline=True)   # compiled once per signature, inlined by LLVM where used
+#: :data:`_inline` without reference counting, for a function of a whole row that takes the
+#: operand arrays (a kernel's rows, a per-row body of :mod:`mmasim.backends.cuda.rows`): it
+#: borrows them from its caller and allocates nothing
+_inline_rows = numba.njit(forceinline=True, _nrt=False)
 
 #: The target-neutral intrinsics (:func:`_intrinsic`): ``id`` of each CPU intrinsic -> its
 #: definition, from which :mod:`mmasim.backends.cuda` makes the CUDA one (numba-cuda types
@@ -427,14 +431,41 @@ NO_SPECIAL = (False, False, False)
 WORK_ROWS = 9
 
 
+def row_steps(step_fn):
+    """The steps of one row with ``step_fn`` (see :func:`row_kernel`), inlined where it is used:
+    ``steps(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, K, step, block, fp, fp2, fp3, TAB,
+    R, enc, W) -> (word, bad)``: the operand rows of row ``d``, C decoded (``fp2``), then per
+    hardware step D of the step, decoded again (``fp3``) as the next step's C, until a step is
+    ``bad``.  The CPU kernels (:func:`row_kernel`) and the per-row bodies of
+    :mod:`mmasim.backends.cuda.rows` (step functions that read no work array, given ``W`` None)
+    both run it."""
+
+    def steps(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, K, step, block, fp, fp2, fp3, TAB, R, enc, W):
+        ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
+        c = _decode(np.int64(wc[rc]), fp2, TAB)
+        word = np.int64(0)
+        bad = False
+        for s0 in range(0, K, step):
+            word, bad = step_fn(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W)
+            if bad:
+                break
+            if s0 + step < K:
+                c = _decode(word & enc.word_mask, fp3, TAB)
+        return word, bad
+
+    steps.__qualname__ = steps.__name__ = step_fn.py_func.__name__ + "_steps"
+    return _inline_rows(steps)
+
+
 def row_kernel(step_fn, name):
-    """The kernel of a fixed-point family from its step function, one row at a time:
-    decode C, then per hardware step ``word, bad = step_fn(...)`` (D of the step;
-    ``bad``: a sum the reference refuses, the row is flagged), D decoded again as
-    the C of the next step (docs/datapaths.md §1).  ``step_fn(wa, wb, sa, sb, ra,
-    rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W)``: ``c`` the decoded C,
-    ``fp`` the A, B and scale decode specs (:data:`StepFormats`), ``enc`` the ``ENC``
-    record, ``W`` an int64 work array (``WORK_ROWS`` x ``step + 1``)."""
+    """The kernel of a fixed-point family from its step function, one row at a time
+    (:func:`row_steps`): decode C, then per hardware step ``word, bad = step_fn(...)`` (D of
+    the step; ``bad``: a sum the reference refuses, the row is flagged), D decoded again as
+    the C of the next step (docs/datapaths.md §1).  ``step_fn(wa, wb, sa, sb, ra, rb, rsa,
+    rsb, s0, step, block, c, fp, TAB, R, enc, W)``: ``c`` the decoded C, ``fp`` the A, B and
+    scale decode specs (:data:`StepFormats`), ``enc`` the ``ENC`` record, ``W`` an int64 work
+    array (``WORK_ROWS`` x ``step + 1``)."""
+    steps = row_steps(step_fn)
 
     def kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags):
         n = out.shape[0]
@@ -447,16 +478,8 @@ def row_kernel(step_fn, name):
         nflag = 0
         for d in range(n):
             flags[d] = False
-            ra, rb, rc, rsa, rsb = _rows(d, ncols, ia, ib, ic, isa, isb)
-            c = _decode(np.int64(wc[rc]), fp2, TAB)
-            word = np.int64(0)
-            bad = False
-            for s0 in range(0, K, step):
-                word, bad = step_fn(wa, wb, sa, sb, ra, rb, rsa, rsb, s0, step, block, c, fp, TAB, R, enc, W)
-                if bad:
-                    break
-                if s0 + step < K:
-                    c = _decode(word & enc.word_mask, fp3, TAB)
+            word, bad = steps(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, K, step, block, fp, fp2, fp3, TAB,
+                              R, enc, W)
             if bad:
                 flags[d] = True
                 nflag += 1

@@ -101,6 +101,13 @@ def _window_quantum(max_r, any_live, dead, c_live, cr, max_sr, R):
 
 
 @_inline
+def _c_relative_quantum(cr, quantum, R):
+    """The quantum of the C-relative truncation (:func:`_c_relative`): r_c - ``crF``, at least
+    the window's."""
+    return max(cr - R.crF, quantum)
+
+
+@_inline
 def _c_relative(t, neg, mag, q, gr, c_live, cr, qrel, quantum):
     """c_relative_terms of one group (or product): ``t`` unless its largest raw
     ``gr`` is live and at most ``r_c``; then its exact sum truncated at ``qrel``."""
@@ -111,16 +118,36 @@ def _c_relative(t, neg, mag, q, gr, c_live, cr, qrel, quantum):
 
 
 @_inline
+def _redo_applies(total, quantum):
+    """Whether the subnormal redo applies to ``total`` (in quanta of 2**quantum): a nonzero
+    RZ-F32 subnormal, 2**-149 <= |sum| < 2**-126."""
+    lead = quantum + _bitlen(abs(total)) - 1
+    return not (total == 0 or lead >= -126 or lead < -149)
+
+
+@_inline
+def _redo_limit(srT, quantum):
+    """The bit length up to which a group's contribution is small for the redo (2**(srT - quantum) quanta)."""
+    return _clip(srT - quantum, 0, 62)
+
+
+@_inline
+def _redo_keeps(t, limit, gsr, gmax):
+    """Whether the redo keeps a group: contribution ``t`` (quanta) above ``limit`` bits, or its
+    scale raw ``gsr`` not below ``gmax``."""
+    return not (_bitlen(abs(t)) <= limit and gsr < gmax)
+
+
+@_inline
 def _subnormal_redo(total, quantum, ctr, contrib, sr, group, G, gr, srT, gmax):
     """The subnormal redo: if ``total`` (in quanta of 2**quantum) is a nonzero RZ-F32
-    subnormal (2**-149 <= |sum| < 2**-126), redo the sum without the groups whose
+    subnormal (:func:`_redo_applies`), redo the sum without the groups whose
     scale raw (the max of ``sr`` over the group, stored in ``gr``) is below ``gmax``
     (the largest scale raw of the blocks holding a nonzero product) and whose
-    contribution is below 2**(srT - quantum) quanta."""
-    lead = quantum + _bitlen(abs(total)) - 1
-    if total == 0 or lead >= -126 or lead < -149:
+    contribution is below 2**(srT - quantum) quanta (:func:`_redo_keeps`)."""
+    if not _redo_applies(total, quantum):
         return total
-    limit = _clip(srT - quantum, 0, 62)
+    limit = _redo_limit(srT, quantum)
     for g in range(G):
         v = np.int64(NEG)
         for k in range(g * group, g * group + group):
@@ -129,7 +156,7 @@ def _subnormal_redo(total, quantum, ctr, contrib, sr, group, G, gr, srT, gmax):
         gr[g] = v
     red = ctr
     for g in range(G):
-        if not (_bitlen(abs(contrib[g])) <= limit and gr[g] < gmax):
+        if _redo_keeps(contrib[g], limit, gr[g], gmax):
             red += contrib[g]
     return red
 
@@ -143,27 +170,64 @@ def _d_or_c(total, quantum, excl, any_live, c_neg, c_mag, cq):
 
 
 @_inline
+def _group_min_q(qmin, m, q):
+    """The smallest exponent of a group's live products, with product ``m * 2**q`` noted
+    (``m`` 0: not live); ``LQBIG`` before the first."""
+    return min(qmin, q if m != 0 else LQBIG)
+
+
+@_inline
+def _group_unit(qmin):
+    """The unit ``2**qmin`` of a group's exact sum from :func:`_group_min_q` (0 with no live product)."""
+    return np.int64(0) if qmin == LQBIG else qmin
+
+
+@_inline
+def _group_add(tot, bad, m, q, ng, qmin, clog):
+    """``(tot, bad)`` with the product ``m * 2**q`` (negative where ``ng`` is 1) added in units
+    of ``2**qmin``; ``bad`` where the shifted product leaves no room in int64 for the sum of
+    ``2**clog`` of them (the reference refuses such a sum)."""
+    # branch-free: a zero product adds 0 whatever its shift
+    sh = q - qmin
+    bad = bad or (m != 0 and sh + _bitlen(m) + clog > 62)
+    v = m << _clip(sh, 0, 62)
+    return tot + ((v ^ -ng) + ng), bad
+
+
+@_inline
 def _group_sum(pm, pq, pn, lo, hi, clog):
     """Exact sum of the products ``lo .. hi`` (sign ``pn``, magnitude ``pm``, exponent
     ``pq``) at the smallest live exponent ``qmin`` (0 if none is live): ``(sum, qmin,
-    bad)``, ``bad`` where a product shifted to ``qmin`` would leave no room in int64
-    for the sum of ``2**clog`` of them (the reference refuses such a sum)."""
+    bad)`` (:func:`_group_min_q`, :func:`_group_add`)."""
     qmin = np.int64(LQBIG)
     for k in range(lo, hi):
-        qmin = min(qmin, pq[k] if pm[k] != 0 else LQBIG)
-    if qmin == LQBIG:
-        qmin = 0
+        qmin = _group_min_q(qmin, pm[k], pq[k])
+    qmin = _group_unit(qmin)
     tot = np.int64(0)
     bad = False
     for k in range(lo, hi):
-        # branch-free: a zero product adds 0 whatever its shift
-        m_ = pm[k]
-        sh = pq[k] - qmin
-        bad = bad or (m_ != 0 and sh + _bitlen(m_) + clog > 62)
-        v = m_ << _clip(sh, 0, 62)
-        ng = np.int64(pn[k])
-        tot += (v ^ -ng) + ng
+        tot, bad = _group_add(tot, bad, pm[k], pq[k], np.int64(pn[k]), qmin, clog)
     return tot, qmin, bad
+
+
+@_inline
+def _group_term(v, q, gr, c_live, cr, qrel, quantum, R):
+    """The term of one group (or product) in the window's sum: its exact sum ``v * 2**q``
+    truncated at ``quantum``, or C-relative (:func:`_c_relative`; ``gr`` its largest raw
+    exponent, NEG for none; ``qrel``: :func:`_c_relative_quantum`)."""
+    t = _trunc(v < 0, abs(v), q, quantum)
+    if R.has_cr == 1:
+        t = _c_relative(t, v < 0, abs(v), q, gr, c_live, cr, qrel, quantum)
+    return t
+
+
+@_inline
+def _c_dominant_total(ptot, ctot, cdom, R):
+    """The groups' total ``ptot``, or where C dominates with C-dominant groups of another size
+    than the window's, ``ctot``: the sum of those groups truncated."""
+    if R.has_cd == 1 and R.cdG != R.group and cdom:
+        return ctot
+    return ptot
 
 
 @_inline
@@ -177,17 +241,13 @@ def _window_sum(G, gs, gq, gr, contrib, quantum, cterm, ctot, psr, sgroup, max_s
     work array (the contributions); ``cterm``: C live, C r, C sign, C magnitude, C
     q, and whether C dominates."""
     c_live, cr, c_neg, c_mag, cq, cdom = cterm
-    qrel = max(cr - R.crF, quantum)
+    qrel = _c_relative_quantum(cr, quantum, R)
     ptot = np.int64(0)
     for g in range(G):
-        v = gs[g]
-        t = _trunc(v < 0, abs(v), gq[g], quantum)
-        if R.has_cr == 1:
-            t = _c_relative(t, v < 0, abs(v), gq[g], gr[g], c_live, cr, qrel, quantum)
+        t = _group_term(gs[g], gq[g], gr[g], c_live, cr, qrel, quantum, R)
         contrib[g] = t
         ptot += t
-    if R.has_cd == 1 and R.cdG != R.group and cdom:
-        ptot = ctot
+    ptot = _c_dominant_total(ptot, ctot, cdom, R)
     ctr = _trunc(c_neg, c_mag, cq, quantum)
     total = ptot + ctr
     if R.has_sr == 1 and not cdom:
