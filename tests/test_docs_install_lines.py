@@ -155,20 +155,21 @@ def stand_in(tmp_path_factory):
                        cwd=src, capture_output=True, text=True, timeout=600, env=_pip_env(index))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     shutil.rmtree(src / "build", ignore_errors=True)
-    installed = set()
+    installed = {}
     for dist in importlib.metadata.distributions():
         name = dist.metadata["Name"]
         key = canonicalize_name(name or "")
         if not name or key in installed or key in (DISTRIBUTION, "mmasim"):
             continue
-        installed.add(key)
+        installed[key] = dist.version
         _wheel(index, name, dist.version, dist.requires or (), dist.metadata.get_all("Provides-Extra") or (),
                dist.metadata.get("Requires-Python"))
     # what PyPI serves as "mmasim": MMA-Sim 2.1.1 (tools/peer/requirements.txt), torch and all
     _wheel(index, "mmasim", "2.1.1", ["torch", "numpy"])
     # what no test environment need hold: the requirements the docs' lines name and those of this
-    # project's extras (torch, dask ... on a machine set up by the README's test line alone), at a
-    # version their specifiers accept, with the extras they ask for
+    # project's extras (torch, dask ... on a machine set up by the README's test line alone; the
+    # [cuda] extra's CUDA 13.0 pins where a newer NVIDIA wheel is installed), at a version their
+    # specifiers accept, with the extras they ask for
     from packaging.requirements import Requirement
 
     wanted = [w for _, line in LINES for w in _requirement_words(line)]
@@ -177,7 +178,10 @@ def stand_in(tmp_path_factory):
     for text in wanted:
         req = Requirement(text)
         name, version = canonicalize_name(req.name), _stand_in_version(text)
-        if name not in installed | {DISTRIBUTION, "mmasim"} and (name, version) not in written:
+        held = installed.get(name)
+        if name in (DISTRIBUTION, "mmasim") or (name, version) in written:
+            continue
+        if held is None or not req.specifier.contains(held, prereleases=True):
             _wheel(index, req.name, version, extras=sorted(req.extras))
             written.add((name, version))
     _write_example(src)
