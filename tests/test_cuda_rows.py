@@ -167,6 +167,19 @@ def test_family_body_on_the_cpu_gives_the_reference_words(body, arch, instructio
             assert bad.size == 0, (kind, specialise, bad[:5], got[bad[:5]], want[bad[:5]])
 
 
+def test_a_datapath_no_body_takes_is_named_with_the_reason():
+    """A window datapath whose step is not whole groups (made in code): the general window's
+    decision refuses it, and computing it on the bodies says so."""
+    from mmasim.errors import UnsupportedDatapath
+
+    dp = mmasim.MMA("B200", "tcgen05.kind::mxf4nvf4.4X").datapath
+    m = Model(attrs.evolve(dp, chunk=6), get_registry())
+    assert rows.body_for(m.plan) is None
+    a, b, c, kw = wordgen.operands(m, 2, np.random.default_rng(0), "near_one")
+    with pytest.raises(UnsupportedDatapath, match="step 6 not whole groups"):
+        _body_words(m, a, b, c, kw)
+
+
 def test_every_body_of_the_family_table_is_tested():
     assert set(FAMILY_DATAPATHS) == set(rows.ALL_BODIES)
 

@@ -30,6 +30,7 @@ from collections import namedtuple
 import numpy as np
 
 from mmasim.backends import fastpaths
+from mmasim.errors import UnsupportedDatapath
 from mmasim.backends.numba import kernels
 from mmasim.backends.numba.cache import jit as _jit
 from mmasim.backends.numba.families import (
@@ -618,7 +619,8 @@ class CpuRows:
 
         body, arrays, reason = choose(plan, self.specialise)
         if body is None:
-            raise ValueError(f"no per-row body takes this {plan.datapath.accumulator!r} datapath: {reason}")
+            raise UnsupportedDatapath(f"no per-row body takes this {plan.datapath.accumulator!r} datapath ({reason}); "
+                                      f"the families with bodies: {', '.join(sorted(BODIES))}")
         dtypes = None if self.dtype is None else (np.dtype(self.dtype),) * len(plan.word_dtypes)
         ops = [rows.words(i) for i in range(len(rows.operands))]
         legal = np.ones(len(rows), np.bool_)
