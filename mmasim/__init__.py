@@ -51,7 +51,7 @@ from mmasim.registry.lookup import resolve, resolve_arch
 from mmasim.execution.model import Model
 from mmasim.registry import manager as _plugin_manager
 from mmasim.registry.hookspecs import hookimpl
-from mmasim.registry.plugins import register, unregister
+from mmasim.registry.registration import register, unregister
 from mmasim.quantization.quantize import Quantized, quantize
 from mmasim.quantization.quantize import schemes as quantize_schemes
 from mmasim.registry.build import get_registry

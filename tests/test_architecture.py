@@ -147,9 +147,9 @@ def test_hook_markers_live_in_the_leaf_hookspecs_module():
     assert edges["mmasim.registry.hookspecs"] == set()
     import mmasim
     from mmasim.registry import hookspecs
-    from mmasim.registry import plugins
+    from mmasim.registry import registration
 
-    assert mmasim.hookimpl is hookspecs.hookimpl is plugins.hookimpl
+    assert mmasim.hookimpl is hookspecs.hookimpl is registration.hookimpl
 
 
 #: the packages of mmasim/, lowest first (docs/architecture.md, "Layers"): a module may import

@@ -161,7 +161,7 @@ def test_a_family_name_has_one_owner(registered):
         mmasim.register(plugin(other, table=False), name="famtoy-rival")
     text = str(info.value)
     assert "instruction family 'famtoy.mma'" in text and "'famtoy-rival'" in text and "'famtoy'" in text
-    assert "famtoy-rival" not in {s.name for s in mmasim.registry.plugins.status()}
+    assert "famtoy-rival" not in {s.name for s in mmasim.registry.registration.status()}
     # the built-in records have their owner too
     builtin = mmasim.get_registry().families["mma.sync"]
     with pytest.raises(PluginConflict, match="instruction family 'mma.sync'.*mmasim_plugins.families"):

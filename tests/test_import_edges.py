@@ -76,7 +76,7 @@ importlib.import_module = watched_import_module
 WORK = r'''
 import numpy as np
 import mmasim
-from mmasim.registry import plugins
+from mmasim.registry import registration
 
 mmasim.get_registry()
 m = mmasim.MMA("A100", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", backend="numpy")
@@ -88,8 +88,8 @@ D = mmasim.gemm(A, B, np.zeros((16, 8), dtype=np.uint32), arch="A100", instructi
 assert int(np.asarray(D)[0, 0]) == 0x42000000                               # 32.0, two K tiles
 regs = m.warp(m.fragments("a", A[:, :16]), m.fragments("b", B[:16]), m.fragments("c", np.zeros((16, 8), np.uint32)))
 assert int(m.unfragment("d", regs)[0, 0]) == 0x41800000
-plugins.status()
-plugins.reset()                     # the built-in plugins loaded again, at run time
+registration.status()
+registration.reset()                     # the built-in plugins loaded again, at run time
 mmasim.MMA("B200", "tcgen05.mma.kind::tf32")
 from mmasim.harness import generate, run
 generate.model_specs(m)

@@ -420,11 +420,11 @@ def cmd_harness_run(args) -> int:
 
 
 def cmd_plugins(args) -> int:
-    from mmasim.registry import plugins
+    from mmasim.registry import registration
 
     records = [{"name": r.name, "source": r.source, "distribution": r.distribution, "entry_point": r.entry_point,
                 "ok": bool(r.ok), "error": r.error or "", "available": bool(r.ok) and not r.unavailable,
-                "why_unavailable": r.unavailable or ""} for r in plugins.status()]
+                "why_unavailable": r.unavailable or ""} for r in registration.status()]
     if args.json:
         _dump({"schema": "mmasim.plugins/1", "plugins": records})
     else:

@@ -5,7 +5,7 @@ The registry is built plugin by plugin (built-ins first, then entry points, then
 a failure is blamed on the plugin that caused it (:func:`build_registry` lists the checks).
 A third-party plugin that fails is left out as a whole (``Registry.failures``) and the
 registry is built again without it; a built-in one raises.  The plugins come from
-:mod:`mmasim.registry.manager`; :mod:`mmasim.registry.plugins` (which changes them)
+:mod:`mmasim.registry.manager`; :mod:`mmasim.registry.registration` (which changes them)
 rebuilds the registry through :func:`reset_registry` and :func:`install_registry`.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmasim.registry import plugins
+from mmasim.registry import registration
 from mmasim.registry.hookspecs import hookimpl
 from mmasim.registry.manager import get_plugin_manager
 from mmasim.registry.build import get_registry
@@ -57,8 +57,8 @@ def register_kernel(family: str):
     def deco(builder):
         name = f"kernel:{family}"
         if get_plugin_manager().get_plugin(name) is not None:
-            plugins.unregister(name=name)
-        plugins.register(_KernelPlugin(family, builder), name=name)
+            registration.unregister(name=name)
+        registration.register(_KernelPlugin(family, builder), name=name)
         return builder
 
     return deco
