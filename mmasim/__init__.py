@@ -47,7 +47,7 @@ from mmasim.errors import (
 )
 from mmasim.composition.gemm import gemm
 from mmasim.accuracy import accuracy
-from mmasim.registry.lookup import resolve, resolve_arch
+from mmasim.registry.lookup import resolve_arch
 from mmasim.execution.model import Model
 from mmasim.registry import manager as _plugin_manager
 from mmasim.registry.hookspecs import hookimpl

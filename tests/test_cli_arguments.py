@@ -134,14 +134,14 @@ def test_an_empty_path_is_refused_and_nothing_is_written(argv, tmp_path, monkeyp
 def test_harness_generate_and_run_refuse_the_empty_path_in_the_api_too(out, tmp_path, monkeypatch):
     from mmasim.errors import HarnessError
     from mmasim.harness.generate import generate
-    from mmasim.harness.run import SimulatedDevice, run
+    from mmasim.harness.measure import SimulatedDevice, measure
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(HarnessError, match="empty path"):
         generate("Ampere", out=out)
     with pytest.raises(HarnessError, match="empty path"):
-        run("Ampere", out, cases=1, instructions=["mma.sync.m16n8k8.f32.tf32.tf32"],
-            device=SimulatedDevice("simulated GPU", "8.0"))
+        measure("Ampere", out, cases=1, instructions=["mma.sync.m16n8k8.f32.tf32.tf32"],
+                device=SimulatedDevice("simulated GPU", "8.0"))
     assert os.listdir(tmp_path) == []
 
 
@@ -192,7 +192,7 @@ def test_accuracy_without_matplotlib_fails_before_the_run(tmp_path, capsys, monk
         raise AssertionError("the study ran")
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    monkeypatch.setattr(accuracy_cli, "run", never)
+    monkeypatch.setattr(accuracy_cli, "run_studies", never)
     rc = main(["accuracy", *PAIR, "--k", "16", "--plot", str(tmp_path / "a.png"), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 1 and doc["error"] == "failure" and "matplotlib" in doc["message"]

@@ -345,7 +345,7 @@ def cmd_accuracy(args, parser) -> int:
 
     if args.plot:
         _can_plot()
-    results = accuracy_cli.run(args, _qualifiers(args), parser)
+    results = accuracy_cli.run_studies(args, _qualifiers(args), parser)
     if args.plot:               # before the results: a plot that fails leaves one document, the error
         plot(results, args.plot)
     accuracy_cli.show(args, results)
@@ -401,10 +401,10 @@ def cmd_harness_generate(args) -> int:
 
 
 def cmd_harness_run(args) -> int:
-    from mmasim.harness.run import run
+    from mmasim.harness.measure import measure
     arch = resolve_arch(get_registry(), args.arch)
-    res = run(arch, args.out, cases=args.cases, probes=args.probes, seed=args.seed,
-              instructions=args.instructions or None, progress=False if args.quiet or args.json else None)
+    res = measure(arch, args.out, cases=args.cases, probes=args.probes, seed=args.seed,
+                  instructions=args.instructions or None, progress=False if args.quiet or args.json else None)
     dev = res["device"]
     if args.json:
         _dump({"schema": "mmasim.harness-run/1", "arch": arch, "out": str(args.out), "device": dev,

@@ -226,7 +226,7 @@ def _composed(model, ops, C, *, promote_every, split_k, split_reduce, promotion_
     def block(rows, bar_=None):
         cut = {name: (None if x is None else x[rows]) if name in ("A", "scale_a", "sparse_metadata") else x
                for name, x in whole.items()}
-        return mainloop.run(model, loop, cut, None if start is None else start[rows], rows, backend, bar_)
+        return mainloop.accumulate(model, loop, cut, None if start is None else start[rows], rows, backend, bar_)
 
     nworkers = _threads.workers(threads, M, K * N)
     with _progress(progress, ops) as bar:

@@ -27,7 +27,7 @@ from mmasim.errors import MMAError, PluginConflict, PluginError, TableError, Unk
 from mmasim.arith.formats import Format
 from mmasim.placement import FragmentRule, Layout
 from mmasim.placement.claims import taken
-from mmasim.registry.lookup import normalize_name, resolve
+from mmasim.registry.lookup import datapath_of, normalize_name
 from mmasim.registry.tables import build_architecture, check_scales, inherit, load_table, table_extends
 
 
@@ -558,7 +558,7 @@ def _resolves(reg: Registry, arch: Architecture, segments: list, instruction: st
     current = attrs.evolve(arch, datapaths=tuple(dp for _, _, dps in segments for dp in dps))
     probe = attrs.evolve(reg, architectures={arch.name: current}, arch_index={normalize_name(arch.name): arch.name})
     try:
-        dp = resolve(probe, arch.name, instruction, {})
+        dp = datapath_of(probe, arch.name, instruction, {})
     except UnknownInstruction:
         return ""
     except MMAError as exc:
