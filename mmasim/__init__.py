@@ -55,6 +55,7 @@ from mmasim.registry.registration import register, unregister
 from mmasim.quantization.quantize import Quantized, quantize
 from mmasim.quantization.quantize import schemes as quantize_schemes
 from mmasim.registry.build import get_registry
+from mmasim.mma_sim_compat.paths import install as _install_mma_sim_paths
 
 __version__ = "0.1.0"
 #: the distribution name (pip install mmasim-exact); PyPI's "mmasim" is MMA-Sim, another project
@@ -80,6 +81,7 @@ def _builtin_plugins() -> list:
 
 
 _plugin_manager.use_builtins(_builtin_plugins)
+_install_mma_sim_paths()   # MMA-Sim's import paths, mmasim.nv_ptx.sim and mmasim.amd.sim (aliases)
 
 
 def MMA(arch: str, instruction: str, backend: str | None = None, **qualifiers) -> Model:

@@ -189,8 +189,8 @@ ALLOWED = {
     "mmasim/placement/tmem.py": "tcgen05's Tensor Memory layouts and tcgen05.ld shapes",
     "mmasim/warp/tensor_memory.py": "tcgen05's warp execution (Family.warp)",
     "mmasim/warp/warpgroup.py": "wgmma's warp execution (Family.warp)",
-    "mmasim/nv_ptx/sim.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
-    "mmasim/amd/sim.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
+    "mmasim/mma_sim_compat/nv_ptx.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
+    "mmasim/mma_sim_compat/amd.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
     "mmasim/torch/emulation.py": "recipes name the instruction each runs, as a user writes it",
     "mmasim/quantization/hadamard.py": "TE's Hadamard transform names the MMA its kernel runs, as a user writes it",
 }
