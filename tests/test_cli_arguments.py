@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mmasim.cli.main import _UsageError, build_parser, main
+from mmasim.cli.arguments import UsageError
+from mmasim.cli.main import build_parser, main
 
 PAIR = ["A100", "m16n8k16.f32.f16.f16.f32"]
 #: what each command needs besides the option under test
@@ -60,7 +61,7 @@ def test_every_count_option_is_listed_here():
     """Each option read as a count (the command line's count readers) is one of :data:`COUNTS`,
     so a new one is checked below too."""
     found = {(command, a.option_strings[-1]) for command, parser in _leaves(build_parser())
-             for a in parser._actions if getattr(a.type, "__qualname__", "").startswith(("_count.", "_counts."))}
+             for a in parser._actions if getattr(a.type, "__qualname__", "").startswith(("count_arg.", "_counts."))}
     assert found == set(COUNTS)
 
 
@@ -90,7 +91,7 @@ def _parsed(command: str, option: str, text: str):
     argv = [*command.split(), *NEEDS[command], f"{option}={text}"]
     try:
         args = build_parser().parse_args(argv)
-    except _UsageError as exc:
+    except UsageError as exc:
         assert exc.prog == f"mmasim {command}" and option in str(exc), (argv, exc)
         return "refused"
     return getattr(args, option.lstrip("-").replace("-", "_"))
