@@ -10,7 +10,10 @@ recipe like any operand.  The backward runs through those GEMMs' backward GEMMs 
 float32 softmax backward.
 
 With ``Emulation(attention="fa3-fp8")`` (the ``H100-fp8-fa3`` preset) the forward is
-FlashAttention-3's FP8 forward (:func:`fa3_fp8`) in one key block.
+FlashAttention-3's FP8 forward (:func:`fa3_fp8`) in one key block; with ``"cudnn-mxfp8"``
+(``B200-mxfp8-cudnn``) cuDNN's MXFP8 SDPA as Transformer Engine calls it, with ``"sage3-nvfp4"``
+(``RTX5090-nvfp4-sage3``) SageAttention3's FP4 forward (:func:`scaled`,
+:mod:`mmasim.torch.scaled_attention`).
 
 ``multi_head_attention_forward`` is run as torch wrote it, its own calls (``linear``, ``bmm``,
 ``baddbmm``, ``scaled_dot_product_attention``) each emulated: :func:`unguarded` gives it without
@@ -73,6 +76,8 @@ def sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, em, record
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     if em.attention == "fa3-fp8":
         return fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv)
+    if em.attention in SCALED:
+        return scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv)
     s = contract(q, k, bl + ["l", "e"], bl + ["s", "e"], bl + ["l", "s"], em, record_qk) * scale
     p = _softmax(_masked(s, attn_mask, is_causal, q.size(-2), k.size(-2)))
     if dropout_p > 0:
@@ -137,6 +142,53 @@ def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, 
     inv = torch.where((total == 0) | torch.isnan(total), torch.zeros_like(total), 1 / total)
     acc = contract(p, vs, bl + ["l", "s"], bl + ["s", "v"], bl + ["l", "v"], cast, record_pv)
     return acc * (inv * dv)
+
+
+#: the block-scaled attention modes: (A format keys, scale format) of the instruction each needs
+SCALED = {"cudnn-mxfp8": (("e4m3",), "ue8m0"), "sage3-nvfp4": (("e2m1", "e2m1x"), "ue4m3")}
+
+
+def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv):
+    """The forward of a block-scaled attention kernel, one ``(batch, head)`` matrix at a time
+    (:mod:`mmasim.torch.scaled_attention`): float32 ``(..., L, Ev)``, without a graph (the
+    kernels' backward is not modelled: inputs that need a gradient are refused)."""
+    torch = torch_()
+    from mmasim.torch import scaled_attention
+    from mmasim.torch.function import as_numpy
+    mode = em.attention
+    model = em.model()
+    elements, scale_format = SCALED[mode]
+    if model.a_format.key not in elements or model.b_format.key not in elements or getattr(model.scale_format, "key", None) != scale_format:
+        raise EmulationError(f"attention={mode!r} needs a block-scaled instruction with {elements[0]} operands and "
+                             f"{scale_format} scales, not {em.instruction}")
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        raise EmulationError(f"attention={mode!r} models the kernel's forward only: call it under torch.no_grad() "
+                             "(or on tensors that need no gradient)")
+    if mode == "sage3-nvfp4" and (attn_mask is not None or dropout_p):
+        raise EmulationError("attention='sage3-nvfp4': SageAttention3 takes no attn_mask and no dropout "
+                             "(is_causal only)")
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    qs, ks, vs = (t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:]) for t in (q, k, v))
+    length, keys, width = q.size(-2), k.size(-2), v.size(-1)
+    masks = None if attn_mask is None else attn_mask.expand(*batch, length, keys).reshape(-1, length, keys)
+    out = np.zeros((qs.size(0), length, width), np.float32)
+    shape_qk, shape_pv = (length, keys, q.size(-1)), (length, width, keys)
+    for i in range(qs.size(0)):
+        qi, ki, vi = as_numpy(qs[i]), as_numpy(ks[i]), as_numpy(vs[i])
+        if mode == "sage3-nvfp4":
+            fmt = "f16" if q.dtype == torch.float16 else "bf16"
+            out[i], shape_qk, shape_pv = scaled_attention.sage3(qi, ki, vi, is_causal, scale, model, fmt)
+        else:
+            mask = None if masks is None else masks[i]
+
+            def softmax(s, mask=mask):
+                p = _softmax(_masked(torch.from_numpy(s) * scale, mask, is_causal, length, keys))
+                return as_numpy(torch_().dropout(p, dropout_p, True) if dropout_p > 0 else p)
+            out[i], shape_qk, shape_pv = scaled_attention.cudnn_mxfp8(qi, ki, vi, model, softmax)
+    for record, shape in ((record_qk, shape_qk), (record_pv, shape_pv)):
+        if record is not None and qs.size(0):
+            record("forward", qs.size(0), *shape)
+    return torch.from_numpy(out).reshape(*batch, length, width).to(q.device)
 
 
 _UNGUARDED: dict = {}
