@@ -11,7 +11,7 @@ float32 softmax backward.
 
 With ``Emulation(attention="fa3-fp8")`` (the ``H100-fp8-fa3`` preset) the forward is
 FlashAttention-3's FP8 forward (:func:`fa3_fp8`) in one key block; with ``"cudnn-mxfp8"``
-(``B200-mxfp8-cudnn``) cuDNN's MXFP8 SDPA as Transformer Engine calls it, with ``"sage3-nvfp4"``
+(``B200-mxfp8-sdpa``) cuDNN's MXFP8 SDPA as Transformer Engine calls it, with ``"sage3-nvfp4"``
 (``RTX5090-nvfp4-sage3``) SageAttention3's FP4 forward (:func:`scaled`,
 :mod:`mmasim.torch.scaled_attention`).
 

@@ -377,7 +377,7 @@ def _presets() -> dict:
             scheme="nvfp4",
             description="B200 NVFP4 (e2m1 elements, an e4m3 scale per 16, an f32 per-tensor scale) on tcgen05 "
                         "kind::mxf4nvf4"),
-        "B200-mxfp8-cudnn": Emulation(
+        "B200-mxfp8-sdpa": Emulation(
             "B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.f32.e4m3.e4m3.ue8m0", scaling="scheme",
             scheme="mxfp8_e4m3", scale_rounding="rceil", attention="cudnn-mxfp8",
             description="TE-mxfp8 with attention as Transformer Engine runs it under MXFP8BlockScaling: cuDNN's "
@@ -387,7 +387,7 @@ def _presets() -> dict:
                         "softmax of S * scale, P cast to e4m3 with no scale; QK^T and PV on tcgen05 "
                         "kind::mxf8f6f4 (assumed: cuDNN's engine is closed), forward only"),
         "RTX5090-nvfp4-sage3": Emulation(
-            "RTX 5090", "mma.sync.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.m16n8k64.f32.e2m1.e2m1.ue4m3",
+            "sm_120a", "mma.sync.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.m16n8k64.f32.e2m1.e2m1.ue4m3",
             scaling="scheme", scheme="nvfp4", attention="sage3-nvfp4",
             description="NVFP4 GEMMs on the RTX 5090's mma.sync kind::mxf4nvf4 (Transformer Engine's 1 x 16 "
                         "recipe), and attention as SageAttention3 runs it (thu-ml/SageAttention "
