@@ -76,6 +76,8 @@ def sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, em, record
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     if em.attention == "fa3-fp8":
         return fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv)
+    if em.attention == "fa3-fp8-flash":
+        return fa3_fp8_flash(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv)
     if em.attention in SCALED:
         return scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv)
     s = contract(q, k, bl + ["l", "e"], bl + ["s", "e"], bl + ["l", "s"], em, record_qk) * scale
@@ -96,6 +98,48 @@ def _per_matrix_scaled(t, fmt):
     scales = np.array([current_scale(a, fmt) for a in amax.ravel()], np.float32).reshape(amax.shape)
     s = torch.from_numpy(scales[..., None, None]).to(t.device)
     return t * s, (1 / s)
+
+
+def _fa3_checks(em, dropout_p, attn_mask, mode):
+    """The FP8 instruction FA3's forward needs, and what FA3 does not take (``mode``: the attention mode)."""
+    torch = torch_()
+    fwd = em.model()
+    if fwd.a_format.key not in ("e4m3", "e5m2") or fwd.b_format.key not in ("e4m3", "e5m2"):
+        raise EmulationError(f"attention={mode!r} needs an FP8 instruction (e4m3 / e5m2 operands), not "
+                             f"{em.instruction} ({fwd.a_format.key} x {fwd.b_format.key})")
+    if dropout_p:
+        raise EmulationError(f"attention={mode!r}: FlashAttention-3 has no dropout; call with dropout_p=0")
+    if attn_mask is not None and (mode != "fa3-fp8" or attn_mask.dtype != torch.bool):
+        raise EmulationError(f"attention={mode!r}: FlashAttention-3 takes no additive mask (" +
+                             ("a boolean mask or is_causal only)" if mode == "fa3-fp8" else "is_causal only)"))
+    return fwd
+
+
+def fa3_fp8_flash(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv):
+    """FlashAttention-3's FP8 forward block by block (:mod:`mmasim.torch.flash_attention`), Q, K
+    and V scaled per matrix as :func:`fa3_fp8` scales them: float32 ``(..., L, Ev)``, forward only."""
+    torch = torch_()
+    from mmasim.torch import flash_attention
+    from mmasim.torch.function import as_numpy
+    fwd = _fa3_checks(em, dropout_p, attn_mask, "fa3-fp8-flash")
+    if em.scaling not in ("cast", "tensor"):
+        raise EmulationError(f"attention='fa3-fp8-flash' scales Q, K and V per matrix; it needs scaling 'cast' or "
+                             f"'tensor', not {em.scaling!r}")
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        raise EmulationError("attention='fa3-fp8-flash' models the kernel's forward only: call it under "
+                             "torch.no_grad() (or on tensors that need no gradient), or use 'fa3-fp8'")
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    (qs, dq), (ks, dk), (vs, dv) = (_per_matrix_scaled(t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:]),
+                                                       fwd.a_format) for t in (q, k, v))
+    length, keys, width = q.size(-2), k.size(-2), v.size(-1)
+    out = np.zeros((qs.size(0), length, width), np.float32)
+    for i in range(qs.size(0)):
+        out[i] = flash_attention.fa3_flash(as_numpy(qs[i]), as_numpy(ks[i]), as_numpy(vs[i]), float(dq[i]),
+                                           float(dk[i]), float(dv[i]), scale, is_causal, fwd)
+    for record, shape in ((record_qk, (length, keys, q.size(-1))), (record_pv, (length, width, keys))):
+        if record is not None and qs.size(0):
+            record("forward", qs.size(0), *shape)
+    return torch.from_numpy(out).reshape(*batch, length, width).to(q.device)
 
 
 def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv):
@@ -119,15 +163,7 @@ def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, 
     Not modelled (assumed one block): the key blocks of ``kBlockN`` and the running max with its
     rescaling of O.  No dropout (FA3 has none) and no additive mask."""
     torch = torch_()
-    fwd = em.model()
-    if fwd.a_format.key not in ("e4m3", "e5m2") or fwd.b_format.key not in ("e4m3", "e5m2"):
-        raise EmulationError(f"attention='fa3-fp8' needs an FP8 instruction (e4m3 / e5m2 operands), not "
-                             f"{em.instruction} ({fwd.a_format.key} x {fwd.b_format.key})")
-    if dropout_p:
-        raise EmulationError("attention='fa3-fp8': FlashAttention-3 has no dropout; call with dropout_p=0")
-    if attn_mask is not None and attn_mask.dtype != torch.bool:
-        raise EmulationError("attention='fa3-fp8': FlashAttention-3 takes no additive mask (a boolean mask or "
-                             "is_causal only)")
+    fwd = _fa3_checks(em, dropout_p, attn_mask, "fa3-fp8")
     cast = attrs.evolve(em, scaling="cast", saturate=True, attention="softmax")
     (qs, dq), (ks, dk), (vs, dv) = (_per_matrix_scaled(t, fwd.a_format) for t in (q, k, v))
     s = contract(qs, ks, bl + ["l", "e"], bl + ["s", "e"], bl + ["l", "s"], cast, record_qk)

@@ -23,7 +23,7 @@ from mmasim.errors import EmulationError, UnknownPreset
 #: how the operands of a GEMM become words
 SCALINGS = ("cast", "tensor", "scheme", "delayed")
 #: how scaled_dot_product_attention is emulated (mmasim.torch.attention)
-ATTENTIONS = ("softmax", "fa3-fp8", "cudnn-mxfp8", "sage3-nvfp4")
+ATTENTIONS = ("softmax", "fa3-fp8", "fa3-fp8-flash", "cudnn-mxfp8", "sage3-nvfp4")
 #: how A's elements round (Emulation.a_rounding)
 ROUNDINGS = ("nearest", "stochastic")
 
@@ -214,7 +214,9 @@ class Emulation:
       ``"softmax"`` (the normalized float32 softmax, P quantized by the PV GEMM's recipe) or
       ``"fa3-fp8"`` (FlashAttention-3's FP8 forward: Q, K, V scaled per (batch, head), P
       unnormalized times 2^8 and cast, O divided by the row sum at the end; needs ``"cast"`` or
-      ``"tensor"`` scaling and an FP8 A format), ``"cudnn-mxfp8"`` (cuDNN's MXFP8 SDPA as Transformer
+      ``"tensor"`` scaling and an FP8 A format), ``"fa3-fp8-flash"`` (the same forward block by block:
+      FA3's key blocks, running max and rescaling of O, :mod:`mmasim.torch.flash_attention`; forward
+      only), ``"cudnn-mxfp8"`` (cuDNN's MXFP8 SDPA as Transformer
       Engine calls it: MXFP8 Q, K, V, P cast to e4m3 with unit block scales; an e4m3 x e4m3
       ``ue8m0`` instruction) or ``"sage3-nvfp4"`` (SageAttention3's FP4 forward: NVFP4-style Q, K,
       V without a tensor scale, P scaled to 448 * 6 per row and quantized per 16 keys; an e2m1
