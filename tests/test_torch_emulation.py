@@ -55,7 +55,7 @@ FIELDS = {
     "split_k": ({}, lambda v: v is None or _positive_int(v)),
     "split_reduce": ({}, lambda v: v in ("sequential", "tree")),
     "output": ({}, lambda v: v is None or (isinstance(v, str) and v in element_formats())),
-    "attention": ({}, lambda v: v in ("softmax", "fa3-fp8", "cudnn-mxfp8", "sage3-nvfp4")),
+    "attention": ({}, lambda v: v in ("softmax", "fa3-fp8", "fa3-fp8-flash", "cudnn-mxfp8", "sage3-nvfp4")),
     "b_tile": ({"scaling": "scheme", "scheme": "deepseek_fp8"},
                lambda v: v is None or (isinstance(v, (tuple, list)) and len(v) == 2 and all(map(_positive_int, v)))),
     "qualifiers": ({}, _qualifier_entries),
