@@ -115,6 +115,27 @@ def _fa3_checks(em, dropout_p, attn_mask, mode):
     return fwd
 
 
+def _forward_only(mode, q, k, v, advice=""):
+    """Refuse inputs that need a gradient: the kernel of attention ``mode`` is modelled forward only."""
+    torch = torch_()
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        raise EmulationError(f"attention={mode!r} models the kernel's forward only: call it under torch.no_grad() "
+                             f"(or on tensors that need no gradient){advice}")
+
+
+def _matrices(q, k, v):
+    """The broadcast batch shape of ``q``, ``k``, ``v`` and each as ``(matrices, rows, columns)``."""
+    batch = torch_().broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    return batch, [t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:]) for t in (q, k, v)]
+
+
+def _recorded(record_qk, record_pv, count, qk, pv):
+    """The forward's two GEMMs recorded: ``count`` matrices, ``qk`` and ``pv`` their ``(M, N, K)``."""
+    for record, shape in ((record_qk, qk), (record_pv, pv)):
+        if record is not None and count:
+            record("forward", count, *shape)
+
+
 def fa3_fp8_flash(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv):
     """FlashAttention-3's FP8 forward block by block (:mod:`mmasim.torch.flash_attention`), Q, K
     and V scaled per matrix as :func:`fa3_fp8` scales them: float32 ``(..., L, Ev)``, forward only."""
@@ -125,20 +146,15 @@ def fa3_fp8_flash(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk
     if em.scaling not in ("cast", "tensor"):
         raise EmulationError(f"attention='fa3-fp8-flash' scales Q, K and V per matrix; it needs scaling 'cast' or "
                              f"'tensor', not {em.scaling!r}")
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-        raise EmulationError("attention='fa3-fp8-flash' models the kernel's forward only: call it under "
-                             "torch.no_grad() (or on tensors that need no gradient), or use 'fa3-fp8'")
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    (qs, dq), (ks, dk), (vs, dv) = (_per_matrix_scaled(t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:]),
-                                                       fwd.a_format) for t in (q, k, v))
+    _forward_only("fa3-fp8-flash", q, k, v, ", or use 'fa3-fp8'")
+    batch, matrices = _matrices(q, k, v)
+    (qs, dq), (ks, dk), (vs, dv) = (_per_matrix_scaled(t, fwd.a_format) for t in matrices)
     length, keys, width = q.size(-2), k.size(-2), v.size(-1)
     out = np.zeros((qs.size(0), length, width), np.float32)
     for i in range(qs.size(0)):
         out[i] = flash_attention.fa3_flash(as_numpy(qs[i]), as_numpy(ks[i]), as_numpy(vs[i]), float(dq[i]),
                                            float(dk[i]), float(dv[i]), scale, is_causal, fwd)
-    for record, shape in ((record_qk, (length, keys, q.size(-1))), (record_pv, (length, width, keys))):
-        if record is not None and qs.size(0):
-            record("forward", qs.size(0), *shape)
+    _recorded(record_qk, record_pv, qs.size(0), (length, keys, q.size(-1)), (length, width, keys))
     return torch.from_numpy(out).reshape(*batch, length, width).to(q.device)
 
 
@@ -194,17 +210,15 @@ def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, recor
     mode = em.attention
     model = em.model()
     elements, scale_format = SCALED[mode]
-    if model.a_format.key not in elements or model.b_format.key not in elements or getattr(model.scale_format, "key", None) != scale_format:
+    scales = getattr(model.scale_format, "key", None)
+    if model.a_format.key not in elements or model.b_format.key not in elements or scales != scale_format:
         raise EmulationError(f"attention={mode!r} needs a block-scaled instruction with {elements[0]} operands and "
                              f"{scale_format} scales, not {em.instruction}")
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-        raise EmulationError(f"attention={mode!r} models the kernel's forward only: call it under torch.no_grad() "
-                             "(or on tensors that need no gradient)")
+    _forward_only(mode, q, k, v)
     if mode == "sage3-nvfp4" and (attn_mask is not None or dropout_p):
         raise EmulationError("attention='sage3-nvfp4': SageAttention3 takes no attn_mask and no dropout "
                              "(is_causal only)")
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    qs, ks, vs = (t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:]) for t in (q, k, v))
+    batch, (qs, ks, vs) = _matrices(q, k, v)
     length, keys, width = q.size(-2), k.size(-2), v.size(-1)
     masks = None if attn_mask is None else attn_mask.expand(*batch, length, keys).reshape(-1, length, keys)
     out = np.zeros((qs.size(0), length, width), np.float32)
@@ -221,9 +235,7 @@ def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, recor
                 p = _softmax(_masked(torch.from_numpy(s) * scale, mask, is_causal, length, keys))
                 return as_numpy(torch_().dropout(p, dropout_p, True) if dropout_p > 0 else p)
             out[i], shape_qk, shape_pv = scaled_attention.cudnn_mxfp8(qi, ki, vi, model, softmax)
-    for record, shape in ((record_qk, shape_qk), (record_pv, shape_pv)):
-        if record is not None and qs.size(0):
-            record("forward", qs.size(0), *shape)
+    _recorded(record_qk, record_pv, qs.size(0), shape_qk, shape_pv)
     return torch.from_numpy(out).reshape(*batch, length, width).to(q.device)
 
 
