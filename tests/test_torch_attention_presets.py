@@ -106,12 +106,12 @@ def test_b200_mxfp8_sdpa_is_mxfp8_qk_float32_softmax_and_e4m3_p_composed_by_hand
                                                                        ("PV", "forward", 5, 16, 40)]
 
 
-def _sage3_by_hand(qh, kh, vh, blocks):
+def _sage3_by_hand(qh, kh, vh, blocks, instruction=NVFP4_RTX):
     """SageAttention3's forward of one head composed of its steps: bf16 operands, K less its mean,
     Q less its mean per 128 queries with delta_s = bf16(bf16(qm) K^T) as the QK^T GEMM's C, the
     NVFP4 GEMMs (sage3_quantize, sage3_p), the online softmax over ``blocks`` key blocks of 128
     from the last to the first, O * (1 / l) rounded to bf16."""
-    m = mmasim.Model.lookup(*NVFP4_RTX)
+    m = mmasim.Model.lookup(*instruction)
     bf = lambda x: mmasim.quantize(np.asarray(x, f32), "bf16").dequantize().astype(f32)   # noqa: E731
     L, D = qh.shape
     S = kh.shape[0]
@@ -174,3 +174,12 @@ def test_block_scaled_attention_refuses_what_its_kernel_does_not_do():
         with torch.no_grad(), mt.emulate(None, mt.Emulation("A100", "mma.sync.m16n8k16.f32.bf16.bf16.f32",
                                                              attention="cudnn-mxfp8")):
             F.scaled_dot_product_attention(q, q, q)
+
+
+def test_b200_nvfp4_sage3_is_the_same_forward_on_the_b200s_tcgen05():
+    # the steps of _sage3_by_hand with the B200's kind::mxf4nvf4 in place of sm_120a's mma.sync
+    q, k, v = rand((1, 1, 6, 32), 99), rand((1, 1, 40, 32), 100), rand((1, 1, 40, 8), 101)
+    with torch.no_grad(), mt.emulate(None, "B200-nvfp4-sage3"):
+        y = F.scaled_dot_product_attention(q, k, v)
+    b200 = ("B200", mt.preset("B200-nvfp4-sage3").instruction)
+    assert same(y, _sage3_by_hand(host(q)[0, 0], host(k)[0, 0], host(v)[0, 0], 1, b200)[None, None])

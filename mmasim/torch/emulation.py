@@ -398,6 +398,12 @@ def _presets() -> dict:
                         "exp2(S * c - max * c) * 448 * 6 quantized per 16 keys with scale (block max) / 6, "
                         "the online softmax over key blocks of 128, on the SM120 NVFP4 mma.sync the "
                         "kernel uses (SM120_16x32x64_TN_VS_NVFP4), forward only"),
+        "B200-nvfp4-sage3": Emulation(
+            "B200", nvfp4, scaling="scheme", scheme="nvfp4", attention="sage3-nvfp4",
+            description="B200-nvfp4 with attention as RTX5090-nvfp4-sage3 runs it (SageAttention3's FP4 forward), "
+                        "QK^T and PV on the B200's tcgen05 kind::mxf4nvf4 scale_vec::4X (assumed: SageAttention3's "
+                        "kernel is written for sm_120a's mma.sync; this is the B200's NVFP4 datapath in its "
+                        "place), forward only"),
         "TE-mxfp8": Emulation(
             "B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.f32.e4m3.e4m3.ue8m0", scaling="scheme",
             scheme="mxfp8_e4m3", scale_rounding="rceil",
