@@ -177,7 +177,8 @@ def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, 
     - ``O = acc * RN(RN(1 / l) * v_descale)`` (``finalize(v_descale)`` then ``rescale_o``).
 
     Not modelled (assumed one block): the key blocks of ``kBlockN`` and the running max with its
-    rescaling of O.  No dropout (FA3 has none) and no additive mask."""
+    rescaling of O (``"fa3-fp8-flash"``, :func:`fa3_fp8_flash`, models them, forward only).  No
+    dropout (FA3 has none) and no additive mask."""
     torch = torch_()
     fwd = _fa3_checks(em, dropout_p, attn_mask, "fa3-fp8")
     cast = attrs.evolve(em, scaling="cast", saturate=True, attention="softmax")
