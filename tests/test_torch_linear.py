@@ -302,13 +302,13 @@ def test_te_nvfp4_layer_is_quantize_with_tiles_rht_and_stochastic_rounding_and_g
 
 @pytest.mark.parametrize("fields, message", [
     ({"scheme": "mxfp8_e4m3", "scale_rounding": "ceil"}, "scale_rounding.*'floor', 'rceil'"),
-    ({"scheme": "nvfp4", "scale_rounding": "rceil"}, "scale_rounding.*MX scheme.*'nvfp4'"),
+    ({"scheme": "nvfp4", "scale_rounding": "rceil"}, "scale_rounding.*mxfp8_e4m3.*'nvfp4'"),
     ({"scheme": "nvfp4", "a_rounding": "up"}, "a_rounding.*'nearest', 'stochastic'"),
     ({"scheme": "deepseek_fp8", "a_rounding": "stochastic"}, "a_rounding='stochastic'.*deepseek_fp8"),
     ({"scheme": "mxfp4", "hadamard": True}, "hadamard=True.*nvfp4.*mxfp4"),
     ({"scheme": "nvfp4", "hadamard": True, "b_tile": (16, 16)}, "hadamard=True or b_tile"),
     ({"scheme": "nvfp4", "seed": -1}, "seed.*non-negative"),
-    ({"scheme": "mxfp8_e4m3", "b_tile": (16, 16)}, "b_tile.*'nvfp4'.*mxfp8_e4m3"),
+    ({"scheme": "mxfp8_e4m3", "b_tile": (16, 16)}, "b_tile.*nvfp4.*'mxfp8_e4m3'"),
     ({"scheme": None, "scaling": "cast", "scale_rounding": "rceil"}, "scale_rounding.*None"),
     ({"scheme": None, "scaling": "delayed"}, "scaling='delayed' and delayed="),
     ({"scheme": None, "scaling": "cast", "delayed": 5}, "delayed must be None or an mmasim.torch.DelayedScalings"),

@@ -64,6 +64,11 @@ def _scheme(instance, attribute, value):
         _refuse(attribute, f"None or a mmasim.quantize scheme: {', '.join(names)}", value)
 
 
+def _offering(field: str) -> str:
+    from mmasim.quantization.quantize import _offering as offering
+    return offering(field)
+
+
 def _scale_rounding(instance, attribute, value):
     if value is None:
         return
@@ -251,21 +256,36 @@ class Emulation:
         if self.attention == "fa3-fp8" and self.scaling == "scheme":
             raise EmulationError("Emulation: attention='fa3-fp8' scales Q, K and V per tensor; it needs scaling "
                                  "'cast' or 'tensor', not 'scheme'")
-        if self.scale_rounding is not None and not (self.scheme or "").startswith("mx"):
-            raise EmulationError(f"Emulation: scale_rounding rounds the e8m0 scales of an MX scheme; it needs "
-                                 f"scaling='scheme' with an mxfp* scheme, not scheme={self.scheme!r}")
-        if self.b_tile is not None and self.scheme not in ("deepseek_fp8", "nvfp4"):
-            raise EmulationError(f"Emulation: b_tile is the tile of B's deepseek_fp8 or nvfp4 scales; it needs "
-                                 f"scheme='deepseek_fp8' or 'nvfp4', not scheme={self.scheme!r}")
-        if self.a_rounding == "stochastic" and (not self.scheme or self.scheme == "deepseek_fp8"):
-            raise EmulationError(f"Emulation: a_rounding='stochastic' rounds A under a block-scaled scheme (MX, "
-                                 f"nvfp4); it needs scaling='scheme' with one, not scheme={self.scheme!r}")
-        if self.hadamard and self.scheme != "nvfp4":
-            raise EmulationError(f"Emulation: hadamard=True transforms nvfp4 operands; it needs scheme='nvfp4', "
-                                 f"not scheme={self.scheme!r}")
+        recipe = self.recipe_scheme()
+        if self.scale_rounding is not None and not (recipe and recipe.scale_roundings):
+            raise EmulationError(f"Emulation: scale_rounding rounds the block scales of a scheme that offers a "
+                                 f"choice ({_offering('scale_roundings')}); it needs scaling='scheme' with one, not "
+                                 f"scheme={self.scheme!r}")
+        if self.scale_rounding is not None and self.scale_rounding not in recipe.scale_roundings:
+            raise EmulationError(f"Emulation: scheme {self.scheme!r} rounds its scales "
+                                 f"{' or '.join(map(repr, recipe.scale_roundings))}, not {self.scale_rounding!r}")
+        if self.b_tile is not None and not (recipe and recipe.takes_tile(self.b_tile)):
+            raise EmulationError(f"Emulation: b_tile is the tile of B's scales under a scheme that takes tiles "
+                                 f"({_offering('tiles')}); scheme={self.scheme!r} takes "
+                                 f"{recipe.describe_tiles() if recipe else 'no tile'}, not {self.b_tile}")
+        if self.a_rounding == "stochastic" and not (recipe and recipe.stochastic):
+            raise EmulationError(f"Emulation: a_rounding='stochastic' rounds A under a scheme that rounds "
+                                 f"stochastically ({_offering('stochastic')}, the plain casts); it needs "
+                                 f"scaling='scheme' with one, not scheme={self.scheme!r}")
+        if self.hadamard and not (recipe and recipe.hadamard):
+            raise EmulationError(f"Emulation: hadamard=True transforms the operands of a scheme that offers the "
+                                 f"Hadamard transform ({_offering('hadamard')}); it needs scaling='scheme' with "
+                                 f"one, not scheme={self.scheme!r}")
         if self.hadamard and self.b_tile is not None:
             raise EmulationError("Emulation: Transformer Engine quantizes 16 x 16 weight tiles without the Hadamard "
                                  "transform; give hadamard=True or b_tile, not both")
+
+    def recipe_scheme(self):
+        """The :class:`~mmasim.registry.scheme.Scheme` of ``scheme`` (``None`` without one)."""
+        if self.scheme is None:
+            return None
+        from mmasim.quantization.quantize import lookup
+        return lookup(self.scheme)
 
     @property
     def recipe(self) -> str:
