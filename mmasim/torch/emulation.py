@@ -84,11 +84,16 @@ def _seed(instance, attribute, value):
 
 class DelayedScalings:
     """The delayed-scaling state an ``Emulation(scaling="delayed")`` carries across steps: one
-    :class:`mmasim.quantization.delayed.DelayedScaling` per tensor role (the layer's input,
-    weight or output gradient, in its format), made on first use with ``margin``,
-    ``amax_history_len`` and ``amax_compute_algo`` (Transformer Engine's ``DelayedScaling``
-    defaults).  :meth:`update` after each training step (TE's post-step update); :meth:`reset`
-    forgets every history."""
+    :class:`mmasim.quantization.delayed.DelayedScaling` per module and tensor role, as
+    Transformer Engine keeps an ``fp8_meta`` per module with a slot per tensor (the GEMM's A,
+    B and the incoming gradient dD: a linear layer's input, weight and output gradient), each in
+    its format, made on first use with ``margin``, ``amax_history_len`` and
+    ``amax_compute_algo`` (Transformer Engine's ``DelayedScaling`` defaults).  Inside
+    :func:`mmasim.torch.emulate` the module is the one that runs the op (its name in
+    ``model.named_modules()``, :meth:`for_module`); a GEMM outside a named module
+    (:func:`mmasim.torch.linear` called directly) uses the module ``None``.  :meth:`update`
+    after each training step (TE's post-step update) updates every module's states;
+    :meth:`reset` forgets every history."""
 
     def __init__(self, *, margin: int = 0, amax_history_len: int = 1024, amax_compute_algo: str = "max"):
         from mmasim.quantization.delayed import DelayedScaling
@@ -96,26 +101,47 @@ class DelayedScalings:
                        amax_compute_algo=amax_compute_algo)        # checks the settings
         self.options = {"margin": margin, "amax_history_len": amax_history_len,
                         "amax_compute_algo": amax_compute_algo}
-        self.roles: dict = {}
+        self.roles: dict = {}       # (module, role, format) -> DelayedScaling, shared by every view
+        self.module = None
+        self._views: dict = {None: self}
 
-    def scaling(self, role, fmt: str):
-        """The state of tensor ``role`` cast to ``fmt`` (``"e4m3"`` / ``"e5m2"``)."""
+    def for_module(self, name) -> "DelayedScalings":
+        """The same state seen from module ``name``: its roles are that module's own (one view per
+        name, so that Emulations scoped to one module compare equal)."""
+        view = self._views.get(name)
+        if view is None:
+            view = object.__new__(DelayedScalings)
+            view.options, view.roles, view.module, view._views = self.options, self.roles, name, self._views
+            self._views[name] = view
+        return view
+
+    def scaling(self, role, fmt: str, module=...):
+        """The state of tensor ``role`` of ``module`` (default: this view's) cast to ``fmt``
+        (``"e4m3"`` / ``"e5m2"``)."""
         from mmasim.quantization.delayed import DelayedScaling
-        key = (role, fmt)
+        key = (self.module if module is ... else module, role, fmt)
         if key not in self.roles:
             self.roles[key] = DelayedScaling(fmt, **self.options)
         return self.roles[key]
 
     def update(self) -> None:
-        """The step's end: every role's scale from its amax history (``DelayedScaling.update``)."""
+        """The step's end: every module's and role's scale from its amax history (``DelayedScaling.update``)."""
         for ds in self.roles.values():
             ds.update()
 
     def reset(self) -> None:
         self.roles.clear()
 
+    def __eq__(self, other):
+        return isinstance(other, DelayedScalings) and other.roles is self.roles and other.module == self.module
+
+    def __hash__(self):
+        return hash((id(self.roles), self.module))
+
     def __repr__(self) -> str:
-        return f"DelayedScalings({', '.join(f'{k}={v!r}' for k, v in self.options.items())}, {len(self.roles)} roles)"
+        where = "" if self.module is None else f", module {self.module!r}"
+        return (f"DelayedScalings({', '.join(f'{k}={v!r}' for k, v in self.options.items())}, {len(self.roles)} "
+                f"roles{where})")
 
 
 def _delayed(instance, attribute, value):
@@ -325,6 +351,15 @@ class Emulation:
                 "dgrad": self.dgrad.to_json() if self.dgrad else None,
                 "wgrad": self.wgrad.to_json() if self.wgrad else None}
 
+    def for_module(self, name) -> "Emulation":
+        """This setting as module ``name`` runs it: under delayed scaling, the module's own
+        amax histories and scales (:meth:`DelayedScalings.for_module`); else itself."""
+        subs = {k: getattr(self, k).for_module(name) for k in ("dgrad", "wgrad") if getattr(self, k) is not None}
+        if self.delayed is None and all(subs[k] is getattr(self, k) for k in subs):
+            return self
+        own = {"delayed": self.delayed.for_module(name)} if self.delayed is not None else {}
+        return attrs.evolve(self, **own, **subs)
+
     def for_gemm(self, which: str) -> "Emulation":
         """The setting of GEMM ``which``: ``"forward"``, ``"dgrad"`` or ``"wgrad"``."""
         if which == "forward":
@@ -418,8 +453,8 @@ def _presets() -> dict:
             description="Transformer Engine's DelayedScaling (transformer_engine/common/recipe/__init__.py, its "
                         "defaults: HYBRID, margin 0, amax history 1024, max): each tensor role (input, weight, "
                         "output gradient) cast with the scale from earlier steps' amaxes (1 at first), "
-                        "its DelayedScalings.update() after each step; one state per role shared "
-                        "by every layer, where TE keeps one per module; H100 wgmma fp8 as H100-fp8-tensor"),
+                        "its DelayedScalings.update() after each step; one state per module and role, as TE's "
+                        "fp8_meta per module; H100 wgmma fp8 as H100-fp8-tensor"),
         "MI300X-fp8": Emulation(
             "MI300X", "v_mfma_f32_32x32x16_fp8_fp8", scaling="tensor",
             description="MI300X FP8 (e4m3fnuz) v_mfma with per-tensor scaling"),
