@@ -222,23 +222,29 @@ class Emulation:
       saturating where ``saturate``), ``"tensor"`` (FP8 per-tensor scaling: each operand
       divided by ``amax / max_finite`` in binary32, cast, and D multiplied back by both
       scales in binary32, as Transformer Engine's current scaling does), or ``"scheme"``
-      (``mmasim.quantize`` with ``scheme``: OCP MX, NVFP4, DeepSeek FP8; block scales go to the
-      instruction or, for DeepSeek, are applied at promotion by :func:`mmasim.gemm`).
-    - ``scale_rounding``: ``None`` (the scheme's default, OCP's FLOOR) or ``"floor"`` / ``"rceil"``,
-      how an MX scheme rounds its e8m0 block scales (``mmasim.quantize(..., scale_rounding=)``;
-      ``"rceil"``: Transformer Engine's and cuBLAS's ``cvt.rp.satfinite.ue8m0x2.f32``).
+      (``mmasim.quantize`` with ``scheme``, a registered recipe such as OCP MX, NVFP4, DeepSeek
+      FP8, or a plugin's: its scales go to the instruction or are applied at promotion by
+      :func:`mmasim.gemm`, as the scheme's ``scale_use`` says).  What a scheme takes below is
+      read from its :class:`~mmasim.registry.scheme.Scheme` record.
+    - ``scale_rounding``: ``None`` (the scheme's default, OCP's FLOOR for MX) or one of the
+      scheme's ``scale_roundings``: ``"floor"`` / ``"rceil"``, how an MX scheme rounds its e8m0
+      block scales (``mmasim.quantize(..., scale_rounding=)``; ``"rceil"``: Transformer
+      Engine's and cuBLAS's ``cvt.rp.satfinite.ue8m0x2.f32``).
     - ``a_rounding``: ``"nearest"`` or ``"stochastic"``: how A's elements round under a
-      scheme other than ``deepseek_fp8`` (``mmasim.quantize(..., rounding=, seed=seed)``;
-      the backward GEMMs' A is the gradient dy); ``seed``: the seed of those random bits, the
-      same at every call (a reproducible stream, not a fresh one per step).
-    - ``hadamard``: ``True``: both operands of an ``nvfp4`` GEMM go through the random
-      Hadamard transform along K first (``mmasim.quantize(..., hadamard=True)``, TE's default
-      signs), as Transformer Engine does for the weight gradient's inputs; its kernels read
-      bf16, so the operands are rounded to bf16 (RNE) before the transform.
+      scheme that rounds stochastically (``Scheme.stochastic``: not ``deepseek_fp8``;
+      ``mmasim.quantize(..., rounding=, seed=seed)``; the backward GEMMs' A is the gradient
+      dy); ``seed``: the seed of those random bits, the same at every call (a reproducible
+      stream, not a fresh one per step).
+    - ``hadamard``: ``True``: both operands of the GEMM of a scheme that offers it
+      (``Scheme.hadamard``: ``nvfp4``) go through the random Hadamard transform along K first
+      (``mmasim.quantize(..., hadamard=True)``, TE's default signs), as Transformer Engine does
+      for the weight gradient's inputs; its kernels read the format ``Scheme.hadamard`` names
+      (bf16), so the operands are rounded to it (RNE) before the transform.
     - ``promote_every``, ``split_k``, ``split_reduce``: passed to :func:`mmasim.gemm`.
-    - ``b_tile``: the tile of B's scales for ``deepseek_fp8`` (``(128, 128)``: DeepSeek's weight
-      blocks; ``None``: the scheme's default, 128 x 1 groups along K, as for activations) or
-      ``nvfp4`` (``(16, 16)``: Transformer Engine's 2D weight tiles; ``None``: 1 x 16 blocks).
+    - ``b_tile``: the tile of B's scales, one the scheme's ``tiles`` take: for ``deepseek_fp8``
+      (``(128, 128)``: DeepSeek's weight blocks; ``None``: the scheme's default, 128 x 1 groups
+      along K, as for activations) or ``nvfp4`` (``(16, 16)``: Transformer Engine's 2D weight
+      tiles; ``None``: 1 x 16 blocks).
     - ``output``: ``None`` (the float32 values of D) or a format key (``"bf16"``, ``"f16"``)
       that D is rounded to (RNE) before it becomes float32 again.
     - ``attention``: how ``scaled_dot_product_attention`` runs (:mod:`mmasim.torch.attention`):
