@@ -62,11 +62,12 @@ __version__ = "0.1.0"
 DISTRIBUTION = "mmasim-exact"
 
 #: The built-in plugins, registered in this order before any entry point: the core's parts, the
-#: compiled kernels, the instruction families, every table in ``archs/``, and the architectures
+#: compiled kernels, the quantization schemes, the instruction families, every table in ``archs/``, and the architectures
 #: whose code differs from the core's (B200 layouts, RTX Blackwell's e2m1 container).
 DEFAULT_PLUGINS = (
     "mmasim.registry.core_parts",
     "mmasim.backends.numba",
+    "mmasim.quantization.schemes",
     "mmasim_plugins.families",
     "mmasim_plugins.archs",
     "mmasim_plugins.blackwell",
