@@ -165,15 +165,15 @@ def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise
     if saturate is not None:
         raise QuantizeError(f"{scheme}: saturate= is for plain casts; {scheme} saturates as its source says")
     if tile is not None and s.tiles is None:
-        raise QuantizeError(f"{scheme}: tile= is for {_offering('tiles')}; {scheme} has blocks of {s.block} "
+        raise QuantizeError(f"{scheme}: tile= is for {offering('tiles')}; {scheme} has blocks of {s.block} "
                             "along axis")
     if scale_rounding is not None and not s.scale_roundings:
-        raise QuantizeError(f"{scheme}: scale_rounding= is for {_offering('scale_roundings')}")
+        raise QuantizeError(f"{scheme}: scale_rounding= is for {offering('scale_roundings')}")
     if hadamard is not None and s.hadamard is None:
-        raise QuantizeError(f"{scheme}: hadamard= is for {_offering('hadamard')}")
+        raise QuantizeError(f"{scheme}: hadamard= is for {offering('hadamard')}")
     if rounding == "stochastic" and not s.stochastic:
         raise QuantizeError(f"{scheme}: {s.source or 'the recipe'} rounds to nearest; rounding='stochastic' is for "
-                            f"{_offering('stochastic')} and plain casts")
+                            f"{offering('stochastic')} and plain casts")
     cont = _container(_format(s.element), container, scheme)
     fmt = _rounding_format(cont)
     opts = Options(scale_rounding=_scale_rounding(scale_rounding, s), rounding=rounding, hadamard=hadamard,
@@ -230,7 +230,7 @@ def lookup(name) -> Scheme:
     raise UnknownScheme(f"unknown quantization scheme {name!r}{hint}; schemes: {', '.join(names)}")
 
 
-def _offering(field: str) -> str:
+def offering(field: str) -> str:
     """The registered recipes whose ``field`` is set, for a refusal's message."""
     names = [n for n, s in get_registry().schemes.items() if getattr(s, field)]
     return ", ".join(names) if names else "no registered scheme"

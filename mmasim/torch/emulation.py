@@ -65,7 +65,7 @@ def _scheme(instance, attribute, value):
 
 
 def _offering(field: str) -> str:
-    from mmasim.quantization.quantize import _offering as offering
+    from mmasim.quantization.quantize import offering
     return offering(field)
 
 
