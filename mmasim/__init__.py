@@ -65,6 +65,8 @@ DISTRIBUTION = "mmasim-exact"
 #: whose code differs from the core's (B200 layouts, RTX Blackwell's e2m1 container).
 DEFAULT_PLUGINS = (
     "mmasim.registry.core_parts",
+    # the built-in backends (mmasim_backends) and their kernels (mmasim_kernels)
+    "mmasim.backends.numpy",
     "mmasim.backends.numba",
     "mmasim_plugins.families",
     "mmasim_plugins.archs",

@@ -615,7 +615,7 @@ class CpuRows:
         return False
 
     def compute(self, plan, rows):
-        from mmasim.backends.numpy import NumpyBackend
+        from mmasim.backends.numpy import reference_rows
 
         body, arrays, reason = choose(plan, self.specialise)
         if body is None:
@@ -631,5 +631,5 @@ class CpuRows:
         out, flags = cpu_run(body, dense_args(plan, *ops, dtypes=dtypes), arrays, plan.encoding.dtype)
         redo = np.flatnonzero(flags | ~legal)
         if redo.size:
-            out[redo] = NumpyBackend().compute(plan, rows.take(redo))
+            out[redo] = reference_rows(plan, rows.take(redo))
         return out

@@ -13,6 +13,8 @@ accumulator.  docs/architecture.md, "Which module owns which rule", lists what i
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from mmasim.accumulators.window import (
@@ -317,7 +319,8 @@ def _c_terms(path, first, words):
 
 
 def _bind_output(path, plan):
-    """Attach the plan and its C / D decode to a lean path."""
+    """Attach the plan (weakly: the numpy backend keeps a path by its plan, and the path must
+    not keep the plan alive) and its C / D decode to a lean path."""
     path.c_dec = _Decode(plan.c_format, plan.decoder(plan.c_format), whole=False)
     path.d_dec = _Decode(plan.d_format, plan.decoder(plan.d_format), whole=False)
-    path.plan = plan
+    path.plan = weakref.proxy(plan)
