@@ -18,7 +18,7 @@ from mmasim.backends.numpy.lean import LeanGrouped, LeanWindow
 from mmasim.errors import PluginConflict
 from mmasim.operands.wordgen import operands
 from mmasim.registry.build import get_registry
-from mmasim.registry.plugins import hookimpl
+from test_plugin_isolation import make_plugin, registered  # noqa: F401
 
 AMPERE_F16 = ("A100", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
 B200_NVFP4 = ("B200", "tcgen05.kind::mxf4nvf4.4X")
@@ -26,27 +26,6 @@ RTX_NVFP4 = ("RTX 5090", "mma.sync.kind::mxf4nvf4.block_scale.scale_vec::4X.bloc
 RTX_NVFP4_SPARSE = ("RTX 5090", "mma.sync.sp::ordered_metadata.kind::mxf4nvf4.block_scale.scale_vec::4X.block16."
                                 "m16n8k128.f32.e2m1.e2m1.ue4m3")
 F16_ONE = 0x3C00
-
-
-def _plugin(**hooks):
-    plugin = type("Plugin", (), {})()
-    for name, value in hooks.items():
-        setattr(plugin, name, hookimpl(lambda value=value: value))
-    return plugin
-
-
-@pytest.fixture
-def registered():
-    """``register(plugin, name)``: registered for the test, unregistered after it."""
-    names = []
-
-    def register(plugin, name):
-        mmasim.register(plugin, name=name)
-        names.append(name)
-
-    yield register
-    for name in reversed(names):
-        mmasim.unregister(name=name)
 
 
 class _ReferenceBackend:
@@ -72,8 +51,8 @@ class _NoDevice(_ReferenceBackend):
 
 
 # ------------------------------------------------------------------ backends
-def test_a_backend_plugin_is_chosen_by_its_name(registered):
-    registered(_plugin(mmasim_backends={"toy": _ReferenceBackend}), "toy-backend")
+def test_a_backend_plugin_is_chosen_by_its_name(registered):  # noqa: F811
+    registered(make_plugin(mmasim_backends={"toy": _ReferenceBackend}), "toy-backend")
     assert "toy" in backends.BACKENDS and "toy" in backends.available()
     m = mmasim.MMA(*AMPERE_F16, backend="toy")
     ones = np.full(16, F16_ONE, np.uint16)
@@ -89,26 +68,26 @@ def test_the_builtin_backends_are_registered_by_their_own_modules():
     assert owners["numpy"] is NumpyBackend and owners["numba"] is backends.NumbaBackend
 
 
-def test_an_unknown_backend_lists_the_registered_ones(registered):
-    registered(_plugin(mmasim_backends={"toy": _ReferenceBackend}), "toy-backend")
+def test_an_unknown_backend_lists_the_registered_ones(registered):  # noqa: F811
+    registered(make_plugin(mmasim_backends={"toy": _ReferenceBackend}), "toy-backend")
     with pytest.raises(backends.BackendError, match=r"unknown backend 'tpu'.*auto, numpy, numba, toy"):
         backends.resolve("tpu")
 
 
-def test_an_unavailable_backend_is_refused_with_its_reason(registered):
-    registered(_plugin(mmasim_backends={"toy": _NoDevice}), "toy-backend")
+def test_an_unavailable_backend_is_refused_with_its_reason(registered):  # noqa: F811
+    registered(make_plugin(mmasim_backends={"toy": _NoDevice}), "toy-backend")
     assert "toy" in backends.BACKENDS and "toy" not in backends.available()
     with pytest.raises(backends.BackendError, match="'toy'.*no toy device here"):
         mmasim.MMA(*AMPERE_F16, backend="toy")
 
 
-def test_a_backend_name_has_one_owner(registered):
+def test_a_backend_name_has_one_owner(registered):  # noqa: F811
     with pytest.raises(PluginConflict, match=r"'evil-backend'.*backend 'numba'.*mmasim.backends.numba"):
-        registered(_plugin(mmasim_backends={"numba": _ReferenceBackend}), "evil-backend")
+        registered(make_plugin(mmasim_backends={"numba": _ReferenceBackend}), "evil-backend")
     assert get_registry().backends["numba"] is backends.NumbaBackend
-    registered(_plugin(mmasim_backends={"toy": _ReferenceBackend}), "toy-backend")
+    registered(make_plugin(mmasim_backends={"toy": _ReferenceBackend}), "toy-backend")
     with pytest.raises(PluginConflict, match=r"'other-toy'.*backend 'toy'.*'toy-backend'"):
-        registered(_plugin(mmasim_backends={"toy": _NoDevice}), "other-toy")
+        registered(make_plugin(mmasim_backends={"toy": _NoDevice}), "other-toy")
 
 
 # ------------------------------------------------------------------ kernels by (backend, family)
@@ -120,21 +99,21 @@ def _other_builder(plan):
     return None
 
 
-def test_two_backends_kernels_of_one_family_coexist(registered):
-    registered(_plugin(mmasim_kernels={("toy", "window"): _builder}), "toy-kernels")
+def test_two_backends_kernels_of_one_family_coexist(registered):  # noqa: F811
+    registered(make_plugin(mmasim_kernels={("toy", "window"): _builder}), "toy-kernels")
     kernels = get_registry().kernels
     assert kernels[("toy", "window")] is _builder and ("numba", "window") in kernels
     assert backends.kernel_builders("toy") == {"window": _builder}
     assert backends.kernel_builders()["window"] is not _builder        # numba's own, untouched
 
 
-def test_the_same_backend_and_family_twice_is_a_conflict(registered):
-    registered(_plugin(mmasim_kernels={("toy", "window"): _builder}), "toy-kernels")
+def test_the_same_backend_and_family_twice_is_a_conflict(registered):  # noqa: F811
+    registered(make_plugin(mmasim_kernels={("toy", "window"): _builder}), "toy-kernels")
     with pytest.raises(PluginConflict, match=r"'evil-kernels'.*\('toy', 'window'\).*'toy-kernels'"):
-        registered(_plugin(mmasim_kernels={("toy", "window"): _other_builder}), "evil-kernels")
+        registered(make_plugin(mmasim_kernels={("toy", "window"): _other_builder}), "evil-kernels")
     # a family name alone is the numba backend's kernel: the built-in window's
     with pytest.raises(PluginConflict, match=r"\('numba', 'window'\).*mmasim.backends.numba"):
-        registered(_plugin(mmasim_kernels={"window": _other_builder}), "evil-plain")
+        registered(make_plugin(mmasim_kernels={"window": _other_builder}), "evil-plain")
 
 
 def test_register_kernel_names_its_backend():
