@@ -47,14 +47,15 @@ from mmasim.errors import (
 )
 from mmasim.composition.gemm import gemm
 from mmasim.accuracy import accuracy
-from mmasim.registry.lookup import resolve, resolve_arch
+from mmasim.registry.lookup import resolve_arch
 from mmasim.execution.model import Model
 from mmasim.registry import manager as _plugin_manager
 from mmasim.registry.hookspecs import hookimpl
-from mmasim.registry.plugins import register, unregister
+from mmasim.registry.registration import register, unregister
 from mmasim.quantization.quantize import Quantized, quantize
 from mmasim.quantization.quantize import schemes as quantize_schemes
 from mmasim.registry.build import get_registry
+from mmasim.mma_sim_compat.paths import install as _install_mma_sim_paths
 
 __version__ = "0.1.0"
 #: the distribution name (pip install mmasim-exact); PyPI's "mmasim" is MMA-Sim, another project
@@ -83,6 +84,7 @@ def _builtin_plugins() -> list:
 
 
 _plugin_manager.use_builtins(_builtin_plugins)
+_install_mma_sim_paths()   # MMA-Sim's import paths, mmasim.nv_ptx.sim and mmasim.amd.sim (aliases)
 
 
 def MMA(arch: str, instruction: str, backend: str | None = None, **qualifiers) -> Model:

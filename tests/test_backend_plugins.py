@@ -18,6 +18,7 @@ from mmasim.backends.numpy.lean import LeanGrouped, LeanWindow
 from mmasim.errors import PluginConflict
 from mmasim.operands.wordgen import operands
 from mmasim.registry.build import get_registry
+from mmasim.registry.manager import get_plugin_manager
 from test_plugin_isolation import make_plugin, registered  # noqa: F401
 
 AMPERE_F16 = ("A100", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
@@ -119,7 +120,7 @@ def test_the_same_backend_and_family_twice_is_a_conflict(registered):  # noqa: F
 def test_register_kernel_names_its_backend():
     backends.register_kernel("window", backend="toy")(_builder)
     try:
-        assert mmasim.registry.plugins.get_plugin_manager().get_plugin("kernel:toy:window") is not None
+        assert get_plugin_manager().get_plugin("kernel:toy:window") is not None
         assert backends.kernel_builders("toy") == {"window": _builder}
     finally:
         mmasim.unregister(name="kernel:toy:window")

@@ -323,7 +323,7 @@ def assumed_groups() -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _mismatches(path: pathlib.Path) -> int:
-    return int(vectors.run(vectors.load(path)).mismatches.size)
+    return int(vectors.run_vector_file(vectors.load(path)).mismatches.size)
 
 
 def mismatches_in(pattern: str) -> int:

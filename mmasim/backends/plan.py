@@ -113,7 +113,7 @@ class Plan:
         return self.decoders[fmt.key](fmt, words)
 
 
-class Operand:
+class BatchOperand:
     """One operand of a batch: its rows (last axis kept, unless ``vector=False``)
     addressed by flat batch index, without materializing broadcasts."""
 
@@ -175,7 +175,7 @@ class _Outer:
         d = np.arange(s, e, dtype=np.int64)
         return d // self.ncols if self.axis == 0 else d % self.ncols
 
-    rows = Operand.rows
+    rows = BatchOperand.rows
 
     def indexed(self, s, e, dtype):
         return np.ascontiguousarray(self.flat, dtype=dtype), self.index(s, e)
@@ -200,7 +200,7 @@ class Rows:
     @classmethod
     def batch(cls, arrays, batch: tuple, start: int, stop: int) -> "Rows":
         """Rows of a broadcast batch: ``arrays`` are A, B, C, then any scales / metadata."""
-        ops = tuple(a if isinstance(a, Operand) else Operand(a, batch, vector=i != 2) for i, a in enumerate(arrays))
+        ops = tuple(a if isinstance(a, BatchOperand) else BatchOperand(a, batch, vector=i != 2) for i, a in enumerate(arrays))
         return cls(ops, start, stop)
 
     @classmethod

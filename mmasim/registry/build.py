@@ -5,7 +5,7 @@ The registry is built plugin by plugin (built-ins first, then entry points, then
 a failure is blamed on the plugin that caused it (:func:`build_registry` lists the checks).
 A third-party plugin that fails is left out as a whole (``Registry.failures``) and the
 registry is built again without it; a built-in one raises.  The plugins come from
-:mod:`mmasim.registry.manager`; :mod:`mmasim.registry.plugins` (which changes them)
+:mod:`mmasim.registry.manager`; :mod:`mmasim.registry.registration` (which changes them)
 rebuilds the registry through :func:`reset_registry` and :func:`install_registry`.
 """
 
@@ -27,7 +27,7 @@ from mmasim.errors import MMAError, PluginConflict, PluginError, TableError, Unk
 from mmasim.arith.formats import Format
 from mmasim.placement import FragmentRule, Layout
 from mmasim.placement.claims import taken
-from mmasim.registry.lookup import normalize_name, resolve
+from mmasim.registry.lookup import datapath_of, normalize_name
 from mmasim.registry.tables import build_architecture, check_scales, inherit, load_table, table_extends
 
 
@@ -575,7 +575,7 @@ def _resolves(reg: Registry, arch: Architecture, segments: list, instruction: st
     current = attrs.evolve(arch, datapaths=tuple(dp for _, _, dps in segments for dp in dps))
     probe = attrs.evolve(reg, architectures={arch.name: current}, arch_index={normalize_name(arch.name): arch.name})
     try:
-        dp = resolve(probe, arch.name, instruction, {})
+        dp = datapath_of(probe, arch.name, instruction, {})
     except UnknownInstruction:
         return ""
     except MMAError as exc:

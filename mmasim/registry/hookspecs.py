@@ -142,6 +142,6 @@ def mmasim_unavailable():
     """Return why what this plugin adds cannot be used here (an optional dependency that
     is not installed, with the line that installs it), or ``None`` when it can.
 
-    The plugin stays loaded; :func:`mmasim.registry.plugins.status` and ``mmasim plugins``
+    The plugin stays loaded; :func:`mmasim.registry.registration.status` and ``mmasim plugins``
     report it as unavailable with this reason.  The built-in numba backend says so
     where numba cannot be imported."""

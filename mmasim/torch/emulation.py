@@ -23,7 +23,7 @@ from mmasim.errors import EmulationError, UnknownPreset
 #: how the operands of a GEMM become words
 SCALINGS = ("cast", "tensor", "scheme", "delayed")
 #: how scaled_dot_product_attention is emulated (mmasim.torch.attention)
-ATTENTIONS = ("softmax", "fa3-fp8")
+ATTENTIONS = ("softmax", "fa3-fp8", "fa3-fp8-flash", "cudnn-mxfp8", "sage3-nvfp4")
 #: how A's elements round (Emulation.a_rounding)
 ROUNDINGS = ("nearest", "stochastic")
 
@@ -214,7 +214,13 @@ class Emulation:
       ``"softmax"`` (the normalized float32 softmax, P quantized by the PV GEMM's recipe) or
       ``"fa3-fp8"`` (FlashAttention-3's FP8 forward: Q, K, V scaled per (batch, head), P
       unnormalized times 2^8 and cast, O divided by the row sum at the end; needs ``"cast"`` or
-      ``"tensor"`` scaling and an FP8 A format).
+      ``"tensor"`` scaling and an FP8 A format), ``"fa3-fp8-flash"`` (the same forward block by block:
+      FA3's key blocks, running max and rescaling of O, :mod:`mmasim.torch.flash_attention`; forward
+      only), ``"cudnn-mxfp8"`` (cuDNN's MXFP8 SDPA as Transformer
+      Engine calls it: MXFP8 Q, K, V, P cast to e4m3 with unit block scales; an e4m3 x e4m3
+      ``ue8m0`` instruction) or ``"sage3-nvfp4"`` (SageAttention3's FP4 forward: NVFP4-style Q, K,
+      V without a tensor scale, P scaled to 448 * 6 per row and quantized per 16 keys; an e2m1
+      ``ue4m3`` instruction); the last two are forward only (:mod:`mmasim.torch.scaled_attention`).
 
     Every field is checked when the Emulation is made: a value it does not take raises
     :class:`~mmasim.errors.EmulationError` naming the field and what it accepts.
@@ -373,6 +379,31 @@ def _presets() -> dict:
             scheme="nvfp4",
             description="B200 NVFP4 (e2m1 elements, an e4m3 scale per 16, an f32 per-tensor scale) on tcgen05 "
                         "kind::mxf4nvf4"),
+        "B200-mxfp8-sdpa": Emulation(
+            "B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.f32.e4m3.e4m3.ue8m0", scaling="scheme",
+            scheme="mxfp8_e4m3", scale_rounding="rceil", attention="cudnn-mxfp8",
+            description="TE-mxfp8 with attention as Transformer Engine runs it under MXFP8BlockScaling: cuDNN's "
+                        "MXFP8 SDPA (transformer_engine/common/fused_attn/fused_attn_fp8.cu, TE d0067d0d; "
+                        "cudnn-frontend scaled_dot_product_flash_attention.h, 3929da2e): Q and K with e8m0 "
+                        "scales per 32 along the head dimension, V per 32 along the keys (RCEIL), the float32 "
+                        "softmax of S * scale, P cast to e4m3 with no scale; QK^T and PV on tcgen05 "
+                        "kind::mxf8f6f4 (assumed: cuDNN's engine is closed), forward only"),
+        "RTX5090-nvfp4-sage3": Emulation(
+            "sm_120a", "mma.sync.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.m16n8k64.f32.e2m1.e2m1.ue4m3",
+            scaling="scheme", scheme="nvfp4", attention="sage3-nvfp4",
+            description="NVFP4 GEMMs on the RTX 5090's mma.sync kind::mxf4nvf4 (Transformer Engine's 1 x 16 "
+                        "recipe), and attention as SageAttention3 runs it (thu-ml/SageAttention "
+                        "sageattention3_blackwell/, d1a57a54): K less its mean, Q less its mean per 128 "
+                        "queries, e2m1 with an e4m3 scale per 16 (amax / 6, no tensor scale), P = "
+                        "exp2(S * c - max * c) * 448 * 6 quantized per 16 keys with scale (block max) / 6, "
+                        "the online softmax over key blocks of 128, on the SM120 NVFP4 mma.sync the "
+                        "kernel uses (SM120_16x32x64_TN_VS_NVFP4), forward only"),
+        "B200-nvfp4-sage3": Emulation(
+            "B200", nvfp4, scaling="scheme", scheme="nvfp4", attention="sage3-nvfp4",
+            description="B200-nvfp4 with attention as RTX5090-nvfp4-sage3 runs it (SageAttention3's FP4 forward), "
+                        "QK^T and PV on the B200's tcgen05 kind::mxf4nvf4 scale_vec::4X (assumed: SageAttention3's "
+                        "kernel is written for sm_120a's mma.sync; this is the B200's NVFP4 datapath in its "
+                        "place), forward only"),
         "TE-mxfp8": Emulation(
             "B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.f32.e4m3.e4m3.ue8m0", scaling="scheme",
             scheme="mxfp8_e4m3", scale_rounding="rceil",

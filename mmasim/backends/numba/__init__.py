@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from mmasim.registry import plugins
+from mmasim.registry import registration
 from mmasim.registry.hookspecs import hookimpl
 from mmasim.registry.manager import get_plugin_manager
 from mmasim.registry.build import get_registry
@@ -66,8 +66,8 @@ def register_kernel(family: str, backend: str = NAME):
     def deco(builder):
         name = f"kernel:{family}" if backend == NAME else f"kernel:{backend}:{family}"
         if get_plugin_manager().get_plugin(name) is not None:
-            plugins.unregister(name=name)
-        plugins.register(_KernelPlugin(backend, family, builder), name=name)
+            registration.unregister(name=name)
+        registration.register(_KernelPlugin(backend, family, builder), name=name)
         return builder
 
     return deco
