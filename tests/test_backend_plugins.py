@@ -91,6 +91,33 @@ def test_a_backend_name_has_one_owner(registered):  # noqa: F811
         registered(make_plugin(mmasim_backends={"toy": _NoDevice}), "other-toy")
 
 
+class _LargeJobs(_ReferenceBackend):
+    """A backend that ``auto`` gives the jobs of 10,000 products or more."""
+
+    @staticmethod
+    def auto_takes(products):
+        return products >= 10_000
+
+
+def test_auto_gives_a_backend_the_jobs_it_takes(registered, monkeypatch):  # noqa: F811
+    monkeypatch.delenv(backends.ENV, raising=False)
+    registered(make_plugin(mmasim_backends={"toy": _LargeJobs}), "toy-backend")
+    m = mmasim.MMA(*AMPERE_F16)
+    assert backends.choose(None, m.plan, 10_000) == "toy" and backends.choose("numpy", m.plan, 10_000) == "numpy"
+    assert backends.choose(None, m.plan, 9_999) != "toy"
+    a = np.full((1000, 16), F16_ONE, np.uint16)           # 16,000 products
+    before = _LargeJobs.calls
+    assert set(m.dot(a, a, np.zeros(1000, np.uint32)).tolist()) == {0x41800000}
+    assert _LargeJobs.calls > before
+
+
+def test_auto_passes_over_a_backend_that_cannot_be_used_here(registered, monkeypatch):  # noqa: F811
+    monkeypatch.delenv(backends.ENV, raising=False)
+    unusable = type("Unusable", (_NoDevice,), {"auto_takes": staticmethod(lambda products: True)})
+    registered(make_plugin(mmasim_backends={"toy": unusable}), "toy-backend")
+    assert backends.choose(None, mmasim.MMA(*AMPERE_F16).plan, 1 << 30) != "toy"
+
+
 # ------------------------------------------------------------------ kernels by (backend, family)
 def _builder(plan):
     return None

@@ -5,8 +5,9 @@ Backends are plugins of the ``mmasim_backends`` hook (``name -> factory``; the r
 them): ``numpy`` runs the reference accumulators (and its lean window path); ``numba`` (the
 ``[fast]`` extra) runs compiled kernels, bit-identical, registered per (backend, accumulator
 family) through the ``mmasim_kernels`` hook.  Selection: the ``backend=`` argument, else
-``MMASIM_BACKEND`` (a registered name or ``auto``), else ``auto`` (numba when it imports,
-except a datapath's first ``AUTO_MIN_PRODUCTS`` products in a process: numpy).  What a kernel
+``MMASIM_BACKEND`` (a registered name or ``auto``), else ``auto`` (a backend that takes jobs of
+that size, ``auto_takes``; else numba when it imports, except a datapath's first
+``AUTO_MIN_PRODUCTS`` products in a process: numpy).  What a kernel
 does not cover is computed by the reference (:func:`kernel_coverage`).  Each backend keeps
 what it prepares for a plan itself; a plan is frozen.
 
@@ -103,12 +104,21 @@ def get(name: str | None = None, plan=None, products: int | None = None):
 
 def choose(name: str | None, plan=None, products: int | None = None) -> str:
     """The backend name :func:`get` uses for a job of ``products`` products of ``plan`` (a whole
-    GEMM decides once, by its ``M * N * K``, and hands the name to every call it makes)."""
-    if plan is not None and products is not None and _auto(name) and not kernel_in_use(plan):
-        done = _auto_products.get(plan, 0) + products
-        if done < AUTO_MIN_PRODUCTS:
-            _auto_products[plan] = done
-            return "numpy"
+    GEMM decides once, by its ``M * N * K``, and hands the name to every call it makes).
+
+    Under ``auto``: the first registered backend whose factory's ``auto_takes(products)`` says
+    it takes a job of that size (and that can be used here), else numpy for a datapath's first
+    :data:`AUTO_MIN_PRODUCTS` products, else :func:`resolve`'s choice."""
+    if products is not None and _auto(name):
+        for key, factory in get_registry().backends.items():
+            takes = getattr(factory, "auto_takes", None)
+            if takes is not None and takes(products) and not _unavailable(factory):
+                return key
+        if plan is not None and not kernel_in_use(plan):
+            done = _auto_products.get(plan, 0) + products
+            if done < AUTO_MIN_PRODUCTS:
+                _auto_products[plan] = done
+                return "numpy"
     return resolve(name)
 
 

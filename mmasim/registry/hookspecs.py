@@ -94,7 +94,8 @@ def mmasim_backends():
     have ``unavailable()``, returning why the backend cannot be used here (a package that is
     not installed, no device) or ``''`` when it can; it is asked before the factory is called,
     so that naming an unusable backend is a :class:`~mmasim.backends.BackendError` with that
-    reason.  Each backend keeps what it prepares per plan itself (a plan is frozen).  A
+    reason.  A factory may have ``auto_takes(products)``: whether ``auto`` gives this backend a
+    job of that many products (a GPU backend: large jobs, with a GPU present).  Each backend keeps what it prepares per plan itself (a plan is frozen).  A
     backend name has one owner: another plugin's factory under a registered name is a
     :class:`~mmasim.errors.PluginConflict`.  The built-in ``numpy`` and ``numba`` backends
     are registered through this hook by :mod:`mmasim.backends.numpy` and
