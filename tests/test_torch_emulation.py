@@ -98,7 +98,7 @@ def test_the_issues_examples_are_emulation_errors_naming_the_field():
         mt.Emulation(*A100, b_tile=5)
     with pytest.raises(mt.EmulationError, match=r"qualifiers must be a mapping .*not 5"):
         mt.Emulation(*A100, qualifiers=5)
-    with pytest.raises(mt.EmulationError, match="b_tile is the tile of B's deepseek_fp8 or nvfp4 scales"):
+    with pytest.raises(mt.EmulationError, match=r"b_tile is the tile of B's scales under a scheme that takes tiles \(nvfp4, deepseek_fp8\)"):
         mt.Emulation(*A100, b_tile=(128, 128))                  # ignored before: now refused
 
 

@@ -21,6 +21,7 @@ from mmasim.accumulators import Accumulator
 from mmasim.accumulators.accumulator import ContractError
 from mmasim.registry.datapath import Architecture, Datapath
 from mmasim.registry.family import Family, plain
+from mmasim.registry.scheme import Scheme
 from mmasim.arith.decode import Decoded
 from mmasim.arith.encode import Encoding
 from mmasim.errors import MMAError, PluginConflict, PluginError, TableError, UnknownInstruction
@@ -69,6 +70,7 @@ class Registry:
     owners: dict = attrs.field(factory=dict)        # architecture name -> plugin that declares it
     datapath_plugins: dict = attrs.field(factory=dict)  # Datapath -> plugin that added it
     families: dict = attrs.field(factory=dict)      # op -> Family (mmasim.registry.family)
+    schemes: dict = attrs.field(factory=dict)       # name -> Scheme (mmasim.registry.scheme): quantize's recipes
 
     def family(self, op: str) -> Family:
         """The instruction family of datapaths of ``op`` (:func:`~mmasim.registry.family.plain` if none is registered)."""
@@ -121,6 +123,7 @@ _PARTS = (  # hook, registry field, what one item is, its type(s), its key
     ("mmasim_encodings", "encodings", "encoding", (Encoding,), lambda x: x.key),
     ("mmasim_layouts", "layouts", "layout", (Layout,), lambda x: x.name),
     ("mmasim_families", "families", "instruction family", (Family,), lambda x: x.name),
+    ("mmasim_schemes", "schemes", "quantization scheme", (Scheme,), lambda x: x.name),
 )
 _FUNCTIONS = (("mmasim_decoders", "decoders", "decoder"), ("mmasim_accumulators", "accumulators", "accumulator"),
               ("mmasim_kernels", "kernels", "kernel"), ("mmasim_backends", "backends", "backend"))
@@ -309,7 +312,8 @@ def _assemble(order: list, results: dict, pm) -> Registry:
 
 def _collect_parts(order: list, results: dict) -> tuple[dict, dict]:
     """``(field -> key -> part, field -> key -> plugin)``: every part the plugins in ``order``
-    register by name (formats, decoders, accumulators, encodings, layouts, families, kernels).
+    register by name (formats, decoders, accumulators, encodings, layouts, families, kernels,
+    schemes).
 
     A name has one owner: the same part registered again is no conflict, a different one is a
     :class:`~mmasim.errors.PluginConflict` blamed on the later plugin.
@@ -347,9 +351,15 @@ def _parts_registry(fields: dict, owner_of: dict) -> Registry:
         key: fn if plugin_manager.is_builtin(owner_of["decoders"][key]) else _checked_decoder(fn, key, owner_of["decoders"][key])
         for key, fn in fields["decoders"].items()
     }
+    for key in fields["schemes"]:       # a format's key is the name of its plain cast
+        if key in fields["formats"]:
+            owner = owner_of["schemes"][key]
+            raise _Blame(owner, PluginConflict(
+                f"{describe(owner)} registers quantization scheme {key!r}, the name of the plain cast into "
+                f"format {key!r} ({describe(owner_of['formats'][key])}); choose another name"))
     return Registry(fields["formats"], decoders, fields["accumulators"], fields["encodings"],
                     fields["layouts"], {}, {}, kernels=fields["kernels"], backends=fields["backends"],
-                    families=fields["families"])
+                    families=fields["families"], schemes=fields["schemes"])
 
 
 class _Architectures:
@@ -592,7 +602,8 @@ def build_registry() -> Registry:
     A built-in plugin that fails raises its error (a bug in mmasim).  The checks:
 
     - a name (format, decoder, accumulator, encoding, layout, (backend, family) kernel, backend,
-      instruction family, architecture or alias) or a datapath (:func:`datapath_identity`) that another plugin already
+      instruction family, quantization scheme, architecture or alias; a scheme may not take a
+      format's key, the name of its plain cast) or a datapath (:func:`datapath_identity`) that another plugin already
       owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins (two
       tables of one plugin giving one architecture the same datapath, a
       :class:`~mmasim.errors.TableError`); so is a register layout that would place

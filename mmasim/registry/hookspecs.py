@@ -81,6 +81,19 @@ def mmasim_architectures():
     the file, datapath and field)."""
 
 
+@hookspec
+def mmasim_schemes():
+    """Return an iterable of :class:`mmasim.registry.scheme.Scheme`: quantization recipes that
+    ``mmasim.quantize(x, name)`` and ``mmasim.torch.Emulation(scaling="scheme", scheme=name)``
+    run (docs/plugins.md, "Quantization schemes").  A scheme's ``rule`` is called as
+    ``rule(scheme, x, fmt, axis, nan, tile, opts)`` and returns a :class:`mmasim.Quantized`;
+    its other fields say what callers may ask of it (tiles, scale rounding, stochastic
+    rounding, the Hadamard transform) and where its scales are applied.  A scheme name has one
+    owner: another scheme of that name, or a format's key (the name of its plain cast), is a
+    :class:`~mmasim.errors.PluginConflict`.  The built-in recipes (OCP MX, NVFP4, DeepSeek FP8)
+    are registered through this hook by :mod:`mmasim.quantization.schemes`."""
+
+
 # ----------------------------------------------------------- backends and their kernels
 # (a backend or a kernel is a way to compute a datapath, never part of what the datapath is:
 # the registry holds them, mmasim.backends uses them)
@@ -95,8 +108,8 @@ def mmasim_backends():
     not installed, no device) or ``''`` when it can; it is asked before the factory is called,
     so that naming an unusable backend is a :class:`~mmasim.backends.BackendError` with that
     reason.  A factory may have ``auto_takes(products)``: whether ``auto`` gives this backend a
-    job of that many products (a GPU backend: large jobs, with a GPU present).  Each backend keeps what it prepares per plan itself (a plan is frozen).  A
-    backend name has one owner: another plugin's factory under a registered name is a
+    job of that many products (a GPU backend: large jobs, with a GPU present).  Each backend
+    keeps what it prepares per plan itself (a plan is frozen).  A backend name has one owner: another plugin's factory under a registered name is a
     :class:`~mmasim.errors.PluginConflict`.  The built-in ``numpy`` and ``numba`` backends
     are registered through this hook by :mod:`mmasim.backends.numpy` and
     :mod:`mmasim.backends.numba`."""
