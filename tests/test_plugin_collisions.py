@@ -81,7 +81,7 @@ def test_builtin_kernel_names_do_not_depend_on_numba_being_installed(monkeypatch
     monkeypatch.setattr(nb, "_numba_ok", False)
     registration.reset()
     try:
-        assert set(get_registry().kernels) == set(BUILDERS)
+        assert set(get_registry().kernels) == {("numba", family) for family in BUILDERS}
         assert backends.compiled_families() == []
     finally:
         monkeypatch.undo()

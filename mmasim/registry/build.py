@@ -64,7 +64,8 @@ class Registry:
     layouts: dict
     architectures: dict          # name -> Architecture
     arch_index: dict             # normalized alias -> name
-    kernels: dict = attrs.field(factory=dict)       # accumulator name -> compiled-kernel builder (numba)
+    kernels: dict = attrs.field(factory=dict)       # (backend, accumulator name) -> compiled-kernel builder
+    backends: dict = attrs.field(factory=dict)      # backend name -> factory() -> backend (mmasim.backends)
     failures: dict = attrs.field(factory=dict)      # skipped plugin name -> its error
     owners: dict = attrs.field(factory=dict)        # architecture name -> plugin that declares it
     datapath_plugins: dict = attrs.field(factory=dict)  # Datapath -> plugin that added it
@@ -125,7 +126,9 @@ _PARTS = (  # hook, registry field, what one item is, its type(s), its key
     ("mmasim_schemes", "schemes", "quantization scheme", (Scheme,), lambda x: x.name),
 )
 _FUNCTIONS = (("mmasim_decoders", "decoders", "decoder"), ("mmasim_accumulators", "accumulators", "accumulator"),
-              ("mmasim_kernels", "kernels", "kernel"))
+              ("mmasim_kernels", "kernels", "kernel"), ("mmasim_backends", "backends", "backend"))
+#: the backend a kernel registered under a plain family name is for
+DEFAULT_KERNEL_BACKEND = "numba"
 _HOOKS = [p[0] for p in _PARTS] + [f[0] for f in _FUNCTIONS] + ["mmasim_architectures"]
 
 
@@ -163,6 +166,8 @@ def _normalize(hook: str, result, where: str):
             if not isinstance(result, dict):
                 raise PluginError(f"hook {hook}() must return a dict name -> {what} function, "
                                   f"not {type(result).__name__}")
+            if hook == "mmasim_kernels":
+                return [(_kernel_key(k, v), v) for k, v in result.items()]
             for k, v in result.items():
                 if not isinstance(k, str) or not callable(v):
                     raise PluginError(f"hook {hook}() must map names (str) to functions, not "
@@ -180,6 +185,17 @@ def _normalize(hook: str, result, where: str):
             data["_source"] = f"table #{i + 1}"
         tables.append(data)
     return tables
+
+
+def _kernel_key(key, builder) -> tuple:
+    """``(backend, family)`` of a ``mmasim_kernels`` key: a pair of names, or a family name alone
+    (a kernel of :data:`DEFAULT_KERNEL_BACKEND`, as plugins wrote them before kernels had a backend)."""
+    pair = (DEFAULT_KERNEL_BACKEND, key) if isinstance(key, str) else key
+    named = isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
+    if not named or not callable(builder):
+        raise PluginError(f"hook mmasim_kernels() must map (backend, family) pairs or family names (str) to "
+                          f"builders, not {key!r} -> {type(builder).__name__}")
+    return pair
 
 
 def _accumulator(name: str, value) -> Accumulator:
@@ -311,8 +327,8 @@ def _collect_parts(order: list, results: dict) -> tuple[dict, dict]:
                 if key in fields[field]:
                     if not _same(fields[field][key], value):
                         owner = owner_of[field][key]
-                        hint = ("a plugin's kernels are for its own accumulator families" if what == "kernel"
-                                else "choose another name")
+                        hint = ("a plugin's kernels are for its own accumulator families or its own backend"
+                                if what == "kernel" else "choose another name")
                         raise _Blame(name, PluginConflict(
                             f"{describe(name)} registers {what} {key!r}, which {describe(owner)} already "
                             f"registers differently; {hint}"))
@@ -342,8 +358,8 @@ def _parts_registry(fields: dict, owner_of: dict) -> Registry:
                 f"{describe(owner)} registers quantization scheme {key!r}, the name of the plain cast into "
                 f"format {key!r} ({describe(owner_of['formats'][key])}); choose another name"))
     return Registry(fields["formats"], decoders, fields["accumulators"], fields["encodings"],
-                    fields["layouts"], {}, {}, kernels=fields["kernels"], families=fields["families"],
-                    schemes=fields["schemes"])
+                    fields["layouts"], {}, {}, kernels=fields["kernels"], backends=fields["backends"],
+                    families=fields["families"], schemes=fields["schemes"])
 
 
 class _Architectures:
@@ -585,9 +601,9 @@ def build_registry() -> Registry:
 
     A built-in plugin that fails raises its error (a bug in mmasim).  The checks:
 
-    - a name (format, decoder, accumulator, encoding, layout, kernel, instruction family,
-      quantization scheme, architecture or alias; a scheme may not take a format's key, the
-      name of its plain cast) or a datapath (:func:`datapath_identity`) that another plugin already
+    - a name (format, decoder, accumulator, encoding, layout, (backend, family) kernel, backend,
+      instruction family, quantization scheme, architecture or alias; a scheme may not take a
+      format's key, the name of its plain cast) or a datapath (:func:`datapath_identity`) that another plugin already
       owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins (two
       tables of one plugin giving one architecture the same datapath, a
       :class:`~mmasim.errors.TableError`); so is a register layout that would place
