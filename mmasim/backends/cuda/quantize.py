@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numba
 import numpy as np
 
 from mmasim.arith.encode import max_field, quiet_nan_field
@@ -419,9 +420,21 @@ class CudaArrays:
 
         from mmasim.backends.cuda.driver import quantize_cuda
         if body not in cls._kernels:
-            cls._kernels[body] = cuda.jit(quantize_cuda(body))
+            cls._kernels[body] = cuda.jit(quantize_cuda(_simulated(body) if numba.config.ENABLE_CUDASIM else body))
         if n:
             cls._kernels[body][(n + cls.threads - 1) // cls.threads, cls.threads](n, *args)
+
+
+def _simulated(body):
+    """``body`` as numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``) runs it: the simulator hands
+    a kernel its arrays wrapped, the CPU-compiled body reads the numpy arrays within."""
+    def host(a):        # FakeWithinKernelCUDAArray holds a FakeCUDAArray, which holds the numpy array
+        item = getattr(a, "__dict__", {}).get("_item", a)
+        return getattr(item, "_ary", item)
+
+    def unwrapped(b, *arrays):
+        return body(b, *map(host, arrays))
+    return unwrapped
 
 
 TARGETS = {"cpu": CpuArrays, "cuda": CudaArrays}
@@ -501,8 +514,8 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
     import attrs
 
     from mmasim import quantize as numpy_quantize
-    from mmasim.quantization import rounding as rounding_
-    from mmasim.quantization.quantize import F32, Options, Quantized, _axis, _format, _read, _rounding_format, \
+    from mmasim.quantization import casts, rounding as rounding_
+    from mmasim.quantization.quantize import Options, Quantized, _axis, _format, _read, _rounding_format, \
         _scale_rounding, _tile, lookup, nvfp4_tensor_scales
 
     arrays = TARGETS[target]
@@ -511,8 +524,11 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
     empty = np.zeros((0,) * ndim, np.float32)
     options = dict(saturate=saturate, nan=nan, tile=tile, scale_rounding=scale_rounding, rounding=rounding)
     numpy_quantize(empty, scheme, axis, rbits=None if rbits is None else np.zeros(empty.shape, np.int64), **options)
-    fmt = _rounding_format(_format(s.element))
-    refuse = None
+    cont = _format(s.element)
+    fmt = _rounding_format(cont)
+    if target != "cpu" and fmt.key != cont.key:
+        raise QuantizeError(f"{scheme}: its words are rounded in {fmt.key} and placed in {cont.key} "
+                            f"(casts.recontainer), which the CUDA driver does not do")
     if target == "cpu":
         values = _read(x, scheme)
         refuse = lambda: numpy_quantize(x, scheme, axis, rbits=rbits, **options)          # noqa: E731
@@ -566,16 +582,18 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
             out = np.moveaxis(out.reshape(moved_shape), -1, ax) if values.ndim else out.reshape(())
             if s.rule is not None:
                 scales = np.moveaxis(scales.reshape(*moved_shape[:-1], scales.shape[-1]), -1, ax)
+    if fmt.key != cont.key:
+        out = casts.recontainer(out, fmt, cont)
     if s.rule is None:
-        return Quantized(out, None, fmt.name, fmt.key, None, None, None, None, scheme, None)
+        return Quantized(out, None, fmt.name, cont.key, None, None, None, None, scheme, None)
     rule = s.rule.__name__
     if rule == "_deepseek":
-        return Quantized(out, scales, fmt.name, fmt.key, s.scale_format, tiles, ax, None, s.name, s.scale_use)
-    q = Quantized(out, scales, fmt.name, fmt.key, s.scale_format, s.block, ax, None, s.name, s.scale_use)
+        return Quantized(out, scales, fmt.name, cont.key, s.scale_format, tiles, ax, None, s.name, s.scale_use)
+    q = Quantized(out, scales, fmt.name, cont.key, s.scale_format, s.block, ax, None, s.name, s.scale_use)
     if rule == "_nvfp4":
         if tile_scales is not None and target == "cpu":
             tile_scales = np.moveaxis(tile_scales, -1, ax)
-        q = attrs.evolve(q, tensor_scale=F32(nvfp4_tensor_scales(amax)[1]), amax=F32(amax), tile_scales=tile_scales)
+        q = attrs.evolve(q, tensor_scale=nvfp4_tensor_scales(amax)[1], amax=np.float32(amax), tile_scales=tile_scales)
     return q
 
 
