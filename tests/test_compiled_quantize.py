@@ -28,7 +28,7 @@ from mmasim.quantization import casts
 from mmasim.quantization.rounding import RBITS
 from mmasim.registry.build import get_registry
 
-pytest.importorskip("numba")
+numba = pytest.importorskip("numba")
 
 from mmasim.backends.cuda import quantize as compiled  # noqa: E402  (needs numba)
 
@@ -237,3 +237,44 @@ def test_cuda_drivers_under_the_simulator_give_the_cpu_drivers_words():
     refusal = result.pop("refusal")
     assert len(result) == 11 and all(all(v) for v in result.values()), result
     assert len(refusal) == 2 and refusal[0] == refusal[1] and refusal[0][0] == "NonFiniteError", refusal
+
+
+def _ptxas() -> str | None:
+    """A ptxas that knows sm_90a (the CUDA wheels', PATH's)."""
+    import pathlib
+    import shutil
+
+    cands = [shutil.which("ptxas")] + [str(p) for e in sys.path for p in pathlib.Path(e or ".").glob("nvidia/*/bin/ptxas")]
+    for path in filter(None, cands):
+        r = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=60)
+        if "sm_90a" in r.stdout:
+            return path
+    return None
+
+
+@pytest.mark.skipif(bool(missing()), reason=missing() or "numba-cuda installed")
+@pytest.mark.parametrize("name", ["cast", "mx_floor", "mx_rceil", "nvfp4", "deepseek", "amax"])
+def test_quantize_bodies_compile_to_ptx_for_sm90a_without_spills(name, tmp_path):
+    """Each body's CUDA driver (float32 input, byte words) compiles to one PTX entry with no
+    local memory, and ptxas assembles it with no stack frame, spill or local memory."""
+    from mmasim.backends.cuda import target
+    from mmasim.backends.cuda.driver import quantize_cuda
+
+    body = compiled.BODIES[name]
+    scales = np.zeros((1, 1), np.float32 if name == "deepseek" else np.float64 if name == "amax" else np.uint8)
+    out = np.zeros((1, 1), np.float64 if name == "amax" else np.uint8)
+    arrays = (np.int64(1), np.zeros((1, 1), np.float32), np.zeros((1, 1), np.int64), np.zeros((2, 15), np.int64),
+              np.zeros(1, np.int64), np.zeros(4), out, scales, np.zeros(1, np.int8))
+    ptx = target.compile_ptx(quantize_cuda(body), tuple(numba.typeof(a) for a in arrays), "sm_90a")
+    assert ptx.count(".entry") == 1 and ".local" not in ptx
+    ptxas = _ptxas()
+    if ptxas is None:
+        pytest.skip("no ptxas knows sm_90a (pip install nvidia-cuda-nvcc)")
+    path = tmp_path / f"{name}.ptx"
+    path.write_text(ptx)
+    r = subprocess.run([ptxas, "-v", "-arch=sm_90a", str(path), "-o", str(path) + ".cubin"], capture_output=True,
+                       text=True, timeout=300)
+    report = r.stdout + r.stderr
+    assert r.returncode == 0, report[-2000:]
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in report, report
+    assert "lmem" not in report, report
