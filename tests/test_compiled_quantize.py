@@ -187,6 +187,46 @@ def test_what_the_compiled_quantization_leaves_to_numpy_is_named():
     assert compiled.compiled(tile=(16, 16), scale_rounding="rceil") == ""
 
 
+@pytest.mark.parametrize("scheme, opts", [("e4m3", {"saturate": True}), ("bf16", {}), ("mxfp8_e4m3", {}),
+                                           ("mxfp8_e5m2", {"scale_rounding": "rceil"}), ("nvfp4", {}),
+                                           ("nvfp4", {"tile": (16, 16)}), ("deepseek_fp8", {"tile": (16, 32)})])
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_compiled_padding_quantizes_the_zero_padded_matrix(scheme, opts, axis):
+    """``pad``: the words (and scales) of the matrix padded with zeros, as mmasim.torch pads
+    its operands, read from the unpadded one."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((20, 40)) * 2.0 ** rng.integers(-8, 8, (20, 40))).astype(np.float32)
+    padded = np.zeros((32, 64), np.float32)
+    padded[:20, :40] = x
+    want = mmasim.quantize(padded, scheme, axis=axis, **opts)
+    got = compiled.quantize(x, scheme, axis=axis, pad=(32, 64), **opts)
+    assert got.words.tolist() == want.words.tolist()
+    if want.scales is not None:
+        assert got.scales.tobytes() == want.scales.tobytes() and got.tensor_scale == want.tensor_scale
+
+
+@pytest.mark.parametrize("key", ["e4m3", "e5m2"])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_compiled_per_tensor_scaling_is_current_scale_then_a_saturating_cast(key, data):
+    """FP8 per-tensor scaling: the scale of x's amax (current_scale), RN(x * scale) in binary32
+    cast saturating, and the decode scale RN(1 / scale); a tensor with NaN or inf refused."""
+    from mmasim.quantization.quantize import current_scale
+
+    x = np.array(data.draw(st.lists(_elements(key), min_size=2, max_size=24)), np.float32)
+    x = x[: len(x) // 2 * 2].reshape(2, -1)
+    amax = np.float32(np.max(np.abs(x)))
+    if not np.isfinite(amax):
+        with pytest.raises(mmasim.OperandError, match="per-tensor scaling: the tensor holds inf or NaN"):
+            compiled.per_tensor(x, key)
+        return
+    scale = current_scale(amax, key)
+    with np.errstate(over="ignore"):
+        want = mmasim.quantize((x * scale).astype(np.float32), key, saturate=True).words
+    words, decode = compiled.per_tensor(x, key)
+    assert words.tolist() == want.tolist() and decode == np.float32(np.float32(1) / scale)
+
+
 _SIMULATED = textwrap.dedent("""
     import json
     import numpy as np

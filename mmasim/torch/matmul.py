@@ -51,9 +51,15 @@ def _tensor_scale(x: np.ndarray, fmt) -> np.float32:
     (:func:`mmasim.quantization.quantize.current_scale`)."""
     from mmasim.quantization.quantize import current_scale
     amax = np.float32(np.max(np.abs(x))) if x.size else np.float32(0)
-    if not np.isfinite(amax):
-        raise OperandError("per-tensor scaling: the tensor holds inf or NaN")
+    refuse_nonfinite_amax(amax)
     return current_scale(amax, fmt)
+
+
+def refuse_nonfinite_amax(amax) -> None:
+    """Per-tensor scaling refuses a tensor whose amax is not finite (``None``: the compiled
+    reduction found NaN or an infinity)."""
+    if amax is None or not np.isfinite(amax):
+        raise OperandError("per-tensor scaling: the tensor holds inf or NaN")
 
 
 def _operand(x: np.ndarray, fmt, em, axis: int, role=None):

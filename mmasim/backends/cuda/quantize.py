@@ -154,10 +154,24 @@ def _rbits(rb, i, j):
 
 
 @_inline
-def _abs32(v):
-    """``|v|`` of a binary32 value, and whether it is finite."""
+def _at(x, i, j):
+    """``x[i, j]`` as binary64, 0 past x's end: the zero padding of a matrix quantized into
+    larger words (``out``'s shape), as :func:`mmasim.torch.matmul` pads it."""
+    if i < x.shape[0] and j < x.shape[1]:
+        return np.float64(x[i, j])
+    return 0.0
+
+
+@_inline
+def _abs32(x, i, j):
+    """``|x[i, j]|`` (:func:`_at`) in binary32 and its status: a recipe that computes in binary32
+    refuses a value binary32 does not hold, NaN and infinities
+    (:func:`mmasim.quantization.quantize._binary32`)."""
+    v = _at(x, i, j)
+    if v == v and np.float64(np.float32(v)) != v:
+        return np.float32(0), ST_NOT_BINARY32
     a = abs(np.float32(v))
-    return a, a < np.float32(np.inf)
+    return a, OK if a < np.float32(np.inf) else ST_NONFINITE
 
 
 # ------------------------------------------------------------------ the bodies
@@ -167,10 +181,13 @@ def _abs32(v):
 @_inline_rows
 def cast_body(b, x, rb, CS, TAB, P, out, scales):
     """Element ``b`` of ``x`` (C order) cast by ``CS[0]``."""
-    C = x.shape[1]
+    C = out.shape[1]
     i = b // C
     j = b - i * C
-    w, st = _cast_value(np.float64(x[i, j]), _spec(CS, 0), _rbits(rb, i, j), TAB)
+    v = _at(x, i, j)
+    if P[1] != 0:                   # per-tensor scaling: RN(x * scale) in binary32 first
+        v = np.float64(np.float32(v) * np.float32(P[0]))
+    w, st = _cast_value(v, _spec(CS, 0), _rbits(rb, i, j), TAB)
     out[i, j] = w
     return st
 
@@ -182,14 +199,14 @@ def mx_floor_body(b, x, rb, CS, TAB, P, out, scales):
     -127), the elements ``x * 2**-se`` cast saturating; a block with NaN, an infinity or a
     scale past 2**127 the NaN scale 0xFF and NaN words (or refused)."""
     block = np.int64(P[0])
-    nb = x.shape[1] // block
+    nb = out.shape[1] // block
     i = b // nb
     k = b - i * nb
     j0 = k * block
     bad = False
     amax = 0.0
     for j in range(j0, j0 + block):
-        v = abs(np.float64(x[i, j]))
+        v = abs(_at(x, i, j))
         if not v < np.inf:
             bad = True
         elif v > amax:
@@ -210,7 +227,7 @@ def mx_floor_body(b, x, rb, CS, TAB, P, out, scales):
     cs = _spec(CS, 0)
     status = OK
     for j in range(j0, j0 + block):
-        w, st = _cast_value(np.float64(x[i, j]) * _pow2(-se), cs, _rbits(rb, i, j), TAB)   # np.ldexp(x, -se)
+        w, st = _cast_value(_at(x, i, j) * _pow2(-se), cs, _rbits(rb, i, j), TAB)   # np.ldexp(x, -se)
         out[i, j] = w
         status = st if st != OK else status
     return status
@@ -222,17 +239,15 @@ def mx_rceil_body(b, x, rb, CS, TAB, P, out, scales):
     ``P = (block, RN(1 / max_elem))``: ``w = cvt.rp.satfinite.ue8m0(amax * RN(1 / max_elem))``
     (``CS[1]``: ue8m0, away from zero, saturating), the elements ``RN(x * 2**(127 - w))`` cast."""
     block = np.int64(P[0])
-    nb = x.shape[1] // block
+    nb = out.shape[1] // block
     i = b // nb
     k = b - i * nb
     j0 = k * block
     amax = np.float32(0)
     for j in range(j0, j0 + block):
-        if np.float64(np.float32(x[i, j])) != np.float64(x[i, j]) and x[i, j] == x[i, j]:
-            return ST_NOT_BINARY32
-        a, finite = _abs32(x[i, j])
-        if not finite:
-            return ST_NONFINITE
+        a, st = _abs32(x, i, j)
+        if st != OK:
+            return st
         amax = a if a > amax else amax
     v = amax * np.float32(P[1])
     cls, s, m, q, _ = _decode(_bitcast(np.float64(v)), F64_SPEC, TAB)
@@ -242,7 +257,7 @@ def mx_rceil_body(b, x, rb, CS, TAB, P, out, scales):
     cs = _spec(CS, 0)
     status = OK
     for j in range(j0, j0 + block):
-        word, st = _cast_value(np.float64(np.float32(x[i, j]) * rcp), cs, _rbits(rb, i, j), TAB)
+        word, st = _cast_value(np.float64(np.float32(_at(x, i, j)) * rcp), cs, _rbits(rb, i, j), TAB)
         out[i, j] = word
         status = st if st != OK else status
     return status
@@ -255,7 +270,7 @@ def nvfp4_body(b, x, rb, CS, TAB, P, out, scales):
     amax): the block's ue4m3 scale ``CS[1](min(block_amax * (S_enc * (1 / 6)), FLT_MAX))``
     (``tiled``: the amax of its 16 x 16 tile), the elements ``x * min(1 / (scale * S_dec),
     FLT_MAX)`` cast by ``CS[0]``."""
-    nb = x.shape[1] // 16
+    nb = out.shape[1] // 16
     i = b // nb
     k = b - i * nb
     j0 = k * 16
@@ -264,11 +279,9 @@ def nvfp4_body(b, x, rb, CS, TAB, P, out, scales):
     bamax = np.float32(0)
     for r in range(r0, r1):
         for j in range(j0, j0 + 16):
-            if np.float64(np.float32(x[r, j])) != np.float64(x[r, j]) and x[r, j] == x[r, j]:
-                return ST_NOT_BINARY32
-            a, finite = _abs32(x[r, j])
-            if not finite:
-                return ST_NONFINITE
+            a, st = _abs32(x, r, j)
+            if st != OK:
+                return st
             bamax = a if a > bamax else bamax
     s_enc = np.float32(P[0])
     s_dec = np.float32(P[1])
@@ -285,7 +298,7 @@ def nvfp4_body(b, x, rb, CS, TAB, P, out, scales):
     cs = _spec(CS, 0)
     status = OK
     for j in range(j0, j0 + 16):
-        w, st = _cast_value(np.float64(np.float32(x[i, j]) * enc), cs, _rbits(rb, i, j), TAB)
+        w, st = _cast_value(np.float64(np.float32(_at(x, i, j)) * enc), cs, _rbits(rb, i, j), TAB)
         out[i, j] = w
         status = st if st != OK else status
     return status
@@ -297,17 +310,15 @@ def deepseek_body(b, x, rb, CS, TAB, P, out, scales):
     ``sf = max(amax, 1e-4) * (1 / 448)``, the elements ``x * (1 / sf)`` cast by ``CS[0]``."""
     t0 = np.int64(P[0])
     t1 = np.int64(P[1])
-    nt = x.shape[1] // t1
+    nt = out.shape[1] // t1
     ti = b // nt
     tj = b - ti * nt
     amax = np.float32(0)
     for r in range(ti * t0, ti * t0 + t0):
         for j in range(tj * t1, tj * t1 + t1):
-            if np.float64(np.float32(x[r, j])) != np.float64(x[r, j]) and x[r, j] == x[r, j]:
-                return ST_NOT_BINARY32
-            a, finite = _abs32(x[r, j])
-            if not finite:
-                return ST_NONFINITE
+            a, st = _abs32(x, r, j)
+            if st != OK:
+                return st
             amax = a if a > amax else amax
     amax = amax if amax > np.float32(1e-4) else np.float32(1e-4)
     sf = amax * (np.float32(1) / np.float32(448))
@@ -317,7 +328,7 @@ def deepseek_body(b, x, rb, CS, TAB, P, out, scales):
     status = OK
     for r in range(ti * t0, ti * t0 + t0):
         for j in range(tj * t1, tj * t1 + t1):
-            w, st = _cast_value(np.float64(np.float32(x[r, j]) * inv), cs, np.int64(0), TAB)
+            w, st = _cast_value(np.float64(np.float32(_at(x, r, j)) * inv), cs, np.int64(0), TAB)
             out[r, j] = w
             status = st if st != OK else status
     return status
@@ -329,9 +340,9 @@ def amax_body(b, x, rb, CS, TAB, P, out, scales):
     :func:`amax` reduces the rows); NaN or infinity flagged."""
     amax = np.float32(0)
     for j in range(x.shape[1]):
-        a, finite = _abs32(x[b, j])
-        if not finite:
-            return ST_NONFINITE
+        a, st = _abs32(x, b, j)
+        if st != OK:
+            return st
         amax = a if a > amax else amax
     out[b, 0] = amax
     return OK
@@ -442,7 +453,7 @@ TARGETS = {"cpu": CpuArrays, "cuda": CudaArrays}
 Job = namedtuple("Job", "body n CS P scales")
 
 
-def _job(s, fmt, shape, nan, opts, saturate, tile, amax) -> Job:
+def _job(s, fmt, shape, nan, opts, saturate, tile, amax, prescale=None) -> Job:
     """The body, work items, cast specs, parameters and scales ``(shape, dtype)`` of scheme ``s``
     (a :class:`~mmasim.registry.scheme.Scheme`) on a matrix of ``shape`` (blocks along its last
     axis; DeepSeek: x itself, ``tile`` its tile) whose elements round into ``fmt``."""
@@ -458,7 +469,8 @@ def _job(s, fmt, shape, nan, opts, saturate, tile, amax) -> Job:
             cs = cast_spec(fmt, saturate=sat, nan=nan, mode=MODE_RS, rbits_width=k, stochastic=True, binary32=True)
         else:
             cs = cast_spec(fmt, saturate=bool(saturate), nan=nan)
-        return Job(cast_body, R * C, np.stack([cs, cs]), np.zeros(1), ((1, 1), np.uint8))
+        return Job(cast_body, R * C, np.stack([cs, cs]), np.array([prescale or 0, prescale is not None], np.float64),
+                   ((1, 1), np.uint8))
     if stochastic:
         elem = cast_spec(fmt, saturate=True, nan="propagate", mode=MODE_RS, rbits_width=k, stochastic=True)
     else:
@@ -487,6 +499,8 @@ def _amax(x, arrays) -> np.float32:
     """NVFP4's tensor amax (binary32) of matrix ``x``: each row's, then the rows' (exact in any
     order), by :func:`amax_body`; ``None`` where x holds NaN or an infinity."""
     R = x.shape[0]
+    if not R * x.shape[1]:
+        return np.float32(0)
     none = arrays.empty((0, 0), np.int64)
     TAB = arrays.put(np.zeros(1, np.int64))
     rows = arrays.empty((R, 1), np.float64)
@@ -503,24 +517,35 @@ def _amax(x, arrays) -> np.float32:
 
 
 def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=None, nan: str = "raise", tile=None,
-             scale_rounding=None, rounding: str = "nearest", rbits=None):
+             scale_rounding=None, rounding: str = "nearest", rbits=None, pad=None, prescale=None):
     """:func:`mmasim.quantize` by the compiled bodies (``target``: ``"cpu"``, the CPU driver on
     numpy arrays; ``"cuda"``, the CUDA driver on ``__cuda_array_interface__`` arrays, whose
     words and scales stay on the device).  The options are checked by :func:`mmasim.quantize`
     itself (on an empty array of x's dimensions); an input the numpy code refuses is refused by
-    it, with its message.  ``target="cuda"``: x a matrix with its blocks along its last axis
-    (``axis`` -1 or 1), ``rbits`` a device array of x's shape; the words and scales are device
-    arrays, NVFP4's tensor amax and scale host scalars (one value read back)."""
+    it, with its message.  ``pad``: the shape of a larger matrix, x in its top-left corner and
+    zeros elsewhere, to quantize instead (``rbits`` of that shape); ``prescale`` (plain casts): x
+    multiplied by it in binary32 first, as FP8 per-tensor scaling does (:func:`per_tensor`).
+    ``target="cuda"``: x a matrix with its blocks along its last axis (``axis`` -1 or 1),
+    ``rbits`` a device array; the words and scales are device arrays, NVFP4's tensor amax and
+    scale host scalars (one value read back)."""
     import attrs
 
     from mmasim import quantize as numpy_quantize
+    from mmasim.backends.plan import word_dtype
     from mmasim.quantization import casts, rounding as rounding_
     from mmasim.quantization.quantize import Options, Quantized, _axis, _format, _read, _rounding_format, \
         _scale_rounding, _tile, lookup, nvfp4_tensor_scales
 
     arrays = TARGETS[target]
     s = lookup(scheme)
+    rule = None if s.rule is None else s.rule.__name__
     ndim = len(x.shape)
+    full = tuple(x.shape) if pad is None else tuple(int(n) for n in pad)
+    if pad is not None and (ndim != 2 or len(full) != 2 or any(p < n for p, n in zip(full, x.shape))):
+        raise QuantizeError(f"pad must be the shape (rows, columns) of a matrix that holds x {tuple(x.shape)}, "
+                            f"not {pad!r}")
+    if prescale is not None and rule is not None:
+        raise QuantizeError(f"{scheme}: prescale= is for plain casts (FP8 per-tensor scaling)")
     empty = np.zeros((0,) * ndim, np.float32)
     options = dict(saturate=saturate, nan=nan, tile=tile, scale_rounding=scale_rounding, rounding=rounding)
     numpy_quantize(empty, scheme, axis, rbits=None if rbits is None else np.zeros(empty.shape, np.int64), **options)
@@ -531,41 +556,49 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
                             f"(casts.recontainer), which the CUDA driver does not do")
     if target == "cpu":
         values = _read(x, scheme)
-        refuse = lambda: numpy_quantize(x, scheme, axis, rbits=rbits, **options)          # noqa: E731
         if rbits is not None:
-            rbits = rounding_.element_bits(fmt, values.shape, rbits, None)
-        ax = _axis(axis, values.ndim, scheme) if s.rule is not None else values.ndim - 1
-        if s.rule is not None and s.rule.__name__ == "_deepseek":
-            mat, rb = values, rbits
+            rbits = rounding_.element_bits(fmt, full, rbits, None)
+        ax = _axis(axis, values.ndim, scheme) if rule is not None else values.ndim - 1
+        moved_full = np.moveaxis(np.empty(full, np.bool_), ax, -1).shape if ndim else (1,)
+        if rule == "_deepseek":
+            mat, rb, shape = values, rbits, full
         else:
-            moved = np.moveaxis(values, ax, -1) if values.ndim else values.reshape(1)
+            moved = np.moveaxis(values, ax, -1) if ndim else values.reshape(1)
             mat = moved.reshape(-1, moved.shape[-1]) if moved.shape[-1] else moved.reshape(0, 0)
-            rb = None if rbits is None else np.moveaxis(rbits, ax, -1).reshape(mat.shape)
+            shape = (int(np.prod(moved_full[:-1], dtype=np.int64)), moved_full[-1])
+            rb = None if rbits is None else np.moveaxis(rbits, ax, -1).reshape(shape)
     else:
-        if ndim != 2 or (s.rule is not None and _axis(axis, 2, scheme) != 1):
+        if ndim != 2 or (rule is not None and _axis(axis, 2, scheme) != 1):
             raise QuantizeError(f"{scheme}: the CUDA driver quantizes a matrix with its blocks along its last axis "
                                 f"(axis -1), not x of shape {tuple(x.shape)} with axis {axis}")
-        ax = 1
+        ax, shape = 1, full
         mat, rb = arrays.put(x), None if rbits is None else arrays.put(rbits)
 
-        def refuse():
-            host = mat.copy_to_host()
-            return numpy_quantize(host, scheme, axis, rbits=None if rb is None else rb.copy_to_host(), **options)
-    opts = Options(scale_rounding=_scale_rounding(scale_rounding, s) if s.rule is not None else None,
+    def refuse():
+        """The numpy code on what the bodies flagged (on the host: this is the one copy), which raises."""
+        host = values if target == "cpu" else mat.copy_to_host()
+        if pad is not None:
+            host = np.pad(host, [(0, f - n) for f, n in zip(full, host.shape)])
+        if prescale is not None:
+            with np.errstate(over="ignore"):
+                host = (host.astype(np.float32) * np.float32(prescale)).astype(np.float32)
+        rbh = rbits if target == "cpu" or rb is None else rb.copy_to_host()
+        numpy_quantize(host, scheme, axis, rbits=rbh, **options)
+        raise QuantizeError(f"{scheme}: the compiled bodies flagged the input and the numpy code did not")
+
+    opts = Options(scale_rounding=_scale_rounding(scale_rounding, s) if rule is not None else None,
                    rounding=rounding)
-    R, C = mat.shape
     tiles = None
     amax = np.float32(0)
-    if s.rule is not None and s.rule.__name__ == "_deepseek":
-        tiles = _tile(tile, (R, C), _axis(axis, 2, scheme), scheme)
-    elif s.rule is not None and s.rule.__name__ == "_nvfp4":
+    if rule == "_deepseek":
+        tiles = _tile(tile, shape, _axis(axis, 2, scheme), scheme)
+    elif rule == "_nvfp4":
         tiles = tile
-        amax = _amax(mat, arrays) if R * C else np.float32(0)
+        amax = _amax(mat, arrays)
         if amax is None:
             refuse()
-            raise QuantizeError(f"{scheme}: the compiled bodies flagged the input and the numpy code did not")
-    job = _job(s, fmt, (R, C), nan, opts, saturate, tiles, amax)
-    out = arrays.empty((R, C), _word_dtype(fmt))
+    job = _job(s, fmt, shape, nan, opts, saturate, tiles, amax, prescale)
+    out = arrays.empty(shape, word_dtype(fmt))
     scales = arrays.empty(*job.scales)
     status = arrays.put(np.zeros(1, np.int8))
     rbv = rb if rb is not None else arrays.put(np.zeros((0, 0), np.int64))
@@ -573,30 +606,36 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
                arrays.put(job.P), out, scales, status)
     if arrays.get(status)[0] != OK:
         refuse()
-        raise QuantizeError(f"{scheme}: the compiled bodies flagged the input and the numpy code did not")
-    tile_scales = scales[::16] if s.rule is not None and s.rule.__name__ == "_nvfp4" and tiles is not None else None
-    if target == "cpu":
-        shape = values.shape
-        if s.rule is None or s.rule.__name__ != "_deepseek":
-            moved_shape = np.moveaxis(np.empty(shape, np.bool_), ax, -1).shape if values.ndim else ()
-            out = np.moveaxis(out.reshape(moved_shape), -1, ax) if values.ndim else out.reshape(())
-            if s.rule is not None:
-                scales = np.moveaxis(scales.reshape(*moved_shape[:-1], scales.shape[-1]), -1, ax)
+    tile_scales = scales[::16] if rule == "_nvfp4" and tiles is not None else None
+    if target == "cpu" and rule != "_deepseek":
+        out = np.moveaxis(out.reshape(moved_full), -1, ax) if ndim else out.reshape(())
+        if rule is not None:
+            scales = np.moveaxis(scales.reshape(*moved_full[:-1], scales.shape[-1]), -1, ax)
+            tile_scales = None if tile_scales is None else np.moveaxis(tile_scales, -1, ax)
     if fmt.key != cont.key:
         out = casts.recontainer(out, fmt, cont)
-    if s.rule is None:
+    if rule is None:
         return Quantized(out, None, fmt.name, cont.key, None, None, None, None, scheme, None)
-    rule = s.rule.__name__
     if rule == "_deepseek":
         return Quantized(out, scales, fmt.name, cont.key, s.scale_format, tiles, ax, None, s.name, s.scale_use)
     q = Quantized(out, scales, fmt.name, cont.key, s.scale_format, s.block, ax, None, s.name, s.scale_use)
     if rule == "_nvfp4":
-        if tile_scales is not None and target == "cpu":
-            tile_scales = np.moveaxis(tile_scales, -1, ax)
         q = attrs.evolve(q, tensor_scale=nvfp4_tensor_scales(amax)[1], amax=np.float32(amax), tile_scales=tile_scales)
     return q
 
 
-def _word_dtype(fmt):
-    from mmasim.backends.plan import word_dtype
-    return word_dtype(fmt)
+def per_tensor(x, key: str, *, target: str = "cpu", pad=None):
+    """FP8 per-tensor ("current") scaling of matrix ``x`` into format ``key``, as
+    :mod:`mmasim.torch.matmul` does it: ``(words, decode scale)``, the scale
+    :func:`mmasim.quantization.quantize.current_scale` of x's amax (:func:`amax_body` on the
+    device: one value read back), the words of ``RN(x * scale)`` (binary32) cast saturating."""
+    from mmasim.quantization.quantize import _format, current_scale
+    from mmasim.torch.matmul import refuse_nonfinite_amax
+
+    arrays = TARGETS[target]
+    mat = arrays.put(x) if target != "cpu" else np.asarray(x, np.float32)
+    amax = _amax(mat, arrays)
+    refuse_nonfinite_amax(amax)
+    scale = current_scale(amax, _format(key))
+    q = quantize(x, key, target=target, saturate=True, pad=pad, prescale=scale)
+    return q.words, np.float32(np.float32(1) / scale)
