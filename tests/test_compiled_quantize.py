@@ -1,5 +1,5 @@
 """The compiled quantization (mmasim/backends/cuda/quantize.py: target-neutral bodies, their CPU
-driver and their CUDA driver) gives the numpy code's words, scales and refusals for every
+driver and their CUDA driver; mmasim/quantization/compiled.py: the host side) gives the numpy code's words, scales and refusals for every
 built-in scheme and every plain cast; the CUDA drivers under numba-cuda's simulator give the
 CPU driver's; the bodies compile to PTX for sm_90a that ptxas assembles without a spill.
 
@@ -30,7 +30,7 @@ from mmasim.registry.build import get_registry
 
 numba = pytest.importorskip("numba")
 
-from mmasim.backends.cuda import quantize as compiled  # noqa: E402  (needs numba)
+from mmasim.quantization import compiled  # noqa: E402  (needs numba)
 
 CAST_FORMATS = sorted(casts.element_formats())
 MX = ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4"]
@@ -232,7 +232,7 @@ _SIMULATED = textwrap.dedent("""
     import numpy as np
     from numba import cuda
     import mmasim
-    from mmasim.backends.cuda import quantize as compiled
+    from mmasim.quantization import compiled
 
     rng = np.random.default_rng(5)
     x = (rng.standard_normal((32, 64)) * 2.0 ** rng.integers(-20, 20, (32, 64))).astype(np.float32)
@@ -299,8 +299,9 @@ def test_quantize_bodies_compile_to_ptx_for_sm90a_without_spills(name, tmp_path)
     local memory, and ptxas assembles it with no stack frame, spill or local memory."""
     from mmasim.backends.cuda import target
     from mmasim.backends.cuda.driver import quantize_cuda
+    from mmasim.backends.cuda.quantize import BODIES
 
-    body = compiled.BODIES[name]
+    body = BODIES[name]
     scales = np.zeros((1, 1), np.float32 if name == "deepseek" else np.float64 if name == "amax" else np.uint8)
     out = np.zeros((1, 1), np.float64 if name == "amax" else np.uint8)
     arrays = (np.int64(1), np.zeros((1, 1), np.float32), np.zeros((1, 1), np.int64), np.zeros((2, 15), np.int64),

@@ -25,6 +25,7 @@ from mmasim.errors import (
     BlockShapeError,
     DtypeError,
     NonFiniteError,
+    OperandError,
     QuantizeError,
     UnknownScheme,
 )
@@ -202,6 +203,13 @@ def current_scale(amax, fmt) -> np.float32:
     with np.errstate(over="ignore"):
         scale = F32(np.ldexp(float(m), q)) / a
     return FLT_MAX if np.isinf(scale) else F32(scale)
+
+
+def refuse_nonfinite_amax(amax) -> None:
+    """FP8 per-tensor scaling refuses a tensor whose amax is not finite (``None``: the compiled
+    reduction, :func:`mmasim.backends.cuda.quantize.tensor_amax`, found NaN or an infinity)."""
+    if amax is None or not np.isfinite(amax):
+        raise OperandError("per-tensor scaling: the tensor holds inf or NaN")
 
 
 def _scale_rounding(mode, s: Scheme):

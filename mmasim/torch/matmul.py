@@ -49,17 +49,10 @@ def _pad(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
 def _tensor_scale(x: np.ndarray, fmt) -> np.float32:
     """Per-tensor scale of ``x`` as Transformer Engine's current scaling computes it
     (:func:`mmasim.quantization.quantize.current_scale`)."""
-    from mmasim.quantization.quantize import current_scale
+    from mmasim.quantization.quantize import current_scale, refuse_nonfinite_amax
     amax = np.float32(np.max(np.abs(x))) if x.size else np.float32(0)
     refuse_nonfinite_amax(amax)
     return current_scale(amax, fmt)
-
-
-def refuse_nonfinite_amax(amax) -> None:
-    """Per-tensor scaling refuses a tensor whose amax is not finite (``None``: the compiled
-    reduction found NaN or an infinity)."""
-    if amax is None or not np.isfinite(amax):
-        raise OperandError("per-tensor scaling: the tensor holds inf or NaN")
 
 
 def _operand(x: np.ndarray, fmt, em, axis: int, role=None):
