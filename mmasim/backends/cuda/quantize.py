@@ -172,6 +172,33 @@ def _abs32(x, i, j):
     return a, OK if a < np.float32(np.inf) else ST_NONFINITE
 
 
+@_inline
+def _tile_amax(x, r0, r1, j0, j1):
+    """The largest ``|x|`` (binary32) over rows ``r0 .. r1 - 1`` and columns ``j0 .. j1 - 1``, and
+    the status of the first value a binary32 recipe refuses (:func:`_abs32`)."""
+    amax = np.float32(0)
+    for r in range(r0, r1):
+        for j in range(j0, j1):
+            a, st = _abs32(x, r, j)
+            if st != OK:
+                return amax, st
+            amax = a if a > amax else amax
+    return amax, OK
+
+
+@_inline
+def _cast_scaled(x, rb, r0, r1, j0, j1, factor, cs, TAB, out):
+    """The elements of rows ``r0 .. r1 - 1``, columns ``j0 .. j1 - 1``: ``RN(x * factor)`` in
+    binary32, cast by ``cs`` into ``out``; the status of one the cast refuses."""
+    status = OK
+    for r in range(r0, r1):
+        for j in range(j0, j1):
+            w, st = _cast_value(np.float64(np.float32(_at(x, r, j)) * factor), cs, _rbits(rb, r, j), TAB)
+            out[r, j] = w
+            status = st if st != OK else status
+    return status
+
+
 # ------------------------------------------------------------------ the bodies
 # body(b, x, rb, CS, TAB, P, out, scales) -> status: work item b of matrix x (blocks along its
 # last axis), random bits rb (x's shape, or (0, 0)), cast specs CS (row 0 the elements', row 1
@@ -241,24 +268,15 @@ def mx_rceil_body(b, x, rb, CS, TAB, P, out, scales):
     i = b // nb
     k = b - i * nb
     j0 = k * block
-    amax = np.float32(0)
-    for j in range(j0, j0 + block):
-        a, st = _abs32(x, i, j)
-        if st != OK:
-            return st
-        amax = a if a > amax else amax
+    amax, st = _tile_amax(x, i, i + 1, j0, j0 + block)
+    if st != OK:
+        return st
     v = amax * np.float32(P[1])
     cls, s, m, q, _ = _decode(_bitcast(np.float64(v)), F64_SPEC, TAB)
     w, _ = _encode(False, m, q, cls == NAN, cls == INF, _spec(CS, 1), np.int64(0))
     scales[i, k] = w
     rcp = np.float32(_pow2(127 - w))                              # rounding.ue8m0_reciprocal, exact
-    cs = _spec(CS, 0)
-    status = OK
-    for j in range(j0, j0 + block):
-        word, st = _cast_value(np.float64(np.float32(_at(x, i, j)) * rcp), cs, _rbits(rb, i, j), TAB)
-        out[i, j] = word
-        status = st if st != OK else status
-    return status
+    return _cast_scaled(x, rb, i, i + 1, j0, j0 + block, rcp, _spec(CS, 0), TAB, out)
 
 
 @_inline_rows
@@ -274,13 +292,9 @@ def nvfp4_body(b, x, rb, CS, TAB, P, out, scales):
     j0 = k * 16
     r0 = i - i % 16 if P[2] != 0 else i
     r1 = r0 + 16 if P[2] != 0 else i + 1
-    bamax = np.float32(0)
-    for r in range(r0, r1):
-        for j in range(j0, j0 + 16):
-            a, st = _abs32(x, r, j)
-            if st != OK:
-                return st
-            bamax = a if a > bamax else bamax
+    bamax, st = _tile_amax(x, r0, r1, j0, j0 + 16)
+    if st != OK:
+        return st
     s_enc = np.float32(P[0])
     s_dec = np.float32(P[1])
     decode = bamax * (s_enc * (np.float32(1) / np.float32(6)))
@@ -293,13 +307,7 @@ def nvfp4_body(b, x, rb, CS, TAB, P, out, scales):
     if den != 0:
         enc = np.float32(1) / den
         enc = FLT_MAX if enc > FLT_MAX else enc
-    cs = _spec(CS, 0)
-    status = OK
-    for j in range(j0, j0 + 16):
-        w, st = _cast_value(np.float64(np.float32(_at(x, i, j)) * enc), cs, _rbits(rb, i, j), TAB)
-        out[i, j] = w
-        status = st if st != OK else status
-    return status
+    return _cast_scaled(x, rb, i, i + 1, j0, j0 + 16, enc, _spec(CS, 0), TAB, out)
 
 
 @_inline_rows
@@ -311,37 +319,23 @@ def deepseek_body(b, x, rb, CS, TAB, P, out, scales):
     nt = out.shape[1] // t1
     ti = b // nt
     tj = b - ti * nt
-    amax = np.float32(0)
-    for r in range(ti * t0, ti * t0 + t0):
-        for j in range(tj * t1, tj * t1 + t1):
-            a, st = _abs32(x, r, j)
-            if st != OK:
-                return st
-            amax = a if a > amax else amax
+    amax, st = _tile_amax(x, ti * t0, ti * t0 + t0, tj * t1, tj * t1 + t1)
+    if st != OK:
+        return st
     amax = amax if amax > np.float32(1e-4) else np.float32(1e-4)
     sf = amax * (np.float32(1) / np.float32(448))
     scales[ti, tj] = sf
     inv = np.float32(1) / sf
-    cs = _spec(CS, 0)
-    status = OK
-    for r in range(ti * t0, ti * t0 + t0):
-        for j in range(tj * t1, tj * t1 + t1):
-            w, st = _cast_value(np.float64(np.float32(_at(x, r, j)) * inv), cs, np.int64(0), TAB)
-            out[r, j] = w
-            status = st if st != OK else status
-    return status
+    return _cast_scaled(x, rb, ti * t0, ti * t0 + t0, tj * t1, tj * t1 + t1, inv, _spec(CS, 0), TAB, out)
 
 
 @_inline_rows
 def amax_body(b, x, rb, CS, TAB, P, out, scales):
     """``out[b, 0]`` = the largest ``|x[b, :]|`` in binary32 (a row of NVFP4's tensor amax;
     :func:`amax` reduces the rows); NaN or infinity flagged."""
-    amax = np.float32(0)
-    for j in range(x.shape[1]):
-        a, st = _abs32(x, b, j)
-        if st != OK:
-            return st
-        amax = a if a > amax else amax
+    amax, st = _tile_amax(x, b, b + 1, 0, x.shape[1])
+    if st != OK:
+        return st
     out[b, 0] = amax
     return OK
 
