@@ -3,9 +3,11 @@ one datapath (:class:`~mmasim.backends.plan.Plan`, :class:`~mmasim.backends.plan
 
 ``numpy`` runs the reference accumulators (and its lean window path); ``numba`` (the
 ``[fast]`` extra) runs compiled kernels, bit-identical, registered per accumulator
-family through the ``mmasim_kernels`` hook.  Selection: the ``backend=`` argument, else
-``MMASIM_BACKEND`` (``numpy``, ``numba``, ``auto``), else ``auto`` (numba when it
-imports, except a datapath's first ``AUTO_MIN_PRODUCTS`` products in a process: numpy).  What a kernel does not cover is computed by numpy (:func:`kernel_coverage`).
+family through the ``mmasim_kernels`` hook; ``cuda`` (the ``[cuda]`` extra) runs the per-row
+bodies on an NVIDIA GPU (:mod:`mmasim.backends.cuda.backend`).  Selection: the ``backend=`` argument, else
+``MMASIM_BACKEND`` (``numpy``, ``numba``, ``cuda``, ``auto``), else ``auto`` (numba when it
+imports, except a datapath's first ``AUTO_MIN_PRODUCTS`` products in a process: numpy; cuda for a
+job of ``CUDA_MIN_PRODUCTS`` products or more when a GPU is present).  What a kernel does not cover is computed by numpy (:func:`kernel_coverage`).
 
 May import the packages below it (``errors`` .. ``registry``).
 """
@@ -25,12 +27,13 @@ from mmasim.backends.numba import (
     register_kernel,
 )
 from mmasim.backends.numpy import NumpyBackend
+from mmasim.backends.cuda import backend as _cuda
 
 __all__ = ["BACKENDS", "ENV", "BackendError", "available", "resolve", "choose", "get", "AUTO_MIN_PRODUCTS", "NumbaBackend", "NumpyBackend",
            "numba_available", "register_kernel", "kernel_builders", "kernel_for", "compiled_families",
            "kernel_coverage"]
 
-BACKENDS = ("numpy", "numba")
+BACKENDS = ("numpy", "numba", "cuda")
 ENV = "MMASIM_BACKEND"
 
 _instances: dict = {}
@@ -42,7 +45,7 @@ class BackendError(MMAError, ValueError):
 
 def available() -> list:
     """Backends usable in this environment."""
-    return ["numpy"] + (["numba"] if numba_available() else [])
+    return ["numpy"] + (["numba"] if numba_available() else []) + ([] if _cuda.unavailable() else ["cuda"])
 
 
 def resolve(name: str | None = None) -> str:
@@ -57,6 +60,8 @@ def resolve(name: str | None = None) -> str:
         raise BackendError(
             f"backend 'numba' ({source}) needs numba: pip install 'mmasim-exact[fast]' (or choose backend='numpy')"
         )
+    if key == "cuda" and _cuda.unavailable():
+        raise BackendError(f"backend 'cuda' ({source}) cannot run here: {_cuda.unavailable()}")
     return key
 
 
@@ -68,13 +73,15 @@ def get(name: str | None = None, plan=None, products: int | None = None):
     same words); from the call that reaches it on, by the compiled kernel."""
     key = choose(name, plan, products)
     if key not in _instances:
-        _instances[key] = NumbaBackend() if key == "numba" else NumpyBackend()
+        _instances[key] = {"numba": NumbaBackend, "cuda": _cuda.CudaBackend}.get(key, NumpyBackend)()
     return _instances[key]
 
 
 def choose(name: str | None, plan=None, products: int | None = None) -> str:
     """The backend name :func:`get` uses for a job of ``products`` products of ``plan`` (a whole
     GEMM decides once, by its ``M * N * K``, and hands the name to every call it makes)."""
+    if products is not None and products >= _cuda.CUDA_MIN_PRODUCTS and _auto(name) and _cuda.gpu_present():
+        return "cuda"
     if plan is not None and products is not None and _auto(name) and "numba kernel" not in plan.cache:
         done = plan.cache.get("auto products", 0) + products
         if done < AUTO_MIN_PRODUCTS:

@@ -1,0 +1,283 @@
+"""The CUDA backend: the per-row bodies (:mod:`.rows`) launched on an NVIDIA GPU, a thread per row.
+
+``backend="cuda"`` (or ``MMASIM_BACKEND=cuda``).  :meth:`CudaBackend.compute` takes rows as
+every backend does (:mod:`mmasim.backends.plan`): the operands' words are copied to the
+device, the sparse selection runs there (:func:`.rows.select_row`), then the plan's body
+(:func:`.rows.choose`, specialised with the plan's constants on a GPU) by its driver
+(:func:`.driver.cuda_driver`), and D comes back.  :meth:`CudaBackend.compute_device` does the
+same on operands already on the device (:mod:`.device`: CUDA torch tensors and
+``__cuda_array_interface__`` arrays are never copied to the host) and leaves D there.
+
+The rows a body flags (a sum beyond int64, an illegal sparse selector) are computed by the
+numpy reference, one level: a plan no body takes is the reference's for every row.
+
+Compiling for a GPU: numba-cuda's kernels are compiled eagerly for the argument types of the
+call (:func:`_gpu_kernel`) with :data:`.target.NVVM_OPTIONS` forced into NVVM (numba-cuda
+passes only ``opt`` and ``fastmath``, and NVVM's default ``-fma=1`` would contract ``a * b + c``
+into ``fma.rn``, which the IEEE chains cannot have), without link-time optimisation (whose
+code generation would not see those options), and the PTX declares the lowest PTX ISA of its
+target (:data:`.target.ARCHS`) so that a CUDA 13.0 driver JITs what a newer NVVM writes.
+
+Under ``NUMBA_ENABLE_CUDASIM=1`` the same drivers run in numba-cuda's simulator, each thread
+calling the CPU-compiled body on the host arrays the simulator wraps; the simulator is not
+thread-safe, so its launches are serialised (:data:`_SIM_LOCK`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import threading
+import weakref
+from collections import namedtuple
+
+import numpy as np
+
+from mmasim.backends.cuda import missing
+
+#: threads per block of every launch
+THREADS = 128
+
+#: under ``auto``, the products of one job from which a GPU takes it (none in the simulator):
+#: below it, copying the operands to the device and launching cost more than the CPU's work
+CUDA_MIN_PRODUCTS = 1 << 28
+
+_SIM_LOCK = threading.Lock()
+
+
+def simulated() -> bool:
+    """Whether numba-cuda's simulator stands in for the GPU (``NUMBA_ENABLE_CUDASIM=1``)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_missing() -> str:
+    try:
+        from numba import cuda
+        if cuda.is_available():
+            return ""
+        reason = "numba-cuda finds no CUDA GPU or driver here (numba.cuda.is_available() is False)"
+    except Exception as exc:        # a broken driver or toolkit
+        reason = f"numba-cuda cannot reach a CUDA GPU ({type(exc).__name__}: {exc})"
+    return reason + "; NUMBA_ENABLE_CUDASIM=1 runs the CUDA drivers in numba-cuda's simulator instead"
+
+
+def unavailable() -> str:
+    """What keeps ``backend="cuda"`` from running here ('' when nothing does): numba-cuda not
+    installed, or no CUDA GPU (the simulator counts as one)."""
+    return missing() or ("" if simulated() else _gpu_missing())
+
+
+def gpu_present() -> bool:
+    """Whether a real CUDA GPU is usable (never in the simulator): what ``auto`` asks."""
+    return not missing() and not simulated() and not _gpu_missing()
+
+
+# ------------------------------------------------------------------ kernels
+def _host(x):
+    """A simulated kernel's array as the CPU-compiled body reads it: the simulator wraps each
+    (a ``FakeWithinKernelCUDAArray`` of a ``FakeCUDAArray`` of the numpy array)."""
+    item = x.__dict__.get("_item", x) if type(x).__name__ == "FakeWithinKernelCUDAArray" else x
+    return item.__dict__.get("_ary", item) if type(item).__name__ == "FakeCUDAArray" else item
+
+
+@contextlib.contextmanager
+def forced_nvvm():
+    """numba-cuda's compiles in this block ask NVVM for :data:`.target.NVVM_OPTIONS` (no
+    contraction to fma), under the lock of :mod:`.target` (its typing of the neutral
+    intrinsics and its own compiles)."""
+    from numba.cuda import dispatcher as cuda_dispatcher
+
+    from mmasim.backends.cuda import target
+
+    with target._LOCK:
+        saved = cuda_dispatcher.compile_cuda
+
+        def compile_cuda(*args, **kwargs):
+            kwargs["nvvm_options"] = {**(kwargs.get("nvvm_options") or {}), **target.NVVM_OPTIONS}
+            return saved(*args, **kwargs)
+
+        cuda_dispatcher.compile_cuda = compile_cuda
+        try:
+            yield
+        finally:
+            cuda_dispatcher.compile_cuda = saved
+
+
+def argument_types(args) -> tuple:
+    """numba-cuda's types of a kernel's arguments, as its dispatcher types them at a launch."""
+    from numba.cuda.typing.typeof import Purpose, typeof
+
+    return tuple(typeof(x, Purpose.argument) for x in args)
+
+
+def _lower_isa(kernel) -> None:
+    """The PTX of ``kernel`` (compiled, not linked yet) declaring the lowest PTX ISA of its
+    target where :data:`.target.ARCHS` names it."""
+    from mmasim.backends.cuda import target
+
+    lib = kernel._codelibrary
+    for cc, ptxes in list(lib._ptx_cache.items()):
+        for cc_, isa in target.ARCHS.values():
+            if tuple(cc) == tuple(cc_):
+                lib._ptx_cache[cc] = [target._declare_isa(p, isa) for p in ptxes]
+
+
+_KERNELS: dict = {}
+_KERNELS_LOCK = threading.Lock()
+
+
+def _gpu_kernel(driver, fn, types):
+    """The kernel of ``driver(fn)`` compiled for argument ``types`` (:func:`forced_nvvm`, no LTO)."""
+    from numba import cuda
+
+    key = (driver, fn, types)
+    with _KERNELS_LOCK:
+        if key not in _KERNELS:
+            with forced_nvvm():
+                kernel = cuda.jit(types, lto=False)(driver(fn))
+            for k in kernel.overloads.values():
+                _lower_isa(k)
+            _KERNELS[key] = kernel
+        return _KERNELS[key]
+
+
+def _sim_kernel(driver, fn):
+    """The simulated kernel of ``driver(fn)``: ``fn`` called on the host arrays."""
+    from numba import cuda
+
+    key = (driver, fn)
+    with _KERNELS_LOCK:
+        if key not in _KERNELS:
+            _KERNELS[key] = cuda.jit(driver(lambda d, *xs: fn(d, *map(_host, xs))))
+        return _KERNELS[key]
+
+
+def launch(driver, fn, n: int, args) -> None:
+    """``driver(fn)`` over ``n`` rows (a thread per row) on ``args`` (device arrays and scalars)."""
+    if n == 0:
+        return
+    grid = (n + THREADS - 1) // THREADS
+    if simulated():
+        with _SIM_LOCK:
+            _sim_kernel(driver, fn)[grid, THREADS](*args)
+    else:
+        _gpu_kernel(driver, fn, argument_types(args))[grid, THREADS](*args)
+
+
+# ------------------------------------------------------------------ the backend
+#: What a plan needs on the device, made once per plan: its body (``None``: no body takes
+#: it, ``reason`` says why), the body's arrays on the device, the sparse selection table.
+Prepared = namedtuple("Prepared", "body arrays reason sel")
+
+
+class CudaBackend:
+    """The per-row bodies on an NVIDIA GPU (or numba-cuda's simulator): see the module."""
+
+    name = "cuda"
+
+    def __init__(self, specialise: bool | None = None):
+        #: bodies compiled with each plan's constants (default: on a GPU, not in the simulator,
+        #: where every specialisation would be one more CPU compile)
+        self.specialise = (not simulated()) if specialise is None else specialise
+        self._prepared = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def prepared(self, plan) -> Prepared:
+        """What ``plan`` needs on the device (:class:`Prepared`), made on first use."""
+        with self._lock:
+            got = self._prepared.get(plan)
+            if got is None:
+                from numba import cuda
+
+                from mmasim.backends.cuda import rows
+
+                body, arrays, reason = rows.choose(plan, self.specialise)
+                if body is not None:
+                    arrays = _to_device(arrays)
+                sel = None
+                if body is not None and plan.sparse_rule is not None:
+                    sel = cuda.to_device(rows.selection(plan.sparse_rule))
+                got = self._prepared[plan] = Prepared(body, arrays, reason, sel)
+            return got
+
+    def takes_matrices(self, plan) -> bool:
+        """Whether :meth:`compute` reads the matrix form (``Rows.outer``) in place: a dense
+        plan that a body takes."""
+        return plan.sparse_rule is None and self.prepared(plan).body is not None
+
+    def compute(self, plan, rows):
+        """D words (numpy) of ``rows`` (:class:`mmasim.backends.plan.Rows`) of ``plan``: the
+        operands' words copied to the device, computed there, D copied back."""
+        from numba import cuda
+
+        from mmasim.backends.numba import kernel_args
+
+        prep = self.prepared(plan)
+        if prep.body is None:
+            return _NUMPY.compute(plan, rows)
+        n = len(rows)
+        legal = None
+        if plan.sparse_rule is not None:
+            from mmasim.backends.cuda.rows import dense_args
+
+            ops = [rows.words(i) for i in range(len(rows.operands))]
+            host = dense_args(plan, *ops[:-1])          # the rows materialized: no row index
+            da, db, legal = self.select(plan, *_to_device(host[:2]), cuda.to_device(np.ascontiguousarray(ops[-1],
+                                                                                                          np.uint32)))
+            args = (da, db, *_to_device(host[2:]))
+        else:
+            args = _to_device(kernel_args(plan, rows))
+        out, flags = self.run(plan, args, n)
+        out, flags = out.copy_to_host(), flags.copy_to_host()
+        if legal is not None:
+            flags |= ~legal.copy_to_host()
+        redo = np.flatnonzero(flags)
+        if redo.size:
+            out[redo] = _NUMPY.compute(plan, rows.take(redo))
+        return out
+
+    def select(self, plan, wa, wb, md):
+        """``(da, db, legal)`` on the device: the stored elements of each row of the logical
+        rows ``wa`` / ``wb`` by the metadata words ``md`` (device arrays, a row each)."""
+        from numba import cuda
+
+        from mmasim.backends.cuda.driver import select_cuda
+        from mmasim.backends.cuda.rows import select_row
+
+        n, k = wa.shape[0], plan.datapath.stored_k
+        da = cuda.device_array((n, k), wa.dtype)
+        db = cuda.device_array((n, k), wb.dtype)
+        legal = cuda.device_array(n, np.bool_)
+        launch(select_cuda, select_row, n, (wa, wb, md, self.prepared(plan).sel, np.int64(plan.sparse_rule.chunk),
+                                            da, db, legal))
+        return da, db, legal
+
+    def run(self, plan, args, n: int):
+        """``(out, flags)`` on the device: the plan's body over ``n`` rows of the driver
+        arguments ``args`` (:func:`.rows.dense_args`'s order, device arrays)."""
+        from numba import cuda
+
+        from mmasim.backends.cuda.driver import cuda_driver
+
+        prep = self.prepared(plan)
+        out = cuda.device_array(n, plan.encoding.dtype)
+        flags = cuda.device_array(n, np.bool_)
+        launch(cuda_driver, prep.body, n, (*args, *prep.arrays, out, flags))
+        return out, flags
+
+
+def _to_device(args) -> tuple:
+    """``args`` with each numpy array copied to the device."""
+    from numba import cuda
+
+    return tuple(cuda.to_device(x) if isinstance(x, np.ndarray) else x for x in args)
+
+
+def _numpy():
+    from mmasim.backends.numpy import NumpyBackend
+    return NumpyBackend()
+
+
+_NUMPY = _numpy()
