@@ -29,6 +29,7 @@ from mmasim.execution import threads as _threads
 from mmasim.execution.model import Model
 from mmasim.execution.progress import bar as _tqdm_bar
 from mmasim.operands.tensors import accepts_tensors
+from mmasim.backends.cuda.device import on_device
 from mmasim.registry.build import get_registry
 
 #: with ``progress=None`` a bar appears on a terminal only once the work has run this long (seconds)
@@ -43,6 +44,7 @@ def progress_bar(progress, tiles: int, desc: str, unit: str = " K tile"):
     return _tqdm_bar(tiles, desc, unit, None if progress is None else bool(progress), PROGRESS_DELAY)
 
 
+@on_device("gemm")      # CUDA arrays under backend cuda: host copies, D back on the device
 @accepts_tensors
 def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_a=None, scale_b=None,
          sparse_metadata=None, promote_every=None, split_k=None, split_reduce="sequential",

@@ -15,6 +15,7 @@ from mmasim.errors import DtypeError, OperandError, ScaleError, ShapeError, Spar
 from mmasim.registry.lookup import Resolution, lookup_instruction
 from mmasim.registry.build import Registry, get_registry
 from mmasim.backends.plan import Plan, Rows, compute
+from mmasim.backends.cuda.device import on_device
 from mmasim.arith.sparse import check as check_selectors, check_words
 from mmasim.arith.special import rules_for as special_rules
 from mmasim.operands.tensors import accepts_tensors
@@ -134,6 +135,7 @@ class Model:
         return f"<mmasim.Model {self.arch}: {self.instruction} ({self.status.kind})>"
 
     # ------------------------------------------------------------ computation
+    @on_device("dot")      # CUDA arrays under backend cuda: computed on the device
     @accepts_tensors
     def dot(self, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backend=None, threads=None):
         """D words of ``c + sum(a*b)`` as the hardware computes them.
@@ -281,6 +283,7 @@ class Model:
         _threads.run(n, chunk, work, _threads.workers(threads, n, k), k)
         return out
 
+    @on_device("matrix")
     @accepts_tensors
     def __call__(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None, threads=None):
         """Matrix form: ``(M, K) x (K, N) + (M, N) -> (M, N)``.

@@ -32,3 +32,32 @@ def select_cuda(select_row):
             ok[d] = select_row(d, wa, wb, md, SEL, chunk, da, db)
 
     return select_rows_cuda
+
+
+# kernels with no arithmetic, for operands on the device (:mod:`.device`); ``fn`` unused
+def gather_cuda(fn=None):
+    """``dst[d, k] = src[rows[d], cols[k]]`` (empty ``rows`` / ``cols``: the identity) in the
+    thread of row ``d``: rows of a broadcast batch, K in a plan's order, a contiguous copy."""
+
+    def gather(src, rows, cols, dst):
+        d = cuda.grid(1)
+        if d < dst.shape[0]:
+            r = rows[d] if rows.shape[0] > 0 else d
+            for k in range(dst.shape[1]):
+                dst[d, k] = src[r, cols[k] if cols.shape[0] > 0 else k]
+
+    return gather
+
+
+def range_cuda(fn=None):
+    """``bad[0] = 1`` where a word of row ``d`` of ``w`` is negative or above ``top``, in the thread of row ``d``."""
+
+    def check(w, top, bad):
+        d = cuda.grid(1)
+        if d < w.shape[0]:
+            for k in range(w.shape[1]):
+                x = w[d, k]
+                if x < 0 or x > top:
+                    bad[0] = 1
+
+    return check
