@@ -29,7 +29,7 @@ from mmasim.backends.numba import (
 from mmasim.backends.numpy import NumpyBackend
 from mmasim.backends.cuda import backend as _cuda
 
-__all__ = ["BACKENDS", "ENV", "BackendError", "available", "resolve", "choose", "get", "AUTO_MIN_PRODUCTS", "NumbaBackend", "NumpyBackend",
+__all__ = ["BACKENDS", "ENV", "BackendError", "available", "resolve", "choose", "get", "AUTO_MIN_PRODUCTS", "CUDA_MIN_PRODUCTS", "NumbaBackend", "NumpyBackend",
            "numba_available", "register_kernel", "kernel_builders", "kernel_for", "compiled_families",
            "kernel_coverage"]
 
@@ -94,6 +94,9 @@ def choose(name: str | None, plan=None, products: int | None = None) -> str:
 #: kernel: numpy does that much work in less time than importing numba and loading a kernel
 #: from the cache take (about a second in a fresh process; ``benchmarks/startup.py``)
 AUTO_MIN_PRODUCTS = 1 << 22
+
+#: under ``auto``, the products of a job from which a present GPU takes it (:mod:`mmasim.backends.cuda.backend`)
+CUDA_MIN_PRODUCTS = _cuda.CUDA_MIN_PRODUCTS
 
 
 def _requested(name):

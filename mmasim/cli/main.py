@@ -13,6 +13,7 @@ plugins, paths, arguments) is printed with control characters escaped
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
@@ -263,6 +264,27 @@ def cmd_run(args) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _backend_env(name):
+    """``MMASIM_BACKEND`` set to ``name`` (checked: a BackendError says what is missing) for the
+    block; unchanged when ``name`` is None."""
+    from mmasim import backends
+
+    if name is None:
+        yield
+        return
+    backends.resolve(name)
+    saved = os.environ.get(backends.ENV)
+    os.environ[backends.ENV] = name
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(backends.ENV, None)
+        else:
+            os.environ[backends.ENV] = saved
+
+
 def cmd_validate(args) -> int:
     from mmasim.vectors import validate as v
     from mmasim.execution.progress import bar as progress_bar, doing, done
@@ -282,7 +304,8 @@ def cmd_validate(args) -> int:
         doing(bar, safe(str(path))[-48:])
 
     try:
-        results = v.validate(args.paths or None, show=args.show, progress=progress)
+        with _backend_env(args.backend):
+            results = v.validate(args.paths or None, show=args.show, progress=progress)
         done(bar)
     finally:
         if bar is not None:
@@ -582,6 +605,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mismatching cases shown per file (default 3)")
     s.add_argument("--failures-only", action="store_true", help="list only files with mismatches or errors")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    s.add_argument("--backend", choices=("auto", "numpy", "numba", "cuda"), default=None,
+                   help="the backend that computes the words (default: MMASIM_BACKEND, else auto)")
     s.set_defaults(func=cmd_validate)
 
     s = sub.add_parser(

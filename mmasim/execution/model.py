@@ -273,14 +273,15 @@ class Model:
         row chunks of bounded memory on ``threads`` threads."""
         k = max(self.datapath.k, 1)
         out = self._result_rows(batch, n)
-        chunk = max(1, self.CHUNK_ELEMENTS // k)
+        # a device backend takes large chunks, one at a time (a launch per chunk, copies overlapping nothing)
+        chunk = max(1, getattr(be, "CHUNK_ELEMENTS", self.CHUNK_ELEMENTS) // k)
         rows = Rows.batch(arrays, batch, 0, n)
         plan = self.plan
 
         def work(s, e):
             out[s:e] = compute(be, plan, rows.chunk(s, e))
 
-        _threads.run(n, chunk, work, _threads.workers(threads, n, k), k)
+        _threads.run(n, chunk, work, 1 if getattr(be, "serial", False) else _threads.workers(threads, n, k), k)
         return out
 
     @on_device("matrix")
@@ -365,7 +366,7 @@ class Model:
             return self._compute(arrays, (M, N), M * N, be, threads).reshape(M, N)
         # a backend that reads the matrices themselves (no broadcast copies)
         plan = self.plan
-        nworkers = _threads.workers(threads, M, k * N)
+        nworkers = 1 if getattr(be, "serial", False) else _threads.workers(threads, M, k * N)
         if nworkers <= 1:
             rows = Rows.outer(A, B.T, C.reshape(-1), *((scale_a, scale_b.T) if dp.scale else ()))
             return compute(be, plan, rows).reshape(M, N)

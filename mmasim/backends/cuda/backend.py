@@ -176,6 +176,10 @@ class CudaBackend:
     """The per-row bodies on an NVIDIA GPU (or numba-cuda's simulator): see the module."""
 
     name = "cuda"
+    #: one launch at a time, from one host thread (:meth:`mmasim.execution.model.Model.dot`)
+    serial = True
+    #: elements (rows x K) per call of :meth:`compute`: large launches (the CPU backends' chunks are 2^17)
+    CHUNK_ELEMENTS = 1 << 26
 
     def __init__(self, specialise: bool | None = None):
         #: bodies compiled with each plan's constants (default: on a GPU, not in the simulator,
@@ -215,9 +219,11 @@ class CudaBackend:
         from mmasim.backends.numba import kernel_args
 
         prep = self.prepared(plan)
-        if prep.body is None:
-            return _NUMPY.compute(plan, rows)
         n = len(rows)
+        if prep.body is None:           # the reference, in its own bounded chunks
+            step = max(1, (1 << 17) // max(plan.datapath.k, 1))
+            return np.concatenate([_NUMPY.compute(plan, rows.chunk(rows.start + s, rows.start + min(n, s + step)))
+                                   for s in range(0, n, step)]) if n else np.zeros(0, plan.encoding.dtype)
         legal = None
         if plan.sparse_rule is not None:
             from mmasim.backends.cuda.rows import dense_args
