@@ -60,7 +60,8 @@ BUDGET = {"validate": 70, "rows": 140, "throughput": 60, "gemm": 100, "preset": 
 #: sizes: on a GPU, and in the simulator (--simulate)
 SIZES = {
     False: {"rows": 1 << 24, "throughput": 1 << 24, "gemm": (1024, 8192), "preset": (512, 4096)},
-    True: {"rows": 96, "throughput": 64, "gemm": (64, 64), "preset": (64, 64)},
+    # (the gemm sizes: the first M = N = K and the last; NVFP4 takes M in multiples of 128)
+    True: {"rows": 96, "throughput": 64, "gemm": (128, 128), "preset": (64, 64)},
 }
 
 H100_FP8 = ("H100", "wgmma.mma_async.m64n8k32.f32.e4m3.e4m3")
@@ -131,7 +132,7 @@ def part_validate(guard, log, simulate):
     try:
         if simulate:            # a dry run: one file (the simulator runs a thread per row in Python)
             paths = sorted(str(p) for p in pathlib.Path(__file__).resolve().parents[1].joinpath(
-                "vectors", "hardware").rglob("*.json"))[:1] or None
+                "vectors", "hardware").rglob("*.npz"))[:1] or None
             results = v.validate(paths, show=1)
         else:
             results = v.validate(files, show=1) if files else v.validate(None, show=1)
@@ -202,7 +203,7 @@ def part_throughput(guard, log, simulate):
         be.run(plan, args, n)
         stop.record()
         stop.synchronize()
-        ms = cuda.event_elapsed_time(start, stop)
+        ms = start.elapsed_time(stop)
         rate = n * m.datapath.k / (ms / 1e3) if ms > 0 else None
         out[name] = {"rows": n, "k": m.datapath.k, "ms": ms, "products/s": rate,
                      "accumulator": m.datapath.accumulator}
@@ -234,6 +235,7 @@ def part_gemm(guard, log, simulate):
     import numpy as np
 
     import mmasim
+    from mmasim import backends
 
     start, top = SIZES[simulate]["gemm"]
     out = {}
@@ -249,7 +251,12 @@ def part_gemm(guard, log, simulate):
             t0 = time.perf_counter()
             d = mmasim.gemm(A, B, C, model=m, backend="cuda", progress=False, **opts, **extra)
             last = time.perf_counter() - t0
-            runs.append({"M=N=K": size, "s": last, "products/s": size ** 3 / last, "shape": list(d.shape)})
+            run = {"M=N=K": size, "s": last, "products/s": size ** 3 / last, "shape": list(d.shape)}
+            if size == start:       # the smallest, word for word against the CPU backend
+                cpu = "numba" if "numba" in backends.available() else "numpy"
+                want = mmasim.gemm(A, B, C, model=m, backend=cpu, progress=False, **opts, **extra)
+                run.update({"identical": bool(np.array_equal(d, want)), "cpu backend": cpu})
+            runs.append(run)
             log(f"gemm {label} {size}^3: {last:.2f} s")
             size *= 2
         out[label] = runs
