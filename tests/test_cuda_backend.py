@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -29,9 +30,11 @@ from mmasim.backends.cuda import missing
 FAMILIES = {
     "window lean (f16, inf / NaN)": ("A100", "mma.sync.m16n8k16.f32.f16.f16.f32"),
     "window lean (e4m3, D f16)": ("H100", "wgmma.mma_async.m64n8k32.f16.e4m3.e4m3"),
-    "window grouped (NVFP4)": ("B200", "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue4m3"),
+    "window grouped (NVFP4)": ("B200",
+                               "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue4m3"),
     "window general (MX fp4)": ("B200", "tcgen05.mma.kind::mxf4.block_scale.scale_vec::2X.block32.f32.e2m1.e2m1.ue8m0"),
-    "block-scaled MX (e4m3)": ("B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e4m3.e4m3.ue8m0"),
+    "block-scaled MX (e4m3)": ("B200",
+                               "tcgen05.mma.kind::mxf8f6f4.block_scale.scale_vec::1X.block32.f32.e4m3.e4m3.ue8m0"),
     "RTX group-scaled": ("RTX Blackwell",
                          "mma.sync.kind::mxf4.block_scale.scale_vec::2X.block32.m16n8k64.f32.e2m1.e2m1.ue8m0"),
     "two-stage": ("CDNA3", "v_mfma.m16n16k16.f32.f16.f16"),
@@ -125,6 +128,14 @@ _SCRIPT = textwrap.dedent("""
     dev = mmasim.gemm(Stub(A), Stub(B), Stub(C), backend="cuda", **kw)
     out["gemm"] = {"want": want.tolist(), "host": host.tolist(), "device": dev.copy_to_host().tolist(),
                    "device type": type(dev).__name__}
+    # mmasim.torch passes the backend through to its GEMMs
+    import torch
+    import mmasim.torch as mt
+    from mmasim.torch.matmul import matmul
+    x, w = torch.randn(64, 64, generator=torch.Generator().manual_seed(0)), torch.randn(64, 64)
+    em = mt.preset("H100-fp8-tensor")
+    out["torch"] = {"want": matmul(x, w, em, backend="numpy").tolist(),
+                    "cuda": matmul(x, w, em, backend="cuda").tolist()}
     # bad input
     errors = {}
     m = mmasim.MMA("A100", "mma.sync.m16n8k16.f32.f16.f16.f32")
@@ -285,3 +296,32 @@ def test_kernels_launched_on_a_gpu_are_compiled_without_contraction(arch, instru
     forced, plain = ops(True), ops(False)
     assert forced and all(".rn." in op for op in forced), forced
     assert any(".rn." not in op for op in plain), plain      # the test can fail: NVVM's default contracts
+
+
+def test_torch_matmul_passes_backend_cuda_through(simulated):
+    """``mmasim.torch``'s matmul under ``backend="cuda"`` gives the numpy backend's values."""
+    assert simulated["torch"]["cuda"] == simulated["torch"]["want"]
+
+
+_VECTORS = sorted(pathlib.Path(__file__).resolve().parents[1].joinpath("vectors", "hardware").rglob("*.npz"))
+
+
+@pytest.mark.skipif(bool(missing()), reason=missing() or "numba-cuda installed")
+def test_validate_backend_cuda_runs_a_vector_file_under_the_simulator():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    env.pop("MMASIM_BACKEND", None)
+    r = subprocess.run([sys.executable, "-m", "mmasim", "validate", "--backend", "cuda", "--json", "-q",
+                        str(_VECTORS[0])], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads(r.stdout)["summary"]
+    assert summary["ok"] and summary["cases"] > 0 and summary["mismatches"] == summary["errors"] == 0
+
+
+def test_validate_backend_cuda_without_a_gpu_says_what_is_missing():
+    if not missing() and cuda_backend.gpu_present():
+        pytest.skip("a CUDA GPU is present")
+    env = {k: v for k, v in os.environ.items() if k not in ("MMASIM_BACKEND", "NUMBA_ENABLE_CUDASIM")}
+    r = subprocess.run([sys.executable, "-m", "mmasim", "validate", "--backend", "cuda", str(_VECTORS[0])],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode != 0
+    assert "backend 'cuda'" in r.stderr and ("no CUDA GPU" in r.stderr or "pip install" in r.stderr), r.stderr

@@ -43,6 +43,10 @@ THREADS = 128
 #: below it, copying the operands to the device and launching cost more than the CPU's work
 CUDA_MIN_PRODUCTS = 1 << 28
 
+#: the rows of a call from which its plan's body is specialised (:meth:`CudaBackend.prepared`):
+#: a specialised body has far fewer registers, but costs a compile per datapath
+SPECIALISE_MIN_ROWS = 1 << 20
+
 _SIM_LOCK = threading.Lock()
 
 
@@ -182,29 +186,31 @@ class CudaBackend:
     CHUNK_ELEMENTS = 1 << 26
 
     def __init__(self, specialise: bool | None = None):
-        #: bodies compiled with each plan's constants (default: on a GPU, not in the simulator,
-        #: where every specialisation would be one more CPU compile)
+        #: bodies compiled with each plan's constants for calls of SPECIALISE_MIN_ROWS rows or
+        #: more (default: on a GPU, not in the simulator, where every specialisation would be one
+        #: more CPU compile); smaller calls share the generic bodies (one compile per argument types)
         self.specialise = (not simulated()) if specialise is None else specialise
         self._prepared = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def prepared(self, plan) -> Prepared:
-        """What ``plan`` needs on the device (:class:`Prepared`), made on first use."""
+    def prepared(self, plan, rows: int = 0) -> Prepared:
+        """What ``plan`` needs on the device (:class:`Prepared`) for a call of ``rows`` rows, made on first use."""
+        specialise = self.specialise and rows >= SPECIALISE_MIN_ROWS
         with self._lock:
-            got = self._prepared.get(plan)
-            if got is None:
+            made = self._prepared.setdefault(plan, {})
+            if specialise not in made:
                 from numba import cuda
 
-                from mmasim.backends.cuda import rows
+                from mmasim.backends.cuda import rows as bodies
 
-                body, arrays, reason = rows.choose(plan, self.specialise)
+                body, arrays, reason = bodies.choose(plan, specialise)
                 if body is not None:
                     arrays = _to_device(arrays)
                 sel = None
                 if body is not None and plan.sparse_rule is not None:
-                    sel = cuda.to_device(rows.selection(plan.sparse_rule))
-                got = self._prepared[plan] = Prepared(body, arrays, reason, sel)
-            return got
+                    sel = cuda.to_device(bodies.selection(plan.sparse_rule))
+                made[specialise] = Prepared(body, arrays, reason, sel)
+            return made[specialise]
 
     def takes_matrices(self, plan) -> bool:
         """Whether :meth:`compute` reads the matrix form (``Rows.outer``) in place: a dense
@@ -267,7 +273,7 @@ class CudaBackend:
 
         from mmasim.backends.cuda.driver import cuda_driver
 
-        prep = self.prepared(plan)
+        prep = self.prepared(plan, n)
         out = cuda.device_array(n, plan.encoding.dtype)
         flags = cuda.device_array(n, np.bool_)
         launch(cuda_driver, prep.body, n, (*args, *prep.arrays, out, flags))

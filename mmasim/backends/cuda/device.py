@@ -103,8 +103,8 @@ def _sim_view(cai) -> np.ndarray:
 def as_device(x):
     """``x`` as a numba device array, without a copy (torch: made contiguous on its device first)."""
     cuda = _cuda()
-    if type(x).__name__ == "torch.Tensor" or type(x).__module__.startswith("torch"):
-        x = x.contiguous()
+    if type(x).__module__.startswith("torch"):
+        x = x.contiguous()          # on its device
     if _backend.simulated():
         if type(x).__name__ == "FakeCUDAArray":
             return x
@@ -113,7 +113,8 @@ def as_device(x):
     return cuda.as_cuda_array(x)
 
 
-def _contiguous(x):
+def _contiguous(x) -> bool:
+    """Whether the device array ``x`` is C-contiguous."""
     return x.is_c_contiguous() if callable(getattr(x, "is_c_contiguous", None)) else x.flags["C_CONTIGUOUS"]
 
 
@@ -123,15 +124,12 @@ def _launch_plain(driver, n, args):
     _backend.launch(driver, None, n, args)
 
 
-_EMPTY: dict = {}
-
-
 def _empty_index():
     cuda = _cuda()
     return cuda.to_device(np.zeros(0, np.int64))
 
 
-def _gather(src, rows=None, cols=None, n=None):
+def _gather(src, rows=None, cols=None):
     """A contiguous device copy of the rows ``rows`` (all) and columns ``cols`` (all) of the 2-D ``src``."""
     cuda = _cuda()
     n = src.shape[0] if rows is None else len(rows)
@@ -172,11 +170,11 @@ def _as_column(x):
 def _words(model, x, fmt, what):
     """``x`` as device words of ``fmt``: a device array (integer dtype, words checked on the
     device) or a numpy operand (checked as :meth:`Model.dot` checks words, then copied)."""
-    from mmasim.operands.words import as_array, checked_words
+    from mmasim.operands.words import WORDS, as_array, checked_words
 
     if not is_device(x):
         arr, mode = as_array(x, what)
-        if mode != "words" and arr.dtype.kind not in "ui":
+        if mode != WORDS:
             raise DtypeError(f"{what}: beside operands on the CUDA device, host operands must be container words "
                              f"(integer dtype) too; got {arr.dtype}")
         return _cuda().to_device(np.ascontiguousarray(checked_words(arr, mode, fmt, what)))
