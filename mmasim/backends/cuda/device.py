@@ -31,7 +31,6 @@ import functools
 import numpy as np
 
 from mmasim.backends.cuda import backend as _backend
-from mmasim.backends.cuda.driver import gather_cuda, range_cuda
 from mmasim.errors import DtypeError, OperandError, ScaleError, ShapeError, SparseMetadataError, WordRangeError
 
 
@@ -119,9 +118,11 @@ def _contiguous(x) -> bool:
 
 
 def _launch_plain(driver, n, args):
-    """A kernel of :mod:`.driver` with no body (``gather_cuda``, ``range_cuda``) over ``n`` rows
-    (:func:`.backend.launch`)."""
-    _backend.launch(driver, None, n, args)
+    """A kernel of :mod:`.driver` with no body (``"gather_cuda"``, ``"range_cuda"``) over ``n``
+    rows (:func:`.backend.launch`)."""
+    from mmasim.backends.cuda import driver as drivers     # numba: imported with the first device operand
+
+    _backend.launch(getattr(drivers, driver), None, n, args)
 
 
 def _empty_index():
@@ -137,7 +138,7 @@ def _gather(src, rows=None, cols=None):
     dst = cuda.device_array((n, k), src.dtype)
     ri = _empty_index() if rows is None else cuda.to_device(np.ascontiguousarray(rows, np.int64))
     ci = _empty_index() if cols is None else cuda.to_device(np.ascontiguousarray(cols, np.int64))
-    _launch_plain(gather_cuda, n, (src, ri, ci, dst))
+    _launch_plain("gather_cuda", n, (src, ri, ci, dst))
     return dst
 
 
@@ -193,7 +194,7 @@ def _check_range(rows2d, fmt, what):
     if dt.kind == "u" and dt.itemsize * 8 <= fmt.container_bits:
         return                          # none can be out of its container
     bad = cuda.to_device(np.zeros(1, np.int32))
-    _launch_plain(range_cuda, rows2d.shape[0], (rows2d, np.uint64(top) if dt.kind == "u" else np.int64(
+    _launch_plain("range_cuda", rows2d.shape[0], (rows2d, np.uint64(top) if dt.kind == "u" else np.int64(
         min(top, np.iinfo(dt).max)), bad))
     if bad.copy_to_host()[0]:
         raise WordRangeError(f"{what}: a word on the CUDA device is outside {fmt.name}'s "
