@@ -223,7 +223,6 @@ def _random_gemm(m, M, N, K, rng):
     """Random words of A (M, K), B (K, N), C (M, N) and the scales of a block-scaled ``m``."""
     import numpy as np
 
-    a, b, c, kw = _operands(m, 1, rng)
     fa, fb = m.a_format.container_bits, m.b_format.container_bits
     A = rng.integers(0, 1 << fa, (M, K), dtype=np.uint64).astype(m.plan.word_dtypes[0])
     B = rng.integers(0, 1 << fb, (K, N), dtype=np.uint64).astype(m.plan.word_dtypes[1])
