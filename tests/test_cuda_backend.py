@@ -325,3 +325,38 @@ def test_validate_backend_cuda_without_a_gpu_says_what_is_missing():
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode != 0
     assert "backend 'cuda'" in r.stderr and ("no CUDA GPU" in r.stderr or "pip install" in r.stderr), r.stderr
+
+
+@pytest.mark.skipif(bool(missing()), reason=missing() or "numba-cuda installed")
+def test_a_gpu_kernel_is_compiled_eagerly_with_its_targets_first_isa_and_no_contraction(monkeypatch):
+    """The whole compile of a GPU launch (:func:`_gpu_kernel`: ``cuda.jit(types)`` under
+    :func:`forced_nvvm`) with the device, its compute capability (sm_90a, an H200's) and the
+    binding (linking and loading, which need a driver) stood in for: the PTX it links declares
+    PTX ISA 8.0 (what a CUDA 12 or 13.0 driver reads, whatever NVVM wrote), targets sm_90a, has
+    no fma and only ``.rn`` multiplies and adds, and no LTO (whose code generation would not
+    see NVVM's options)."""
+    import re
+
+    from numba.cuda import codegen
+    from numba.cuda import dispatcher as cuda_dispatcher
+
+    from mmasim.backends.cuda import rows, target
+    from mmasim.backends.cuda.driver import cuda_driver
+
+    monkeypatch.setattr(codegen.CUDACodeLibrary, "_ensure_cc", lambda self, cc: cc or (9, 0, "a"))
+    monkeypatch.setattr(cuda_dispatcher._Kernel, "bind", lambda self: None)
+    monkeypatch.setattr(cuda_backend, "_KERNELS", {})
+    plan = mmasim.MMA("Ampere", "mma.sync.m8n8k4.f32.f16.f16").plan
+    body, arrays = rows.body_for(plan)
+    z = np.zeros((4, 4), np.uint16)
+    args = (*rows.dense_args(plan, z, z, np.zeros(4, np.uint32)), *arrays, np.zeros(4, np.uint32),
+            np.zeros(4, np.bool_))
+    with target._target_device((9, 0, "a")):
+        kernel = cuda_backend._gpu_kernel(cuda_driver, body, cuda_backend.argument_types(args))
+    (compiled,) = kernel.overloads.values()
+    lib = compiled._codelibrary
+    ptx = "\n".join(lib._ptx_cache[(9, 0, "a")])
+    assert re.search(r"^\.version 8\.0$", ptx, re.M) and re.search(r"^\.target sm_90a$", ptx, re.M)
+    ops = set(re.findall(r"\b((?:mul|add|sub|fma)(?:\.rn)?\.f(?:32|64))\b", ptx))
+    assert ops and all(op.split(".")[1] == "rn" for op in ops), ops
+    assert not lib._lto

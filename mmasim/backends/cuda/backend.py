@@ -89,24 +89,34 @@ def _host(x):
 @contextlib.contextmanager
 def forced_nvvm():
     """numba-cuda's compiles in this block ask NVVM for :data:`.target.NVVM_OPTIONS` (no
-    contraction to fma), under the lock of :mod:`.target` (its typing of the neutral
-    intrinsics and its own compiles)."""
+    contraction to fma), and the PTX they write (and link, as an eager compile binds its
+    kernel) declares the lowest PTX ISA of its target where :data:`.target.ARCHS` names it;
+    under the lock of :mod:`.target` (its typing of the neutral intrinsics and its own compiles)."""
+    from numba.cuda import codegen
     from numba.cuda import dispatcher as cuda_dispatcher
 
     from mmasim.backends.cuda import target
 
     with target._LOCK:
-        saved = cuda_dispatcher.compile_cuda
+        saved, saved_asm = cuda_dispatcher.compile_cuda, codegen.CUDACodeLibrary.get_asm_strs
 
         def compile_cuda(*args, **kwargs):
             kwargs["nvvm_options"] = {**(kwargs.get("nvvm_options") or {}), **target.NVVM_OPTIONS}
             return saved(*args, **kwargs)
 
-        cuda_dispatcher.compile_cuda = compile_cuda
+        def get_asm_strs(self, cc=None):
+            ptxes = saved_asm(self, cc)
+            cc = self._ensure_cc(cc)
+            for cc_, isa in target.ARCHS.values():
+                if tuple(cc) == tuple(cc_):
+                    ptxes = self._ptx_cache[cc] = [target._declare_isa(p, isa) for p in ptxes]
+            return ptxes
+
+        cuda_dispatcher.compile_cuda, codegen.CUDACodeLibrary.get_asm_strs = compile_cuda, get_asm_strs
         try:
             yield
         finally:
-            cuda_dispatcher.compile_cuda = saved
+            cuda_dispatcher.compile_cuda, codegen.CUDACodeLibrary.get_asm_strs = saved, saved_asm
 
 
 def argument_types(args) -> tuple:
@@ -116,34 +126,20 @@ def argument_types(args) -> tuple:
     return tuple(typeof(x, Purpose.argument) for x in args)
 
 
-def _lower_isa(kernel) -> None:
-    """The PTX of ``kernel`` (compiled, not linked yet) declaring the lowest PTX ISA of its
-    target where :data:`.target.ARCHS` names it."""
-    from mmasim.backends.cuda import target
-
-    lib = kernel._codelibrary
-    for cc, ptxes in list(lib._ptx_cache.items()):
-        for cc_, isa in target.ARCHS.values():
-            if tuple(cc) == tuple(cc_):
-                lib._ptx_cache[cc] = [target._declare_isa(p, isa) for p in ptxes]
-
-
 _KERNELS: dict = {}
 _KERNELS_LOCK = threading.Lock()
 
 
 def _gpu_kernel(driver, fn, types):
-    """The kernel of ``driver(fn)`` compiled for argument ``types`` (:func:`forced_nvvm`, no LTO)."""
+    """The kernel of ``driver(fn)`` compiled for argument ``types`` (:func:`forced_nvvm`; no LTO,
+    whose code generation would not see NVVM's options)."""
     from numba import cuda
 
     key = (driver, fn, types)
     with _KERNELS_LOCK:
         if key not in _KERNELS:
-            with forced_nvvm():
-                kernel = cuda.jit(types, lto=False)(driver(fn))
-            for k in kernel.overloads.values():
-                _lower_isa(k)
-            _KERNELS[key] = kernel
+            with forced_nvvm():         # compiled and bound (linked, loaded) here
+                _KERNELS[key] = cuda.jit(types, lto=False)(driver(fn))
         return _KERNELS[key]
 
 
