@@ -149,13 +149,16 @@ class Model:
         Returns D words in the datapath's unsigned dtype (``uint32`` for f32 and
         s32, ``uint16`` for f16, ``uint64`` for f64), or, for values in, floats
         of D's format (integer D stays words).  ``backend``: ``"numpy"``,
-        ``"numba"`` or ``"auto"`` (default: the model's, else ``MMASIM_BACKEND``,
+        ``"numba"``, ``"cuda"`` or ``"auto"`` (default: the model's, else ``MMASIM_BACKEND``,
         else auto); every backend gives the same words.  Large batches are
         computed in chunks, in bounded memory, on ``threads`` threads (default:
         ``MMASIM_THREADS``, else every core; see :mod:`mmasim.execution.threads`): the
         words do not depend on the thread count.  torch tensors are taken by the same rule
         (integer tensors words, float tensors values) and give a tensor on the
-        first tensor's device (:mod:`mmasim.operands.tensors`).
+        first tensor's device (:mod:`mmasim.operands.tensors`).  Under ``backend="cuda"``,
+        operands already on a CUDA device (``__cuda_array_interface__``: CUDA torch tensors,
+        numba device arrays) are container words read where they lie, and D stays there
+        (:mod:`mmasim.backends.cuda.device`).
         """
         threads = _threads.check(threads)
         dp = self.datapath
