@@ -118,9 +118,30 @@ def machine(simulate: bool) -> dict:
     return out
 
 
-def _operands(m, n, rng):
+def _operands(m, n, rng, mixed: int = 1 << 14):
+    """``(a, b, c, kw)``: ``n`` rows of words for ``m``, the first ``mixed`` from
+    :func:`mmasim.operands.wordgen.operands` (specials, subnormals, edges mixed in: slow to
+    draw), the rest uniform random container words (sparse metadata: legal rows' again), in the
+    plan's word dtypes."""
+    import numpy as np
+
     from mmasim.operands import wordgen
-    return wordgen.operands(m, n, rng, "mixed")
+
+    r = min(n, mixed)
+    a, b, c, kw = wordgen.operands(m, r, rng, "mixed")
+    fmts = [m.a_format, m.b_format, m.c_format] + [m.scale_format] * 2
+    dts = list(m.plan.word_dtypes) + [np.uint8] * 2
+    out = []
+    for i, (name, x) in enumerate(zip(["a", "b", "c", *kw], [a, b, c, *kw.values()])):
+        if name == "sparse_metadata":
+            x = x.astype(np.uint32)
+            out.append(np.concatenate([x, x[rng.integers(0, r, n - r)]]))
+            continue
+        y = np.empty((n,) + x.shape[1:], dts[i])
+        y[:r] = x
+        y[r:] = rng.integers(0, 1 << fmts[i].container_bits, size=(n - r,) + x.shape[1:], dtype=dts[i])
+        out.append(y)
+    return out[0], out[1], out[2], dict(zip(kw, out[3:]))
 
 
 def part_validate(guard, log, simulate):

@@ -128,6 +128,23 @@ _SCRIPT = textwrap.dedent("""
     dev = mmasim.gemm(Stub(A), Stub(B), Stub(C), backend="cuda", **kw)
     out["gemm"] = {"want": want.tolist(), "host": host.tolist(), "device": dev.copy_to_host().tolist(),
                    "device type": type(dev).__name__}
+    # the plain chain on the device: no operand copied to the host (k_order reversed; NVFP4 with scales, no C)
+    A, B = A[:, :128], B[:128]
+    plain = dict(arch="H100", instruction="wgmma.mma_async.m64n8k32.f32.e4m3.e4m3", k_order="reverse")
+    stubs = [Stub(x) for x in (A, B, C)]
+    del copies[:]
+    dev = mmasim.gemm(*stubs, backend="cuda", **plain)
+    out["gemm plain"] = {"want": mmasim.gemm(A, B, C, backend="numpy", **plain).tolist(),
+                         "device": dev.copy_to_host().tolist(), "operand copies": copied([x.a for x in stubs])}
+    m4 = mmasim.MMA("B200", "tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.f32.e2m1.e2m1.ue4m3")
+    A, B = rng.integers(0, 16, (128, 128)).astype(np.uint8), rng.integers(0, 16, (128, 16)).astype(np.uint8)
+    sa, sb = rng.integers(0x30, 0x40, (128, 8)).astype(np.uint8), rng.integers(0x30, 0x40, (8, 16)).astype(np.uint8)
+    stubs = [Stub(x) for x in (A, B, sa, sb)]
+    del copies[:]
+    dev = mmasim.gemm(stubs[0], stubs[1], None, model=m4, scale_a=stubs[2], scale_b=stubs[3], backend="cuda")
+    out["gemm plain nvfp4"] = {"want": mmasim.gemm(A, B, None, model=m4, scale_a=sa, scale_b=sb,
+                                                   backend="numpy").tolist(),
+                               "device": dev.copy_to_host().tolist(), "operand copies": copied([x.a for x in stubs])}
     # mmasim.torch passes the backend through to its GEMMs
     import torch
     import mmasim.torch as mt
@@ -202,6 +219,16 @@ def test_matrix_form_and_broadcast_batches_on_the_device(simulated):
     assert simulated["matrix"]["device"] == simulated["matrix"]["want"]
     assert simulated["broadcast"]["device"] == simulated["broadcast"]["want"]
     assert simulated["broadcast"]["shape"] == [3, 4]
+
+
+@pytest.mark.parametrize("case", ["gemm plain", "gemm plain nvfp4"])
+def test_gemm_plain_chain_of_device_operands_stays_on_the_device(simulated, case):
+    """``mmasim.gemm`` without promotion, split-K or epilogue on device operands (k_order
+    reversed; NVFP4 with its scales and no C) chains its K tiles on the device: the numpy
+    backend's words, and no operand copied to the host."""
+    rec = simulated[case]
+    assert rec["device"] == rec["want"]
+    assert rec["operand copies"] == 0
 
 
 def test_gemm_with_promotion_and_split_k_on_the_cuda_backend(simulated):

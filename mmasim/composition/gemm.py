@@ -73,9 +73,9 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     else every core; :mod:`mmasim.execution.threads`); the words do not depend on it.
 
     Operands on a CUDA device under ``backend="cuda"`` (``__cuda_array_interface__``, CUDA
-    torch tensors): copied to the host, the promotion, split-K and epilogue run there, each K
-    tile on the GPU, and D returned to the device (:func:`mmasim.backends.cuda.device.gemm`):
-    the GEMM layer does not yet keep them on the device.
+    torch tensors): the plain chain runs on the device and D stays there; with promotion,
+    split-K or an epilogue they are copied to the host, the composition runs there (each K tile
+    on the GPU) and D is returned to the device (:func:`mmasim.backends.cuda.device.gemm`).
 
     Dask arrays in (any operand): a dask array out, a graph of one task per
     ``(M, N)`` block, each chaining its K tiles as above (:mod:`mmasim.composition.dask`;

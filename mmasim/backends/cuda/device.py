@@ -14,9 +14,10 @@ container words: values (float dtypes) are refused (:class:`~mmasim.DtypeError`)
 operands beside them are checked as :meth:`~mmasim.execution.model.Model.dot` checks words,
 then copied to the device.
 
-:func:`mmasim.gemm` on device operands is computed from host copies of them (its promotion,
-split-K and epilogue run on the host), each K tile by the cuda backend, and D returned to
-the device (:func:`gemm`).
+:func:`mmasim.gemm` on device operands: its plain chain (no promotion, split-K or epilogue)
+runs on the device, one instruction per K tile on views of the operands (:func:`gemm_chain`);
+with those options it is computed from host copies of them (the composition runs on the
+host), each K tile by the cuda backend, and D returned to the device (:func:`gemm`).
 
 Under ``NUMBA_ENABLE_CUDASIM=1`` the simulator's device memory is host memory: an
 ``__cuda_array_interface__`` object is read through its pointer, without a copy, as the
@@ -366,9 +367,7 @@ def matrix(model, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, bac
     if K != dp.k:
         raise ShapeError(f"{model.instruction} has K = {dp.k}, but A is {tuple(wa.shape)} and B is "
                          f"{tuple(wb.shape)} (K = {K}); chain instructions over K with mmasim.gemm")
-    ops, fmts = [wa, wb.T, wc.reshape(-1) if _contiguous(wc) else _gather(wc).reshape(-1)], \
-        [model.a_format, model.b_format, model.c_format]
-    index = [np.repeat(np.arange(M, dtype=np.int64), N), np.tile(np.arange(N, dtype=np.int64), M), None]
+    sa = sb = md = None
     if dp.scale:
         if scale_a is None or scale_b is None:
             raise ScaleError(f"{model.instruction} needs scale_a (M, blocks) and scale_b (blocks, N)")
@@ -378,9 +377,6 @@ def matrix(model, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, bac
             raise ScaleError(f"matrix form of {model.instruction}: scale_a must be (M, blocks) = ({M}, {dp.blocks}) "
                              f"and scale_b (blocks, N) = ({dp.blocks}, {N}); got {tuple(sa.shape)} and "
                              f"{tuple(sb.shape)}")
-        ops += [sa, sb.T]
-        fmts += [model.scale_format] * 2
-        index += index[:2]
     elif scale_a is not None or scale_b is not None:
         raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
     if model._takes_metadata(sparse_metadata):
@@ -389,13 +385,69 @@ def matrix(model, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, bac
         if tuple(md.shape) != (M, nwords):
             raise SparseMetadataError(f"matrix form of {model.instruction}: sparse_metadata must be (M, words) = "
                                       f"({M}, {nwords}) (A is the sparse operand); got {tuple(md.shape)}")
+    _check_matrices(model, wa, wb, wc, sa, sb)
+    return _result(_tile(model, wa, wb, wc, sa, sb, md), first)
+
+
+def _check_matrices(model, wa, wb, wc, sa, sb):
+    """The words of the device matrices checked against their containers (on the device)."""
+    for x, f, name in ((wa, model.a_format, "A"), (wb, model.b_format, "B"), (wc, model.c_format, "C"),
+                       (sa, model.scale_format, "scale_a"), (sb, model.scale_format, "scale_b")):
+        if x is not None:
+            _check_range(x, f, name)
+
+
+def _tile(model, wa, wb, wc, sa=None, sb=None, md=None):
+    """D ``(M, N)`` on the device of one instruction's matrices, checked: A ``(M, k)``, B
+    ``(k, N)``, C ``(M, N)`` (views, any strides), the scales and metadata where the datapath
+    takes them; row ``(i, j)`` reads A's row ``i`` and B's column ``j`` in place."""
+    (M, _), N = wa.shape, wb.shape[1]
+    c = wc.reshape(-1) if _contiguous(wc) else _gather(wc).reshape(-1)
+    ops = [wa, wb.T, _as_column(c)]
+    index = [np.repeat(np.arange(M, dtype=np.int64), N), np.tile(np.arange(N, dtype=np.int64), M), None]
+    if sa is not None:
+        ops += [sa, sb.T]
+        index += index[:2]
+    if md is not None:
         ops.append(md)
         index.append(index[0])
-    rows = [x if i != 2 else _as_column(x) for i, x in enumerate(ops)]
-    for r, f, name in zip(rows, fmts, ("A", "B", "C", "scale_a", "scale_b")):
-        _check_range(r, f, name)
-    d = _compute(model, rows, index, M * N)
-    return _result(d.reshape(M, N), first)
+    return _compute(model, ops, index, M * N).reshape(M, N)
+
+
+def gemm_chain(model, A, B, C, k_order, scale_a, scale_b, sparse_metadata):
+    """The plain chain of :func:`mmasim.gemm` on device operands, on the device: the operands
+    checked once (shapes from their metadata, words by kernels), then one instruction per K
+    tile (:func:`_tile` on views of the tile), D of each tile the C of the next."""
+    from mmasim.composition.operands import check_shapes
+
+    cuda = _cuda()
+    dp = model.datapath
+    first = _first((A, B, C, scale_a, scale_b, sparse_metadata))
+    wa, wb = _words(model, A, model.a_format, "A"), _words(model, B, model.b_format, "B")
+    wc = None if C is None else _words(model, C, model.c_format, "C")
+    sa = None if scale_a is None else _words(model, scale_a, model.scale_format, "scale_a")
+    sb = None if scale_b is None else _words(model, scale_b, model.scale_format, "scale_b")
+    md = None if sparse_metadata is None else _metadata(sparse_metadata)
+    shape = (lambda x: None if x is None else tuple(x.shape))
+    M, K, N, order = check_shapes(model, shape(wa), shape(wb), shape(wc), k_order, shape(sa), shape(sb), shape(md))
+    if scale_a is not None and not dp.scale:
+        raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
+    if dp.sparse and md is None:
+        raise SparseMetadataError(f"{model.instruction} is sparse: pass sparse_metadata")
+    if wc is None:
+        wc = cuda.to_device(np.zeros((M, N), model.plan.word_dtypes[2]))
+    _check_matrices(model, wa, wb, wc, sa, sb)
+    k = dp.k
+    nwords = model.sparse_rule.words(k) if dp.sparse else 0
+    per_tile = k // dp.block if dp.scale else 0
+    D = wc
+    for t in order:
+        t = int(t)
+        D = _tile(model, wa[:, t * k:(t + 1) * k], wb[t * k:(t + 1) * k, :], D,
+                  *((sa[:, t * per_tile:(t + 1) * per_tile], sb[t * per_tile:(t + 1) * per_tile, :])
+                    if dp.scale else (None, None)),
+                  md[:, t * nwords:(t + 1) * nwords] if dp.sparse else None)
+    return _result(D, first)
 
 
 def to_host(x):
@@ -405,9 +457,29 @@ def to_host(x):
     return as_device(x).copy_to_host()
 
 
+#: the options of :func:`mmasim.gemm` that its plain chain on the device (:func:`gemm_chain`) does not take
+_HOST_OPTIONS = ("promote_every", "split_k", "promotion_scale_a", "promotion_scale_b", "alpha", "beta",
+                 "out_format", "saturate")
+
+
 def gemm(fn, args, kwargs):
-    """:func:`mmasim.gemm` on device operands: computed from host copies of them with the cuda
-    backend, D copied back to the device (a torch tensor for torch operands)."""
+    """:func:`mmasim.gemm` on device operands.  The plain chain (no promotion, split-K or
+    epilogue; words in, words out) runs on the device (:func:`gemm_chain`); with any of those
+    options the operands are copied to the host, the composition runs there with the cuda
+    backend (each K tile on the GPU) and D is copied back to the device (a torch tensor for torch
+    operands)."""
+    import inspect
+
+    from mmasim.composition.gemm import _model
+
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    given = bound.arguments
+    qualifiers = given.pop("qualifiers", {})
+    if not any(given.get(o) is not None for o in _HOST_OPTIONS) and given.get("words") in (None, True) \
+            and given.get("split_reduce", "sequential") == "sequential":
+        model = _model(given.get("model"), given.get("arch"), given.get("instruction"), qualifiers)
+        return gemm_chain(model, given["A"], given["B"], given.get("C"), given.get("k_order", "forward"),
+                          given.get("scale_a"), given.get("scale_b"), given.get("sparse_metadata"))
     first = _first((*args, *kwargs.values()))
     args = tuple(to_host(x) for x in args)
     kwargs = {k: to_host(x) for k, x in kwargs.items()}
