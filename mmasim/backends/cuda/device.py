@@ -402,8 +402,7 @@ def _tile(model, wa, wb, wc, sa=None, sb=None, md=None):
     ``(k, N)``, C ``(M, N)`` (views, any strides), the scales and metadata where the datapath
     takes them; row ``(i, j)`` reads A's row ``i`` and B's column ``j`` in place."""
     (M, _), N = wa.shape, wb.shape[1]
-    c = wc.reshape(-1) if _contiguous(wc) else _gather(wc).reshape(-1)
-    ops = [wa, wb.T, _as_column(c)]
+    ops = [wa, wb.T, (wc if _contiguous(wc) else _gather(wc)).reshape(-1, 1)]     # C a column
     index = [np.repeat(np.arange(M, dtype=np.int64), N), np.tile(np.arange(N, dtype=np.int64), M), None]
     if sa is not None:
         ops += [sa, sb.T]
