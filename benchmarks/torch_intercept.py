@@ -104,7 +104,7 @@ def main(argv=None) -> int:
         block = _median_us(lambda: a + b, r, w)
     rows.append(_row(f"a + b, {n}x{n}", plain, block, None))
     print(where)
-    print(f"{args.preset}, backend {mmasim.backends.resolve()}, {mmasim.execution.threads.resolve()} threads, "
+    print(f"{args.preset}, backend {mmasim.backends.resolve()}, {mmasim.execution.threads.thread_count()} threads, "
           f"median of {r} calls after {w} warm-up calls, microseconds per call")
     print(HEADER)
     for line in rows:

@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     products = 3 * args.batch * args.features * args.features
     print(f"{where}")
     print(f"{args.preset}, batch {args.batch}, {args.features} x {args.features}, backend "
-          f"{mmasim.backends.resolve()}, {mmasim.execution.threads.resolve()} threads, median of {args.repeat}: "
+          f"{mmasim.backends.resolve()}, {mmasim.execution.threads.thread_count()} threads, median of {args.repeat}: "
           f"forward {f:.2f} s, backward {b:.2f} s, total {f + b:.2f} s ({(f + b) / products * 1e9:.1f} ns per product), "
           f"in mmasim.gemm {g:.2f} s ({g / (f + b) * 100:.0f} %); CPU {c:.2f} s ({c / products * 1e9:.1f} ns per product)")
     return 0

@@ -47,25 +47,31 @@ from mmasim.errors import (
 )
 from mmasim.composition.gemm import gemm
 from mmasim.accuracy import accuracy
-from mmasim.registry.lookup import resolve, resolve_arch
+from mmasim.registry.lookup import resolve_arch
 from mmasim.execution.model import Model
 from mmasim.registry import manager as _plugin_manager
 from mmasim.registry.hookspecs import hookimpl
-from mmasim.registry.plugins import register, unregister
+from mmasim.registry.registration import register, unregister
 from mmasim.quantization.quantize import Quantized, quantize
 from mmasim.quantization.quantize import schemes as quantize_schemes
 from mmasim.registry.build import get_registry
+from mmasim.mma_sim_compat.paths import install as _install_mma_sim_paths
 
 __version__ = "0.1.0"
 #: the distribution name (pip install mmasim-exact); PyPI's "mmasim" is MMA-Sim, another project
 DISTRIBUTION = "mmasim-exact"
 
 #: The built-in plugins, registered in this order before any entry point: the core's parts, the
-#: compiled kernels, the instruction families, every table in ``archs/``, and the architectures
-#: whose code differs from the core's (B200 layouts, RTX Blackwell's e2m1 container).
+#: backends and their compiled kernels, the quantization schemes, the instruction families, every
+#: table in ``archs/``, and the architectures whose code differs from the core's (B200 layouts,
+#: RTX Blackwell's e2m1 container).
 DEFAULT_PLUGINS = (
     "mmasim.registry.core_parts",
+    # the built-in backends (mmasim_backends) and their kernels (mmasim_kernels)
+    "mmasim.backends.numpy",
     "mmasim.backends.numba",
+    "mmasim.backends.cuda.backend",
+    "mmasim.quantization.schemes",
     "mmasim_plugins.families",
     "mmasim_plugins.archs",
     "mmasim_plugins.blackwell",
@@ -80,6 +86,7 @@ def _builtin_plugins() -> list:
 
 
 _plugin_manager.use_builtins(_builtin_plugins)
+_install_mma_sim_paths()   # MMA-Sim's import paths, mmasim.nv_ptx.sim and mmasim.amd.sim (aliases)
 
 
 def MMA(arch: str, instruction: str, backend: str | None = None, **qualifiers) -> Model:

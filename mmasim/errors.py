@@ -149,7 +149,7 @@ class PluginConflict(PluginError):
 
 
 class PluginWarning(UserWarning):
-    """A third-party plugin was skipped (``mmasim.registry.plugins.status()`` says why)."""
+    """A third-party plugin was skipped (``mmasim.registry.registration.status()`` says why)."""
 
 
 class HarnessError(MMAError):

@@ -147,9 +147,9 @@ def test_hook_markers_live_in_the_leaf_hookspecs_module():
     assert edges["mmasim.registry.hookspecs"] == set()
     import mmasim
     from mmasim.registry import hookspecs
-    from mmasim.registry import plugins
+    from mmasim.registry import registration
 
-    assert mmasim.hookimpl is hookspecs.hookimpl is plugins.hookimpl
+    assert mmasim.hookimpl is hookspecs.hookimpl is registration.hookimpl
 
 
 #: the packages of mmasim/, lowest first (docs/architecture.md, "Layers"): a module may import
@@ -157,9 +157,9 @@ def test_hook_markers_live_in_the_leaf_hookspecs_module():
 #: (the top-level package ``mmasim``), which imports only from lower layers
 CORE_LAYERS = (
     ("errors",), ("arith",), ("operands",), ("accumulators",), ("placement",), ("registry",), ("backends",),
-    ("quantization",), ("execution",), ("warp",), ("composition",), ("interop",),
+    ("quantization",), ("execution",), ("warp",), ("composition",), ("mma_sim_compat",),
 )
-TOOL_LAYERS = (("vectors", "compare", "accuracy", "torch", "nv_ptx", "amd"), ("characterize",), ("harness",), ("cli",))
+TOOL_LAYERS = (("vectors", "compare", "accuracy", "torch"), ("characterize",), ("harness",), ("cli",))
 LAYERS = CORE_LAYERS + TOOL_LAYERS + (("mmasim", "__main__"),)
 TOOLS = {p for layer in TOOL_LAYERS for p in layer}
 

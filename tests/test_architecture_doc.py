@@ -113,7 +113,19 @@ def _dotted(text: str) -> set:
 
 
 def _problem(name: str, modules: dict, classes: dict) -> str | None:
-    """Why dotted ``name`` does not resolve, or ``None`` when it does (or is not code of ours)."""
+    """Why dotted ``name`` does not resolve, or ``None`` when it does (or is not code of ours).
+    MMA-Sim's import paths (``mmasim.nv_ptx.sim``, an alias with no file) resolve in their home
+    module (:data:`mmasim.mma_sim_compat.paths.PACKAGES`)."""
+    from mmasim.mma_sim_compat.paths import PACKAGES
+
+    for alias, home in PACKAGES.items():
+        for prefix in (alias + ".sim", alias):
+            if name == prefix or name.startswith(prefix + "."):
+                name = home + name[len(prefix):]
+                break
+        else:
+            continue
+        break
     parts = name.split(".")
     if parts[0] in INSTALLED:
         # the longest prefix that is a module; the next part must be a name bound in it

@@ -17,7 +17,7 @@ import pytest
 
 import mmasim
 from mmasim.vectors import files as vectors
-from mmasim.characterize import candidate_model, characterize, infer, probe_cases, run
+from mmasim.characterize import candidate_model, characterize, infer, probe_cases, probe_words
 from mmasim.cli.main import main
 from mmasim.execution.model import Model
 
@@ -131,11 +131,11 @@ def test_a_different_datapath_is_characterized_as_different():
                                 (dict(chunk=None), "step", 16)):
         other = Model(attrs.evolve(ampere.datapath, **change), ampere.registry)
         cases = probe_cases(ampere)              # the same shape: the same probes
-        prop = infer(ampere, cases, run(other, cases))
+        prop = infer(ampere, cases, probe_words(other, cases))
         assert prop.consistent
         assert prop.findings[name].determined and prop.findings[name].value == value
         # and the words are not the table's datapath's
-        assert not np.array_equal(run(other, cases), run(ampere, cases))
+        assert not np.array_equal(probe_words(other, cases), probe_words(ampere, cases))
 
 
 def test_probe_cases_are_fixed_and_built_from_the_shape_only():
@@ -164,7 +164,7 @@ def _device_file(tmp_path, model, device):
     cases = probe_cases(model)
     path = tmp_path / "probes.npz"
     vectors.save(path, arch=model.arch, instruction=model.instruction, a=cases["a"], b=cases["b"], c=cases["c"],
-                 d=run(device, cases), labels=cases["labels"],
+                 d=probe_words(device, cases), labels=cases["labels"],
                  provenance={"source": "hardware", "device": "test double", "tool": "tests", "tool_version": "1",
                              "date": "2026-12-01", "seed": None, "generator": "tests/test_characterize.py",
                              "citation": "docs/characterize.md"})
@@ -243,7 +243,7 @@ def test_window_parameters_off_the_tables_are_recovered(instruction, grid):
     problems = []
     for F, zeros, chunk, rounding in itertools.product(*grid.values()):
         dp = attrs.evolve(base.datapath, params={"F": F, "zeros": zeros}, chunk=chunk, rounding=rounding)
-        prop = infer(base, cases, run(Model(dp, base.registry), cases))
+        prop = infer(base, cases, probe_words(Model(dp, base.registry), cases))
         truth = {"F": F, "zeros": zeros, "step": dp.step, "rounding": rounding}
         if not prop.consistent:
             problems.append(f"{truth}: not reproduced {prop.mismatches[:3]}")

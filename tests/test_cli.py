@@ -189,7 +189,7 @@ def test_plugins_lists_every_plugin_with_status(capsys):
 def test_plugins_shows_a_failed_plugin(capsys, monkeypatch):
     import attrs
 
-    from mmasim.registry import plugins
+    from mmasim.registry import registration
 
     @attrs.frozen
     class Rec:
@@ -201,7 +201,7 @@ def test_plugins_shows_a_failed_plugin(capsys, monkeypatch):
         error: str
         unavailable: str | None = None
 
-    monkeypatch.setattr(plugins, "status", lambda: [
+    monkeypatch.setattr(registration, "status", lambda: [
         Rec("good", "entry point", "good-dist", "good", True, ""),
         Rec("broken", "entry point", "bad-dist", "broken", False, "ImportError: no module named 'x'\x1b[2J")],
         raising=False)

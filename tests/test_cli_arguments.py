@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mmasim.cli.main import _UsageError, build_parser, main
+from mmasim.cli.arguments import UsageError
+from mmasim.cli.main import build_parser, main
 
 PAIR = ["A100", "m16n8k16.f32.f16.f16.f32"]
 #: what each command needs besides the option under test
@@ -60,7 +61,7 @@ def test_every_count_option_is_listed_here():
     """Each option read as a count (the command line's count readers) is one of :data:`COUNTS`,
     so a new one is checked below too."""
     found = {(command, a.option_strings[-1]) for command, parser in _leaves(build_parser())
-             for a in parser._actions if getattr(a.type, "__qualname__", "").startswith(("_count.", "_counts."))}
+             for a in parser._actions if getattr(a.type, "__qualname__", "").startswith(("count_arg.", "_counts."))}
     assert found == set(COUNTS)
 
 
@@ -90,7 +91,7 @@ def _parsed(command: str, option: str, text: str):
     argv = [*command.split(), *NEEDS[command], f"{option}={text}"]
     try:
         args = build_parser().parse_args(argv)
-    except _UsageError as exc:
+    except UsageError as exc:
         assert exc.prog == f"mmasim {command}" and option in str(exc), (argv, exc)
         return "refused"
     return getattr(args, option.lstrip("-").replace("-", "_"))
@@ -134,14 +135,14 @@ def test_an_empty_path_is_refused_and_nothing_is_written(argv, tmp_path, monkeyp
 def test_harness_generate_and_run_refuse_the_empty_path_in_the_api_too(out, tmp_path, monkeypatch):
     from mmasim.errors import HarnessError
     from mmasim.harness.generate import generate
-    from mmasim.harness.run import SimulatedDevice, run
+    from mmasim.harness.measure import SimulatedDevice, measure
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(HarnessError, match="empty path"):
         generate("Ampere", out=out)
     with pytest.raises(HarnessError, match="empty path"):
-        run("Ampere", out, cases=1, instructions=["mma.sync.m16n8k8.f32.tf32.tf32"],
-            device=SimulatedDevice("simulated GPU", "8.0"))
+        measure("Ampere", out, cases=1, instructions=["mma.sync.m16n8k8.f32.tf32.tf32"],
+                device=SimulatedDevice("simulated GPU", "8.0"))
     assert os.listdir(tmp_path) == []
 
 
@@ -192,7 +193,7 @@ def test_accuracy_without_matplotlib_fails_before_the_run(tmp_path, capsys, monk
         raise AssertionError("the study ran")
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    monkeypatch.setattr(accuracy_cli, "run", never)
+    monkeypatch.setattr(accuracy_cli, "run_studies", never)
     rc = main(["accuracy", *PAIR, "--k", "16", "--plot", str(tmp_path / "a.png"), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 1 and doc["error"] == "failure" and "matplotlib" in doc["message"]

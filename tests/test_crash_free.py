@@ -176,7 +176,7 @@ def test_cli_compare_with_a_trillion_cases_is_a_named_error():
 def probe_file_parts():
     m = mmasim.MMA("A100", AMPERE, backend="numpy")
     cases = char.probe_cases(m)
-    return {"a": cases["a"], "b": cases["b"], "c": cases["c"], "d": char.run(m, cases),
+    return {"a": cases["a"], "b": cases["b"], "c": cases["c"], "d": char.probe_words(m, cases),
             "labels": np.asarray(cases["labels"])}
 
 
@@ -224,8 +224,8 @@ def test_characterize_from_vectors_reads_the_uncorrupted_file(tmp_path, probe_fi
 
 
 def test_harness_run_bounds_the_tiles_it_draws(tmp_path):
-    from mmasim.harness import run as hrun
+    from mmasim.harness import measure as hrun
     from mmasim.errors import HarnessError
     for bad in (0, hrun.MAX_TILES + 1, 10 ** 12, 2.5, True):
         with pytest.raises(HarnessError, match="cases"):
-            hrun.run("Ampere", tmp_path, cases=bad, device=hrun.SimulatedDevice("simulated GPU", "8.0"))
+            hrun.measure("Ampere", tmp_path, cases=bad, device=hrun.SimulatedDevice("simulated GPU", "8.0"))

@@ -323,7 +323,7 @@ def assumed_groups() -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _mismatches(path: pathlib.Path) -> int:
-    return int(vectors.run(vectors.load(path)).mismatches.size)
+    return int(vectors.run_vector_file(vectors.load(path)).mismatches.size)
 
 
 def mismatches_in(pattern: str) -> int:
@@ -628,12 +628,12 @@ def _e2m1_rtx(dp):
 @functools.lru_cache(maxsize=None)
 def window_paths() -> tuple:
     """(window datapaths, of them one product per group) over the built-in tables."""
-    from mmasim.backends import fastpaths
+    from mmasim.backends.fastpaths.window import one_product_window
     from mmasim.execution.model import Model
 
     reg = get_registry()
     dps = [dp for a, dp in builtin_datapaths() if dp.accumulator == "window" and not dp.refuse]
-    return len(dps), sum(1 for dp in dps if fastpaths.one_product_window(Model(dp, reg).plan))
+    return len(dps), sum(1 for dp in dps if one_product_window(Model(dp, reg).plan))
 
 
 def numba_signatures() -> int:

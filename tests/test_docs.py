@@ -241,7 +241,7 @@ def test_json_output_schemas_are_documented(tmp_path, capsys, monkeypatch):
     import json
 
     from mmasim.cli.main import main
-    from mmasim.harness import run as hrun
+    from mmasim.harness import measure as hrun
 
     documented = _documented_schemas()
     assert set(documented) == {f"mmasim.{c}/1" for c in ("list", "explain", "run", "compare", "validate", "plugins",

@@ -85,7 +85,7 @@ def test_a_plugins_family_brings_its_emitter_through_a_hook(registered):
 
 def test_a_family_has_one_harness_emitter_and_device(registered):
     from mmasim.harness import generate as gen
-    from mmasim.harness import run as hrun
+    from mmasim.harness import measure as hrun
     m = mmasim.MMA("A100", "mma.sync.m16n8k16.f32.f16.f16")
     # the harness's own entry, given again by a plugin, is no conflict
     registered(make_plugin(mmasim_harness_devices={"mma.sync": hrun.CudaDevice}), "same-device")
@@ -99,7 +99,7 @@ def test_a_family_has_one_harness_emitter_and_device(registered):
 
 def test_a_plugins_harness_hook_of_the_wrong_type_is_a_plugin_error(registered):
     from mmasim.errors import PluginError
-    from mmasim.harness import run as hrun
+    from mmasim.harness import measure as hrun
     registered(make_plugin(mmasim_harness_devices={"famtoy.mma": "not a class".split()}), "bad-devices")
     with pytest.raises(PluginError, match=r"'bad-devices'.*mmasim_harness_devices\(\) must map family names"):
         hrun.device_class(mmasim.MMA("A100", "mma.sync.m16n8k16.f32.f16.f16"))
@@ -117,7 +117,7 @@ class ToyDevice:
 
 def test_harness_run_takes_a_plugin_familys_device_class_from_its_hook(registered):
     from mmasim.errors import HarnessError
-    from mmasim.harness import run as hrun
+    from mmasim.harness import measure as hrun
     registered(make_plugin(mmasim_families=[TOY_FAMILY], mmasim_architectures=[TOY_TABLE],
                            mmasim_harness_devices={"famtoy.mma": f"{__name__}.ToyDevice"}), "famtoy")
     m = mmasim.MMA("FamToy", "famtoy.mma.k4.f32.f16.f16")
@@ -136,7 +136,7 @@ def test_harness_run_takes_a_plugin_familys_device_class_from_its_hook(registere
 def test_the_harness_table_gives_every_builtin_family_its_emitter_and_device_class():
     from mmasim.harness import amd, nv_async, nv_sync, nv_tcgen05, table
     from mmasim.harness import generate as gen
-    from mmasim.harness import run as hrun
+    from mmasim.harness import measure as hrun
     nvidia = {"mma.sync": ("A100", "mma.sync.m16n8k16.f32.f16.f16"),
               "wgmma.mma_async": ("H100", "wgmma.mma_async.m64n8k16.f32.f16.f16"),
               "tcgen05.mma": ("B200", "tcgen05.mma.kind::tf32")}
@@ -161,7 +161,7 @@ def test_a_family_name_has_one_owner(registered):
         mmasim.register(plugin(other, table=False), name="famtoy-rival")
     text = str(info.value)
     assert "instruction family 'famtoy.mma'" in text and "'famtoy-rival'" in text and "'famtoy'" in text
-    assert "famtoy-rival" not in {s.name for s in mmasim.registry.plugins.status()}
+    assert "famtoy-rival" not in {s.name for s in mmasim.registry.registration.status()}
     # the built-in records have their owner too
     builtin = mmasim.get_registry().families["mma.sync"]
     with pytest.raises(PluginConflict, match="instruction family 'mma.sync'.*mmasim_plugins.families"):
@@ -189,8 +189,8 @@ ALLOWED = {
     "mmasim/placement/tmem.py": "tcgen05's Tensor Memory layouts and tcgen05.ld shapes",
     "mmasim/warp/tensor_memory.py": "tcgen05's warp execution (Family.warp)",
     "mmasim/warp/warpgroup.py": "wgmma's warp execution (Family.warp)",
-    "mmasim/nv_ptx/sim.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
-    "mmasim/amd/sim.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
+    "mmasim/mma_sim_compat/nv_ptx.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
+    "mmasim/mma_sim_compat/amd.py": "MMA-Sim's per-family classes keep MMA-Sim's spellings",
     "mmasim/torch/emulation.py": "recipes name the instruction each runs, as a user writes it",
     "mmasim/quantization/hadamard.py": "TE's Hadamard transform names the MMA its kernel runs, as a user writes it",
 }
@@ -254,8 +254,8 @@ def harness_names(source: str) -> list:
 
 
 def test_the_registry_and_the_family_records_name_no_harness_module():
-    assert harness_names('DEVICE = "mmasim.harness.run.CudaDevice"\nx = "a harness"\n') == [
-        (1, "mmasim.harness.run.CudaDevice")]
+    assert harness_names('DEVICE = "mmasim.harness.measure.CudaDevice"\nx = "a harness"\n') == [
+        (1, "mmasim.harness.measure.CudaDevice")]
     found = [f"{path.relative_to(ROOT).as_posix()}:{line}: {text!r}"
              for path in sorted([*(ROOT / "mmasim" / "registry").rglob("*.py"), *(ROOT / "plugins").glob("*.py")])
              for line, text in harness_names(path.read_text(encoding="utf-8"))]

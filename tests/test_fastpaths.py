@@ -1,7 +1,7 @@
-"""Which fast path takes a datapath, and its bound proofs, decided in one module.
+"""Which fast path takes a datapath, and its bound proofs, decided in one module per family.
 
-``mmasim/backends/fastpaths.py`` decides for the numpy lean paths and the numba kernels.  Here
-its decisions on chosen datapaths are checked against values worked by hand from the tables'
+``mmasim/backends/fastpaths/`` decides for the numpy lean paths, the numba kernels and the CUDA
+bodies, a module per accumulator family.  Here its decisions on chosen datapaths are checked against values worked by hand from the tables'
 parameters and the formats' fields (docs/datapaths.md §1: a binary format of M fraction bits
 has significands of M + 1 bits and r - q = M), a constructed datapath is refused by the
 binary64-lane proof with the numbers worked out, and the backends' modules are scanned for
@@ -16,7 +16,8 @@ import pytest
 
 import mmasim
 from mmasim.backends import fastpaths
-from mmasim.backends.fastpaths import TileLayout
+from mmasim.backends.fastpaths import ieee_chains, shared, window
+from mmasim.backends.fastpaths.shared import TileLayout
 from mmasim.execution.model import Model
 from mmasim.registry.build import get_registry
 
@@ -38,7 +39,7 @@ def test_ampere_f16_lean_window_bound_worked_by_hand():
     m = mmasim.MMA(*AMPERE_F16)
     F, step = m.plan.parameters["F"], m.plan.step
     assert (F, step) == (24, 8)     # archs/ampere.toml: F = 24, chunk = 8
-    d = fastpaths.lean_window(m.plan)
+    d = window.lean_window(m.plan)
     assert d and d.roff == 10 + 10                   # f16: r - q = M = 10, per factor
     v = d.bound.values
     assert v["bits"] == 11 + 11                      # two 11-bit significands
@@ -51,16 +52,16 @@ def test_lane_proof_refuses_F_plus_bits_past_53():
     # f16 x f16 into f32, steps of 8: a truncated product is below 2**(F + 2), the step's sum
     # below 8 * 2**(F + 2) = 2**(F + 5): exact in binary64 for F + 2 + bits(8) <= 53
     ok, past = _ampere_f16(47), _ampere_f16(48)
-    d = fastpaths.lane_tiles(ok.plan, LAYOUT, F32_KIND, F32_KIND)
+    d = window.lane_tiles(ok.plan, LAYOUT, F32_KIND, F32_KIND)
     assert d, d.reason
     assert d.bound.values["total_bits"] == 47 + 2 + 4 == 53
     assert d.bound.values["product_bits"] == 22
     # |r| <= 15 per f16 factor, 129 for f32 (2**8 - 127): 129 + F + 64 < 1000
     assert d.bound.values["exponent_reach"] == 129 + 47 + 64
-    no = fastpaths.lane_tiles(past.plan, LAYOUT, F32_KIND, F32_KIND)
+    no = window.lane_tiles(past.plan, LAYOUT, F32_KIND, F32_KIND)
     assert not no and "binary64 lane bound" in no.reason and "total_bits 54" in no.reason
     # the int64 lean numpy window still takes it: 22 bits shifted by 48 - 20 = 28 fit 62
-    lean = fastpaths.lean_window(past.plan)
+    lean = window.lean_window(past.plan)
     assert lean and lean.bound.values["shifted_bits"] == 22 + 28
 
 
@@ -78,8 +79,8 @@ def test_nvfp4_grouped_budget_worked_by_hand():
     m = mmasim.MMA("B200", "tcgen05.kind::mxf4nvf4.4X")
     p = m.plan.parameters
     assert (p["F"], p["c_dominant"]["F"], p["c_dominant"]["group"], p["group"]) == (39, 35, 16, 4)
-    assert not fastpaths.one_product_window(m.plan) and "group 4" in fastpaths.one_product_window(m.plan).reason
-    d = fastpaths.lean_grouped(m.plan)
+    assert not window.one_product_window(m.plan) and "group 4" in window.one_product_window(m.plan).reason
+    d = window.lean_grouped(m.plan)
     assert d and d.cd == (35, 16)
     # e2m1 (M 1, bias 1): values m * 2**q with q >= -1; the largest, 6 = 3 * 2**1, aligned to
     # q = -1 is 12: the largest joint entry 12 * 12, sixteen of them in a C-dominant group
@@ -91,24 +92,24 @@ def test_nvfp4_grouped_budget_worked_by_hand():
     assert v["scale_off"] == 3                       # ue4m3: r - q = M = 3
     # max(F, Fc) + 4 factors + bits(16) + bits(step 64) + 1
     assert v["total_bits"] == 39 + 4 + 5 + 7 + 1 == 56
-    assert fastpaths.grouped_tiles(m.plan, LAYOUT)
-    assert not fastpaths.grouped_tiles(m.plan, LAYOUT._replace(dead=-999))
+    assert window.grouped_tiles(m.plan, LAYOUT)
+    assert not window.grouped_tiles(m.plan, LAYOUT._replace(dead=-999))
 
 
 def test_sparse_goes_to_the_reference_in_numpy_and_to_the_tiles_in_numba():
     reg = get_registry()
     sparse = next(Model(dp, reg) for dp in reg.architectures["Ampere"].datapaths
                   if dp.sparse and dp.a == "f16" and dp.d == "f32")
-    no = fastpaths.lean_window(sparse.plan)
+    no = window.lean_window(sparse.plan)
     assert not no and "sparse" in no.reason
-    assert fastpaths.lane_tiles(sparse.plan, LAYOUT, F32_KIND, F32_KIND)   # rows arrive compacted
+    assert window.lane_tiles(sparse.plan, LAYOUT, F32_KIND, F32_KIND)   # rows arrive compacted
 
 
 def test_fma_product_bound_by_hand():
     f = get_registry().formats
-    b = fastpaths.fma_product_bound(f["f32"], f["f32"])
+    b = ieee_chains.fma_product_bound(f["f32"], f["f32"])
     assert b and b.values["product_bits"] == 23 + 23 + 2
-    b = fastpaths.fma_product_bound(f["f64"], f["f64"])
+    b = ieee_chains.fma_product_bound(f["f64"], f["f64"])
     assert not b and b.values["product_bits"] == 52 + 52 + 2
 
 
@@ -117,13 +118,13 @@ def test_mul_add_into_f16_is_refused_with_its_reason():
     reg = get_registry()
     dp = next(dp for dp in reg.architectures["Ampere"].datapaths
               if dp.accumulator == "mul_add_chain" and dp.d == "f16")
-    d = fastpaths.numba_mul_add(Model(dp, reg).plan)
+    d = ieee_chains.numba_mul_add(Model(dp, reg).plan)
     assert not d and d.reason == "rounding into f16 (f32 or f64 only)"
 
 
 def test_packed_bound_of_e4m3_by_hand():
     fmt = get_registry().formats["e4m3"]
-    b = fastpaths.packed_bound(fmt, get_registry().decoders[fmt.decoder])
+    b = shared.packed_bound(fmt, get_registry().decoders[fmt.decoder])
     assert b and b.values["m_max"] == 0b1111          # 1.875 * 2**k: m = 15 (M = 3)
 
 
@@ -166,9 +167,9 @@ def _own_checks(source, path):
 @pytest.mark.parametrize("path", ["mmasim/backends/numpy/lean.py", "mmasim/backends/numba/kernels.py"])
 def test_the_backends_prove_no_bounds_of_their_own(path):
     defined, compares, counts = _own_checks((ROOT / path).read_text(encoding="utf-8"), path)
-    assert not defined, f"{path} defines what mmasim/backends/fastpaths.py owns: {sorted(defined)}"
-    assert not compares, f"bound checks outside mmasim/backends/fastpaths.py: {compares}"
-    assert not counts, f"bit budgets counted outside mmasim/backends/fastpaths.py: {counts}"
+    assert not defined, f"{path} defines what mmasim/backends/fastpaths/ owns: {sorted(defined)}"
+    assert not compares, f"bound checks outside mmasim/backends/fastpaths/: {compares}"
+    assert not counts, f"bit budgets counted outside mmasim/backends/fastpaths/: {counts}"
 
 
 def test_the_scan_sees_a_bound_check():
@@ -179,15 +180,41 @@ def test_the_scan_sees_a_bound_check():
     assert compares == ["probe.py:2", "probe.py:4"] and counts == ["probe.py:4"]
 
 
-def test_every_builder_asks_fastpaths():
+def test_every_builder_asks_its_familys_kernel_decision():
     from mmasim.backends.numba import BUILDERS
 
+    assert set(fastpaths.KERNELS) == set(BUILDERS)
     tree = ast.parse((ROOT / "mmasim/backends/numba/kernels.py").read_text(encoding="utf-8"))
     funcs = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
     for family, name in BUILDERS.items():
-        calls = {ast.unparse(c.func) for c in ast.walk(funcs[name]) if isinstance(c, ast.Call)}
-        assert any(c.startswith("fastpaths.") for c in calls), f"{name} ({family}) decides for itself"
+        calls = [ast.unparse(c.func) for c in ast.walk(funcs[name]) if isinstance(c, ast.Call)]
+        asked = [c.split(".") for c in calls if c.startswith("fastpaths.")]
+        decisions = [getattr(getattr(fastpaths, mod), fn) for _, mod, fn in asked]
+        assert fastpaths.KERNELS[family] in decisions, f"{name} ({family}) does not ask fastpaths.KERNELS[{family!r}]"
     lean = ast.parse((ROOT / "mmasim/backends/numpy/lean.py").read_text(encoding="utf-8"))
     inits = {c.name: {ast.unparse(x.func) for x in ast.walk(c) if isinstance(x, ast.Call)}
              for c in lean.body if isinstance(c, ast.ClassDef)}
     assert "lean_window" in inits["LeanWindow"] and "lean_grouped" in inits["LeanGrouped"]
+
+
+def test_the_cuda_bodies_take_the_plans_the_cpu_kernels_take():
+    pytest.importorskip("numba")
+    from mmasim.backends.cuda.rows import BODIES
+
+    assert set(BODIES) == set(fastpaths.KERNELS)
+    for family, bodies in BODIES.items():
+        # the family's last body takes what the CPU kernel takes; any before it a part of that
+        assert bodies[-1].decision is fastpaths.KERNELS[family], family
+    assert [b.decision for b in BODIES["window"]] == [window.one_product_window, window.numba_window]
+    reg = get_registry()
+    for arch in reg.architectures.values():
+        for dp in arch.datapaths:
+            if dp.accumulator == "window":
+                plan = Model(dp, reg).plan
+                assert not window.one_product_window(plan) or window.numba_window(plan), (arch.name, dp)
+
+
+def test_no_backend_module_is_over_700_lines():
+    long = {str(p.relative_to(ROOT)): n for p in sorted((ROOT / "mmasim/backends").rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 700}
+    assert not long, long

@@ -153,3 +153,71 @@ def test_operands_may_not_mix_words_and_values(hopper):
     A, B = np.zeros((64, 32), np.uint8), np.zeros((32, 8), np.uint8)
     with pytest.raises(mmasim.DtypeError, match="mix"):
         mmasim.gemm(A, B, np.zeros((64, 8), np.float32), model=hopper, promote_every=32)
+
+
+# ------------------------------------------------ the output conversion against ml_dtypes
+# The epilogue rounds D through mmasim's own encoder (mmasim.arith.encode), not ml_dtypes; on
+# every binary32 input it gives the word ml_dtypes' (numpy's, for f16) RNE conversion gives, after
+# the clamp to the largest finite value where it saturates (cvt.rn.satfinite).  NaN: a NaN of
+# the format with the sign of D's binary32 NaN (ml_dtypes keeps payload bits mmasim does not).
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from mmasim.composition.epilogue import OUTPUT_FORMATS, convert  # noqa: E402
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+_TYPED = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.float8_e4m3fn,
+          "e5m2": ml_dtypes.float8_e5m2}
+_UINT = {1: np.uint8, 2: np.uint16}
+
+
+def _neighbours(key):
+    """Strategy: binary32 values at and between neighbouring values of format ``key`` (its
+    midpoints, the ties of RNE, and a quarter either side), its subnormals and its overflow
+    threshold included; the formats' values all fit binary32's significand with 2 bits to spare."""
+    t = _TYPED[key]
+    bits = 8 * np.dtype(t).itemsize
+    with np.errstate(invalid="ignore"):
+        finite = np.arange(2 ** bits, dtype=_UINT[bits // 8]).view(t).astype(np.float64)
+    finite = np.unique(np.abs(finite[np.isfinite(finite)]))
+    top = float(ml_dtypes.finfo(t).max)
+    ulp_top = top - finite[-2]
+    grid = np.concatenate([finite, [top + ulp_top]])          # the value one ulp past the largest
+    i = st.integers(0, len(grid) - 2)
+    frac = st.sampled_from([0.0, 0.25, 0.5, 0.75])
+    return st.builds(lambda k, f, s: np.float32(s * (grid[k] + f * (grid[k + 1] - grid[k]))), i, frac,
+                     st.sampled_from([1.0, -1.0]))
+
+
+def _raw_words():
+    return st.integers(0, 2 ** 32 - 1).map(lambda w: np.uint32(w).view(np.float32))
+
+
+def _ml_dtypes_word(v: np.float32, key: str, saturate: bool) -> int:
+    from mmasim.arith import binary32
+    f = binary32.to_words(np.array([v], np.float64)).view(np.float32)   # the binary32 word D holds
+    if saturate:
+        big = np.float32(ml_dtypes.finfo(_TYPED[key]).max)
+        f = np.clip(f, -big, big)
+    with np.errstate(over="ignore"):
+        t = f.astype(_TYPED[key])
+    return int(t.view(_UINT[t.dtype.itemsize])[0])
+
+
+@pytest.mark.parametrize("key", [k for k in OUTPUT_FORMATS if k != "f32"])
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), saturate=st.booleans())
+def test_the_output_conversion_agrees_with_ml_dtypes_on_ties_subnormals_overflow_and_nan(key, data, saturate):
+    if key == "e4m3":
+        saturate = True                         # converted into with saturation only
+    v = data.draw(st.one_of(_neighbours(key), _raw_words(), st.sampled_from(
+        [np.float32(x) for x in (0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan)])))
+    fmt = mmasim.get_registry().formats[key]
+    got = int(convert(np.array([v], np.float64), fmt, saturate)[0])
+    want = _ml_dtypes_word(v, key, saturate)
+    if np.isnan(v):
+        typed = np.array([got], _UINT[np.dtype(_TYPED[key]).itemsize]).view(_TYPED[key])
+        sign = 1 << (8 * np.dtype(_TYPED[key]).itemsize - 1)
+        assert np.isnan(typed[0].astype(np.float64)) and (got & sign) == (want & sign), (hex(got), hex(want))
+    else:
+        assert got == want, (float(v), hex(got), hex(want))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import mmasim
-from mmasim.harness.run import KINDS
+from mmasim.harness.measure import KINDS
 from mmasim.vectors import files as vectors
 from mmasim.vectors import validate as v
 

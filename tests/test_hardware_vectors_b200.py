@@ -35,7 +35,7 @@ def test_file_has_provenance_labels_and_zero_mismatches(path):
     for key in ("source", "device", "tool", "date", "generator", "citation"):
         assert prov.get(key), key
     assert vf.labels is not None and len(vf.labels) == len(vf) and all(str(x) for x in vf.labels)
-    out = vectors.run(vf)
+    out = vectors.run_vector_file(vf)
     assert out.mismatches.size == 0, [str(vf.labels[i]) for i in out.mismatches]
 
 

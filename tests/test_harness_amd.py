@@ -15,7 +15,7 @@ import pytest
 import mmasim
 from mmasim.errors import HarnessError, ShapeError, TableError, ToolchainError, UnsupportedDatapath
 from mmasim.harness import amd, host
-from mmasim.harness import run as hrun
+from mmasim.harness import measure as hrun
 from mmasim.harness.spec import KernelSpec
 
 ARCHS = ("CDNA1", "CDNA2", "CDNA3")
@@ -269,7 +269,7 @@ def test_harness_run_uses_the_hip_device_and_checks_its_gfx_target(fake_hipcc, t
     with pytest.raises(HarnessError, match=r"architecture gfx942, but CDNA2 kernels \(gfx90a\) need gfx90a"):
         hrun.check_device(dev, "CDNA2", "gfx90a")
     with pytest.raises(HarnessError, match=r"architecture gfx942, but CDNA2 kernels \(gfx90a\) need gfx90a"):
-        hrun.run("CDNA2", tmp_path / "out", cases=1, device=dev)
+        hrun.measure("CDNA2", tmp_path / "out", cases=1, device=dev)
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 

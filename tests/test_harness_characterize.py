@@ -1,6 +1,6 @@
 """The device path of ``mmasim characterize``, end to end without a GPU: ``mmasim harness run
 --probes`` places the probe ladders of :func:`mmasim.characterize.probe_cases` into tiles, runs
-them on a device (here :class:`mmasim.harness.run.SimulatedDevice`, which computes D from the
+them on a device (here :class:`mmasim.harness.measure.SimulatedDevice`, which computes D from the
 placed registers with the simulator) and writes vector files; ``mmasim characterize ARCH INS
 --from-vectors FILE`` reads the probe cases back by label and must reproduce every probe word
 and recover the table's window parameters (a round trip: the simulated device is the table's
@@ -15,7 +15,7 @@ import mmasim
 import mmasim.cli.main as cli
 from mmasim.vectors import files as vectors
 from mmasim.characterize import probe_cases
-from mmasim.harness import run as hrun
+from mmasim.harness import measure as hrun
 
 #: (arch, compute capability, instruction): plain, 2:4 sparse (sparse_metadata) and block-scaled
 #: (scale_a / scale_b) float instructions
@@ -89,7 +89,7 @@ def test_an_instruction_with_several_kernels_writes_one_file_per_kernel(tmp_path
     # wgmma: one kernel per N (smallest, largest) and A source (smem, registers); none may
     # overwrite another's vector file
     name = "wgmma.mma_async.k32.s32.s8.s8"
-    res = hrun.run("Hopper", tmp_path, cases=1, instructions=[name], device=_Zeros(), progress=False)
+    res = hrun.measure("Hopper", tmp_path, cases=1, instructions=[name], device=_Zeros(), progress=False)
     kernels = [s.name for _, s in hrun.gen.specs_for("Hopper", [name])[0]]
     assert not res["skipped"] and len(kernels) == 4
     assert len(set(res["written"])) == len(res["written"]) == 4

@@ -482,8 +482,8 @@ def test_harness_run_on_the_simulated_device_writes_block_scaled_tcgen05_vectors
     """`mmasim harness run` on the SimulatedDevice (tcgen05 kernels: nv_tcgen05.simulate): every
     recorded dot case's D equals the dot form on its recorded a, b, c, scales and metadata."""
     from mmasim.vectors import files as vectors
-    from mmasim.harness import run as hrun
-    got = hrun.run("B200", tmp_path, cases=1, instructions=[instruction],
+    from mmasim.harness import measure as hrun
+    got = hrun.measure("B200", tmp_path, cases=1, instructions=[instruction],
                    device=hrun.SimulatedDevice("simulated B200", "10.0"))
     pair = "cta_group::2" in instruction     # one kernel per M: 128 (the 2x2 data path) and 256
     assert len(got["written"]) == 1 + pair and not got["skipped"]
@@ -503,8 +503,8 @@ def test_harness_run_on_the_simulated_device_writes_wgmma_vectors_the_dot_form_r
     and from registers) writes a file, and every recorded case's D is the dot form of its a, b, c
     and metadata."""
     from mmasim.vectors import files as vectors
-    from mmasim.harness import run as hrun
-    got = hrun.run("Hopper", tmp_path, cases=1, instructions=[instruction],
+    from mmasim.harness import measure as hrun
+    got = hrun.measure("Hopper", tmp_path, cases=1, instructions=[instruction],
                    device=hrun.SimulatedDevice("simulated H200", "9.0"))
     assert len(got["written"]) == 4 and not got["skipped"]
     model = _model("Hopper", instruction)

@@ -14,7 +14,7 @@ import mmasim.cli.main as cli
 from mmasim.vectors import files as vectors
 from mmasim.errors import HarnessError
 from mmasim.harness import generate as gen
-from mmasim.harness import nv_sync, run as hrun
+from mmasim.harness import nv_sync, measure as hrun
 from mmasim.harness.spec import KernelSpec
 
 # (arch, instruction, PTX opcode as the PTX ISA spells it, registers per lane a, b, c, d)
@@ -154,7 +154,7 @@ RUNS = [
 
 @pytest.mark.parametrize("arch, cc, names", RUNS, ids=[r[0] for r in RUNS])
 def test_harness_run_on_a_simulated_device_writes_vectors_validate_accepts(tmp_path, capsys, arch, cc, names):
-    res = hrun.run(arch, tmp_path, cases=8, seed=3, instructions=names, device=_Sim(cc), progress=False)
+    res = hrun.measure(arch, tmp_path, cases=8, seed=3, instructions=names, device=_Sim(cc), progress=False)
     assert not res["skipped"] and len(res["written"]) == len(names)
     v = vectors.load(res["written"][0])
     M, N = mmasim.MMA(arch, names[0]).shape
@@ -174,7 +174,7 @@ def test_harness_run_on_a_simulated_device_writes_vectors_validate_accepts(tmp_p
 
 def test_harness_run_with_a_flipped_output_bit_gives_a_mismatch_naming_the_file(tmp_path, capsys):
     name = "mma.sync.m16n8k16.f32.f16.f16"
-    res = hrun.run("Ampere", tmp_path, cases=4, instructions=[name], device=_Sim("8.0", flip=True), progress=False)
+    res = hrun.measure("Ampere", tmp_path, cases=4, instructions=[name], device=_Sim("8.0", flip=True), progress=False)
     assert cli.main(["validate", "-q", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert hrun.file_name(name) in out and res["written"][0].endswith(hrun.file_name(name))
@@ -185,7 +185,7 @@ def test_probe_cases_sit_on_the_tile_diagonal_and_every_entry_is_recorded(tmp_pa
     one, two = 0x3C00, 0x4000
     probes = {"a": np.full((3, 16), one, dtype=np.uint64), "b": np.full((3, 16), two, dtype=np.uint64),
               "c": np.array([0, 0x3F800000, 0x40000000], dtype=np.uint64), "labels": np.array(["p0", "p1", "p2"])}
-    res = hrun.run("Ampere", tmp_path, cases=1, probes=True, instructions=[m.instruction], device=_Sim("8.0"),
+    res = hrun.measure("Ampere", tmp_path, cases=1, probes=True, instructions=[m.instruction], device=_Sim("8.0"),
                    probe_source=lambda model: probes, progress=False)
     v = vectors.load(res["written"][0])
     assert v.provenance["probe_cases"] == 3 and len(v) == 2 * 16 * 8
@@ -199,7 +199,7 @@ def test_probe_cases_sit_on_the_tile_diagonal_and_every_entry_is_recorded(tmp_pa
 
 def test_harness_run_refuses_a_device_of_another_architecture(tmp_path):
     with pytest.raises(HarnessError, match="compute capability 8.0.*need 9.0"):
-        hrun.run("Hopper", tmp_path, cases=1, instructions=["mma.sync.m16n8k4.f64.f64.f64"], device=_Sim("8.0"))
+        hrun.measure("Hopper", tmp_path, cases=1, instructions=["mma.sync.m16n8k4.f64.f64.f64"], device=_Sim("8.0"))
 
 
 def test_cli_harness_run_without_a_gpu_is_a_one_line_error(tmp_path, capsys, monkeypatch):
@@ -299,7 +299,7 @@ SCALED_SPARSE = [
                     reason="needs the scale-factor / sparse-metadata register layouts (mmasim.placement.compress)")
 @pytest.mark.parametrize("arch, cc, names", SCALED_SPARSE, ids=[r[0] for r in SCALED_SPARSE])
 def test_sparse_and_block_scaled_kernels_run_on_a_simulated_device_and_validate(tmp_path, capsys, arch, cc, names):
-    res = hrun.run(arch, tmp_path, cases=6, seed=9, instructions=names, device=_Sim(cc), progress=False)
+    res = hrun.measure(arch, tmp_path, cases=6, seed=9, instructions=names, device=_Sim(cc), progress=False)
     assert not res["skipped"] and len(res["written"]) == len(names)
     assert cli.main(["validate", "-q", "--json", str(tmp_path)]) == 0
     summary = json.loads(capsys.readouterr().out)["summary"]

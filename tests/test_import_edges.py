@@ -76,7 +76,7 @@ importlib.import_module = watched_import_module
 WORK = r'''
 import numpy as np
 import mmasim
-from mmasim.registry import plugins
+from mmasim.registry import registration
 
 mmasim.get_registry()
 m = mmasim.MMA("A100", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", backend="numpy")
@@ -88,12 +88,12 @@ D = mmasim.gemm(A, B, np.zeros((16, 8), dtype=np.uint32), arch="A100", instructi
 assert int(np.asarray(D)[0, 0]) == 0x42000000                               # 32.0, two K tiles
 regs = m.warp(m.fragments("a", A[:, :16]), m.fragments("b", B[:16]), m.fragments("c", np.zeros((16, 8), np.uint32)))
 assert int(m.unfragment("d", regs)[0, 0]) == 0x41800000
-plugins.status()
-plugins.reset()                     # the built-in plugins loaded again, at run time
+registration.status()
+registration.reset()                     # the built-in plugins loaded again, at run time
 mmasim.MMA("B200", "tcgen05.mma.kind::tf32")
-from mmasim.harness import generate, run
+from mmasim.harness import generate, measure
 generate.model_specs(m)
-run.device_class(m)
+measure.device_class(m)
 '''
 
 
@@ -147,7 +147,7 @@ def test_the_watcher_sees_run_time_imports_by_name():
 def test_the_edge_rules_name_each_wrong_floor():
     edges = {("mmasim.registry.manager", "mmasim.backends.numba"),      # the registry imports a backend
              ("mmasim_plugins.archs", "mmasim"),                         # a built-in plugin imports the top
-             ("mmasim_plugins.archs", "mmasim.harness.run"),             # ... or a tool
+             ("mmasim_plugins.archs", "mmasim.harness.measure"),             # ... or a tool
              ("mmasim.registry.manager", "mmasim_plugins.archs"),        # the registry imports a plugin
              ("mmasim", "mmasim_plugins.archs"),                         # the top names them: fine
              ("mmasim_plugins.archs", "mmasim.placement.loader"),        # a plugin uses the core: fine
@@ -156,7 +156,7 @@ def test_the_edge_rules_name_each_wrong_floor():
     assert sorted((a, b) for a, b, _ in wrong_edges(edges)) == [
         ("mmasim.execution.model", "mmasim"), ("mmasim.registry.manager", "mmasim.backends.numba"),
         ("mmasim.registry.manager", "mmasim_plugins.archs"), ("mmasim_plugins.archs", "mmasim"),
-        ("mmasim_plugins.archs", "mmasim.harness.run")]
+        ("mmasim_plugins.archs", "mmasim.harness.measure")]
 
 
 def test_no_import_runs_from_a_floor_up_to_a_higher_one_at_import_or_run_time():

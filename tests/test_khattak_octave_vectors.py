@@ -63,7 +63,7 @@ def test_frozen_words_agree_and_say_where_they_come_from(path):
         assert prov["mi300_commit"] == MI300_COMMIT
     assert len(vf) >= 200 and vf.labels is not None
     assert set(vf.labels) <= {"random", "wide", "cancel", "underflow", "special"}
-    out = vectors.run(vf)
+    out = vectors.run_vector_file(vf)
     assert out.mismatches.size == 0, f"{out.mismatches.size} mismatches, first case {int(out.mismatches[0])}"
 
 

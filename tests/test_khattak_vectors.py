@@ -35,7 +35,7 @@ def test_every_measured_word_is_reproduced_and_its_datapath_says_so(path):
     assert len(vf) == 5000 and vf.labels is not None
     k = vf.a.shape[1]
     assert 1 <= prov["nonzero_k"] <= k and not vf.a[:, prov["nonzero_k"]:].any()
-    out = vectors.run(vf)
+    out = vectors.run_vector_file(vf)
     assert out.mismatches.size == 0, f"{out.mismatches.size} mismatches, first: {vf.labels[int(out.mismatches[0])]}"
     m = vectors.model_for(vf)
     assert m.status.kind == "hardware" and "Khattak & Mikaitis" in m.status.source

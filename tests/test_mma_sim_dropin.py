@@ -29,6 +29,7 @@ from mmasim.arith.decode import NAN  # noqa: E402
 from mmasim.nv_ptx.sim import MMA, WGMMA, MMABlockScale, TCGen05MMA, TCGen05MMABlockScale  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "vectors" / "peer"
+PACKAGE_ROOT = pathlib.Path(mmasim.__file__).resolve().parent
 MANIFEST = {f["path"]: f for f in json.loads((ROOT / "MANIFEST.json").read_text())["files"]}
 # MMA-Sim's files are those its MANIFEST lists (the other peer's files, khattak-octave.*, are not
 # MMA-Sim's words: tests/test_khattak_octave_vectors.py)
@@ -272,6 +273,24 @@ def test_mmasim_and_the_dropin_import_without_torch():
             "assert 'torch' not in sys.modules, 'torch imported'\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_mma_sim_import_paths_are_aliases_of_the_compat_modules():
+    # mmasim.nv_ptx.sim / mmasim.amd.sim are the modules of mmasim/mma_sim_compat/ themselves (no
+    # folders of their own); mmasim.nv_ptx / mmasim.amd hold their names as MMA-Sim's packages do
+    import importlib
+
+    import mmasim.amd.sim
+    import mmasim.nv_ptx.sim
+    from mmasim.mma_sim_compat import amd, nv_ptx
+    from mmasim.nv_ptx import WGMMA as package_wgmma
+
+    assert mmasim.nv_ptx.sim is nv_ptx and mmasim.amd.sim is amd
+    assert package_wgmma is nv_ptx.WGMMA and mmasim.amd.MFMA is amd.MFMA
+    assert nv_ptx.__spec__.name == "mmasim.mma_sim_compat.nv_ptx"       # the home module untouched
+    assert not (PACKAGE_ROOT / "nv_ptx").exists() and not (PACKAGE_ROOT / "amd").exists()
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("mmasim.nv_ptx.isa_mma")                 # MMA-Sim's ISA lists: not ours
 
 
 def test_mma_sim_doc_examples_run():

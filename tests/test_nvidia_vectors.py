@@ -29,7 +29,7 @@ def test_agrees_with_the_t2_measurements(path):
     vf = vectors.load(path)
     assert vf.source in ("hardware", "hand-derived")
     assert "T2" in vf.provenance["citation"] and vf.provenance["device"]
-    out = vectors.run(vf)
+    out = vectors.run_vector_file(vf)
     if len(out.mismatches):
         i = int(out.mismatches[0])
         pytest.fail(f"{len(out.mismatches)}/{len(vf)} mismatches; first: {vf.labels[i]}: got "

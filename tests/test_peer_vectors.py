@@ -24,7 +24,7 @@ def test_peer_vectors_are_bundled():
 def test_agrees_with_the_peer(path):
     vf = vectors.load(path)
     assert vf.source == "peer"
-    out = vectors.run(vf)
+    out = vectors.run_vector_file(vf)
     if len(out.mismatches):
         i = int(out.mismatches[0])
         pytest.fail(

@@ -9,7 +9,7 @@ import mmasim
 from mmasim import backends
 from mmasim.backends.numpy import reference
 from mmasim.backends.plan import Plan, Rows
-from mmasim.registry.plugins import get_plugin_manager, hookimpl
+from mmasim.registry.registration import get_plugin_manager, hookimpl
 
 F16_ONE, F32_ONE = 0x3C00, 0x3F800000
 F16_2M24 = 0x0001                                   # 2^-24, the smallest f16 subnormal

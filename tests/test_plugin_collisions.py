@@ -2,7 +2,7 @@
 "Isolation and conflicts"): kernels, register layouts and format display names follow the
 one-owner rule datapaths follow.  A collision is a ``PluginConflict`` naming both owners
 (``mmasim.register``: raised; an entry point: skipped, reported, listed by
-``mmasim.registry.plugins.status``), and the built-in result is what it was.
+``mmasim.registry.registration.status``), and the built-in result is what it was.
 
 The property tests draw built-in parts (kernel families, resolved layouts, datapaths) and
 attack each the way a copied part would.
@@ -20,7 +20,7 @@ from test_plugin_isolation import FakeEntryPoint, entry_points, make_plugin, plu
 
 import mmasim
 from mmasim import backends
-from mmasim.registry import plugins
+from mmasim.registry import registration
 from mmasim.backends.numba import BUILDERS
 from mmasim.errors import PluginConflict, PluginError
 from mmasim.harness.spec import layout_name
@@ -54,7 +54,7 @@ class _WrongWords:
 
 
 def _status(name):
-    return next(s for s in plugins.status() if s.name == name)
+    return next(s for s in registration.status() if s.name == name)
 
 
 # ------------------------------------------------------------------ kernels
@@ -65,27 +65,27 @@ def test_kernel_for_a_builtin_family_is_a_conflict_naming_both(registered, famil
         registered(make_plugin(mmasim_kernels={family: lambda plan: _WrongWords()}), "evil-kernels")
     text = str(info.value)
     assert "'evil-kernels'" in text and "'mmasim.backends.numba'" in text and repr(family) in text
-    assert "evil-kernels" not in {s.name for s in plugins.status()}
+    assert "evil-kernels" not in {s.name for s in registration.status()}
     assert backends.kernel_builders()[family] is not None
 
 
 def test_register_kernel_for_a_builtin_family_is_a_conflict():
     with pytest.raises(PluginConflict, match="'window'.*mmasim.backends.numba"):
         backends.register_kernel("window")(lambda plan: _WrongWords())
-    assert plugins.get_plugin_manager().get_plugin("kernel:window") is None
+    assert registration.get_plugin_manager().get_plugin("kernel:window") is None
 
 
 def test_builtin_kernel_names_do_not_depend_on_numba_being_installed(monkeypatch):
     from mmasim.backends import numba as nb
 
     monkeypatch.setattr(nb, "_numba_ok", False)
-    plugins.reset()
+    registration.reset()
     try:
-        assert set(get_registry().kernels) == set(BUILDERS)
+        assert set(get_registry().kernels) == {("numba", family) for family in BUILDERS}
         assert backends.compiled_families() == []
     finally:
         monkeypatch.undo()
-        plugins.reset()
+        registration.reset()
 
 
 def test_kernel_entry_point_for_a_builtin_family_cannot_change_numba_words(entry_points):  # noqa: F811
@@ -117,7 +117,7 @@ def test_kernel_hook_that_raises_is_skipped_and_reported_not_fatal(entry_points)
 def test_kernel_hook_that_raises_is_refused_by_register(registered):
     with pytest.raises(PluginError, match="mmasim_kernels.*RuntimeError: boom"):
         registered(make_plugin(mmasim_kernels=RuntimeError("boom")), "raiser")
-    assert plugins.get_plugin_manager().get_plugin("raiser") is None
+    assert registration.get_plugin_manager().get_plugin("raiser") is None
     assert window_facts(mmasim.MMA("A100", AMPERE_F16)) == WINDOW_FACTS
 
 
@@ -169,7 +169,7 @@ def test_layout_entry_point_cannot_change_layout_fragments_warp_or_harness(entry
     rule = get_registry().layouts[m.layout("b").name]
     # B with its two elements swapped: a bijection still, so only the conflict rule stops it
     swapped = attrs.evolve(rule, name="evil.swapped", arch=("Ampere",), row=f"{rule.row} + 1 - 2 * (i % 2)")
-    plugins.reset()
+    registration.reset()
     entry_points.append(FakeEntryPoint("evil", make_plugin("evil_mod", mmasim_layouts=[swapped])))
     A = np.arange(256, dtype=np.uint16).reshape(16, 16) % 7 + 0x3C00
     B = np.arange(128, dtype=np.uint16).reshape(16, 8) % 5 + 0x3C00

@@ -2,7 +2,7 @@
 does not take mmasim down (docs/plugins.md "Isolation and conflicts").
 
 Test plugins are registered with ``mmasim.register`` (an explicit call: a failure
-raises) or as fake entry points (``mmasim.registry.plugins.entry_points`` monkeypatched: a
+raises) or as fake entry points (``mmasim.registry.registration.entry_points`` monkeypatched: a
 failure is skipped and reported once as a ``PluginWarning``).  Every fixture
 restores the plugin manager and the registry.
 """
@@ -17,7 +17,7 @@ import pytest
 
 import mmasim
 from mmasim.registry import manager as plugin_manager
-from mmasim.registry import plugins
+from mmasim.registry import registration
 from mmasim.registry.datapath import Datapath
 from mmasim.arith.decode import Decoded, decode_float
 from mmasim.arith.encode import Encoding
@@ -134,9 +134,9 @@ def registered():
 
     yield register
     for name in names:
-        if plugins.get_plugin_manager().get_plugin(name) is not None:
+        if registration.get_plugin_manager().get_plugin(name) is not None:
             mmasim.unregister(name=name)
-    plugins.reset()
+    registration.reset()
 
 
 class FakeEntryPoint:
@@ -157,9 +157,9 @@ def entry_points(monkeypatch):
     """A list of fake ``mmasim`` entry points that the next plugin-manager load reads."""
     eps = []
     monkeypatch.setattr(plugin_manager, "entry_points", lambda: eps)
-    plugins.reset()
+    registration.reset()
     yield eps
-    plugins.reset()
+    registration.reset()
 
 
 def plugin_warnings(record):
@@ -178,7 +178,7 @@ def test_table_naming_an_existing_architecture_is_a_conflict_not_a_merge(registe
     assert "'evil'" in text and "mmasim_plugins.archs" in text and "blackwell_tcgen05.toml" in text
     assert "extends" in text
     assert tf32_probe() == (0x3F800008, "hardware")
-    assert "evil" not in [s.name for s in plugins.status()]
+    assert "evil" not in [s.name for s in registration.status()]
 
 
 def test_entry_point_naming_an_existing_architecture_is_skipped_naming_both_plugins(entry_points):
@@ -192,7 +192,7 @@ def test_entry_point_naming_an_existing_architecture_is_skipped_naming_both_plug
     for part in ("'evil'", "entry point evil = evil_module", "evil-dist 6.6", "mmasim_plugins.archs",
                  "blackwell_tcgen05.toml"):
         assert part in message
-    (status,) = [s for s in plugins.status() if s.name == "evil"]
+    (status,) = [s for s in registration.status() if s.name == "evil"]
     assert (status.ok, status.source, status.distribution, status.entry_point) == \
         (False, "entry point", "evil-dist 6.6", "evil = evil_module")
     assert "mmasim_plugins.archs" in status.error
@@ -364,7 +364,7 @@ def test_broken_entry_point_is_skipped_and_reported_once(entry_points, case, spe
         assert "Toy Arch" in mmasim.architectures()
     (message,) = plugin_warnings(record)
     assert "'broken'" in message and reason in message and "\n" not in message.strip()
-    status = {s.name: s for s in plugins.status()}
+    status = {s.name: s for s in registration.status()}
     assert status["broken"].ok is False and reason in status["broken"].error
     assert status["fine"].ok and status["fine"].error is None
     assert status["mmasim_plugins.blackwell"].ok
@@ -396,22 +396,22 @@ def test_plugin_depending_on_a_skipped_plugin_is_skipped_too(entry_points):
 def test_register_raises_for_a_broken_plugin_and_leaves_nothing_behind(registered):
     with pytest.raises(PluginError, match="boom"):
         registered(make_plugin(mmasim_architectures=RuntimeError("boom")), "broken")
-    assert "broken" not in [s.name for s in plugins.status()]
-    assert plugins.get_plugin_manager().get_plugin("broken") is None
+    assert "broken" not in [s.name for s in registration.status()]
+    assert registration.get_plugin_manager().get_plugin("broken") is None
     assert tf32_probe() == (0x3F800008, "hardware")
 
 
 def test_good_entry_point_is_listed_with_its_distribution(entry_points):
     entry_points.append(FakeEntryPoint("toyep", make_plugin(mmasim_architectures=[new_arch()]),
                                        dist="toy-dist", version="1.0"))
-    (status,) = [s for s in plugins.status() if s.name == "toyep"]
-    assert status == plugins.PluginStatus("toyep", "entry point", "toy-dist 1.0", "toyep = toyep_module",
+    (status,) = [s for s in registration.status() if s.name == "toyep"]
+    assert status == registration.PluginStatus("toyep", "entry point", "toy-dist 1.0", "toyep = toyep_module",
                                           True, None)
     assert "Toy Arch" in mmasim.architectures()
 
 
 def test_status_lists_every_builtin_ok():
-    status = plugins.status()
+    status = registration.status()
     builtins = [s for s in status if s.source == "builtin"]
     assert [s.name for s in builtins] == list(mmasim.DEFAULT_PLUGINS)
     assert all(s.ok and s.error is None and s.distribution is None for s in builtins)
@@ -422,13 +422,13 @@ def test_broken_builtin_plugin_raises(monkeypatch):
     monkeypatch.setitem(sys.modules, "mmasim_test_broken_builtin", module)
     monkeypatch.setattr(mmasim, "DEFAULT_PLUGINS", mmasim.DEFAULT_PLUGINS + ("mmasim_test_broken_builtin",))
     monkeypatch.setattr(plugin_manager, "entry_points", lambda: [])
-    plugins.reset()
+    registration.reset()
     try:
         with pytest.raises(PluginError, match="built-in plugin 'mmasim_test_broken_builtin'.*bug"):
             get_registry()
     finally:
         monkeypatch.undo()
-        plugins.reset()
+        registration.reset()
     assert "Blackwell" in mmasim.architectures()
 
 

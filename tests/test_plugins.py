@@ -86,7 +86,7 @@ def test_unregistering_removes_the_architecture(toy):
 
 
 def test_builtins_are_registered_like_plugins():
-    pm = mmasim.registry.plugins.get_plugin_manager()
+    pm = mmasim.registry.registration.get_plugin_manager()
     names = {pm.get_name(p) for p in pm.get_plugins()}
     assert {"mmasim.registry.core_parts", "mmasim_plugins.blackwell"} <= names
 
@@ -111,7 +111,7 @@ def test_builtin_python_plugins_are_only_those_whose_code_differs():
     # a table needs no code: the other built-in plugins add parts, never tables
     modules = {f"mmasim_plugins.{p.stem}" for p in (ROOT / "plugins").glob("*.py") if p.stem != "__init__"}
     assert modules <= set(mmasim.DEFAULT_PLUGINS)
-    pm = mmasim.registry.plugins.get_plugin_manager()
+    pm = mmasim.registry.registration.get_plugin_manager()
     hooks = {}
     for name in modules:
         plugin = pm.get_plugin(name)

@@ -36,13 +36,13 @@ def spread(monkeypatch):
     """Share out even small batches, and record the workers of every run."""
     monkeypatch.setattr(mt, "MIN_ELEMENTS_PER_THREAD", 1)
     runs = []
-    real = mt.run
+    real = mt.run_chunks
 
     def run(n, chunk, work, nworkers, *args, **kwargs):
         runs.append(nworkers)
         return real(n, chunk, work, nworkers, *args, **kwargs)
 
-    monkeypatch.setattr(mt, "run", run)
+    monkeypatch.setattr(mt, "run_chunks", run)
     return runs
 
 
@@ -129,7 +129,7 @@ def test_run_computes_chunks_on_concurrent_threads():
         if first_two:
             barrier.wait()
 
-    mt.run(1000, 1000, work, 2, elements_per_row=16)
+    mt.run_chunks(1000, 1000, work, 2, elements_per_row=16)
     spans = sorted((s, e) for s, e, _ in seen)
     assert spans[0][0] == 0 and spans[-1][1] == 1000
     assert all(x[1] == y[0] for x, y in zip(spans, spans[1:]))     # contiguous, no overlap
@@ -144,7 +144,7 @@ def test_first_warm_rows_run_before_any_other_thread_starts():
     def work(s, e):
         order.append((s, threading.get_ident()))
 
-    mt.run(5000, 5000, work, 4, elements_per_row=16)
+    mt.run_chunks(5000, 5000, work, 4, elements_per_row=16)
     assert order[0] == (0, me)
 
 
@@ -159,7 +159,7 @@ def test_a_failing_chunk_raises_the_error_one_thread_raises():
     said = []
     for n in (1, 4):
         with pytest.raises(mmasim.OperandError) as err:
-            mt.run(1000, 50, work, n, elements_per_row=16)
+            mt.run_chunks(1000, 50, work, n, elements_per_row=16)
         said.append(str(err.value))
     assert said == ["row 300", "row 300"]
 
@@ -176,7 +176,7 @@ def _fails_once(after: int):
 
 
 def test_a_gemm_block_computed_again_after_a_failed_attempt_is_written_once():
-    # threads.run redoes a failed attempt on one thread in one chunk of all M rows: the blocks
+    # threads.run_chunks redoes a failed attempt on one thread in one chunk of all M rows: the blocks
     # the first attempt finished must not be stacked onto the result (a (64, 8) came back (80, 8))
     from mmasim.execution.threads import by_rows
 
@@ -202,7 +202,7 @@ def test_a_gemm_whose_threaded_attempt_failed_gives_the_one_thread_words(options
     A = rng.integers(0x30, 0x40, (256, 64)).astype(np.uint8)
     B = rng.integers(0x30, 0x40, (64, 8)).astype(np.uint8)
     want = mmasim.gemm(A, B, None, model=m, threads=1, backend="numpy", **options)
-    module, name = (mainloop, "run") if options else (mainloop, "chain")
+    module, name = (mainloop, "accumulate") if options else (mainloop, "chain")
     real, fail = getattr(module, name), _fails_once(after=3)
 
     def flaky(*args, **kwargs):
@@ -255,20 +255,20 @@ def test_thread_count_error_is_an_mma_error_and_a_value_error():
 
 
 def test_numpy_integer_thread_counts_are_accepted():
-    assert mt.resolve(np.int64(3)) == 3
+    assert mt.thread_count(np.int64(3)) == 3
 
 
 def test_mmasim_threads_environment_variable_is_honoured(monkeypatch, spread):
     m = mmasim.MMA(*FAMILIES["window"])
     a, b, c, _ = _batch(m, "env", rows=400)
     monkeypatch.setenv("MMASIM_THREADS", "3")
-    assert mt.resolve() == 3
+    assert mt.thread_count() == 3
     got = m.dot(a, b, c)
     assert spread[-1] == 3
     assert np.array_equal(got, m.dot(a, b, c, threads=1))    # the argument wins over the variable
     assert spread[-1] == 1
     monkeypatch.setenv("MMASIM_THREADS", " 2 ")
-    assert mt.resolve() == 2
+    assert mt.thread_count() == 2
 
 
 @pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5", "2x"])
@@ -282,11 +282,11 @@ def test_mmasim_threads_must_be_a_positive_integer(monkeypatch, bad):
 def test_every_core_by_default(monkeypatch):
     monkeypatch.delenv("MMASIM_THREADS", raising=False)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    assert mt.resolve() == mt.default_threads() >= 1
+    assert mt.thread_count() == mt.default_threads() >= 1
     if cores is not None:
         assert mt.default_threads() == cores
     monkeypatch.setenv("MMASIM_THREADS", "")
-    assert mt.resolve() == mt.default_threads()
+    assert mt.thread_count() == mt.default_threads()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")

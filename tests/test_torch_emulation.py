@@ -55,7 +55,7 @@ FIELDS = {
     "split_k": ({}, lambda v: v is None or _positive_int(v)),
     "split_reduce": ({}, lambda v: v in ("sequential", "tree")),
     "output": ({}, lambda v: v is None or (isinstance(v, str) and v in element_formats())),
-    "attention": ({}, lambda v: v in ("softmax", "fa3-fp8")),
+    "attention": ({}, lambda v: v in ("softmax", "fa3-fp8", "fa3-fp8-flash", "cudnn-mxfp8", "sage3-nvfp4")),
     "b_tile": ({"scaling": "scheme", "scheme": "deepseek_fp8"},
                lambda v: v is None or (isinstance(v, (tuple, list)) and len(v) == 2 and all(map(_positive_int, v)))),
     "qualifiers": ({}, _qualifier_entries),
@@ -65,7 +65,7 @@ FIELDS = {
 }
 
 _words = st.sampled_from(["", " ", "cast", "tensor", "scheme", "row", "sequential", "tree", "bf16", "f16", "e4m3",
-                          "softmax", "fa3-fp8", "fa3",
+                          "softmax", "fa3-fp8", "fa3", "cudnn-mxfp8", "sage3-nvfp4", "sage3",
                           "nvfp4", "mxfp8", "deepseek_fp8", "H100", "d_type", "f32"])
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 300), st.floats(allow_nan=False, width=32),
                      _words, st.text(max_size=6), st.just(object()),
@@ -98,7 +98,7 @@ def test_the_issues_examples_are_emulation_errors_naming_the_field():
         mt.Emulation(*A100, b_tile=5)
     with pytest.raises(mt.EmulationError, match=r"qualifiers must be a mapping .*not 5"):
         mt.Emulation(*A100, qualifiers=5)
-    with pytest.raises(mt.EmulationError, match="b_tile is the tile of B's deepseek_fp8 or nvfp4 scales"):
+    with pytest.raises(mt.EmulationError, match=r"b_tile is the tile of B's scales under a scheme that takes tiles \(nvfp4, deepseek_fp8\)"):
         mt.Emulation(*A100, b_tile=(128, 128))                  # ignored before: now refused
 
 

@@ -302,13 +302,13 @@ def test_te_nvfp4_layer_is_quantize_with_tiles_rht_and_stochastic_rounding_and_g
 
 @pytest.mark.parametrize("fields, message", [
     ({"scheme": "mxfp8_e4m3", "scale_rounding": "ceil"}, "scale_rounding.*'floor', 'rceil'"),
-    ({"scheme": "nvfp4", "scale_rounding": "rceil"}, "scale_rounding.*MX scheme.*'nvfp4'"),
+    ({"scheme": "nvfp4", "scale_rounding": "rceil"}, "scale_rounding.*mxfp8_e4m3.*'nvfp4'"),
     ({"scheme": "nvfp4", "a_rounding": "up"}, "a_rounding.*'nearest', 'stochastic'"),
     ({"scheme": "deepseek_fp8", "a_rounding": "stochastic"}, "a_rounding='stochastic'.*deepseek_fp8"),
     ({"scheme": "mxfp4", "hadamard": True}, "hadamard=True.*nvfp4.*mxfp4"),
     ({"scheme": "nvfp4", "hadamard": True, "b_tile": (16, 16)}, "hadamard=True or b_tile"),
     ({"scheme": "nvfp4", "seed": -1}, "seed.*non-negative"),
-    ({"scheme": "mxfp8_e4m3", "b_tile": (16, 16)}, "b_tile.*'nvfp4'.*mxfp8_e4m3"),
+    ({"scheme": "mxfp8_e4m3", "b_tile": (16, 16)}, "b_tile.*nvfp4.*'mxfp8_e4m3'"),
     ({"scheme": None, "scaling": "cast", "scale_rounding": "rceil"}, "scale_rounding.*None"),
     ({"scheme": None, "scaling": "delayed"}, "scaling='delayed' and delayed="),
     ({"scheme": None, "scaling": "cast", "delayed": 5}, "delayed must be None or an mmasim.torch.DelayedScalings"),
@@ -343,3 +343,40 @@ def test_te_fp8_delayed_layer_is_delayed_scaling_quantize_and_gemm_over_two_step
             ds.update()
         assert roles["x"].scale != 1                              # the second step's scales are not 1
     em.delayed.reset()
+
+
+def test_te_fp8_delayed_keeps_one_history_per_module_and_role_across_steps():
+    # TE keeps an fp8_meta per module: two Linear layers of different magnitudes under one
+    # TE-fp8-delayed preset get their own amax histories and scales.  Worked by hand: W0 = W1 =
+    # 1.75 I, loss = 1.75 * sum(y1), so dy1 = 1.75; x = 1.75 (steps 1, 3) and 3.5 (step 2).
+    # Step 1 (scales 1, every value exact): y0 = 1.75 * 1.75 = 3.0625 (recorded as layer 1's
+    # input amax before its cast), dy0 = dy1 W1 = 3.0625.  update(): scale = RN(max / amax) with
+    # max 448 (e4m3: input, weight) or 57344 (e5m2: gradient), amax the history's largest.
+    # Step 2: x = 3.5 joins layer 0's input history (448 / 3.5 = 128); x * 256 = 896 saturates
+    # to 448, so y0 = 448 * 448 * 2^-16 = 3.0625 again; dy1 * 32768 = 57344 and W1 * 256 = 448
+    # give dy0 = 57344 * 448 * 2^-23 = 3.0625.  Step 3: x = 1.75, the history keeps 3.5.
+    em = mt.preset("TE-fp8-delayed")
+    state = em.delayed
+    state.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4, bias=False), torch.nn.Linear(4, 4, bias=False))
+    with torch.no_grad():
+        for layer in model:
+            layer.weight.copy_(1.75 * torch.eye(4))
+    f32 = np.float32
+    step1 = {("0", "a"): f32(448) / f32(1.75), ("0", "b"): f32(256), ("0", "dd"): f32(57344) / f32(3.0625),
+             ("1", "a"): f32(448) / f32(3.0625), ("1", "b"): f32(256), ("1", "dd"): f32(32768)}
+    expected = [step1, {**step1, ("0", "a"): f32(128)}, {**step1, ("0", "a"): f32(128)}]
+    try:
+        for x_value, want in zip((1.75, 3.5, 1.75), expected):
+            with mt.emulate(model, em):
+                y = model(torch.full((1, 4), x_value))
+                (1.75 * y.sum()).backward()
+            state.update()
+            fmts = {"a": "e4m3", "b": "e4m3", "dd": "e5m2"}
+            got = {(m, r): state.scaling((r, 0), fmts[r], module=m).scale for m, r in want}
+            assert got == want
+        assert {k[0] for k in state.roles} == {"0", "1"}          # no state outside the two modules
+        # the history rolls toward its start each update: the three steps' amaxes at its end
+        assert state.scaling(("a", 0), "e4m3", module="0").amax_history[-3:].tolist() == [1.75, 3.5, 1.75]
+    finally:
+        state.reset()

@@ -189,7 +189,7 @@ def test_save_then_load_round_trip(tmp_path):
     assert vf.arch == "B200" and vf.source == "hand-derived" and len(vf) == 1
     assert list(vf.labels) == ["1*1 + 1"]
     assert vf.meta["format"] == "mmasim-vectors" and vf.meta["version"] == 1
-    assert vectors.run(vf).mismatches.size == 0
+    assert vectors.run_vector_file(vf).mismatches.size == 0
 
 
 # ------------------------------------------------ never "OK" on nothing

@@ -232,7 +232,7 @@ def exact_result(model, A, B) -> reference.Exact:
         tensor = reference.Terms.of_values(np.array([ts[0]]))
         for extra in ts[1:]:
             tensor = tensor.scaled(reference.Terms.of_values(np.array([extra])))
-    return reference.gemm(ta, tb, promotion=promotion, tensor_scale=tensor)
+    return reference.exact_gemm(ta, tb, promotion=promotion, tensor_scale=tensor)
 
 
 def _setting(model, k, M, N, dist, seed, promote_every, split_k, split_reduce, scheme, backend, threads, bar):

@@ -69,7 +69,7 @@ def add_parser(sub, add_qualifiers, add_json, plot_path, count):
     return s
 
 
-def run(args, qualifiers: dict, parser) -> list:
+def run_studies(args, qualifiers: dict, parser) -> list:
     """Run the studies; returns the :class:`~mmasim.accuracy.Accuracy` results (:func:`show` prints them)."""
     from mmasim.accuracy import studies
 
@@ -92,4 +92,4 @@ def show(args, results) -> None:
         print("\n\n".join(safe(r.table(), newlines=True) for r in results))
 
 
-__all__ = ["add_parser", "run", "show"]
+__all__ = ["add_parser", "run_studies", "show"]

@@ -4,7 +4,7 @@ with nothing rounded.
 Every operand element is an integer significand times a power of two (:class:`Terms`: decoded
 words, a block scale folded into its element).  :func:`matmul` multiplies two operands exactly
 through binary64 matrix products of integer *planes* (:func:`planes`, :func:`limb_bits`), exact
-whatever order BLAS adds in; :func:`gemm` adds C and the promotion scales (one per K block of
+whatever order BLAS adds in; :func:`exact_gemm` adds C and the promotion scales (one per K block of
 A's rows and B's blocks), again in integers, and gives an :class:`Exact`.  Refuses inf and
 NaN (no exact result) and a scaled significand past 62 bits (:class:`~mmasim.AccuracyError`).
 """
@@ -134,7 +134,7 @@ class Exact:
         return [Fraction(int(v)) * scale for v in self.numer.ravel()]
 
 
-def gemm(a: Terms, b: Terms, c: Terms | None = None, promotion=None, tensor_scale=None) -> Exact:
+def exact_gemm(a: Terms, b: Terms, c: Terms | None = None, promotion=None, tensor_scale=None) -> Exact:
     """The exact ``C + A @ B``.  ``promotion``: ``(sa, sb, bk, bn)`` with ``sa`` ``(M, K / bk)``
     and ``sb`` ``(K / bk, N / bn)`` terms: each K block's sum times ``sa[i, kb] * sb[kb, j // bn]``.
     ``tensor_scale``: terms of one value multiplying ``A @ B``."""
@@ -162,4 +162,4 @@ def gemm(a: Terms, b: Terms, c: Terms | None = None, promotion=None, tensor_scal
     return Exact(numer=np.asarray(total, dtype=object).reshape(M, N), exp=int(exp))
 
 
-__all__ = ["Terms", "Exact", "gemm", "matmul", "planes", "limb_bits"]
+__all__ = ["Terms", "Exact", "exact_gemm", "matmul", "planes", "limb_bits"]

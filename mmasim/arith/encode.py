@@ -43,7 +43,12 @@ def round_code(mag, e0, *, emin: int, frac: int, mode: str, max_code: int, subno
       fraction bits every significand is 1: ties go up);
     * ``"rs"``: the carry out of ``floor(rem / 2**drop * 2**rbits_width) + rbits``, a
       ``rbits_width``-bit addition: the random bits sit right below the kept last bit (PTX
-      ``cvt.rs``)."""
+      ``cvt.rs``).
+
+    The compiled kernels (numba, CPU and CUDA) round one value at a time by the scalar form of
+    this rule, :func:`mmasim.backends.numba.primitives._round_code` (``"rz"`` and ``"rne"``,
+    with subnormals), which their encoder ``_pack`` and ``tiles._rz_f32`` call; a change here
+    is a change there."""
     mag = np.asarray(mag, dtype=np.int64)
     e0 = np.asarray(e0, dtype=np.int64)
     lead = e0 + bit_length(mag) - 1

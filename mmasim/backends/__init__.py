@@ -1,13 +1,15 @@
 """Computation backends: ``get(name).compute(plan, rows)`` returns the D words of rows of
 one datapath (:class:`~mmasim.backends.plan.Plan`, :class:`~mmasim.backends.plan.Rows`).
 
-``numpy`` runs the reference accumulators (and its lean window path); ``numba`` (the
-``[fast]`` extra) runs compiled kernels, bit-identical, registered per accumulator
-family through the ``mmasim_kernels`` hook; ``cuda`` (the ``[cuda]`` extra) runs the per-row
-bodies on an NVIDIA GPU (:mod:`mmasim.backends.cuda.backend`).  Selection: the ``backend=`` argument, else
-``MMASIM_BACKEND`` (``numpy``, ``numba``, ``cuda``, ``auto``), else ``auto`` (numba when it
-imports, except a datapath's first ``AUTO_MIN_PRODUCTS`` products in a process: numpy; cuda for a
-job of ``CUDA_MIN_PRODUCTS`` products or more when a GPU is present).  What a kernel does not cover is computed by numpy (:func:`kernel_coverage`).
+Backends are plugins of the ``mmasim_backends`` hook (``name -> factory``; the registry holds
+them): ``numpy`` runs the reference accumulators (and its lean window path); ``numba`` (the
+``[fast]`` extra) runs compiled kernels, bit-identical, registered per (backend, accumulator
+family) through the ``mmasim_kernels`` hook.  Selection: the ``backend=`` argument, else
+``MMASIM_BACKEND`` (a registered name or ``auto``), else ``auto`` (a backend that takes jobs of
+that size, ``auto_takes``; else numba when it imports, except a datapath's first
+``AUTO_MIN_PRODUCTS`` products in a process: numpy).  What a kernel
+does not cover is computed by the reference (:func:`kernel_coverage`).  Each backend keeps
+what it prepares for a plan itself; a plan is frozen.
 
 May import the packages below it (``errors`` .. ``registry``).
 """
@@ -15,37 +17,59 @@ May import the packages below it (``errors`` .. ``registry``).
 from __future__ import annotations
 
 import os
+import weakref
 
 from mmasim.errors import MMAError
+from mmasim.registry.build import get_registry
 from mmasim.backends.numba import (
     NumbaBackend,
     compiled_families,
+    forget as _forget_kernel,
     kernel_builders,
     kernel_coverage,
     kernel_for,
+    kernel_in_use,
     numba_available,
     register_kernel,
 )
 from mmasim.backends.numpy import NumpyBackend
-from mmasim.backends.cuda import backend as _cuda
 
-__all__ = ["BACKENDS", "ENV", "BackendError", "available", "resolve", "choose", "get", "AUTO_MIN_PRODUCTS", "CUDA_MIN_PRODUCTS", "NumbaBackend", "NumpyBackend",
-           "numba_available", "register_kernel", "kernel_builders", "kernel_for", "compiled_families",
-           "kernel_coverage"]
+__all__ = ["BACKENDS", "ENV", "BackendError", "available", "names", "resolve", "choose", "get", "forget",
+           "AUTO_MIN_PRODUCTS", "NumbaBackend", "NumpyBackend", "numba_available", "register_kernel", "kernel_builders", "kernel_for",
+           "compiled_families", "kernel_coverage", "kernel_in_use"]
 
-BACKENDS = ("numpy", "numba", "cuda")
 ENV = "MMASIM_BACKEND"
 
+#: factory -> its backend object (one per registered factory)
 _instances: dict = {}
+#: plan -> products computed under ``auto`` by numpy so far in this process (:func:`choose`)
+_auto_products: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class BackendError(MMAError, ValueError):
-    """An unknown backend name, or a backend that is not installed."""
+    """An unknown backend name, or a backend that cannot be used here."""
+
+
+def names() -> tuple:
+    """Every registered backend's name, in registration order (usable here or not)."""
+    return tuple(get_registry().backends)
+
+
+def __getattr__(attr):
+    if attr == "BACKENDS":      # the registered names, as the registry holds them now
+        return names()
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
+def _unavailable(factory) -> str:
+    """Why the backend of ``factory`` cannot be used here ('' when it can)."""
+    check = getattr(factory, "unavailable", None)
+    return (check() or "") if check is not None else ""
 
 
 def available() -> list:
     """Backends usable in this environment."""
-    return ["numpy"] + (["numba"] if numba_available() else []) + ([] if _cuda.unavailable() else ["cuda"])
+    return [name for name, factory in get_registry().backends.items() if not _unavailable(factory)]
 
 
 def resolve(name: str | None = None) -> str:
@@ -54,14 +78,14 @@ def resolve(name: str | None = None) -> str:
     key = str(name).strip().lower()
     if key == "auto":
         return "numba" if numba_available() else "numpy"
-    if key not in BACKENDS:
-        raise BackendError(f"unknown backend {name!r} ({source}); choose one of: auto, {', '.join(BACKENDS)}")
-    if key == "numba" and not numba_available():
-        raise BackendError(
-            f"backend 'numba' ({source}) needs numba: pip install 'mmasim-exact[fast]' (or choose backend='numpy')"
-        )
-    if key == "cuda" and _cuda.unavailable():
-        raise BackendError(f"backend 'cuda' ({source}) cannot run here: {_cuda.unavailable()}")
+    registered = get_registry().backends
+    factory = registered.get(key)
+    if factory is None:
+        raise BackendError(f"unknown backend {name!r} ({source}); choose one of: auto, {', '.join(registered)}")
+    why = _unavailable(factory)
+    if why:
+        raise BackendError(f"backend {key!r} ({source}) cannot be used here: {why} "
+                           f"(or choose one of: {', '.join(available())})")
     return key
 
 
@@ -71,32 +95,43 @@ def get(name: str | None = None, plan=None, products: int | None = None):
     Under ``auto``, the calls of a ``plan`` are computed by numpy, without importing numba,
     until their products reach :data:`AUTO_MIN_PRODUCTS` in this process (both give the
     same words); from the call that reaches it on, by the compiled kernel."""
-    key = choose(name, plan, products)
-    if key not in _instances:
-        _instances[key] = {"numba": NumbaBackend, "cuda": _cuda.CudaBackend}.get(key, NumpyBackend)()
-    return _instances[key]
+    factory = get_registry().backends[choose(name, plan, products)]
+    backend = _instances.get(factory)
+    if backend is None:
+        backend = _instances[factory] = factory()
+    return backend
 
 
 def choose(name: str | None, plan=None, products: int | None = None) -> str:
     """The backend name :func:`get` uses for a job of ``products`` products of ``plan`` (a whole
-    GEMM decides once, by its ``M * N * K``, and hands the name to every call it makes)."""
-    if products is not None and products >= _cuda.CUDA_MIN_PRODUCTS and _auto(name) and _cuda.gpu_present():
-        return "cuda"
-    if plan is not None and products is not None and _auto(name) and "numba kernel" not in plan.cache:
-        done = plan.cache.get("auto products", 0) + products
-        if done < AUTO_MIN_PRODUCTS:
-            plan.cache["auto products"] = done
-            return "numpy"
+    GEMM decides once, by its ``M * N * K``, and hands the name to every call it makes).
+
+    Under ``auto``: the first registered backend whose factory's ``auto_takes(products)`` says
+    it takes a job of that size (and that can be used here), else numpy for a datapath's first
+    :data:`AUTO_MIN_PRODUCTS` products, else :func:`resolve`'s choice."""
+    if products is not None and _auto(name):
+        for key, factory in get_registry().backends.items():
+            takes = getattr(factory, "auto_takes", None)
+            if takes is not None and takes(products) and not _unavailable(factory):
+                return key
+        if plan is not None and not kernel_in_use(plan):
+            done = _auto_products.get(plan, 0) + products
+            if done < AUTO_MIN_PRODUCTS:
+                _auto_products[plan] = done
+                return "numpy"
     return resolve(name)
+
+
+def forget(plan) -> None:
+    """Drop what this process knows of ``plan`` under ``auto`` (its products, its kernel): as a new process has it."""
+    _auto_products.pop(plan, None)
+    _forget_kernel(plan)
 
 
 #: under ``auto``, the products a datapath computes in a process before it takes the compiled
 #: kernel: numpy does that much work in less time than importing numba and loading a kernel
 #: from the cache take (about a second in a fresh process; ``benchmarks/startup.py``)
 AUTO_MIN_PRODUCTS = 1 << 22
-
-#: under ``auto``, the products of a job from which a present GPU takes it (:mod:`mmasim.backends.cuda.backend`)
-CUDA_MIN_PRODUCTS = _cuda.CUDA_MIN_PRODUCTS
 
 
 def _requested(name):

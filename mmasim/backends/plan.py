@@ -40,8 +40,11 @@ class Plan:
     the encoding of the IEEE addition that adds C after the steps (``None``: C
     enters the first step).  ``builtin``: the
     accumulator is mmasim's own function of that name (compiled kernels
-    transcribe only those).  ``cache``: per-plan objects a backend builds once
-    (a compiled kernel, a lean numpy path), keyed by the backend.
+    transcribe only those).  ``word_dtypes``: the container dtypes of A, B, C (and
+    the two scales, when scaled), set when the plan is made.
+
+    Frozen: what a backend prepares for a plan (a compiled kernel, a lean numpy
+    path) the backend keeps, keyed by the plan, never on it.
     """
 
     datapath: Datapath
@@ -58,7 +61,12 @@ class Plan:
     builtin: bool
     order: object = None
     c_add: object = None
-    cache: dict = attrs.field(factory=dict, repr=False)
+    word_dtypes: tuple = attrs.field(init=False, repr=False)
+
+    @word_dtypes.default
+    def _word_dtypes(self) -> tuple:
+        fmts = (self.a_format, self.b_format, self.c_format) + ((self.scale_format,) * 2 if self.scaled else ())
+        return tuple(word_dtype(x) for x in fmts)
 
     @classmethod
     def build(cls, datapath: Datapath, registry) -> "Plan":
@@ -104,18 +112,8 @@ class Plan:
         """``Decoded`` of ``words`` in ``fmt`` (one of the plan's formats)."""
         return self.decoders[fmt.key](fmt, words)
 
-    @property
-    def word_dtypes(self) -> tuple:
-        """Container dtypes of A, B, C (and the two scales, when scaled)."""
-        try:
-            return self.cache["word dtypes"]
-        except KeyError:
-            fmts = (self.a_format, self.b_format, self.c_format) + ((self.scale_format,) * 2 if self.scaled else ())
-            self.cache["word dtypes"] = tuple(word_dtype(x) for x in fmts)
-            return self.cache["word dtypes"]
 
-
-class Operand:
+class BatchOperand:
     """One operand of a batch: its rows (last axis kept, unless ``vector=False``)
     addressed by flat batch index, without materializing broadcasts."""
 
@@ -177,7 +175,7 @@ class _Outer:
         d = np.arange(s, e, dtype=np.int64)
         return d // self.ncols if self.axis == 0 else d % self.ncols
 
-    rows = Operand.rows
+    rows = BatchOperand.rows
 
     def indexed(self, s, e, dtype):
         return np.ascontiguousarray(self.flat, dtype=dtype), self.index(s, e)
@@ -202,7 +200,7 @@ class Rows:
     @classmethod
     def batch(cls, arrays, batch: tuple, start: int, stop: int) -> "Rows":
         """Rows of a broadcast batch: ``arrays`` are A, B, C, then any scales / metadata."""
-        ops = tuple(a if isinstance(a, Operand) else Operand(a, batch, vector=i != 2) for i, a in enumerate(arrays))
+        ops = tuple(a if isinstance(a, BatchOperand) else BatchOperand(a, batch, vector=i != 2) for i, a in enumerate(arrays))
         return cls(ops, start, stop)
 
     @classmethod

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from mmasim.errors import CharacterizeError
 from mmasim.characterize.infer import FAMILIES, Finding, Proposal, candidate_model, infer
-from mmasim.characterize.probes import _arrays, build, probe_cases, run
+from mmasim.characterize.probes import _arrays, build, probe_cases, probe_words
 
 
 def characterize(model) -> Proposal:
     """Probe ``model`` through the simulator and infer its parameters from the words alone."""
     probes = build(model)
     cases = _arrays(model, probes)
-    return infer(model, cases, run(model, cases), probes=probes)
+    return infer(model, cases, probe_words(model, cases), probes=probes)
 
 
 def from_vectors(model, vf) -> Proposal:
@@ -39,5 +39,5 @@ def from_vectors(model, vf) -> Proposal:
     return prop
 
 
-__all__ = ["CharacterizeError", "probe_cases", "infer", "characterize", "from_vectors", "build", "run", "Proposal", "Finding",
+__all__ = ["CharacterizeError", "probe_cases", "infer", "characterize", "from_vectors", "build", "probe_words", "Proposal", "Finding",
            "candidate_model", "FAMILIES"]

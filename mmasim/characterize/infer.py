@@ -194,10 +194,10 @@ def _merge_open(good, stored_k):
 
 def _propose(model, family, findings, sub, want, kept_probes, tried, good, fails):
     """Build the proposal of ``findings`` and check it by simulating every probe."""
-    from mmasim.characterize.probes import run
+    from mmasim.characterize.probes import probe_words
     entry = _entry_for(family, findings, model)
     try:
-        got = run(candidate_model(model, entry), sub) if sub is not None else want
+        got = probe_words(candidate_model(model, entry), sub) if sub is not None else want
     except Exception as exc:       # a proposal the accumulator refuses
         tried.append((family, f"proposal not computable: {exc}"))
         return

@@ -406,7 +406,7 @@ def _arrays(model, probes) -> dict:
     return out
 
 
-def run(model, cases: dict, backend: str | None = "numpy") -> np.ndarray:
+def probe_words(model, cases: dict, backend: str | None = "numpy") -> np.ndarray:
     """D words of ``cases`` through ``model`` (the simulator path; the numpy backend by default,
     which needs no compilation for a batch this small: every backend gives the same words)."""
     kw = {"backend": backend}
@@ -417,4 +417,4 @@ def run(model, cases: dict, backend: str | None = "numpy") -> np.ndarray:
     return np.asarray(model.dot(cases["a"], cases["b"], cases["c"], **kw)).astype(np.uint64)
 
 
-__all__ = ["Probe", "KMAX", "build", "probe_cases", "run"]
+__all__ = ["Probe", "KMAX", "build", "probe_cases", "probe_words"]

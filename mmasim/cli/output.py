@@ -20,9 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import sys
 
+
+
+def dump(doc) -> None:
+    """Print ``doc`` as one JSON document on standard output (``--json``)."""
+    print(json.dumps(doc, indent=2, default=str))
 
 class OutputLost(Exception):
     """A write to standard output or standard error failed (``error``: the ``OSError``)."""
@@ -95,4 +101,4 @@ def _silence(stream) -> None:
         os.close(null)
 
 
-__all__ = ["OutputLost", "guard", "lost"]
+__all__ = ["OutputLost", "guard", "lost", "dump"]

@@ -35,7 +35,7 @@ from mmasim.compare.search import (
     max_cases,
     ordered,
     output_grid,
-    run,
+    output_words,
     shrink,
     size_bins,
 )
@@ -43,5 +43,5 @@ from mmasim.compare.search import (
 __all__ = ["KINDS", "SHARE", "STRATEGIES", "IncompatibleDatapaths", "Inputs", "Kind", "check_compatible", "generate",
            "PLOT_TYPES", "abs_errors", "check_plottable", "plot", "plot_steps", "pyplot", "example_heading", "example_table", "report",
            "to_json", "STEPS", "Comparison", "Example", "OutputGrid", "bin_counts", "compare", "compare_many",
-           "ordered", "output_grid", "run", "shrink", "size_bins", "encode_exact", "exact_results", "ulp_distance",
+           "ordered", "output_grid", "output_words", "shrink", "size_bins", "encode_exact", "exact_results", "ulp_distance",
            "ulp_of", "MAX_WORDS", "CaseCountError", "max_cases"]

@@ -132,7 +132,7 @@ class Comparison:
                 for k in Kind}
 
 
-def run(model, inputs: Inputs) -> np.ndarray:
+def output_words(model, inputs: Inputs) -> np.ndarray:
     """``model``'s output words on ``inputs``."""
     return np.asarray(model.dot(inputs.a, inputs.b, inputs.c, **inputs.kwargs())).astype(np.uint64)
 
@@ -158,7 +158,7 @@ def shrink(ma, mb, inputs: Inputs) -> Inputs:
 
     def differs(x):
         try:
-            d, _ = _differs(ma, mb, run(ma, x), run(mb, x))
+            d, _ = _differs(ma, mb, output_words(ma, x), output_words(mb, x))
         except MMAError:
             return False
         return bool(d[0])
@@ -230,10 +230,10 @@ def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: 
     inputs = generate(model_a, model_b, cases, seed)
     done(bar)
     doing(bar, f"running {model_a.arch}")
-    da = run(model_a, inputs)
+    da = output_words(model_a, inputs)
     done(bar)
     doing(bar, f"running {model_b.arch}")
-    db = run(model_b, inputs)
+    db = output_words(model_b, inputs)
     done(bar)
     doing(bar, f"{model_b.arch}: measuring the differences")
     differ, nan_only = _differs(model_a, model_b, da, db)
@@ -258,7 +258,7 @@ def compare(model_a, model_b, cases: int = 4096, seed: int = 0, shrink_example: 
         best = int(min(cand, key=lambda i: (not np.isfinite(ulps[i]), _support(model_a, inputs, int(i)), -ulps[i])))
         original = inputs.row(best)
         row = shrink(model_a, model_b, original) if shrink_example else original
-        ea, eb = int(run(model_a, row)[0]), int(run(model_b, row)[0])
+        ea, eb = int(output_words(model_a, row)[0]), int(output_words(model_b, row)[0])
         example = Example(row, ea, eb, _support(model_a, row, 0), best, row is not original)
     finite = idx[np.isfinite(ulps[idx])]
     largest = None

@@ -1,6 +1,6 @@
 """Beyond one machine: :func:`mmasim.gemm` on dask arrays (``pip install 'mmasim-exact[dask]'``).
 
-Gives :func:`gemm`: a dask array of D, a blockwise graph with one task per ``(M, N)`` block,
+Gives :func:`dask_gemm`: a dask array of D, a blockwise graph with one task per ``(M, N)`` block,
 each task the in-process :func:`mmasim.gemm` on its block's operands, so the words are those
 of the in-process call whatever the blocks and the scheduler.  Never imports dask until a
 dask operand comes in (:func:`is_dask`).  Refuses a row chunk that is not a multiple of the
@@ -23,7 +23,7 @@ from mmasim.execution.model import Model
 from mmasim.registry.build import get_registry
 from mmasim.operands.words import as_array, one_mode, typed_dtype
 
-__all__ = ["any_dask", "is_dask", "gemm"]
+__all__ = ["any_dask", "is_dask", "dask_gemm"]
 
 
 def is_dask(x) -> bool:
@@ -117,7 +117,7 @@ def _suggest(legal, chunks) -> int:
     return max(step, (max(chunks) // step) * step)
 
 
-def gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None, sparse_metadata=None,
+def dask_gemm(model: Model, A, B, C, *, k_order="forward", scale_a=None, scale_b=None, sparse_metadata=None,
          backend=None, progress=None, threads=None, words=None):
     """:func:`mmasim.gemm` of ``model`` with dask operands: a dask array of D.
 

@@ -12,9 +12,12 @@ import attrs
 import numpy as np
 
 from mmasim.arith import binary32
+from mmasim.arith.codes import INF, NAN
+from mmasim.arith.encode import encode
+from mmasim.arith.ieee import decompose
 from mmasim.errors import GemmOptionError
 from mmasim.arith.formats import Format
-from mmasim.operands.words import typed_dtype, to_words
+from mmasim.operands.words import typed_dtype
 
 #: output formats of the epilogue (format keys)
 OUTPUT_FORMATS = ("f32", "f16", "bf16", "e4m3", "e5m2")
@@ -117,24 +120,19 @@ def build(formats: dict, alpha=None, beta=None, out_format=None, saturate=None, 
     return Epilogue(alpha=a, beta=b, out=formats[key], saturate=bool(saturate))
 
 
-def _largest(fmt: Format) -> float:
-    import ml_dtypes
-
-    return float(ml_dtypes.finfo(typed_dtype(fmt)).max)
-
-
 def convert(d, fmt: Format, saturate: bool) -> np.ndarray:
-    """binary32 values ``d`` (float64 arrays) as words of ``fmt``, RNE, saturating if asked."""
+    """binary32 values ``d`` (float64 arrays) as words of ``fmt``: one RNE rounding by the
+    project's encoder (:func:`mmasim.arith.encode.encode`, the rounding of
+    :func:`mmasim.arith.encode.round_code`); ``saturate``: a value or an infinity past the
+    largest finite value gives that value with its sign (``cvt.rn.satfinite``), else an
+    infinity; NaN is the format's quiet NaN with its sign.  ``tests/test_gemm_epilogue.py``
+    checks it against ``ml_dtypes``' conversions."""
     words32 = binary32.to_words(d)
-    f = words32.view(np.float32)
-    if saturate:
-        big = np.float32(_largest(fmt))
-        f = np.clip(f, -big, big)           # NaN stays NaN
     if fmt.key == "f32":
-        return np.ascontiguousarray(f).view(np.uint32)
-    with np.errstate(over="ignore"):
-        typed = f.astype(typed_dtype(fmt))  # one RNE conversion (numpy f16; ml_dtypes bf16, fp8)
-    return to_words(typed, fmt, "D")[0].astype(_WORD[fmt.container_bits])
+        return np.ascontiguousarray(words32).view(np.uint32)
+    x = decompose(np.ascontiguousarray(words32).view(np.float32).astype(np.float64))
+    words, _ = encode(fmt, x.sign == 1, x.m, x.q, saturate=saturate, nan=x.cls == NAN, inf=x.cls == INF)
+    return words.astype(_WORD[fmt.container_bits]).reshape(np.shape(words32))
 
 
 _WORD = {8: np.uint8, 16: np.uint16, 32: np.uint32}

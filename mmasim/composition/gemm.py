@@ -21,7 +21,7 @@ import contextlib
 import numpy as np
 
 from mmasim.arith import binary32
-from mmasim.composition import dask as dask_gemm
+from mmasim.composition.dask import any_dask, dask_gemm
 from mmasim.composition import epilogue as ep
 from mmasim.composition import mainloop, operands
 from mmasim.errors import DtypeError, GemmOptionError, OperandError, ScaleError
@@ -75,7 +75,7 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     Operands on a CUDA device under ``backend="cuda"`` (``__cuda_array_interface__``, CUDA
     torch tensors): the plain chain runs on the device and D stays there; with promotion,
     split-K or an epilogue they are copied to the host, the composition runs there (each K tile
-    on the GPU) and D is returned to the device (:func:`mmasim.backends.cuda.device.gemm`).
+    on the GPU) and D is returned to the device (:func:`mmasim.backends.cuda.device.gemm_of_device_operands`).
 
     Dask arrays in (any operand): a dask array out, a graph of one task per
     ``(M, N)`` block, each chaining its K tiles as above (:mod:`mmasim.composition.dask`;
@@ -109,11 +109,11 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     words = operands.words_option(words)
     options = requested(A, B, promote_every, split_k, split_reduce, promotion_scale_a, promotion_scale_b,
                         alpha, beta, out_format, saturate)
-    if dask_gemm.any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
+    if any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
         if options:
             raise GemmOptionError("gemm on dask arrays chains the instruction only: promotion, split-K, the "
                                   f"epilogue and quantized operands need numpy arrays (got {', '.join(options)})")
-        return dask_gemm.gemm(model, A, B, operands.zero_c(model, A, B) if C is None else C, k_order=k_order,
+        return dask_gemm(model, A, B, operands.zero_c(model, A, B) if C is None else C, k_order=k_order,
                               scale_a=scale_a, scale_b=scale_b, sparse_metadata=sparse_metadata, backend=backend,
                               progress=progress, threads=threads, words=words)
     if options:
@@ -233,7 +233,7 @@ def _composed(model, ops, C, *, promote_every, split_k, split_reduce, promotion_
     def block(rows, bar_=None):
         cut = {name: (None if x is None else x[rows]) if name in ("A", "scale_a", "sparse_metadata") else x
                for name, x in whole.items()}
-        return mainloop.run(model, loop, cut, None if start is None else start[rows], rows, backend, bar_)
+        return mainloop.accumulate(model, loop, cut, None if start is None else start[rows], rows, backend, bar_)
 
     nworkers = _threads.workers(threads, M, K * N)
     with _progress(progress, ops) as bar:

@@ -1,7 +1,7 @@
 """The K loop of a GEMM kernel: the instruction chained over K tiles (the D of one tile is the
 C of the next, docs/datapaths.md section 3, "Chaining"; :func:`chain`, :func:`plain_chain`),
 split into split-K slices and promotion chunks whose partial sums the CUDA cores add in
-binary32 (:func:`run`, :func:`reduce`; the rules and their sources are on those functions,
+binary32 (:func:`accumulate`, :func:`reduce`; the rules and their sources are on those functions,
 docs/quantize.md).  Each K tile is ``Model.tile`` on words the GEMM checked once
 (:func:`mmasim.composition.operands.check`): no tile checks an operand again.
 """
@@ -75,7 +75,7 @@ def plain_chain(model, ops: operands.Checked, C, backend, threads, bar=None):
                      None if md is None else md[rows], backend, 1, None)
 
     # the warm-up, the first K tile of one row, compiles the kernel and fills the caches once;
-    # an error is raised as one thread raises it (threads.run computes again on one thread)
+    # an error is raised as one thread raises it (threads.run_chunks computes again on one thread)
     return _threads.by_rows(ops.M, ops.K * ops.N, block, nworkers, bar, len(order),
                             warm=lambda: block(slice(0, 1), order[:1]), per_thread=GEMM_CHUNKS_PER_THREAD)
 
@@ -137,7 +137,7 @@ def _chain_tiles(model, ops, t0, t1, C, backend, bar):
                  backend, 1, bar)
 
 
-def run(model, loop: Loop, ops: dict, C, rows: slice, backend=None, bar=None) -> np.ndarray:
+def accumulate(model, loop: Loop, ops: dict, C, rows: slice, backend=None, bar=None) -> np.ndarray:
     """The binary32 accumulator (float64 values, ``(rows, N)``) of the K loop for ``rows``
     of ``ops`` (``A``, ``B``, ``scale_a``, ``scale_b``, ``sparse_metadata`` words of the
     whole GEMM, already cut to ``rows`` where they have rows); ``C``: words of the
@@ -200,7 +200,7 @@ def reduce(parts: list, how: str) -> np.ndarray:
     """The split-K reduction of the slices' binary32 results.
 
     **Split-K** (``split_k = S``): K in S equal slices (multiples of the instruction's K),
-    each computed as in :func:`run` (chained, or promoted), the first from C (no epilogue) and the
+    each computed as in :func:`accumulate` (chained, or promoted), the first from C (no epilogue) and the
     others from zero; their binary32 results reduced with one RNE FADD per step:
 
     * ``"sequential"``: ``acc = +0; acc = acc + slice_s`` for s = 0 .. S-1, CUTLASS's
@@ -224,4 +224,4 @@ def reduce(parts: list, how: str) -> np.ndarray:
     return parts[0]
 
 
-__all__ = ["Loop", "chain", "plain_chain", "check", "run", "reduce", "SPLIT_REDUCE", "GEMM_CHUNKS_PER_THREAD"]
+__all__ = ["Loop", "chain", "plain_chain", "check", "accumulate", "reduce", "SPLIT_REDUCE", "GEMM_CHUNKS_PER_THREAD"]

@@ -5,7 +5,7 @@ checked once per GEMM, not once per K tile.
 Gives :func:`check` (every operand of one GEMM checked once: a :class:`Checked`, whose words
 each K tile hands to ``Model.tile`` unchecked), :func:`check_shapes` (the shapes of every path,
 dask's included), :func:`words` (a plain operand's words), :func:`operand` (one matrix operand
-as an :class:`Operand`), :func:`result` (D as the call returns it) and :func:`promotion_blocks`.  A quantized tensor
+as a :class:`GemmOperand`), :func:`result` (D as the call returns it) and :func:`promotion_blocks`.  A quantized tensor
 is any object with the attributes of :func:`mmasim.quantize`'s result (:func:`is_quantized`;
 the fields: docs/quantize.md); it stands for ``decoded words x scales x tensor_scale``.  Its
 words are container words of its ``container`` (a registry format key; default: the format
@@ -46,14 +46,14 @@ def words_option(words):
 
 @attrs.frozen(eq=False)
 class Checked:
-    """Every operand of one GEMM, checked once (:func:`check`): A and B as :class:`Operand`
+    """Every operand of one GEMM, checked once (:func:`check`): A and B as :class:`GemmOperand`
     (their words, and what a quantized tensor brings), the instruction scales' words, the
     sparse metadata words (every K tile's selectors checked), ``M``, ``K``, ``N``, the order
     of the K tiles and whether the plain operands were values.  C is checked by the path
     that reads it (in C's format for the chain, in the output format as an epilogue's source)."""
 
-    a: Operand
-    b: Operand
+    a: GemmOperand
+    b: GemmOperand
     scale_a: np.ndarray | None
     scale_b: np.ndarray | None
     sparse_metadata: np.ndarray | None
@@ -213,7 +213,7 @@ _CONTAINER = {1: np.uint8, 4: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint3
 
 
 @attrs.frozen
-class Operand:
+class GemmOperand:
     """One matrix operand as words, with what a quantized tensor brings."""
 
     words: np.ndarray
@@ -244,8 +244,8 @@ def _placed(words_, key, fmt, what: str, role: str) -> np.ndarray:
     return recontainer(checked, src, fmt, what).astype(_CONTAINER[fmt.container_bits])
 
 
-def operand(model, x, what: str, fmt, read=None) -> Operand:
-    """``x`` (words, values or a quantized tensor) as an :class:`Operand` of format ``fmt``.
+def operand(model, x, what: str, fmt, read=None) -> GemmOperand:
+    """``x`` (words, values or a quantized tensor) as a :class:`GemmOperand` of format ``fmt``.
 
     A quantized tensor's ``words`` are container words of its ``container`` (default: the
     format key its ``format`` names), placed into ``fmt``'s container by value (``e2m1`` in
@@ -256,24 +256,24 @@ def operand(model, x, what: str, fmt, read=None) -> Operand:
     :func:`promotion_blocks`) or ``None``.  ``read``: ``as_array(x, what)`` of a plain ``x``
     where the caller has it."""
     if not is_quantized(x):
-        return Operand(words=words(x, fmt, what, read).astype(_CONTAINER[fmt.container_bits], copy=False))
+        return GemmOperand(words=words(x, fmt, what, read).astype(_CONTAINER[fmt.container_bits], copy=False))
     elements = _placed(x.words, getattr(x, "container", None) or x.format, fmt, what, "elements")
     ts = getattr(x, "tensor_scale", None)
     ts = None if ts is None else float(np.float32(ts))
     use = x.scale_use
     if use is None or x.scales is None:
-        return Operand(words=elements, tensor_scale=ts)
+        return GemmOperand(words=elements, tensor_scale=ts)
     if use == "instruction":
         if model.scale_format is None:
             raise ScaleError(f"gemm: {what} carries block scales for a block-scaled instruction, but "
                              f"{model.instruction} is not block-scaled")
         scales = _placed(x.scales, x.scale_format, model.scale_format, f"{what}.scales", "scales")
-        return Operand(words=elements, scales=scales, tensor_scale=ts)
+        return GemmOperand(words=elements, scales=scales, tensor_scale=ts)
     if use == "promotion":
         s = np.asarray(x.scales)
         if s.dtype != np.float32:
             raise DtypeError(f"gemm: {what}: promotion scales must be float32 (binary32) values, not {s.dtype}")
-        return Operand(words=elements, promotion=s.astype(np.float64), tensor_scale=ts)
+        return GemmOperand(words=elements, promotion=s.astype(np.float64), tensor_scale=ts)
     raise GemmOptionError(f"gemm: {what}.scale_use must be 'instruction', 'promotion' or None, not {use!r}")
 
 
@@ -301,5 +301,5 @@ def promotion_blocks(sa, sb, M: int, K: int, N: int):
     return K // sa.shape[1], N // sb.shape[1]
 
 
-__all__ = ["Operand", "Checked", "check", "check_shapes", "tile_order", "matrices", "zero_c", "operand",
+__all__ = ["GemmOperand", "Checked", "check", "check_shapes", "tile_order", "matrices", "zero_c", "operand",
            "is_quantized", "promotion_blocks", "words", "result", "words_option"]

@@ -35,10 +35,10 @@ class Model:
     @classmethod
     def lookup(cls, arch: str, instruction: str, backend: str | None = None, **qualifiers) -> "Model":
         """The model of ``instruction`` on ``arch`` (what :func:`mmasim.MMA` returns)."""
-        return cls.resolve(arch, instruction, qualifiers, backend)
+        return cls.lookup_qualifiers(arch, instruction, qualifiers, backend)
 
     @classmethod
-    def resolve(cls, arch: str, instruction: str, qualifiers: dict, backend: str | None = None) -> "Model":
+    def lookup_qualifiers(cls, arch: str, instruction: str, qualifiers: dict, backend: str | None = None) -> "Model":
         """:meth:`lookup` with the keyword qualifiers as a mapping (as a vector file or a
         command line holds them): every key is a qualifier, none an argument of this call."""
         reg = get_registry()
@@ -284,7 +284,7 @@ class Model:
         def work(s, e):
             out[s:e] = compute(be, plan, rows.chunk(s, e))
 
-        _threads.run(n, chunk, work, 1 if getattr(be, "serial", False) else _threads.workers(threads, n, k), k)
+        _threads.run_chunks(n, chunk, work, 1 if getattr(be, "serial", False) else _threads.workers(threads, n, k), k)
         return out
 
     @on_device("matrix")
@@ -384,7 +384,7 @@ class Model:
             extra = (scale_a[s:e], sbt) if dp.scale else ()
             out[s:e] = compute(be, plan, Rows.outer(A[s:e], bt, C[s:e].reshape(-1), *extra)).reshape(e - s, N)
 
-        _threads.run(M, M, work, nworkers, k * N)
+        _threads.run_chunks(M, M, work, nworkers, k * N)
         return out
 
     @accepts_tensors

@@ -1,7 +1,7 @@
 """Every core: how many threads a computation uses, and the pool that runs its row chunks.
 
-Gives :func:`resolve` (first match wins: the ``threads=`` argument, ``MMASIM_THREADS``, every
-core this process may run on, :func:`default_threads`), :func:`workers` and :func:`run`, which
+Gives :func:`thread_count` (first match wins: the ``threads=`` argument, ``MMASIM_THREADS``, every
+core this process may run on, :func:`default_threads`), :func:`workers` and :func:`run_chunks`, which
 computes ``Model.dot``'s, the matrix form's and :func:`mmasim.gemm`'s row chunks on several
 threads at once (the compiled kernels release the GIL; numpy releases it inside its array
 operations).  Every row is computed on its own and each chunk writes its own slice, so the
@@ -20,7 +20,7 @@ import numpy as np
 from mmasim.errors import ThreadCountError
 from mmasim.operands.text import parse_count
 
-__all__ = ["ENV", "MIN_ELEMENTS_PER_THREAD", "default_threads", "check", "resolve", "workers", "run", "by_rows"]
+__all__ = ["ENV", "MIN_ELEMENTS_PER_THREAD", "default_threads", "check", "thread_count", "workers", "run_chunks", "by_rows"]
 
 ENV = "MMASIM_THREADS"
 
@@ -69,7 +69,7 @@ def check(threads=None):
     return int(threads)
 
 
-def resolve(threads=None) -> int:
+def thread_count(threads=None) -> int:
     """The thread count for ``threads`` (``None``: ``MMASIM_THREADS``, else every core)."""
     checked = check(threads)
     return default_threads() if checked is None else checked
@@ -115,7 +115,7 @@ def _executor(size: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def run(n: int, chunk: int, work, nworkers: int, elements_per_row: int = 1, warm=None,
+def run_chunks(n: int, chunk: int, work, nworkers: int, elements_per_row: int = 1, warm=None,
         per_thread: int = CHUNKS_PER_THREAD) -> None:
     """Call ``work(start, stop)`` on consecutive chunks of at most ``chunk`` rows that
     cover ``0 .. n``, on ``nworkers`` threads (the calling thread one of them), about
@@ -190,7 +190,7 @@ def by_rows(M: int, per_row: int, block, nworkers: int, bar, tiles: int, warm=No
             per_thread: int = CHUNKS_PER_THREAD):
     """``block(rows)`` on blocks of rows, on ``nworkers`` threads: each block does all of its
     work (one hand-off per block, not one per K tile) and writes its rows of the result, so
-    that a block computed again (:func:`run` redoes a failed attempt on one thread, in blocks
+    that a block computed again (:func:`run_chunks` redoes a failed attempt on one thread, in blocks
     of another size) only writes the same rows again.  ``bar`` is advanced by ``tiles`` per
     row's worth of work, in whole steps, at most ``tiles``; ``per_thread``: blocks per thread."""
     out, lock, rows_done = [None], threading.Lock(), [0]
@@ -206,5 +206,5 @@ def by_rows(M: int, per_row: int, block, nworkers: int, bar, tiles: int, warm=No
                 rows_done[0] = min(M, rows_done[0] + e - s)
                 bar.update(tiles * rows_done[0] // M - before)
 
-    run(M, M, work, nworkers, per_row, warm=warm, per_thread=per_thread)
+    run_chunks(M, M, work, nworkers, per_row, warm=warm, per_thread=per_thread)
     return out[0]

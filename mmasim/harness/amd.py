@@ -460,7 +460,7 @@ def build(source: str, target: str | None, hipcc: str | None = None) -> Path:
 
 class HipDevice:
     """An AMD GPU through HIP: ``info()`` and ``run(spec, model, inputs, cases)`` (the device
-    interface of :mod:`mmasim.harness.run`).  ``index``: the GPU (``HIP_VISIBLE_DEVICES``).
+    interface of :mod:`mmasim.harness.measure`).  ``index``: the GPU (``HIP_VISIBLE_DEVICES``).
     The device is identified by a small HIP program's ``--info`` (its ``gcnArchName``); every
     kernel's program checks again that the device is its gfx target (exit 3 otherwise)."""
 
@@ -480,7 +480,7 @@ class HipDevice:
 
     def info(self) -> dict:
         """``name``, ``gcn_arch`` (e.g. ``gfx942:sramecc+:xnack-``), ``target`` and
-        ``compute_capability`` (both ``gfx942``: what :func:`mmasim.harness.run.check_device`
+        ``compute_capability`` (both ``gfx942``: what :func:`mmasim.harness.measure.check_device`
         compares), ``runtime`` and ``driver`` (HIP version numbers)."""
         if self._info is None:
             exe = build(INFO_SOURCE, None, self.hipcc)

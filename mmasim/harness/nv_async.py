@@ -1,6 +1,6 @@
 """Harness kernels of Hopper's ``wgmma.mma_async`` (PTX ISA 9.0 §9.7.15, ``.sp`` included), in the
 protocol of :mod:`mmasim.harness.spec`: :func:`specs`, :func:`place`, :func:`read`, and :func:`simulate`
-(the kernel run in software, for :class:`mmasim.harness.run.SimulatedDevice`).
+(the kernel run in software, for :class:`mmasim.harness.measure.SimulatedDevice`).
 
 Owns the warpgroup kernel (:func:`_wgmma_spec`): one per N and per A source, shared memory or
 registers.  The shared-memory images are :mod:`mmasim.harness.nv_common`'s, the register
@@ -198,7 +198,7 @@ def simulate(spec, model, inputs, cases: int) -> np.ndarray:
     registers)``, flat), computed in software from its input buffers: per case, B's (and A's,
     from shared memory) image with the kernel's descriptor, A's registers otherwise, C's
     accumulator registers and the metadata registers handed to ``Model.warp`` as the kernel
-    holds them (:class:`mmasim.harness.run.SimulatedDevice`)."""
+    holds them (:class:`mmasim.harness.measure.SimulatedDevice`)."""
     if spec.options.get("family") != "wgmma":
         raise UnsupportedDatapath(f"{spec.name}: not a wgmma.mma_async kernel")
     shaped = _shaped(spec, model)

@@ -1,6 +1,6 @@
 """Harness kernels of Blackwell ``tcgen05.mma`` (PTX ISA 9.0 §9.7.16), in the protocol of
 :mod:`mmasim.harness.spec`: :func:`specs`, :func:`place`, :func:`read`, and :func:`simulate`
-for :class:`mmasim.harness.run.SimulatedDevice`.
+for :class:`mmasim.harness.measure.SimulatedDevice`.
 
 Owns the kernel's sequence and its Tensor Memory columns (:func:`_spec`), the instruction
 descriptor (:func:`instruction_descriptor`) and the split of a ``cta_group::2`` case over its
@@ -389,7 +389,7 @@ def simulate(spec, model, inputs, cases: int) -> np.ndarray:
     flat), computed in software from its input buffers: each block's shared-memory images with
     the kernel's descriptors, each thread's TMEM words (thread ``t`` of CTA ``r``: lane
     ``128 r + t``: C, the scale factors, the sparse metadata) handed to ``Model.warp`` as the
-    images they are (:class:`mmasim.harness.run.SimulatedDevice`)."""
+    images they are (:class:`mmasim.harness.measure.SimulatedDevice`)."""
     if spec.options.get("family") != "tcgen05":
         raise UnsupportedDatapath(f"{spec.name}: not a tcgen05.mma kernel")
     shaped = _tcgen05_shaped(model, spec.options["m"], spec.options["n"])

@@ -4,7 +4,7 @@ on, by family name (the ``op`` of its datapaths).
 An emitter is a module (or any object with its functions: ``specs``, ``place``, ``read``,
 ``source``, ``build_line``, ``simulate``) that writes and reads one family's kernels; a device
 class is what ``harness run`` builds when given no device (``info()``, ``run``,
-``expected(target)``, ``reports``: :class:`mmasim.harness.run.Device`).  The built-in families'
+``expected(target)``, ``reports``: :class:`mmasim.harness.measure.Device`).  The built-in families'
 are :data:`EMITTERS` and :data:`DEVICES`; a plugin that registers a family of its own
 (``mmasim_families``) gives its emitter and device class through the ``mmasim_harness_emitters``
 and ``mmasim_harness_devices`` hooks (docs/plugins.md, "Harness emitters and devices").  An
@@ -35,9 +35,9 @@ EMITTERS = {
 }
 #: the built-in families' device classes: an NVIDIA GPU through nvcc, an AMD GPU through hipcc
 DEVICES = {
-    "mma.sync": "mmasim.harness.run.CudaDevice",
-    "wgmma.mma_async": "mmasim.harness.run.CudaDevice",
-    "tcgen05.mma": "mmasim.harness.run.CudaDevice",
+    "mma.sync": "mmasim.harness.measure.CudaDevice",
+    "wgmma.mma_async": "mmasim.harness.measure.CudaDevice",
+    "tcgen05.mma": "mmasim.harness.measure.CudaDevice",
     "v_mfma": "mmasim.harness.amd.HipDevice",
     "v_smfmac": "mmasim.harness.amd.HipDevice",
 }

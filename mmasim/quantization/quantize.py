@@ -30,12 +30,11 @@ from mmasim.errors import (
 )
 from mmasim.arith.formats import Format
 from mmasim.registry.build import get_registry
+from mmasim.registry.scheme import SCALE_USES, Scheme
 from mmasim.operands.words import WORDS, as_array
 
 F32 = np.float32
 FLT_MAX = np.finfo(np.float32).max
-#: where a scheme's scales are applied
-SCALE_USES = ("instruction", "promotion")
 
 
 @attrs.frozen(eq=False)
@@ -121,18 +120,6 @@ class Options:
     hadamard: object = None
 
 
-@attrs.frozen
-class Scheme:
-    """A block-scaled recipe: element format (default container), scales, block, its rule."""
-
-    name: str
-    element: str
-    scale_format: str | None
-    block: int | None
-    scale_use: str
-    rule: object
-
-
 def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise", tile=None,
              container: str | None = None, scale_rounding: str | None = None, rounding: str = "nearest",
              rbits=None, seed=None, hadamard=None) -> Quantized:
@@ -155,20 +142,15 @@ def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise
     quantization (``True``, a 16-bit sign mask, 16 signs or a
     :class:`~mmasim.quantization.hadamard.Hadamard`).
     """
-    plain = casts.element_formats()
-    if not isinstance(scheme, str) or (scheme not in plain and scheme not in SCHEMES):
-        names = [*SCHEMES, *plain]
-        close = difflib.get_close_matches(str(scheme), names, n=3)
-        hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
-        raise UnknownScheme(f"unknown quantization scheme {scheme!r}{hint}; schemes: {', '.join(names)}")
+    s = lookup(scheme)
     casts.check_nan_policy(nan)
     rounding_.check_rounding(rounding, rbits, seed)
     values = _read(x, scheme)
     what = f"quantize(x, {scheme!r})"
-    if scheme in plain:
+    if s.rule is None:
         if tile is not None or scale_rounding is not None or hadamard is not None:
             raise QuantizeError(f"{scheme}: tile=, scale_rounding= and hadamard= are for recipes, not a plain cast")
-        own = plain[scheme]
+        own = _format(s.element)
         cont = _container(own, container, scheme)
         fmt = _rounding_format(cont)
         if rounding == "stochastic":
@@ -180,22 +162,21 @@ def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise
             words = casts.cast(fmt, values, saturate=False if saturate is None else saturate, nan=nan, what=what)
         return Quantized(casts.recontainer(words, fmt, cont), None, own.name, cont.key, None, None, None, None,
                          scheme, None)
-    s = SCHEMES[scheme]
     if saturate is not None:
         raise QuantizeError(f"{scheme}: saturate= is for plain casts; {scheme} saturates as its source says")
-    if tile is not None and s.rule is _mx:
-        raise QuantizeError(f"{scheme}: tile= is for nvfp4 and deepseek_fp8; {scheme} has blocks of {s.block} "
+    if tile is not None and s.tiles is None:
+        raise QuantizeError(f"{scheme}: tile= is for {offering('tiles')}; {scheme} has blocks of {s.block} "
                             "along axis")
-    if scale_rounding is not None and s.rule is not _mx:
-        raise QuantizeError(f"{scheme}: scale_rounding= is for the MX schemes")
-    if hadamard is not None and s.rule is not _nvfp4:
-        raise QuantizeError(f"{scheme}: hadamard= is for nvfp4")
-    if rounding == "stochastic" and s.rule is _deepseek:
-        raise QuantizeError(f"{scheme}: DeepGEMM rounds to nearest; rounding='stochastic' is for the MX schemes, "
-                            "nvfp4 and plain casts")
+    if scale_rounding is not None and not s.scale_roundings:
+        raise QuantizeError(f"{scheme}: scale_rounding= is for {offering('scale_roundings')}")
+    if hadamard is not None and s.hadamard is None:
+        raise QuantizeError(f"{scheme}: hadamard= is for {offering('hadamard')}")
+    if rounding == "stochastic" and not s.stochastic:
+        raise QuantizeError(f"{scheme}: {s.source or 'the recipe'} rounds to nearest; rounding='stochastic' is for "
+                            f"{offering('stochastic')} and plain casts")
     cont = _container(_format(s.element), container, scheme)
     fmt = _rounding_format(cont)
-    opts = Options(scale_rounding=_scale_rounding(scale_rounding), rounding=rounding, hadamard=hadamard,
+    opts = Options(scale_rounding=_scale_rounding(scale_rounding, s), rounding=rounding, hadamard=hadamard,
                    rbits=None if rounding == "nearest" else rounding_.element_bits(fmt, values.shape, rbits, seed))
     q = s.rule(s, values, fmt, axis, nan, tile, opts)
     return attrs.evolve(q, words=casts.recontainer(q.words, _format(q.container), cont), container=cont.key)
@@ -223,13 +204,36 @@ def current_scale(amax, fmt) -> np.float32:
     return FLT_MAX if np.isinf(scale) else F32(scale)
 
 
-def _scale_rounding(mode) -> str:
+def _scale_rounding(mode, s: Scheme):
+    """``scale_rounding`` checked against the scheme's (its default where ``None``)."""
     if mode is None:
-        return "floor"
-    if not isinstance(mode, str) or mode not in rounding_.SCALE_ROUNDINGS:
-        raise QuantizeError(f"scale_rounding must be one of {', '.join(map(repr, rounding_.SCALE_ROUNDINGS))}, "
+        return s.scale_roundings[0] if s.scale_roundings else None
+    if not isinstance(mode, str) or mode not in s.scale_roundings:
+        raise QuantizeError(f"scale_rounding must be one of {', '.join(map(repr, s.scale_roundings))}, "
                             f"not {mode!r}")
     return mode
+
+
+def lookup(name) -> Scheme:
+    """The :class:`~mmasim.registry.scheme.Scheme` ``name`` names: a registered recipe, or the
+    plain cast into the format of that key (``rule`` ``None``); :class:`~mmasim.errors.UnknownScheme`
+    with the close matches otherwise."""
+    recipes = get_registry().schemes
+    plain = casts.element_formats()
+    if isinstance(name, str) and name in recipes:
+        return recipes[name]
+    if isinstance(name, str) and name in plain:
+        return Scheme(name, name, None, None, None, None, source="a cast to nearest even")
+    names = schemes()
+    close = difflib.get_close_matches(str(name), names, n=3)
+    hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+    raise UnknownScheme(f"unknown quantization scheme {name!r}{hint}; schemes: {', '.join(names)}")
+
+
+def offering(field: str) -> str:
+    """The registered recipes whose ``field`` is set, for a refusal's message."""
+    names = [n for n, s in get_registry().schemes.items() if getattr(s, field)]
+    return ", ".join(names) if names else "no registered scheme"
 
 
 def _elements(fmt: Format, scaled, opts: Options, rbits, what: str) -> np.ndarray:
@@ -241,8 +245,9 @@ def _elements(fmt: Format, scaled, opts: Options, rbits, what: str) -> np.ndarra
 
 
 def schemes() -> list:
-    """Every scheme name :func:`quantize` accepts: the recipes, then one plain cast per element format."""
-    return [*SCHEMES, *casts.element_formats()]
+    """Every scheme name :func:`quantize` accepts: the registered recipes (the ``mmasim_schemes``
+    hook), then one plain cast per element format."""
+    return [*get_registry().schemes, *casts.element_formats()]
 
 
 # ------------------------------------------------------------------ inputs and containers
@@ -490,21 +495,4 @@ def _deepseek(s: Scheme, x, fmt: Format, axis, nan: str, tile, opts: Options) ->
                      s.scale_use)
 
 
-def _mx_scheme(name: str, element: str) -> Scheme:
-    return Scheme(name, element, "ue8m0", 32, "instruction", _mx)
-
-
-#: the recipes, by name (the plain casts are the element formats' keys)
-SCHEMES = {
-    s.name: s for s in (
-        _mx_scheme("mxfp8_e4m3", "e4m3"),
-        _mx_scheme("mxfp8_e5m2", "e5m2"),
-        _mx_scheme("mxfp6_e3m2", "e3m2"),
-        _mx_scheme("mxfp6_e2m3", "e2m3"),
-        _mx_scheme("mxfp4", "e2m1x"),
-        Scheme("nvfp4", "e2m1x", "ue4m3", 16, "instruction", _nvfp4),
-        Scheme("deepseek_fp8", "e4m3", "f32", None, "promotion", _deepseek),
-    )
-}
-
-__all__ = ["Quantized", "Scheme", "SCHEMES", "SCALE_USES", "quantize", "schemes", "current_scale"]
+__all__ = ["Quantized", "Scheme", "Options", "SCALE_USES", "quantize", "schemes", "lookup", "current_scale"]

@@ -5,7 +5,7 @@ The registry is built plugin by plugin (built-ins first, then entry points, then
 a failure is blamed on the plugin that caused it (:func:`build_registry` lists the checks).
 A third-party plugin that fails is left out as a whole (``Registry.failures``) and the
 registry is built again without it; a built-in one raises.  The plugins come from
-:mod:`mmasim.registry.manager`; :mod:`mmasim.registry.plugins` (which changes them)
+:mod:`mmasim.registry.manager`; :mod:`mmasim.registry.registration` (which changes them)
 rebuilds the registry through :func:`reset_registry` and :func:`install_registry`.
 """
 
@@ -21,13 +21,14 @@ from mmasim.accumulators import Accumulator
 from mmasim.accumulators.accumulator import ContractError
 from mmasim.registry.datapath import Architecture, Datapath
 from mmasim.registry.family import Family, plain
+from mmasim.registry.scheme import Scheme
 from mmasim.arith.decode import Decoded
 from mmasim.arith.encode import Encoding
 from mmasim.errors import MMAError, PluginConflict, PluginError, TableError, UnknownInstruction
 from mmasim.arith.formats import Format
 from mmasim.placement import FragmentRule, Layout
 from mmasim.placement.claims import taken
-from mmasim.registry.lookup import normalize_name, resolve
+from mmasim.registry.lookup import datapath_of, normalize_name
 from mmasim.registry.tables import build_architecture, check_scales, inherit, load_table, table_extends
 
 
@@ -63,11 +64,13 @@ class Registry:
     layouts: dict
     architectures: dict          # name -> Architecture
     arch_index: dict             # normalized alias -> name
-    kernels: dict = attrs.field(factory=dict)       # accumulator name -> compiled-kernel builder (numba)
+    kernels: dict = attrs.field(factory=dict)       # (backend, accumulator name) -> compiled-kernel builder
+    backends: dict = attrs.field(factory=dict)      # backend name -> factory() -> backend (mmasim.backends)
     failures: dict = attrs.field(factory=dict)      # skipped plugin name -> its error
     owners: dict = attrs.field(factory=dict)        # architecture name -> plugin that declares it
     datapath_plugins: dict = attrs.field(factory=dict)  # Datapath -> plugin that added it
     families: dict = attrs.field(factory=dict)      # op -> Family (mmasim.registry.family)
+    schemes: dict = attrs.field(factory=dict)       # name -> Scheme (mmasim.registry.scheme): quantize's recipes
 
     def family(self, op: str) -> Family:
         """The instruction family of datapaths of ``op`` (:func:`~mmasim.registry.family.plain` if none is registered)."""
@@ -120,9 +123,12 @@ _PARTS = (  # hook, registry field, what one item is, its type(s), its key
     ("mmasim_encodings", "encodings", "encoding", (Encoding,), lambda x: x.key),
     ("mmasim_layouts", "layouts", "layout", (Layout,), lambda x: x.name),
     ("mmasim_families", "families", "instruction family", (Family,), lambda x: x.name),
+    ("mmasim_schemes", "schemes", "quantization scheme", (Scheme,), lambda x: x.name),
 )
 _FUNCTIONS = (("mmasim_decoders", "decoders", "decoder"), ("mmasim_accumulators", "accumulators", "accumulator"),
-              ("mmasim_kernels", "kernels", "kernel"))
+              ("mmasim_kernels", "kernels", "kernel"), ("mmasim_backends", "backends", "backend"))
+#: the backend a kernel registered under a plain family name is for
+DEFAULT_KERNEL_BACKEND = "numba"
 _HOOKS = [p[0] for p in _PARTS] + [f[0] for f in _FUNCTIONS] + ["mmasim_architectures"]
 
 
@@ -160,6 +166,8 @@ def _normalize(hook: str, result, where: str):
             if not isinstance(result, dict):
                 raise PluginError(f"hook {hook}() must return a dict name -> {what} function, "
                                   f"not {type(result).__name__}")
+            if hook == "mmasim_kernels":
+                return [(_kernel_key(k, v), v) for k, v in result.items()]
             for k, v in result.items():
                 if not isinstance(k, str) or not callable(v):
                     raise PluginError(f"hook {hook}() must map names (str) to functions, not "
@@ -177,6 +185,17 @@ def _normalize(hook: str, result, where: str):
             data["_source"] = f"table #{i + 1}"
         tables.append(data)
     return tables
+
+
+def _kernel_key(key, builder) -> tuple:
+    """``(backend, family)`` of a ``mmasim_kernels`` key: a pair of names, or a family name alone
+    (a kernel of :data:`DEFAULT_KERNEL_BACKEND`, as plugins wrote them before kernels had a backend)."""
+    pair = (DEFAULT_KERNEL_BACKEND, key) if isinstance(key, str) else key
+    named = isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
+    if not named or not callable(builder):
+        raise PluginError(f"hook mmasim_kernels() must map (backend, family) pairs or family names (str) to "
+                          f"builders, not {key!r} -> {type(builder).__name__}")
+    return pair
 
 
 def _accumulator(name: str, value) -> Accumulator:
@@ -293,7 +312,8 @@ def _assemble(order: list, results: dict, pm) -> Registry:
 
 def _collect_parts(order: list, results: dict) -> tuple[dict, dict]:
     """``(field -> key -> part, field -> key -> plugin)``: every part the plugins in ``order``
-    register by name (formats, decoders, accumulators, encodings, layouts, families, kernels).
+    register by name (formats, decoders, accumulators, encodings, layouts, families, kernels,
+    schemes).
 
     A name has one owner: the same part registered again is no conflict, a different one is a
     :class:`~mmasim.errors.PluginConflict` blamed on the later plugin.
@@ -307,8 +327,8 @@ def _collect_parts(order: list, results: dict) -> tuple[dict, dict]:
                 if key in fields[field]:
                     if not _same(fields[field][key], value):
                         owner = owner_of[field][key]
-                        hint = ("a plugin's kernels are for its own accumulator families" if what == "kernel"
-                                else "choose another name")
+                        hint = ("a plugin's kernels are for its own accumulator families or its own backend"
+                                if what == "kernel" else "choose another name")
                         raise _Blame(name, PluginConflict(
                             f"{describe(name)} registers {what} {key!r}, which {describe(owner)} already "
                             f"registers differently; {hint}"))
@@ -331,8 +351,15 @@ def _parts_registry(fields: dict, owner_of: dict) -> Registry:
         key: fn if plugin_manager.is_builtin(owner_of["decoders"][key]) else _checked_decoder(fn, key, owner_of["decoders"][key])
         for key, fn in fields["decoders"].items()
     }
+    for key in fields["schemes"]:       # a format's key is the name of its plain cast
+        if key in fields["formats"]:
+            owner = owner_of["schemes"][key]
+            raise _Blame(owner, PluginConflict(
+                f"{describe(owner)} registers quantization scheme {key!r}, the name of the plain cast into "
+                f"format {key!r} ({describe(owner_of['formats'][key])}); choose another name"))
     return Registry(fields["formats"], decoders, fields["accumulators"], fields["encodings"],
-                    fields["layouts"], {}, {}, kernels=fields["kernels"], families=fields["families"])
+                    fields["layouts"], {}, {}, kernels=fields["kernels"], backends=fields["backends"],
+                    families=fields["families"], schemes=fields["schemes"])
 
 
 class _Architectures:
@@ -558,7 +585,7 @@ def _resolves(reg: Registry, arch: Architecture, segments: list, instruction: st
     current = attrs.evolve(arch, datapaths=tuple(dp for _, _, dps in segments for dp in dps))
     probe = attrs.evolve(reg, architectures={arch.name: current}, arch_index={normalize_name(arch.name): arch.name})
     try:
-        dp = resolve(probe, arch.name, instruction, {})
+        dp = datapath_of(probe, arch.name, instruction, {})
     except UnknownInstruction:
         return ""
     except MMAError as exc:
@@ -574,8 +601,9 @@ def build_registry() -> Registry:
 
     A built-in plugin that fails raises its error (a bug in mmasim).  The checks:
 
-    - a name (format, decoder, accumulator, encoding, layout, kernel, instruction family,
-      architecture or alias) or a datapath (:func:`datapath_identity`) that another plugin already
+    - a name (format, decoder, accumulator, encoding, layout, (backend, family) kernel, backend,
+      instruction family, quantization scheme, architecture or alias; a scheme may not take a
+      format's key, the name of its plain cast) or a datapath (:func:`datapath_identity`) that another plugin already
       owns is a :class:`~mmasim.errors.PluginConflict` naming both plugins (two
       tables of one plugin giving one architecture the same datapath, a
       :class:`~mmasim.errors.TableError`); so is a register layout that would place

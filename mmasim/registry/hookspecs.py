@@ -81,19 +81,52 @@ def mmasim_architectures():
     the file, datapath and field)."""
 
 
-# ----------------------------------------------------------- compiled kernels
-# (a kernel is a way to compute a datapath, never part of what the datapath is: the
-# registry holds the builders, mmasim.backends uses them)
+@hookspec
+def mmasim_schemes():
+    """Return an iterable of :class:`mmasim.registry.scheme.Scheme`: quantization recipes that
+    ``mmasim.quantize(x, name)`` and ``mmasim.torch.Emulation(scaling="scheme", scheme=name)``
+    run (docs/plugins.md, "Quantization schemes").  A scheme's ``rule`` is called as
+    ``rule(scheme, x, fmt, axis, nan, tile, opts)`` and returns a :class:`mmasim.Quantized`;
+    its other fields say what callers may ask of it (tiles, scale rounding, stochastic
+    rounding, the Hadamard transform) and where its scales are applied.  A scheme name has one
+    owner: another scheme of that name, or a format's key (the name of its plain cast), is a
+    :class:`~mmasim.errors.PluginConflict`.  The built-in recipes (OCP MX, NVFP4, DeepSeek FP8)
+    are registered through this hook by :mod:`mmasim.quantization.schemes`."""
+
+
+# ----------------------------------------------------------- backends and their kernels
+# (a backend or a kernel is a way to compute a datapath, never part of what the datapath is:
+# the registry holds them, mmasim.backends uses them)
+@hookspec
+def mmasim_backends():
+    """Return a mapping ``backend name -> factory``.
+
+    ``factory()`` returns the backend object: ``name``, ``compute(plan, rows)`` (the D words of
+    :class:`~mmasim.backends.plan.Rows` of a :class:`~mmasim.backends.plan.Plan`) and
+    ``takes_matrices(plan)`` (whether ``compute`` reads the matrix form in place).  A factory may
+    have ``unavailable()``, returning why the backend cannot be used here (a package that is
+    not installed, no device) or ``''`` when it can; it is asked before the factory is called,
+    so that naming an unusable backend is a :class:`~mmasim.backends.BackendError` with that
+    reason.  A factory may have ``auto_takes(products)``: whether ``auto`` gives this backend a
+    job of that many products (a GPU backend: large jobs, with a GPU present).  Each backend
+    keeps what it prepares per plan itself (a plan is frozen).  A backend name has one owner: another plugin's factory under a registered name is a
+    :class:`~mmasim.errors.PluginConflict`.  The built-in ``numpy``, ``numba`` and ``cuda``
+    backends are registered through this hook by :mod:`mmasim.backends.numpy`,
+    :mod:`mmasim.backends.numba` and :mod:`mmasim.backends.cuda.backend`."""
+
+
 @hookspec
 def mmasim_kernels():
-    """Return a mapping ``accumulator name -> builder(plan) -> kernel | None``.
+    """Return a mapping ``(backend, accumulator name) -> builder(plan) -> kernel | None``.
 
-    The ``numba`` backend asks the builder of a datapath's accumulator for a
-    compiled kernel of its :class:`~mmasim.backends.plan.Plan`; ``None`` (or no builder)
-    leaves the datapath to numpy.  A kernel name has one owner, like every other
-    name: a builder for an accumulator whose kernel another plugin registers (a
-    built-in family such as ``window``) is a :class:`~mmasim.errors.PluginConflict`.
-    The built-in kernels are registered through this hook by
+    A backend asks the builder of a datapath's accumulator registered for it for a compiled
+    kernel of its :class:`~mmasim.backends.plan.Plan`; ``None`` (or no builder) leaves the
+    datapath to the reference.  A key that is an accumulator name alone means the ``numba``
+    backend's kernel (``{"window": builder}`` is ``{("numba", "window"): builder}``).  A
+    (backend, family) kernel has one owner, like every other name: a builder for a pair whose
+    kernel another plugin registers (a built-in family such as ``("numba", "window")``) is a
+    :class:`~mmasim.errors.PluginConflict`; two backends' kernels of one family are not.  The
+    numba backend's built-in kernels are registered through this hook by
     :mod:`mmasim.backends.numba`."""
 
 
@@ -123,6 +156,6 @@ def mmasim_unavailable():
     """Return why what this plugin adds cannot be used here (an optional dependency that
     is not installed, with the line that installs it), or ``None`` when it can.
 
-    The plugin stays loaded; :func:`mmasim.registry.plugins.status` and ``mmasim plugins``
+    The plugin stays loaded; :func:`mmasim.registry.registration.status` and ``mmasim plugins``
     report it as unavailable with this reason.  The built-in numba backend says so
     where numba cannot be imported."""

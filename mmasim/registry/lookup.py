@@ -538,6 +538,6 @@ def lookup_instruction(reg, arch: str, instruction: str, qualifiers: dict) -> Re
                       layout=want.get("layout"))
 
 
-def resolve(reg, arch: str, instruction: str, qualifiers: dict):
+def datapath_of(reg, arch: str, instruction: str, qualifiers: dict):
     """The datapath a lookup resolves to (see :func:`lookup_instruction` for what else it says)."""
     return lookup_instruction(reg, arch, instruction, qualifiers).datapath

@@ -5,9 +5,9 @@ which imports them and hands them here through :func:`use_builtins`; this module
 plugin and imports none, so no path runs from the registry up to a plugin and back.  Owns the
 ``mmasim`` entry-point group, loaded one by one: one that does not import or register is
 skipped and reported (:func:`failed`, :class:`PluginStatus`).  Gives :func:`get_plugin_manager`,
-:func:`add` / :func:`remove` for :func:`mmasim.registry.plugins.register`, and :func:`forget`.
+:func:`add` / :func:`remove` for :func:`mmasim.registry.registration.register`, and :func:`forget`.
 Knows nothing of the registry built from the plugins (:mod:`mmasim.registry.build` uses this
-module; :mod:`mmasim.registry.plugins` joins the two), so the import graph has no circle.
+module; :mod:`mmasim.registry.registration` joins the two), so the import graph has no circle.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
         eps = list(entry_points())
     except Exception as exc:  # noqa: BLE001 - unreadable metadata must not take mmasim down
         warnings.warn_explicit(f"cannot list the 'mmasim' entry points: {exc}", PluginWarning,
-                               filename="mmasim", lineno=0, module="mmasim.registry.plugins")
+                               filename="mmasim", lineno=0, module="mmasim.registry.registration")
         return
     for ep in eps:
         info = PluginStatus(ep.name, "entry point", _distribution(ep), f"{ep.name} = {ep.value}")
@@ -148,7 +148,7 @@ def _report(name: str, error: Exception) -> None:
     _reported.add(key)
     # one line on stderr: no source line to quote (the culprit is the plugin, not a caller)
     warnings.warn_explicit(f"{error}; the plugin is skipped", PluginWarning, filename="mmasim", lineno=0,
-                           module="mmasim.registry.plugins")
+                           module="mmasim.registry.registration")
 
 
 def report_failures(failures: dict) -> None:
@@ -158,7 +158,7 @@ def report_failures(failures: dict) -> None:
 
 
 def add(plugin, name: str | None) -> str:
-    """Register ``plugin`` (a :func:`mmasim.registry.plugins.register` call) and return its name.
+    """Register ``plugin`` (a :func:`mmasim.registry.registration.register` call) and return its name.
 
     A taken name is a :class:`~mmasim.errors.PluginConflict`, a plugin pluggy
     refuses a :class:`~mmasim.errors.PluginError`.

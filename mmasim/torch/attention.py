@@ -10,7 +10,10 @@ recipe like any operand.  The backward runs through those GEMMs' backward GEMMs 
 float32 softmax backward.
 
 With ``Emulation(attention="fa3-fp8")`` (the ``H100-fp8-fa3`` preset) the forward is
-FlashAttention-3's FP8 forward (:func:`fa3_fp8`) in one key block.
+FlashAttention-3's FP8 forward (:func:`fa3_fp8`) in one key block; with ``"cudnn-mxfp8"``
+(``B200-mxfp8-sdpa``) cuDNN's MXFP8 SDPA as Transformer Engine calls it, with ``"sage3-nvfp4"``
+(``RTX5090-nvfp4-sage3``) SageAttention3's FP4 forward (:func:`scaled`,
+:mod:`mmasim.torch.scaled_attention`).
 
 ``multi_head_attention_forward`` is run as torch wrote it, its own calls (``linear``, ``bmm``,
 ``baddbmm``, ``scaled_dot_product_attention``) each emulated: :func:`unguarded` gives it without
@@ -73,6 +76,10 @@ def sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, em, record
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     if em.attention == "fa3-fp8":
         return fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv)
+    if em.attention == "fa3-fp8-flash":
+        return fa3_fp8_flash(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv)
+    if em.attention in SCALED:
+        return scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv)
     s = contract(q, k, bl + ["l", "e"], bl + ["s", "e"], bl + ["l", "s"], em, record_qk) * scale
     p = _softmax(_masked(s, attn_mask, is_causal, q.size(-2), k.size(-2)))
     if dropout_p > 0:
@@ -91,6 +98,64 @@ def _per_matrix_scaled(t, fmt):
     scales = np.array([current_scale(a, fmt) for a in amax.ravel()], np.float32).reshape(amax.shape)
     s = torch.from_numpy(scales[..., None, None]).to(t.device)
     return t * s, (1 / s)
+
+
+def _fa3_checks(em, dropout_p, attn_mask, mode):
+    """The FP8 instruction FA3's forward needs, and what FA3 does not take (``mode``: the attention mode)."""
+    torch = torch_()
+    fwd = em.model()
+    if fwd.a_format.key not in ("e4m3", "e5m2") or fwd.b_format.key not in ("e4m3", "e5m2"):
+        raise EmulationError(f"attention={mode!r} needs an FP8 instruction (e4m3 / e5m2 operands), not "
+                             f"{em.instruction} ({fwd.a_format.key} x {fwd.b_format.key})")
+    if dropout_p:
+        raise EmulationError(f"attention={mode!r}: FlashAttention-3 has no dropout; call with dropout_p=0")
+    if attn_mask is not None and (mode != "fa3-fp8" or attn_mask.dtype != torch.bool):
+        raise EmulationError(f"attention={mode!r}: FlashAttention-3 takes no additive mask (" +
+                             ("a boolean mask or is_causal only)" if mode == "fa3-fp8" else "is_causal only)"))
+    return fwd
+
+
+def _forward_only(mode, q, k, v, advice=""):
+    """Refuse inputs that need a gradient: the kernel of attention ``mode`` is modelled forward only."""
+    torch = torch_()
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        raise EmulationError(f"attention={mode!r} models the kernel's forward only: call it under torch.no_grad() "
+                             f"(or on tensors that need no gradient){advice}")
+
+
+def _matrices(q, k, v):
+    """The broadcast batch shape of ``q``, ``k``, ``v`` and each as ``(matrices, rows, columns)``."""
+    batch = torch_().broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    return batch, [t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:]) for t in (q, k, v)]
+
+
+def _recorded(record_qk, record_pv, count, qk, pv):
+    """The forward's two GEMMs recorded: ``count`` matrices, ``qk`` and ``pv`` their ``(M, N, K)``."""
+    for record, shape in ((record_qk, qk), (record_pv, pv)):
+        if record is not None and count:
+            record("forward", count, *shape)
+
+
+def fa3_fp8_flash(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv):
+    """FlashAttention-3's FP8 forward block by block (:mod:`mmasim.torch.flash_attention`), Q, K
+    and V scaled per matrix as :func:`fa3_fp8` scales them: float32 ``(..., L, Ev)``, forward only."""
+    torch = torch_()
+    from mmasim.torch import flash_attention
+    from mmasim.torch.function import as_numpy
+    fwd = _fa3_checks(em, dropout_p, attn_mask, "fa3-fp8-flash")
+    if em.scaling not in ("cast", "tensor"):
+        raise EmulationError(f"attention='fa3-fp8-flash' scales Q, K and V per matrix; it needs scaling 'cast' or "
+                             f"'tensor', not {em.scaling!r}")
+    _forward_only("fa3-fp8-flash", q, k, v, ", or use 'fa3-fp8'")
+    batch, matrices = _matrices(q, k, v)
+    (qs, dq), (ks, dk), (vs, dv) = (_per_matrix_scaled(t, fwd.a_format) for t in matrices)
+    length, keys, width = q.size(-2), k.size(-2), v.size(-1)
+    out = np.zeros((qs.size(0), length, width), np.float32)
+    for i in range(qs.size(0)):
+        out[i] = flash_attention.fa3_flash(as_numpy(qs[i]), as_numpy(ks[i]), as_numpy(vs[i]), float(dq[i]),
+                                           float(dk[i]), float(dv[i]), scale, is_causal, fwd)
+    _recorded(record_qk, record_pv, qs.size(0), (length, keys, q.size(-1)), (length, width, keys))
+    return torch.from_numpy(out).reshape(*batch, length, width).to(q.device)
 
 
 def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv):
@@ -112,17 +177,10 @@ def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, 
     - ``O = acc * RN(RN(1 / l) * v_descale)`` (``finalize(v_descale)`` then ``rescale_o``).
 
     Not modelled (assumed one block): the key blocks of ``kBlockN`` and the running max with its
-    rescaling of O.  No dropout (FA3 has none) and no additive mask."""
+    rescaling of O (``"fa3-fp8-flash"``, :func:`fa3_fp8_flash`, models them, forward only).  No
+    dropout (FA3 has none) and no additive mask."""
     torch = torch_()
-    fwd = em.model()
-    if fwd.a_format.key not in ("e4m3", "e5m2") or fwd.b_format.key not in ("e4m3", "e5m2"):
-        raise EmulationError(f"attention='fa3-fp8' needs an FP8 instruction (e4m3 / e5m2 operands), not "
-                             f"{em.instruction} ({fwd.a_format.key} x {fwd.b_format.key})")
-    if dropout_p:
-        raise EmulationError("attention='fa3-fp8': FlashAttention-3 has no dropout; call with dropout_p=0")
-    if attn_mask is not None and attn_mask.dtype != torch.bool:
-        raise EmulationError("attention='fa3-fp8': FlashAttention-3 takes no additive mask (a boolean mask or "
-                             "is_causal only)")
+    fwd = _fa3_checks(em, dropout_p, attn_mask, "fa3-fp8")
     cast = attrs.evolve(em, scaling="cast", saturate=True, attention="softmax")
     (qs, dq), (ks, dk), (vs, dv) = (_per_matrix_scaled(t, fwd.a_format) for t in (q, k, v))
     s = contract(qs, ks, bl + ["l", "e"], bl + ["s", "e"], bl + ["l", "s"], cast, record_qk)
@@ -137,6 +195,49 @@ def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, 
     inv = torch.where((total == 0) | torch.isnan(total), torch.zeros_like(total), 1 / total)
     acc = contract(p, vs, bl + ["l", "s"], bl + ["s", "v"], bl + ["l", "v"], cast, record_pv)
     return acc * (inv * dv)
+
+
+#: the block-scaled attention modes: (A format keys, scale format) of the instruction each needs
+SCALED = {"cudnn-mxfp8": (("e4m3",), "ue8m0"), "sage3-nvfp4": (("e2m1", "e2m1x"), "ue4m3")}
+
+
+def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv):
+    """The forward of a block-scaled attention kernel, one ``(batch, head)`` matrix at a time
+    (:mod:`mmasim.torch.scaled_attention`): float32 ``(..., L, Ev)``, without a graph (the
+    kernels' backward is not modelled: inputs that need a gradient are refused)."""
+    torch = torch_()
+    from mmasim.torch import scaled_attention
+    from mmasim.torch.function import as_numpy
+    mode = em.attention
+    model = em.model()
+    elements, scale_format = SCALED[mode]
+    scales = getattr(model.scale_format, "key", None)
+    if model.a_format.key not in elements or model.b_format.key not in elements or scales != scale_format:
+        raise EmulationError(f"attention={mode!r} needs a block-scaled instruction with {elements[0]} operands and "
+                             f"{scale_format} scales, not {em.instruction}")
+    _forward_only(mode, q, k, v)
+    if mode == "sage3-nvfp4" and (attn_mask is not None or dropout_p):
+        raise EmulationError("attention='sage3-nvfp4': SageAttention3 takes no attn_mask and no dropout "
+                             "(is_causal only)")
+    batch, (qs, ks, vs) = _matrices(q, k, v)
+    length, keys, width = q.size(-2), k.size(-2), v.size(-1)
+    masks = None if attn_mask is None else attn_mask.expand(*batch, length, keys).reshape(-1, length, keys)
+    out = np.zeros((qs.size(0), length, width), np.float32)
+    shape_qk, shape_pv = (length, keys, q.size(-1)), (length, width, keys)
+    for i in range(qs.size(0)):
+        qi, ki, vi = as_numpy(qs[i]), as_numpy(ks[i]), as_numpy(vs[i])
+        if mode == "sage3-nvfp4":
+            fmt = "f16" if q.dtype == torch.float16 else "bf16"
+            out[i], shape_qk, shape_pv = scaled_attention.sage3(qi, ki, vi, is_causal, scale, model, fmt)
+        else:
+            mask = None if masks is None else masks[i]
+
+            def softmax(s, mask=mask):
+                p = _softmax(_masked(torch.from_numpy(s) * scale, mask, is_causal, length, keys))
+                return as_numpy(torch_().dropout(p, dropout_p, True) if dropout_p > 0 else p)
+            out[i], shape_qk, shape_pv = scaled_attention.cudnn_mxfp8(qi, ki, vi, model, softmax)
+    _recorded(record_qk, record_pv, qs.size(0), shape_qk, shape_pv)
+    return torch.from_numpy(out).reshape(*batch, length, width).to(q.device)
 
 
 _UNGUARDED: dict = {}

@@ -16,11 +16,11 @@ def add_parser(sub, add_json):
                     "architecture, the instruction and the recipe of the forward, input-gradient (dgrad) "
                     "and weight-gradient (wgrad) GEMMs, and what the preset models. Needs no torch.")
     add_json(s)
-    s.set_defaults(func=run)
+    s.set_defaults(func=show_presets)
     return s
 
 
-def run(args) -> int:
+def show_presets(args) -> int:
     from mmasim.torch.emulation import presets
 
     table = presets()

@@ -23,7 +23,7 @@ from mmasim.errors import EmulationError, UnknownPreset
 #: how the operands of a GEMM become words
 SCALINGS = ("cast", "tensor", "scheme", "delayed")
 #: how scaled_dot_product_attention is emulated (mmasim.torch.attention)
-ATTENTIONS = ("softmax", "fa3-fp8")
+ATTENTIONS = ("softmax", "fa3-fp8", "fa3-fp8-flash", "cudnn-mxfp8", "sage3-nvfp4")
 #: how A's elements round (Emulation.a_rounding)
 ROUNDINGS = ("nearest", "stochastic")
 
@@ -64,6 +64,11 @@ def _scheme(instance, attribute, value):
         _refuse(attribute, f"None or a mmasim.quantize scheme: {', '.join(names)}", value)
 
 
+def _offering(field: str) -> str:
+    from mmasim.quantization.quantize import offering
+    return offering(field)
+
+
 def _scale_rounding(instance, attribute, value):
     if value is None:
         return
@@ -79,11 +84,16 @@ def _seed(instance, attribute, value):
 
 class DelayedScalings:
     """The delayed-scaling state an ``Emulation(scaling="delayed")`` carries across steps: one
-    :class:`mmasim.quantization.delayed.DelayedScaling` per tensor role (the layer's input,
-    weight or output gradient, in its format), made on first use with ``margin``,
-    ``amax_history_len`` and ``amax_compute_algo`` (Transformer Engine's ``DelayedScaling``
-    defaults).  :meth:`update` after each training step (TE's post-step update); :meth:`reset`
-    forgets every history."""
+    :class:`mmasim.quantization.delayed.DelayedScaling` per module and tensor role, as
+    Transformer Engine keeps an ``fp8_meta`` per module with a slot per tensor (the GEMM's A,
+    B and the incoming gradient dD: a linear layer's input, weight and output gradient), each in
+    its format, made on first use with ``margin``, ``amax_history_len`` and
+    ``amax_compute_algo`` (Transformer Engine's ``DelayedScaling`` defaults).  Inside
+    :func:`mmasim.torch.emulate` the module is the one that runs the op (its name in
+    ``model.named_modules()``, :meth:`for_module`); a GEMM outside a named module
+    (:func:`mmasim.torch.linear` called directly) uses the module ``None``.  :meth:`update`
+    after each training step (TE's post-step update) updates every module's states;
+    :meth:`reset` forgets every history."""
 
     def __init__(self, *, margin: int = 0, amax_history_len: int = 1024, amax_compute_algo: str = "max"):
         from mmasim.quantization.delayed import DelayedScaling
@@ -91,26 +101,47 @@ class DelayedScalings:
                        amax_compute_algo=amax_compute_algo)        # checks the settings
         self.options = {"margin": margin, "amax_history_len": amax_history_len,
                         "amax_compute_algo": amax_compute_algo}
-        self.roles: dict = {}
+        self.roles: dict = {}       # (module, role, format) -> DelayedScaling, shared by every view
+        self.module = None
+        self._views: dict = {None: self}
 
-    def scaling(self, role, fmt: str):
-        """The state of tensor ``role`` cast to ``fmt`` (``"e4m3"`` / ``"e5m2"``)."""
+    def for_module(self, name) -> "DelayedScalings":
+        """The same state seen from module ``name``: its roles are that module's own (one view per
+        name, so that Emulations scoped to one module compare equal)."""
+        view = self._views.get(name)
+        if view is None:
+            view = object.__new__(DelayedScalings)
+            view.options, view.roles, view.module, view._views = self.options, self.roles, name, self._views
+            self._views[name] = view
+        return view
+
+    def scaling(self, role, fmt: str, module=...):
+        """The state of tensor ``role`` of ``module`` (default: this view's) cast to ``fmt``
+        (``"e4m3"`` / ``"e5m2"``)."""
         from mmasim.quantization.delayed import DelayedScaling
-        key = (role, fmt)
+        key = (self.module if module is ... else module, role, fmt)
         if key not in self.roles:
             self.roles[key] = DelayedScaling(fmt, **self.options)
         return self.roles[key]
 
     def update(self) -> None:
-        """The step's end: every role's scale from its amax history (``DelayedScaling.update``)."""
+        """The step's end: every module's and role's scale from its amax history (``DelayedScaling.update``)."""
         for ds in self.roles.values():
             ds.update()
 
     def reset(self) -> None:
         self.roles.clear()
 
+    def __eq__(self, other):
+        return isinstance(other, DelayedScalings) and other.roles is self.roles and other.module == self.module
+
+    def __hash__(self):
+        return hash((id(self.roles), self.module))
+
     def __repr__(self) -> str:
-        return f"DelayedScalings({', '.join(f'{k}={v!r}' for k, v in self.options.items())}, {len(self.roles)} roles)"
+        where = "" if self.module is None else f", module {self.module!r}"
+        return (f"DelayedScalings({', '.join(f'{k}={v!r}' for k, v in self.options.items())}, {len(self.roles)} "
+                f"roles{where})")
 
 
 def _delayed(instance, attribute, value):
@@ -191,30 +222,42 @@ class Emulation:
       saturating where ``saturate``), ``"tensor"`` (FP8 per-tensor scaling: each operand
       divided by ``amax / max_finite`` in binary32, cast, and D multiplied back by both
       scales in binary32, as Transformer Engine's current scaling does), or ``"scheme"``
-      (``mmasim.quantize`` with ``scheme``: OCP MX, NVFP4, DeepSeek FP8; block scales go to the
-      instruction or, for DeepSeek, are applied at promotion by :func:`mmasim.gemm`).
-    - ``scale_rounding``: ``None`` (the scheme's default, OCP's FLOOR) or ``"floor"`` / ``"rceil"``,
-      how an MX scheme rounds its e8m0 block scales (``mmasim.quantize(..., scale_rounding=)``;
-      ``"rceil"``: Transformer Engine's and cuBLAS's ``cvt.rp.satfinite.ue8m0x2.f32``).
+      (``mmasim.quantize`` with ``scheme``, a registered recipe such as OCP MX, NVFP4, DeepSeek
+      FP8, or a plugin's: its scales go to the instruction or are applied at promotion by
+      :func:`mmasim.gemm`, as the scheme's ``scale_use`` says).  What a scheme takes below is
+      read from its :class:`~mmasim.registry.scheme.Scheme` record.
+    - ``scale_rounding``: ``None`` (the scheme's default, OCP's FLOOR for MX) or one of the
+      scheme's ``scale_roundings``: ``"floor"`` / ``"rceil"``, how an MX scheme rounds its e8m0
+      block scales (``mmasim.quantize(..., scale_rounding=)``; ``"rceil"``: Transformer
+      Engine's and cuBLAS's ``cvt.rp.satfinite.ue8m0x2.f32``).
     - ``a_rounding``: ``"nearest"`` or ``"stochastic"``: how A's elements round under a
-      scheme other than ``deepseek_fp8`` (``mmasim.quantize(..., rounding=, seed=seed)``;
-      the backward GEMMs' A is the gradient dy); ``seed``: the seed of those random bits, the
-      same at every call (a reproducible stream, not a fresh one per step).
-    - ``hadamard``: ``True``: both operands of an ``nvfp4`` GEMM go through the random
-      Hadamard transform along K first (``mmasim.quantize(..., hadamard=True)``, TE's default
-      signs), as Transformer Engine does for the weight gradient's inputs; its kernels read
-      bf16, so the operands are rounded to bf16 (RNE) before the transform.
+      scheme that rounds stochastically (``Scheme.stochastic``: not ``deepseek_fp8``;
+      ``mmasim.quantize(..., rounding=, seed=seed)``; the backward GEMMs' A is the gradient
+      dy); ``seed``: the seed of those random bits, the same at every call (a reproducible
+      stream, not a fresh one per step).
+    - ``hadamard``: ``True``: both operands of the GEMM of a scheme that offers it
+      (``Scheme.hadamard``: ``nvfp4``) go through the random Hadamard transform along K first
+      (``mmasim.quantize(..., hadamard=True)``, TE's default signs), as Transformer Engine does
+      for the weight gradient's inputs; its kernels read the format ``Scheme.hadamard`` names
+      (bf16), so the operands are rounded to it (RNE) before the transform.
     - ``promote_every``, ``split_k``, ``split_reduce``: passed to :func:`mmasim.gemm`.
-    - ``b_tile``: the tile of B's scales for ``deepseek_fp8`` (``(128, 128)``: DeepSeek's weight
-      blocks; ``None``: the scheme's default, 128 x 1 groups along K, as for activations) or
-      ``nvfp4`` (``(16, 16)``: Transformer Engine's 2D weight tiles; ``None``: 1 x 16 blocks).
+    - ``b_tile``: the tile of B's scales, one the scheme's ``tiles`` take: for ``deepseek_fp8``
+      (``(128, 128)``: DeepSeek's weight blocks; ``None``: the scheme's default, 128 x 1 groups
+      along K, as for activations) or ``nvfp4`` (``(16, 16)``: Transformer Engine's 2D weight
+      tiles; ``None``: 1 x 16 blocks).
     - ``output``: ``None`` (the float32 values of D) or a format key (``"bf16"``, ``"f16"``)
       that D is rounded to (RNE) before it becomes float32 again.
     - ``attention``: how ``scaled_dot_product_attention`` runs (:mod:`mmasim.torch.attention`):
       ``"softmax"`` (the normalized float32 softmax, P quantized by the PV GEMM's recipe) or
       ``"fa3-fp8"`` (FlashAttention-3's FP8 forward: Q, K, V scaled per (batch, head), P
       unnormalized times 2^8 and cast, O divided by the row sum at the end; needs ``"cast"`` or
-      ``"tensor"`` scaling and an FP8 A format).
+      ``"tensor"`` scaling and an FP8 A format), ``"fa3-fp8-flash"`` (the same forward block by block:
+      FA3's key blocks, running max and rescaling of O, :mod:`mmasim.torch.flash_attention`; forward
+      only), ``"cudnn-mxfp8"`` (cuDNN's MXFP8 SDPA as Transformer
+      Engine calls it: MXFP8 Q, K, V, P cast to e4m3 with unit block scales; an e4m3 x e4m3
+      ``ue8m0`` instruction) or ``"sage3-nvfp4"`` (SageAttention3's FP4 forward: NVFP4-style Q, K,
+      V without a tensor scale, P scaled to 448 * 6 per row and quantized per 16 keys; an e2m1
+      ``ue4m3`` instruction); the last two are forward only (:mod:`mmasim.torch.scaled_attention`).
 
     Every field is checked when the Emulation is made: a value it does not take raises
     :class:`~mmasim.errors.EmulationError` naming the field and what it accepts.
@@ -251,21 +294,36 @@ class Emulation:
         if self.attention == "fa3-fp8" and self.scaling == "scheme":
             raise EmulationError("Emulation: attention='fa3-fp8' scales Q, K and V per tensor; it needs scaling "
                                  "'cast' or 'tensor', not 'scheme'")
-        if self.scale_rounding is not None and not (self.scheme or "").startswith("mx"):
-            raise EmulationError(f"Emulation: scale_rounding rounds the e8m0 scales of an MX scheme; it needs "
-                                 f"scaling='scheme' with an mxfp* scheme, not scheme={self.scheme!r}")
-        if self.b_tile is not None and self.scheme not in ("deepseek_fp8", "nvfp4"):
-            raise EmulationError(f"Emulation: b_tile is the tile of B's deepseek_fp8 or nvfp4 scales; it needs "
-                                 f"scheme='deepseek_fp8' or 'nvfp4', not scheme={self.scheme!r}")
-        if self.a_rounding == "stochastic" and (not self.scheme or self.scheme == "deepseek_fp8"):
-            raise EmulationError(f"Emulation: a_rounding='stochastic' rounds A under a block-scaled scheme (MX, "
-                                 f"nvfp4); it needs scaling='scheme' with one, not scheme={self.scheme!r}")
-        if self.hadamard and self.scheme != "nvfp4":
-            raise EmulationError(f"Emulation: hadamard=True transforms nvfp4 operands; it needs scheme='nvfp4', "
-                                 f"not scheme={self.scheme!r}")
+        recipe = self.recipe_scheme()
+        if self.scale_rounding is not None and not (recipe and recipe.scale_roundings):
+            raise EmulationError(f"Emulation: scale_rounding rounds the block scales of a scheme that offers a "
+                                 f"choice ({_offering('scale_roundings')}); it needs scaling='scheme' with one, not "
+                                 f"scheme={self.scheme!r}")
+        if self.scale_rounding is not None and self.scale_rounding not in recipe.scale_roundings:
+            raise EmulationError(f"Emulation: scheme {self.scheme!r} rounds its scales "
+                                 f"{' or '.join(map(repr, recipe.scale_roundings))}, not {self.scale_rounding!r}")
+        if self.b_tile is not None and not (recipe and recipe.takes_tile(self.b_tile)):
+            raise EmulationError(f"Emulation: b_tile is the tile of B's scales under a scheme that takes tiles "
+                                 f"({_offering('tiles')}); scheme={self.scheme!r} takes "
+                                 f"{recipe.describe_tiles() if recipe else 'no tile'}, not {self.b_tile}")
+        if self.a_rounding == "stochastic" and not (recipe and recipe.stochastic):
+            raise EmulationError(f"Emulation: a_rounding='stochastic' rounds A under a scheme that rounds "
+                                 f"stochastically ({_offering('stochastic')}, the plain casts); it needs "
+                                 f"scaling='scheme' with one, not scheme={self.scheme!r}")
+        if self.hadamard and not (recipe and recipe.hadamard):
+            raise EmulationError(f"Emulation: hadamard=True transforms the operands of a scheme that offers the "
+                                 f"Hadamard transform ({_offering('hadamard')}); it needs scaling='scheme' with "
+                                 f"one, not scheme={self.scheme!r}")
         if self.hadamard and self.b_tile is not None:
             raise EmulationError("Emulation: Transformer Engine quantizes 16 x 16 weight tiles without the Hadamard "
                                  "transform; give hadamard=True or b_tile, not both")
+
+    def recipe_scheme(self):
+        """The :class:`~mmasim.registry.scheme.Scheme` of ``scheme`` (``None`` without one)."""
+        if self.scheme is None:
+            return None
+        from mmasim.quantization.quantize import lookup
+        return lookup(self.scheme)
 
     @property
     def recipe(self) -> str:
@@ -304,6 +362,15 @@ class Emulation:
                 "recipe": self.recipe, "description": self.description,
                 "dgrad": self.dgrad.to_json() if self.dgrad else None,
                 "wgrad": self.wgrad.to_json() if self.wgrad else None}
+
+    def for_module(self, name) -> "Emulation":
+        """This setting as module ``name`` runs it: under delayed scaling, the module's own
+        amax histories and scales (:meth:`DelayedScalings.for_module`); else itself."""
+        subs = {k: getattr(self, k).for_module(name) for k in ("dgrad", "wgrad") if getattr(self, k) is not None}
+        if self.delayed is None and all(subs[k] is getattr(self, k) for k in subs):
+            return self
+        own = {"delayed": self.delayed.for_module(name)} if self.delayed is not None else {}
+        return attrs.evolve(self, **own, **subs)
 
     def for_gemm(self, which: str) -> "Emulation":
         """The setting of GEMM ``which``: ``"forward"``, ``"dgrad"`` or ``"wgrad"``."""
@@ -373,6 +440,31 @@ def _presets() -> dict:
             scheme="nvfp4",
             description="B200 NVFP4 (e2m1 elements, an e4m3 scale per 16, an f32 per-tensor scale) on tcgen05 "
                         "kind::mxf4nvf4"),
+        "B200-mxfp8-sdpa": Emulation(
+            "B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.f32.e4m3.e4m3.ue8m0", scaling="scheme",
+            scheme="mxfp8_e4m3", scale_rounding="rceil", attention="cudnn-mxfp8",
+            description="TE-mxfp8 with attention as Transformer Engine runs it under MXFP8BlockScaling: cuDNN's "
+                        "MXFP8 SDPA (transformer_engine/common/fused_attn/fused_attn_fp8.cu, TE d0067d0d; "
+                        "cudnn-frontend scaled_dot_product_flash_attention.h, 3929da2e): Q and K with e8m0 "
+                        "scales per 32 along the head dimension, V per 32 along the keys (RCEIL), the float32 "
+                        "softmax of S * scale, P cast to e4m3 with no scale; QK^T and PV on tcgen05 "
+                        "kind::mxf8f6f4 (assumed: cuDNN's engine is closed), forward only"),
+        "RTX5090-nvfp4-sage3": Emulation(
+            "sm_120a", "mma.sync.kind::mxf4nvf4.block_scale.scale_vec::4X.block16.m16n8k64.f32.e2m1.e2m1.ue4m3",
+            scaling="scheme", scheme="nvfp4", attention="sage3-nvfp4",
+            description="NVFP4 GEMMs on the RTX 5090's mma.sync kind::mxf4nvf4 (Transformer Engine's 1 x 16 "
+                        "recipe), and attention as SageAttention3 runs it (thu-ml/SageAttention "
+                        "sageattention3_blackwell/, d1a57a54): K less its mean, Q less its mean per 128 "
+                        "queries, e2m1 with an e4m3 scale per 16 (amax / 6, no tensor scale), P = "
+                        "exp2(S * c - max * c) * 448 * 6 quantized per 16 keys with scale (block max) / 6, "
+                        "the online softmax over key blocks of 128, on the SM120 NVFP4 mma.sync the "
+                        "kernel uses (SM120_16x32x64_TN_VS_NVFP4), forward only"),
+        "B200-nvfp4-sage3": Emulation(
+            "B200", nvfp4, scaling="scheme", scheme="nvfp4", attention="sage3-nvfp4",
+            description="B200-nvfp4 with attention as RTX5090-nvfp4-sage3 runs it (SageAttention3's FP4 forward), "
+                        "QK^T and PV on the B200's tcgen05 kind::mxf4nvf4 scale_vec::4X (assumed: SageAttention3's "
+                        "kernel is written for sm_120a's mma.sync; this is the B200's NVFP4 datapath in its "
+                        "place), forward only"),
         "TE-mxfp8": Emulation(
             "B200", "tcgen05.mma.kind::mxf8f6f4.block_scale.f32.e4m3.e4m3.ue8m0", scaling="scheme",
             scheme="mxfp8_e4m3", scale_rounding="rceil",
@@ -398,8 +490,8 @@ def _presets() -> dict:
             description="Transformer Engine's DelayedScaling (transformer_engine/common/recipe/__init__.py, its "
                         "defaults: HYBRID, margin 0, amax history 1024, max): each tensor role (input, weight, "
                         "output gradient) cast with the scale from earlier steps' amaxes (1 at first), "
-                        "its DelayedScalings.update() after each step; one state per role shared "
-                        "by every layer, where TE keeps one per module; H100 wgmma fp8 as H100-fp8-tensor"),
+                        "its DelayedScalings.update() after each step; one state per module and role, as TE's "
+                        "fp8_meta per module; H100 wgmma fp8 as H100-fp8-tensor"),
         "MI300X-fp8": Emulation(
             "MI300X", "v_mfma_f32_32x32x16_fp8_fp8", scaling="tensor",
             description="MI300X FP8 (e4m3fnuz) v_mfma with per-tensor scaling"),

@@ -14,6 +14,8 @@ format (x and W in the forward and a backward GEMM, dy in both) cast it once.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mmasim.errors import OperandError
@@ -66,9 +68,9 @@ def _operand(x: np.ndarray, fmt, em, axis: int, role=None):
         opts = {"tile": tile} if tile else {}
         if em.scale_rounding:
             opts["scale_rounding"] = em.scale_rounding
-        if em.hadamard:     # TE's RHT kernels read bf16: the operand is rounded to bf16 (RNE) first
+        if em.hadamard:     # the transform's kernel reads the scheme's format: the operand rounded to it (RNE)
             opts["hadamard"] = True
-            x = quantize(x, "bf16").dequantize().astype(np.float32)
+            x = quantize(x, em.recipe_scheme().hadamard).dequantize().astype(np.float32)
         if axis != 0 and em.a_rounding == "stochastic":
             opts.update(rounding="stochastic", seed=em.seed)
         return quantize(x, em.scheme, axis=axis, **opts), np.float32(1)
@@ -121,9 +123,9 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=
     M, K = a.shape
     N = b.shape[1]
     tm, tn, tk = _tiles(model, em.promote_every)
-    if em.scaling == "scheme" and em.scheme == "deepseek_fp8":
-        tm, tk = max(tm, 1), max(tk, 128)
-        tn = _round_up(max(tn, 128), tn)
+    if em.scaling == "scheme":      # whole scale tiles of the scheme cover the padded matrices
+        pm, pn, pk = em.recipe_scheme().pad
+        tm, tn, tk = math.lcm(tm, pm), math.lcm(tn, pn), math.lcm(tk, pk)
     if em.split_k:
         tk *= em.split_k
     Mp, Np, Kp = _round_up(max(M, 1), tm), _round_up(max(N, 1), tn), _round_up(max(K, 1), tk)

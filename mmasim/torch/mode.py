@@ -222,7 +222,8 @@ class Session:
             result = func(*args, **kwargs)  # the call raises it again (from the real kernel)
             self._not_emulated(name, module, shapes, "torch's meta kernel refused a call its kernel takes")
             return result
-        op.em, op.order, op.record = em, self.order, self.recorder(name, module, shapes, em, lab)
+        # state a recipe keeps per module (delayed scaling's amax histories): this module's own
+        op.em, op.order, op.record = em.for_module(module), self.order, self.recorder(name, module, shapes, em, lab)
         return op.finish(compute())
 
 

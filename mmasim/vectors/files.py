@@ -313,7 +313,7 @@ def model_for(vf: VectorFile):
     if unset:
         raise VectorFileError(f"{vf.path}: meta.qualifiers {', '.join(map(repr, unset))} null: a vector file gives "
                               "each qualifier it sets a value (leave a qualifier out for the default)")
-    return Model.resolve(vf.arch, vf.instruction, vf.qualifiers)
+    return Model.lookup_qualifiers(vf.arch, vf.instruction, vf.qualifiers)
 
 
 def extra_operands(vf: VectorFile, model) -> dict:
@@ -340,7 +340,7 @@ def expected_words(vf: VectorFile, model) -> np.ndarray:
     return d.astype(np.uint64)
 
 
-def run(vf: VectorFile, model=None) -> Outcome:
+def run_vector_file(vf: VectorFile, model=None) -> Outcome:
     """Run a vector file through the simulator (``model``, default: the one its
     meta names) and compare every word."""
     if model is None:

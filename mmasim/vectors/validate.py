@@ -120,7 +120,7 @@ def validate_file(path, show: int = 3) -> FileResult:
         return FileResult(str(path), shown, arch, instr, source, error="no vectors found: the file holds 0 cases",
                           seconds=time.perf_counter() - t0)
     try:
-        out = vectors.run(vf, model)
+        out = vectors.run_vector_file(vf, model)
     except Exception as exc:
         return FileResult(str(path), shown, arch, instr, source, cases=len(vf),
                           error=f"the simulator failed on this file: {type(exc).__name__}: {exc}",

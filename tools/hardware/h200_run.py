@@ -7,7 +7,7 @@ in one short run, and pack the words (docs/harness.md, "Running on a lent H200")
     python tools/hardware/h200_run.py standin SPEC.json CASES OUT.bin IN0.bin ...
 
 ``measure`` builds every kernel of the plan with nvcc on every core (into the harness cache, where
-``mmasim harness run`` finds them) and runs one ``mmasim.harness.run.run`` per instruction, many at
+``mmasim harness run`` finds them) and runs one ``mmasim.harness.measure.measure`` per instruction, many at
 a time, each with its own seed and enough random tiles for ``--min-cases`` random cases, with the
 probe ladders.  ``--simulate`` replaces the device binary by a stand-in program with the same file
 protocol (``standin``: the simulator computes the words the binary would have written), so
@@ -99,7 +99,7 @@ def plan(instructions=None, min_cases: int = MIN_CASES, tile_cap: int = TILE_CAP
     instruction the harness cannot generate is an entry without kernels, its ``skipped`` saying why."""
     import mmasim
     from mmasim.harness import generate as gen
-    from mmasim.harness import run as hrun
+    from mmasim.harness import measure as hrun
 
     order = {ins: i for i, ins in enumerate(mmasim.instructions(ARCH))}
     pairs, skipped = gen.specs_for(ARCH, instructions)
@@ -168,7 +168,7 @@ def build(entries, kernels_dir, jobs: int, deadline: float) -> dict:
 # ------------------------------------------------------------------ devices
 def _device(simulate: bool, work: pathlib.Path, info: dict):
     from mmasim.harness import host
-    from mmasim.harness import run as hrun
+    from mmasim.harness import measure as hrun
 
     class H200(hrun.CudaDevice):
         """GPU 0 with the info read once by the parent (no nvidia-smi call per worker)."""
@@ -207,10 +207,10 @@ def standin_program(spec, folder: pathlib.Path) -> pathlib.Path:
 
 def standin(argv) -> int:
     """The stand-in binary: read the input files as the kernel's ``main()`` would, compute D with
-    :class:`mmasim.harness.run.SimulatedDevice`, write OUT.bin, print the harness line."""
+    :class:`mmasim.harness.measure.SimulatedDevice`, write OUT.bin, print the harness line."""
     import mmasim
     from mmasim.harness import host
-    from mmasim.harness import run as hrun
+    from mmasim.harness import measure as hrun
     from mmasim.harness.spec import KernelSpec
 
     spec = KernelSpec.from_json(pathlib.Path(argv[0]).read_text())
@@ -239,7 +239,7 @@ _WORKER = {}
 
 def _measure_one(entry_name: str, tiles: int, seed: int, out: str, deadline: float) -> dict:
     from mmasim.errors import MMAError
-    from mmasim.harness import run as hrun
+    from mmasim.harness import measure as hrun
 
     rec = {"instruction": entry_name, "tiles": tiles, "seed": seed, "files": []}
     if time.time() > deadline:
@@ -247,7 +247,7 @@ def _measure_one(entry_name: str, tiles: int, seed: int, out: str, deadline: flo
         return rec
     t0 = time.time()
     try:
-        res = hrun.run(ARCH, out, cases=tiles, probes=True, seed=seed, instructions=[entry_name],
+        res = hrun.measure(ARCH, out, cases=tiles, probes=True, seed=seed, instructions=[entry_name],
                        device=_WORKER["device"], progress=False)
     except MMAError as exc:
         rec.update(status=f"failed: {type(exc).__name__}: {exc}", seconds=round(time.time() - t0, 2))
@@ -271,7 +271,7 @@ def _init_worker(simulate, work, info):
 def gpu_info(simulate: bool) -> dict:
     if simulate:
         return {"name": "stand-in (simulator)", "compute_capability": "9.0", "driver": "", "cuda": ""}
-    from mmasim.harness import run as hrun
+    from mmasim.harness import measure as hrun
     return hrun.CudaDevice(0).info()
 
 
@@ -476,7 +476,7 @@ def transport(path: pathlib.Path, tile_cap: int, extra_prov: dict, validate: boo
     the record counts the kept cases where the simulator's word differs (``mismatches``)."""
     import attrs
 
-    from mmasim.harness.run import KINDS
+    from mmasim.harness.measure import KINDS
     from mmasim.vectors import files as vectors
 
     vf = vectors.load(path, max_bytes=LOAD_BYTES)
@@ -507,7 +507,7 @@ def transport(path: pathlib.Path, tile_cap: int, extra_prov: dict, validate: boo
     if validate:
         t0 = time.time()
         try:
-            rec["mismatches"] = int(vectors.run(kept).mismatches.size)
+            rec["mismatches"] = int(vectors.run_vector_file(kept).mismatches.size)
         except Exception as exc:           # the simulator fails on the file: said, never fatal here
             rec["validate_error"] = f"{type(exc).__name__}: {exc}"
         rec["validate_seconds"] = round(time.time() - t0, 2)

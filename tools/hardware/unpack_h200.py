@@ -83,7 +83,7 @@ def check(manifest: dict, files: dict) -> None:
 def random_subset(labels, max_random: int) -> tuple:
     """``(indices, note)``: every case whose label is not a word kind of the random tiles, and at
     most ``max_random`` random cases, every k-th (``k = ceil(random / max_random)``)."""
-    from mmasim.harness.run import KINDS
+    from mmasim.harness.measure import KINDS
 
     labels = np.asarray(labels)
     rand = np.flatnonzero(np.isin(labels, KINDS))

@@ -35,6 +35,7 @@ from collections import namedtuple
 import numpy as np
 
 from mmasim.backends.cuda import missing
+from mmasim.registry.hookspecs import hookimpl
 
 #: threads per block of every launch
 THREADS = 128
@@ -173,9 +174,21 @@ Prepared = namedtuple("Prepared", "body arrays reason sel")
 
 
 class CudaBackend:
-    """The per-row bodies on an NVIDIA GPU (or numba-cuda's simulator): see the module."""
+    """The per-row bodies on an NVIDIA GPU (or numba-cuda's simulator): see the module.  The
+    class is the ``cuda`` factory of the ``mmasim_backends`` hook (:func:`mmasim_backends`)."""
 
     name = "cuda"
+
+    @staticmethod
+    def unavailable() -> str:
+        """Why ``backend="cuda"`` cannot run here ('' when it can): :func:`unavailable`."""
+        return unavailable()
+
+    @staticmethod
+    def auto_takes(products: int) -> bool:
+        """Whether ``auto`` gives this backend a job of ``products`` products: from
+        :data:`CUDA_MIN_PRODUCTS` on, with a real GPU present (never the simulator)."""
+        return products >= CUDA_MIN_PRODUCTS and gpu_present()
     #: one launch at a time, from one host thread (:meth:`mmasim.execution.model.Model.dot`)
     serial = True
     #: elements (rows x K) per call of :meth:`compute`: large launches (the CPU backends' chunks are 2^17)
@@ -224,7 +237,7 @@ class CudaBackend:
         n = len(rows)
         if prep.body is None:           # the reference, in its own bounded chunks
             step = max(1, (1 << 17) // max(plan.datapath.k, 1))
-            return np.concatenate([_NUMPY.compute(plan, rows.chunk(rows.start + s, rows.start + min(n, s + step)))
+            return np.concatenate([reference(plan, rows.chunk(rows.start + s, rows.start + min(n, s + step)))
                                    for s in range(0, n, step)]) if n else np.zeros(0, plan.encoding.dtype)
         legal = None
         if plan.sparse_rule is not None:
@@ -243,7 +256,7 @@ class CudaBackend:
             flags |= ~legal.copy_to_host()
         redo = np.flatnonzero(flags)
         if redo.size:
-            out[redo] = _NUMPY.compute(plan, rows.take(redo))
+            out[redo] = reference(plan, rows.take(redo))
         return out
 
     def select(self, plan, wa, wb, md):
@@ -283,9 +296,21 @@ def _to_device(args) -> tuple:
     return tuple(cuda.to_device(x) if isinstance(x, np.ndarray) else x for x in args)
 
 
-def _numpy():
-    from mmasim.backends.numpy import NumpyBackend
-    return NumpyBackend()
+def reference(plan, rows):
+    """D words of ``rows`` by the numpy reference alone (:func:`mmasim.backends.numpy.reference_rows`):
+    the rows a body flags, and every row of a plan no body takes (one level, no other path)."""
+    from mmasim.backends.numpy import reference_rows
+
+    return reference_rows(plan, rows)
 
 
-_NUMPY = _numpy()
+class Reference:
+    """:func:`reference` as a backend object (``compute(plan, rows)``), for :func:`mmasim.backends.plan.compute`."""
+
+    name = "reference"
+    compute = staticmethod(reference)
+
+
+@hookimpl
+def mmasim_backends():
+    return {"cuda": CudaBackend}

@@ -17,7 +17,7 @@ then copied to the device.
 :func:`mmasim.gemm` on device operands: its plain chain (no promotion, split-K or epilogue)
 runs on the device, one instruction per K tile on views of the operands (:func:`gemm_chain`);
 with those options it is computed from host copies of them (the composition runs on the
-host), each K tile by the cuda backend, and D returned to the device (:func:`gemm`).
+host), each K tile by the cuda backend, and D returned to the device (:func:`gemm_of_device_operands`).
 
 Under ``NUMBA_ENABLE_CUDASIM=1`` the simulator's device memory is host memory: an
 ``__cuda_array_interface__`` object is read through its pointer, without a copy, as the
@@ -62,7 +62,7 @@ def _wants_cuda(model, backend) -> bool:
 def on_device(kind: str):
     """Decorate ``Model.dot`` (``kind`` "dot"), the matrix form ("matrix") or ``gemm``
     ("gemm"): a call with an operand on the device, under the cuda backend, is computed by
-    :func:`dot` / :func:`matrix` / :func:`gemm` of this module; any other call as before."""
+    :func:`dot` / :func:`matrix` / :func:`gemm_of_device_operands` of this module; any other call as before."""
 
     def deco(fn):
         @functools.wraps(fn)
@@ -71,7 +71,7 @@ def on_device(kind: str):
                 return fn(*args, **kwargs)
             if kind == "gemm":
                 model = kwargs.get("model")
-                return gemm(fn, args, kwargs) if _wants_cuda(model, kwargs.get("backend")) else fn(*args, **kwargs)
+                return gemm_of_device_operands(fn, args, kwargs) if _wants_cuda(model, kwargs.get("backend")) else fn(*args, **kwargs)
             model, *ops = args
             if not _wants_cuda(model, kwargs.get("backend")):
                 return fn(*args, **kwargs)
@@ -233,7 +233,7 @@ def _compute(model, ops, index, n):
     prep = be.prepared(plan)
     if prep.body is None:
         # no body takes the plan: the reference for every row (from host copies of the operands)
-        return cuda.to_device(compute(_backend._NUMPY, plan, _host_rows(ops, index, n)))
+        return cuda.to_device(compute(_backend.Reference, plan, _host_rows(ops, index, n)))
     ops, index = list(ops), list(index)
     if plan.order is not None:          # the steps take K in the plan's order
         for i in (0, 1):
@@ -242,7 +242,7 @@ def _compute(model, ops, index, n):
     if plan.c_add is not None:          # the steps from +0; C added after them (below)
         c_given = ops[2]
         ops[2] = cuda.to_device(np.zeros(ops[2].shape, np.dtype(ops[2].dtype)))
-    reference = list(ops), list(index)  # the rows as the reference reads them
+    ref_rows = list(ops), list(index)   # the rows as the reference reads them
     if plan.sparse_rule is not None:
         a, b, md = (ops[i] if index[i] is None else _gather(ops[i], index[i]) for i in (0, 1, len(ops) - 1))
         ops[0], ops[1], legal = be.select(plan, a, b, md)
@@ -264,7 +264,7 @@ def _compute(model, ops, index, n):
         d = out.copy_to_host()
         if bad.any():       # rows the body leaves to the reference: the operands come to the host
             sel = np.flatnonzero(bad)
-            d[sel] = _backend._NUMPY.compute(plan, _host_rows(*reference, n).take(sel))
+            d[sel] = _backend.reference(plan, _host_rows(*ref_rows, n).take(sel))
         if plan.c_add is not None:
             d = add_c(plan, d, _host_rows([c_given], [index[2]], n, c_only=True))
         out = cuda.to_device(d)
@@ -312,7 +312,7 @@ def dot(model, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backen
             fmts.append(model.scale_format)
     elif scale_a is not None or scale_b is not None:
         raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
-    if model._takes_metadata(sparse_metadata):
+    if _takes_metadata(model, sparse_metadata):
         nwords = model.sparse_rule.words(dp.k)
         md = _metadata(sparse_metadata)
         if len(md.shape) == 0 or tuple(md.shape)[-1] != nwords:
@@ -333,6 +333,17 @@ def dot(model, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backen
     n = int(np.prod(batch, dtype=np.int64))
     d = _compute(model, rows, [_index(o, batch) for o in owns], n)
     return _result(d.reshape(batch), first)
+
+
+def _takes_metadata(model, sparse_metadata) -> bool:
+    """Whether the call's ``sparse_metadata`` is read (a sparse datapath's, required) or refused (a dense one's)."""
+    if model.sparse_rule:
+        if sparse_metadata is None:
+            raise SparseMetadataError(f"{model.instruction} is sparse: pass sparse_metadata")
+        return True
+    if sparse_metadata is not None:
+        raise SparseMetadataError(f"{model.instruction} is dense: sparse_metadata must be None")
+    return False
 
 
 def _metadata(md):
@@ -361,7 +372,7 @@ def matrix(model, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, bac
     if wb.shape[0] != K or tuple(wc.shape) != (M, N):
         raise ShapeError(f"matrix form: A (M, K), B (K, N) and C (M, N) do not agree: {tuple(wa.shape)}, "
                          f"{tuple(wb.shape)}, {tuple(wc.shape)}")
-    ms, ns = model._legal
+    ms, ns = model.legal_m, model.legal_n
     if (ms and M not in ms) or (ns and N not in ns):
         model.check_tiles(tuple(wa.shape), tuple(wb.shape), "matrix form")
     if K != dp.k:
@@ -379,7 +390,7 @@ def matrix(model, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, bac
                              f"{tuple(sb.shape)}")
     elif scale_a is not None or scale_b is not None:
         raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
-    if model._takes_metadata(sparse_metadata):
+    if _takes_metadata(model, sparse_metadata):
         md = _metadata(sparse_metadata)
         nwords = model.sparse_rule.words(dp.k)
         if tuple(md.shape) != (M, nwords):
@@ -461,7 +472,7 @@ _HOST_OPTIONS = ("promote_every", "split_k", "promotion_scale_a", "promotion_sca
                  "out_format", "saturate")
 
 
-def gemm(fn, args, kwargs):
+def gemm_of_device_operands(fn, args, kwargs):
     """:func:`mmasim.gemm` on device operands.  The plain chain (no promotion, split-K or
     epilogue; words in, words out) runs on the device (:func:`gemm_chain`); with any of those
     options the operands are copied to the host, the composition runs there with the cuda
@@ -469,14 +480,17 @@ def gemm(fn, args, kwargs):
     operands)."""
     import inspect
 
-    from mmasim.composition.gemm import _model
+    from mmasim.execution.model import Model
 
     bound = inspect.signature(fn).bind(*args, **kwargs)
     given = bound.arguments
     qualifiers = given.pop("qualifiers", {})
+    model = given.get("model")
     if not any(given.get(o) is not None for o in _HOST_OPTIONS) and given.get("words") in (None, True) \
-            and given.get("split_reduce", "sequential") == "sequential":
-        model = _model(given.get("model"), given.get("arch"), given.get("instruction"), qualifiers)
+            and given.get("split_reduce", "sequential") == "sequential" and (model is None) != (
+                given.get("arch") is None and given.get("instruction") is None and not qualifiers):
+        if model is None:
+            model = Model.lookup(given.get("arch"), given.get("instruction"), **qualifiers)
         return gemm_chain(model, given["A"], given["B"], given.get("C"), given.get("k_order", "forward"),
                           given.get("scale_a"), given.get("scale_b"), given.get("sparse_metadata"))
     first = _first((*args, *kwargs.values()))

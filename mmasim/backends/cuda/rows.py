@@ -14,7 +14,8 @@ themselves, all compiled by numba for the CPU and by numba-cuda for CUDA (:mod:`
 from this one source.
 
 :data:`BODIES` says which body takes a plan, by the decisions of the CPU kernels
-(:mod:`mmasim.backends.fastpaths`); a sparse datapath is its selection (:func:`select_row`:
+(:data:`mmasim.backends.fastpaths.KERNELS`, from each family's module of
+:mod:`mmasim.backends.fastpaths`); a sparse datapath is its selection (:func:`select_row`:
 the stored elements of each row, by the rule's own table) and then its dense body.  A body
 returns ``(word, bad)``: ``bad`` where the CPU kernel would flag the row (a sum the
 reference refuses, beyond int64) or the selection is illegal; the reference computes those
@@ -451,23 +452,26 @@ _INTEGER = {xor: _fixed(INTEGER_STEPS[xor], "integer_xor_row" if xor else "integ
 _IEEE = {key: _ieee(*key) for key in IEEE_ROWS}
 _FTZ = _ftz()
 
-#: One body of a family: the decision of the plans it takes (a :class:`~mmasim.backends.fastpaths.Decision`),
+#: One body of a family: the decision of the plans it takes (a :class:`~mmasim.backends.fastpaths.shared.Decision`),
 #: the builder of the family's CPU kernel (whose arrays it reads) and ``pick(plan)``: the body (a ``_Maker``)
 Body = namedtuple("Body", "decision build pick")
 
-#: accumulator family -> its bodies; the first whose decision takes a plan computes it
+#: accumulator family -> its bodies; the first whose decision takes a plan computes it.  The last
+#: body of a family takes the plans its CPU kernel takes (:data:`mmasim.backends.fastpaths.KERNELS`)
 BODIES = {
-    "window": (Body(fastpaths.one_product_window, kernels._window, lambda plan: _WINDOW),
-               Body(fastpaths.numba_window, kernels._window, lambda plan: _WINDOW_GROUPS)),
-    "group_scaled_window": (Body(fastpaths.numba_group_scaled, kernels._group_scaled, lambda plan: _GROUP_SCALED),),
-    "two_stage_window": (Body(fastpaths.numba_two_stage, kernels._two_stage, lambda plan: _TWO_STAGE),),
-    "exact_sum": (Body(fastpaths.numba_exact_sum, kernels._exact_sum, lambda plan: _EXACT_SUM),),
-    "integer": (Body(fastpaths.numba_integer, kernels._integer,
+    "window": (Body(fastpaths.window.one_product_window, kernels._window, lambda plan: _WINDOW),
+               Body(fastpaths.KERNELS["window"], kernels._window, lambda plan: _WINDOW_GROUPS)),
+    "group_scaled_window": (Body(fastpaths.KERNELS["group_scaled_window"], kernels._group_scaled,
+                                 lambda plan: _GROUP_SCALED),),
+    "two_stage_window": (Body(fastpaths.KERNELS["two_stage_window"], kernels._two_stage, lambda plan: _TWO_STAGE),),
+    "exact_sum": (Body(fastpaths.KERNELS["exact_sum"], kernels._exact_sum, lambda plan: _EXACT_SUM),),
+    "integer": (Body(fastpaths.KERNELS["integer"], kernels._integer,
                      lambda plan: _INTEGER[plan.parameters.get("bitop") == "xor"]),),
-    "fma": (Body(fastpaths.numba_fma, kernels._fma_family, lambda plan: _IEEE[True, plan.encoding.format == "f64"]),),
-    "mul_add_chain": (Body(fastpaths.numba_mul_add, kernels._mul_add,
+    "fma": (Body(fastpaths.KERNELS["fma"], kernels._fma_family,
+                 lambda plan: _IEEE[True, plan.encoding.format == "f64"]),),
+    "mul_add_chain": (Body(fastpaths.KERNELS["mul_add_chain"], kernels._mul_add,
                            lambda plan: _IEEE[False, plan.encoding.format == "f64"]),),
-    "ftz_mul_add": (Body(fastpaths.numba_ftz, kernels._ftz, lambda plan: _FTZ),),
+    "ftz_mul_add": (Body(fastpaths.KERNELS["ftz_mul_add"], kernels._ftz, lambda plan: _FTZ),),
 }
 
 #: every generic body, by name (each compiled for CUDA by ``mmasim warmup --backend cuda``)
@@ -615,7 +619,7 @@ class CpuRows:
         return False
 
     def compute(self, plan, rows):
-        from mmasim.backends.numpy import NumpyBackend
+        from mmasim.backends.numpy import reference_rows
 
         body, arrays, reason = choose(plan, self.specialise)
         if body is None:
@@ -631,5 +635,5 @@ class CpuRows:
         out, flags = cpu_run(body, dense_args(plan, *ops, dtypes=dtypes), arrays, plan.encoding.dtype)
         redo = np.flatnonzero(flags | ~legal)
         if redo.size:
-            out[redo] = NumpyBackend().compute(plan, rows.take(redo))
+            out[redo] = reference_rows(plan, rows.take(redo))
         return out

@@ -1,19 +1,27 @@
 """The numba backend: compiled kernels per accumulator family (:mod:`.kernels`).
 
-A built-in plugin of the ``mmasim_kernels`` hook; importing it does not import numba,
-kernels compile on first use.  One owner per family's kernel (a plugin cannot replace a
-built-in one); rows a kernel flags are computed by the numpy backend.
+A built-in plugin of the ``mmasim_backends`` hook (``numba``) and of the ``mmasim_kernels``
+hook (its kernels, keyed ``("numba", family)``); importing it does not import numba, kernels
+compile on first use.  One owner per (backend, family) kernel (a plugin cannot replace a
+built-in one).  The fallback has one rung: the rows a kernel flags, and a datapath no kernel
+takes, are computed by the reference (:func:`mmasim.backends.numpy.reference_rows`).  The
+kernel of a plan is this backend's preparation, kept here by plan (:func:`kernel_for`).
 """
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
-from mmasim.registry import plugins
+from mmasim.registry import registration
 from mmasim.registry.hookspecs import hookimpl
 from mmasim.registry.manager import get_plugin_manager
 from mmasim.registry.build import get_registry
-from mmasim.backends.numpy import NumpyBackend
+from mmasim.backends.numpy import reference_rows
+
+#: the backend's name, and the backend a kernel key of a plain family name means
+NAME = "numba"
 
 _numba_ok: bool | None = None
 _numba_error = ""
@@ -38,53 +46,69 @@ def numba_available() -> bool:
 class _KernelPlugin:
     """A plugin of one kernel builder (:func:`register_kernel`)."""
 
-    def __init__(self, family, builder):
-        self.family, self.builder = family, builder
+    def __init__(self, backend, family, builder):
+        self.key, self.builder = (backend, family), builder
 
     @hookimpl
     def mmasim_kernels(self):
-        return {self.family: self.builder}
+        return {self.key: self.builder}
 
 
-def register_kernel(family: str):
+def register_kernel(family: str, backend: str = NAME):
     """Decorator: register ``builder(plan) -> kernel | None`` as the compiled kernel of
-    accumulator ``family`` (a plugin of the ``mmasim_kernels`` hook, named
-    ``kernel:<family>``, registered with :func:`mmasim.register`).  The builder returns
-    ``None`` for datapaths it does not cover.  A family whose kernel another plugin
-    registers (the built-in families included) is a :class:`~mmasim.errors.PluginConflict`;
-    registering ``family`` again replaces this decorator's earlier builder."""
+    accumulator ``family`` on ``backend`` (a plugin of the ``mmasim_kernels`` hook, named
+    ``kernel:<family>`` for the numba backend, ``kernel:<backend>:<family>`` for another,
+    registered with :func:`mmasim.register`).  The builder returns ``None`` for datapaths it
+    does not cover.  A (backend, family) whose kernel another plugin registers (the built-in
+    families included) is a :class:`~mmasim.errors.PluginConflict`; registering the same
+    (backend, family) again replaces this decorator's earlier builder."""
 
     def deco(builder):
-        name = f"kernel:{family}"
+        name = f"kernel:{family}" if backend == NAME else f"kernel:{backend}:{family}"
         if get_plugin_manager().get_plugin(name) is not None:
-            plugins.unregister(name=name)
-        plugins.register(_KernelPlugin(family, builder), name=name)
+            registration.unregister(name=name)
+        registration.register(_KernelPlugin(backend, family, builder), name=name)
         return builder
 
     return deco
 
 
-def kernel_builders() -> dict:
-    """``accumulator name -> builder`` from every plugin's ``mmasim_kernels`` hook, as the
-    registry holds them (one owner per name; a plugin whose hook fails is left out)."""
-    return dict(get_registry().kernels)
+def kernel_builders(backend: str = NAME) -> dict:
+    """``accumulator name -> builder`` of ``backend``'s kernels, from every plugin's
+    ``mmasim_kernels`` hook as the registry holds them (keyed ``(backend, family)``; one owner
+    per key; a plugin whose hook fails is left out)."""
+    return {family: builder for (owner, family), builder in get_registry().kernels.items() if owner == backend}
 
 
 def _plan(x):
     return getattr(x, "plan", x)
 
 
+#: plan -> its compiled kernel (or None): this backend's preparation, gone with the plan
+_KERNELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_UNBUILT = object()
+
+
 def kernel_for(model):
-    """The compiled kernel of a model's (or plan's) datapath, or ``None`` (numpy computes it)."""
+    """The compiled kernel of a model's (or plan's) datapath, or ``None`` (the reference computes it)."""
     plan = _plan(model)
     if not numba_available():
         return None
-    try:
-        return plan.cache["numba kernel"]
-    except KeyError:
+    kern = _KERNELS.get(plan, _UNBUILT)
+    if kern is _UNBUILT:
         builder = kernel_builders().get(plan.datapath.accumulator)
-        plan.cache["numba kernel"] = builder(plan) if builder is not None else None
-        return plan.cache["numba kernel"]
+        kern = _KERNELS[plan] = builder(plan) if builder is not None else None
+    return kern
+
+
+def kernel_in_use(model) -> bool:
+    """Whether this process has built (or looked for) the kernel of a model's (or plan's) datapath."""
+    return _plan(model) in _KERNELS
+
+
+def forget(model) -> None:
+    """Drop the kernel this backend keeps for a model's (or plan's) datapath (a new process's state)."""
+    _KERNELS.pop(_plan(model), None)
 
 
 def compiled_families() -> list:
@@ -93,7 +117,7 @@ def compiled_families() -> list:
 
 
 def kernel_coverage(model) -> str:
-    """``"compiled"`` or the reason a model (or plan) falls back to numpy under the numba backend."""
+    """``"compiled"`` or the reason a model (or plan) is computed by the reference under the numba backend."""
     if not numba_available():
         return "numba is not installed"
     family = _plan(model).datapath.accumulator
@@ -132,7 +156,7 @@ class _Builtin:
         return f"<built-in {self.family} kernel builder>"
 
 
-_BUILTIN = {family: _Builtin(family) for family in BUILDERS}
+_BUILTIN = {(NAME, family): _Builtin(family) for family in BUILDERS}
 
 
 @hookimpl
@@ -148,6 +172,11 @@ def mmasim_kernels():
     # the same families whether numba is installed or not: which plugin owns a kernel
     # name does not depend on the environment (kernel_for asks numba_available first)
     return _BUILTIN
+
+
+@hookimpl
+def mmasim_backends():
+    return {NAME: NumbaBackend}
 
 
 def kernel_args(plan, rows, dtypes=None) -> tuple:
@@ -180,27 +209,35 @@ _NO_SCALES_INDEX = [_NO_INDEX, _NO_INDEX]
 
 
 class NumbaBackend:
-    """Compiled kernels; datapaths without one are computed by numpy."""
+    """Compiled kernels; the rows a kernel flags, and datapaths without one, are computed by the reference."""
 
-    name = "numba"
+    name = NAME
+
+    @staticmethod
+    def unavailable() -> str:
+        """Why this backend cannot be used here ('' when it can)."""
+        if numba_available():
+            return ""
+        return f"numba cannot be imported ({_numba_error}): pip install 'mmasim-exact[fast]'"
 
     def takes_matrices(self, plan) -> bool:
         """Whether :meth:`compute` reads the matrix form (``Rows.outer``) in place."""
-        kern = plan.cache["numba kernel"] if "numba kernel" in plan.cache else kernel_for(plan)
+        kern = _KERNELS.get(plan, _UNBUILT)
+        if kern is _UNBUILT:
+            kern = kernel_for(plan)
         return plan.sparse_rule is None and kern is not None
 
     def compute(self, plan, rows):
-        """D words of ``rows`` (:class:`mmasim.backends.plan.Rows`) of ``plan``."""
-        kern = plan.cache["numba kernel"] if "numba kernel" in plan.cache else kernel_for(plan)
+        """D words of ``rows`` (:class:`mmasim.backends.plan.Rows`) of ``plan``: the kernel, then
+        the reference for the rows it flags (a datapath without a kernel: the reference)."""
+        kern = _KERNELS.get(plan, _UNBUILT)
+        if kern is _UNBUILT:
+            kern = kernel_for(plan)
         if kern is None:
-            return _NUMPY.compute(plan, rows)
-        if plan.sparse_rule is not None:
-            rows = rows.dense(plan)
-        words, flags = kern(kernel_args(plan, rows, getattr(kern, "word_dtypes", None)), rows.stop - rows.start)
-        if flags is not None:   # rows the kernel leaves to the reference
+            return reference_rows(plan, rows)
+        dense = rows.dense(plan) if plan.sparse_rule is not None else rows
+        words, flags = kern(kernel_args(plan, dense, getattr(kern, "word_dtypes", None)), dense.stop - dense.start)
+        if flags is not None:   # rows the kernel leaves to the reference (the rows as given: sparse ones select again)
             idx = np.flatnonzero(flags)
-            words[idx] = _NUMPY.compute(plan, rows.take(idx))
+            words[idx] = reference_rows(plan, rows.take(idx))
         return words
-
-
-_NUMPY = NumpyBackend()

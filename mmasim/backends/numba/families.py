@@ -184,7 +184,7 @@ def group_scaled_joint_variant(F32, RZ):
     def group_scaled_joint_kernel(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block,
                                   out, flags, LT, spec):
         """The group-scaled window (:func:`_group_scaled_step`'s rule) where A and B are narrow and
-        every group lies in one scale block (:func:`mmasim.backends.fastpaths.group_scaled_joint`
+        every group lies in one scale block (:func:`mmasim.backends.fastpaths.group_scaled.group_scaled_joint`
         decides, and proves the int64 bounds): the scale products once per row and block
         (``_block_scales``), each group's exact sum as the sum of its pairs' joint entries
         (``_joint_group``; a group with a live product: largest joint q above ``GDEAD``), times

@@ -6,8 +6,9 @@ the next step's C.  Fixed-point families use exact int64 arithmetic only; the IE
 use binary32 / binary64 operations without fast-math and ``llvm.fma``.  The rules are written
 with :mod:`.primitives`, :mod:`.window`, :mod:`.tiles` and :mod:`.families`; nothing here
 knows an architecture (the arrays a kernel reads are on :class:`Kernel`).  Which kernel a
-plan takes, the word tables and the bound proofs are :mod:`mmasim.backends.fastpaths`'; the
-builders lay the tables out as the kernels read them.  Rows a kernel cannot compute exactly
+plan takes and the bound proofs are its family's module of :mod:`mmasim.backends.fastpaths`
+(the word tables :mod:`mmasim.backends.fastpaths.shared`); the builders lay the tables out as
+the kernels read them.  Rows a kernel cannot compute exactly
 in int64 are flagged, and the backend recomputes them with the numpy reference, so the result
 (or the error) is the reference's.
 """
@@ -21,7 +22,7 @@ import numpy as np
 
 from mmasim.arith.decode import decode_float, decode_int
 from mmasim.backends import fastpaths
-from mmasim.backends.fastpaths import TileLayout, word_tables
+from mmasim.backends.fastpaths.shared import TileLayout, packed_bound, word_tables
 from mmasim.backends.numba.families import (
     exact_sum_kernel,
     fma_f32_kernel,
@@ -205,8 +206,8 @@ LAYOUT = TileLayout(tcode=TCODE, rbias=RBIAS, neg_f=NEG_F, dead=GDEAD)
 def _packed_table(fmt, decoder):
     """Every word of ``fmt`` decoded and packed into one int64:
     cls | sign << 2 | m << 3 | (q + 2**15) << 23 | (r + 2**15) << 39; ``None`` unless
-    :func:`~mmasim.backends.fastpaths.packed_bound` holds.  Built once per format and decoder."""
-    if not fastpaths.packed_bound(fmt, decoder):
+    :func:`~mmasim.backends.fastpaths.shared.packed_bound` holds.  Built once per format and decoder."""
+    if not packed_bound(fmt, decoder):
         return None
     cls, sign, m, q, r = word_tables(fmt, decoder)
     return cls | (sign << 2) | (m << 3) | ((q + (1 << 15)) << 23) | ((r + (1 << 15)) << 39)
@@ -215,12 +216,12 @@ def _packed_table(fmt, decoder):
 @functools.lru_cache(maxsize=None)
 def _lane_spec(fmt, decoder):
     """Lane decode of an A / B format: ``(LaneFormat, table or None)``, or ``None``
-    where :func:`~mmasim.backends.fastpaths.lane_format` refuses it.
+    where :func:`~mmasim.backends.fastpaths.window.lane_format` refuses it.
 
     Tabled (``mode`` 0): a table built by the registered decoder over every word, each entry
     the bits of the word's exact binary64 value (NaN for an inf / NaN) with r + RBIAS in its
     low TCODE bits.  Arithmetic (``mode`` 1): the fields of the IEEE format."""
-    lane = fastpaths.lane_format(fmt, decoder, LAYOUT)
+    lane = fastpaths.window.lane_format(fmt, decoder, LAYOUT)
     if not lane:
         return None
     if lane.lane.mode == 1:
@@ -309,7 +310,7 @@ def _make(plan, fn, R, out_kind="word", words=None):
 
 def _grouped_table(plan, joint):
     """The tables of the grouped window kernel (``grouped_variant``), rows ``LT_P`` .. ``LT_SPECIAL``:
-    the joint A x B table (a :class:`~mmasim.backends.fastpaths.JointTable`), then per scale word
+    the joint A x B table (a :class:`~mmasim.backends.fastpaths.shared.JointTable`), then per scale word
     (built by the registered decoder) the signed significand (0 for a zero or inf / NaN), q, r,
     and 1 for inf / NaN."""
     fmt = plan.scale_format
@@ -344,9 +345,9 @@ def _joint_kernel(plan, base, variant, R, joint, **kw):
 
 def _window(plan):
     """The window's kernel: the grouped kernel, the tile kernel or the general kernel, as
-    :mod:`mmasim.backends.fastpaths` decides (:func:`~mmasim.backends.fastpaths.grouped_tiles`,
-    :func:`~mmasim.backends.fastpaths.lane_tiles`, :func:`~mmasim.backends.fastpaths.numba_window`)."""
-    if not fastpaths.numba_window(plan):
+    :mod:`mmasim.backends.fastpaths` decides (:func:`~mmasim.backends.fastpaths.window.grouped_tiles`,
+    :func:`~mmasim.backends.fastpaths.window.lane_tiles`, :func:`~mmasim.backends.fastpaths.window.numba_window`)."""
+    if not fastpaths.window.numba_window(plan):
         return None
     p = dict(plan.parameters)
     zeros = p.get("zeros", "excluded")
@@ -364,11 +365,11 @@ def _window(plan):
     general = _make(plan, window_kernel, R, words=np.int64)   # the lean kernels' special rows: int64 too
     if general is None:
         return None
-    grouped = fastpaths.grouped_tiles(plan, LAYOUT)
+    grouped = fastpaths.window.grouped_tiles(plan, LAYOUT)
     if grouped:
         return _joint_kernel(plan, general, grouped_variant, R._replace(roff=grouped.joint.roff), grouped.joint)
     ckind, dkind = (_c_kind(_spec_of(general.FM, f)) for f in (C_FMT, D_FMT))
-    if not fastpaths.lane_tiles(plan, LAYOUT, ckind, dkind):
+    if not fastpaths.window.lane_tiles(plan, LAYOUT, ckind, dkind):
         return general    # other decodes, or bounds the lanes cannot prove: the general kernel
     # the tile kernel compiled for the variant (A and B decoded alike, IEEE C and D:
     # every built-in window datapath with one product per group)
@@ -380,7 +381,7 @@ def _window(plan):
 
 
 def _integer(plan):
-    if not fastpaths.numba_integer(plan):
+    if not fastpaths.integer.numba_integer(plan):
         return None
     bitop = plan.parameters.get("bitop")
     k = _make(plan, integer_xor_kernel if bitop == "xor" else integer_kernel, NO_RECORD)
@@ -396,22 +397,22 @@ def _integer(plan):
 
 def _group_scaled(plan):
     """The group-scaled window's kernel: the joint kernel where
-    :func:`~mmasim.backends.fastpaths.group_scaled_joint` takes the plan (its rows with an
+    :func:`~mmasim.backends.fastpaths.group_scaled.group_scaled_joint` takes the plan (its rows with an
     inf / NaN: the general kernel), else the general :data:`group_scaled_kernel`."""
-    if not fastpaths.numba_group_scaled(plan):
+    if not fastpaths.group_scaled.numba_group_scaled(plan):
         return None
     p = plan.parameters
     R = GroupScaledRecord(F=int(p["F"]), group=int(p["group"]), ezero=int(p["zeros"]), clog_g=_clog2(int(p["group"])),
                           bshift=0, q0=0)
     general = _make(plan, group_scaled_kernel, R, words=np.int64)   # the joint kernel's special rows: int64 too
-    joint = fastpaths.group_scaled_joint(plan, LAYOUT)
+    joint = fastpaths.group_scaled.group_scaled_joint(plan, LAYOUT)
     if general is None or not joint:
         return general
     return _joint_kernel(plan, general, group_scaled_joint_variant, R, joint.joint, general=group_scaled_kernel)
 
 
 def _two_stage(plan):
-    if not fastpaths.numba_two_stage(plan):
+    if not fastpaths.two_stage.numba_two_stage(plan):
         return None
     p = plan.parameters
     R = TwoStageRecord(int(p["F"]), int(p["F2"]), 1 if p.get("even_odd") else 0, 1 if p.get("drop_c") else 0,
@@ -421,13 +422,13 @@ def _two_stage(plan):
 
 
 def _exact_sum(plan):
-    if not fastpaths.numba_exact_sum(plan):
+    if not fastpaths.exact_sum.numba_exact_sum(plan):
         return None
     return _make(plan, exact_sum_kernel, NO_RECORD)
 
 
 def _fma_family(plan):
-    if not fastpaths.numba_fma(plan):
+    if not fastpaths.ieee_chains.numba_fma(plan):
         return None
     if plan.encoding.format == "f64":
         return _make(plan, fma_f64_kernel, NO_RECORD, "f64")
@@ -435,7 +436,7 @@ def _fma_family(plan):
 
 
 def _mul_add(plan):
-    if not fastpaths.numba_mul_add(plan):
+    if not fastpaths.ieee_chains.numba_mul_add(plan):
         return None
     f64 = plan.encoding.format == "f64"
     return _make(plan, mul_add_f64_kernel if f64 else mul_add_f32_kernel, NO_RECORD, plan.encoding.format,
@@ -443,6 +444,6 @@ def _mul_add(plan):
 
 
 def _ftz(plan):
-    if not fastpaths.numba_ftz(plan):
+    if not fastpaths.ieee_chains.numba_ftz(plan):
         return None
     return _make(plan, ftz_mul_add_kernel, FtzRecord(int(plan.parameters["P"])), "f32")

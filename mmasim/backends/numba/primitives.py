@@ -150,6 +150,19 @@ def _f32_word(typingctx, x):
     return None
 
 
+@_intrinsic
+def _f32_value(typingctx, w):
+    """The binary64 value of the binary32 word in the low 32 bits of the int64 ``w`` (the
+    inverse of :func:`_f32_word`; exact: binary64 holds every binary32 value)."""
+    if isinstance(w, types.Integer) and w.bitwidth == 64:
+        def codegen(context, builder, sig, args):
+            x = builder.trunc(args[0], ir.IntType(32))
+            f = builder.bitcast(x, context.get_value_type(types.float32))
+            return builder.fpext(f, context.get_value_type(types.float64))
+        return types.float64(w), codegen
+    return None
+
+
 # --------------------------------------------------------------- scalar parts
 @_inline
 def _bitlen(x):
@@ -290,36 +303,49 @@ def _is_f32(fp):
 
 
 @_inline
-def _pack(neg, mag, e0, nan, inf, inf_neg, zero_neg, enc):
-    """encode.Encoding.pack for one value; ``enc``: an ``ENC`` record or an :data:`EncodingSpec`."""
-    if nan:
-        return enc.nan_word
-    if inf:
-        return enc.inf_word | (enc.sign_bit if inf_neg else np.int64(0))
-    bias = enc.bias
-    frac = enc.frac_bits
-    wfrac = enc.word_frac_bits
-    emin = 1 - bias
+def _round_code(mag, e0, emin, frac, mode, max_code):
+    """:func:`mmasim.arith.encode.round_code` for one value, the one rounding rule of the
+    compiled kernels: ``mag * 2**e0`` (``mag`` >= 0, below 2**62) rounded onto the grid of a
+    float format with ``frac`` fraction bits, smallest normal ``2**emin`` and subnormals, by
+    ``mode`` (``MODE_RZ`` or ``MODE_RNE``): ``(code, over)``, ``code`` the magnitude field
+    (exponent and fraction: ``((t - emin) << frac) + s``, 0 for a zero ``mag``), ``over`` a
+    nonzero value whose code passes ``max_code`` or whose leading bit lies past the largest
+    binade.  The same steps as ``round_code`` (its other modes, ``"away"`` and ``"rs"``, and
+    ``subnormals=False`` belong to the casts, which no kernel runs)."""
     lead = e0 + _bitlen(mag) - 1
-    ml = lead if lead > emin else emin
-    drop = (ml - frac) - e0
+    top = lead if lead > emin else emin         # the binade of the kept last bit's leading bit
+    drop = (top - frac) - e0                    # bits below the kept last bit
     keep = (mag << _clip(-drop, 0, 62)) >> _clip(drop, 0, 63)
-    if enc.mode == MODE_RNE and drop > 0:
+    if mode == MODE_RNE and drop > 0:
         d = drop if drop < 63 else 63
         if d > 62:
             rem = mag
-            half = np.int64(1) << 62
+            half = np.int64(1) << 62            # above any mag
         else:
             rem = mag & ((np.int64(1) << d) - 1)
             half = np.int64(1) << (d - 1)
         if rem > half or (rem == half and (keep & 1) == 1):
             keep += 1
-    wmag = ((ml - emin) << frac) + keep
+    code = ((top - emin) << frac) + keep
     if mag == 0:
-        wmag = np.int64(0)
+        return np.int64(0), False
+    return code, code > max_code or lead > emin + (max_code >> frac) - 1
+
+
+@_inline
+def _pack(neg, mag, e0, nan, inf, inf_neg, zero_neg, enc):
+    """encode.Encoding.pack for one value; ``enc``: an ``ENC`` record or an :data:`EncodingSpec`.
+    The rounding is :func:`_round_code`; this adds the word layout, infinity, NaN and signs."""
+    if nan:
+        return enc.nan_word
+    if inf:
+        return enc.inf_word | (enc.sign_bit if inf_neg else np.int64(0))
+    frac = enc.frac_bits
+    wfrac = enc.word_frac_bits
+    wmag, over = _round_code(mag, e0, 1 - enc.bias, frac, enc.mode, (enc.inf_word >> (wfrac - frac)) - 1)
     if frac != wfrac:
         wmag = ((wmag >> frac) << wfrac) | ((wmag & ((np.int64(1) << frac) - 1)) << (wfrac - frac))
-    if wmag >= enc.inf_word or (lead > bias and mag != 0):
+    if over:
         wmag = enc.inf_word
     neg_out = neg and wmag != 0
     if zero_neg and wmag == 0:

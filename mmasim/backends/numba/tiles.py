@@ -27,6 +27,7 @@ from mmasim.backends.numba.primitives import (
     F32_SPEC,
     FINITE,
     INF,
+    MODE_RZ,
     NAN_IEEE,
     NEG,
     SCALE_FMT,
@@ -36,6 +37,7 @@ from mmasim.backends.numba.primitives import (
     _decode,
     _decode_call,
     _enc,
+    _f32_value,
     _f32_word,
     _f64_bits,
     _fmt,
@@ -45,6 +47,7 @@ from mmasim.backends.numba.primitives import (
     _inline,
     _pack,
     _pow2,
+    _round_code,
     _rows,
     _rz_enc,
     _trunc,
@@ -305,19 +308,25 @@ def _lane_sum(nr, step, px, sc, acc, sp):
         acc[r] = a if fin else 0.0
 
 
+#: the binary32 grid of :func:`_rz_f32`: smallest normal 2**-126, 23 fraction bits, the
+#: largest finite magnitude field (the code of :func:`_round_code` is the word's magnitude)
+_F32_EMIN, _F32_FRAC, _F32_MAX_CODE = -126, 23, (255 << 23) - 1
+
+
 @_inline
 def _rz_f32(v):
     """The binary64 value of the binary32 word that the round-toward-zero encoding into
-    binary32 gives for the exact binary64 ``v`` (the lane form of :func:`_pack` with
-    ``_rz_enc`` of binary32): the fraction cut to 23 bits where ``|v|`` is normal in
-    binary32, to multiples of 2**-149 below, inf from 2**128 (``lead > bias``), +0 for a
-    zero."""
-    a = abs(v)
-    dn = _f64_bits(_i64_bits(v) & ~np.int64((1 << 29) - 1))
-    ds = np.trunc(v * 2.0 ** 149) * 2.0 ** -149
-    d = ds if a < 2.0 ** -126 else dn
-    d = (np.inf if v > 0 else -np.inf) if a >= 2.0 ** 128 else d
-    return d + 0.0
+    binary32 gives for the exact, finite binary64 ``v``: :func:`_round_code` (``MODE_RZ``) of
+    its significand and exponent, as :func:`_pack` with ``_rz_enc`` of binary32 rounds it (the
+    fraction cut to 23 bits where ``|v|`` is normal in binary32, to multiples of 2**-149
+    below, inf from 2**128), +0 for a zero."""
+    b = _i64_bits(v)
+    e = (b >> 52) & 0x7FF
+    mag = (b & ((np.int64(1) << 52) - 1)) | ((np.int64(1) << 52) if e != 0 else np.int64(0))
+    code, over = _round_code(mag, (e if e != 0 else np.int64(1)) - 1075, _F32_EMIN, _F32_FRAC, MODE_RZ,
+                             _F32_MAX_CODE)
+    w = (_F32_MAX_CODE + 1 if over else code) | ((b >> 32) & np.int64(0x80000000))
+    return _f32_value(w) + 0.0
 
 
 @_inline

@@ -1,38 +1,58 @@
 """The numpy backend: sparse selection, then the lean path for the common window
 datapaths where it applies (:mod:`.lean`), else the reference (:mod:`.reference`).
+
+A built-in plugin of the ``mmasim_backends`` hook (``numpy``).  Its lean path of a plan is
+its own preparation, kept here by plan (:func:`lean_path`), never on the plan.
+:func:`reference_rows` is the one rung below every compiled kernel: the rows a kernel flags,
+and the datapaths no kernel takes, go to it directly.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
 from mmasim.arith.sparse import select
 from mmasim.backends.numpy.reference import reference
+from mmasim.registry.hookspecs import hookimpl
 
-__all__ = ["NumpyBackend", "reference", "lean_path"]
+__all__ = ["NumpyBackend", "reference", "reference_rows", "lean_path"]
+
+#: plan -> its lean path (or None): this backend's preparation, gone with the plan
+_LEAN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_UNBUILT = object()
 
 
 def lean_path(plan):
     """The lean numpy path of ``plan`` (a :class:`~.lean.LeanWindow` or
     :class:`~.lean.LeanGrouped`), or ``None`` where the reference computes it."""
-    try:
-        return plan.cache["numpy lean"]
-    except KeyError:
+    lean = _LEAN.get(plan, _UNBUILT)
+    if lean is _UNBUILT:
         from mmasim.backends.numpy.lean import LeanGrouped, LeanWindow
 
         lean = LeanWindow(plan)
         if not lean.ok:
             lean = LeanGrouped(plan)
-        plan.cache["numpy lean"] = lean if lean.ok else None
-        return plan.cache["numpy lean"]
+        lean = _LEAN[plan] = lean if lean.ok else None
+    return lean
 
 
-def steps(plan, wa, wb, wc, sa=None, sb=None):
-    """D words of materialized (compacted) rows: the lean path where it applies, else the reference."""
-    lean = lean_path(plan)
-    if lean is not None and wa.shape[0]:
-        return lean(wa, wb, wc, sa, sb)
-    return reference(plan, wa, wb, wc, sa, sb)
+def _materialized(plan, rows, native: int = 0) -> tuple:
+    """``(wa, wb, wc, sa, sb)`` of ``rows``: uint64 words (the first ``native`` operands in their
+    own dtype), the sparse selection applied (A and B at the stored K), scales ``None`` unscaled."""
+    ops = [rows.words(i) if i < native else rows.words(i).astype(np.uint64) for i in range(len(rows.operands))]
+    wa, wb, wc = ops[:3]
+    sa, sb = (ops[3], ops[4]) if plan.scaled else (None, None)
+    if plan.sparse_rule is not None:
+        wa, wb = select(plan.sparse_rule, plan.datapath.k, ops[-1], wa, wb)
+    return wa, wb, wc, sa, sb
+
+
+def reference_rows(plan, rows):
+    """D words of ``rows`` (:class:`mmasim.backends.plan.Rows`, sparse ones selected here) by
+    the reference alone (:func:`~.reference.reference`)."""
+    return reference(plan, *_materialized(plan, rows))
 
 
 class NumpyBackend:
@@ -46,13 +66,17 @@ class NumpyBackend:
         return False
 
     def compute(self, plan, rows):
-        """D words of ``rows`` (:class:`mmasim.backends.plan.Rows`) of ``plan``."""
+        """D words of ``rows`` (:class:`mmasim.backends.plan.Rows`) of ``plan``: its lean path
+        where one applies, else the reference."""
         lean = lean_path(plan)
         # A / B words in their own dtype where the lean path takes them so (no uint64 copy)
         native = 2 if getattr(lean, "native_words", False) and plan.sparse_rule is None else 0
-        ops = [rows.words(i) if i < native else rows.words(i).astype(np.uint64) for i in range(len(rows.operands))]
-        wa, wb, wc = ops[:3]
-        sa, sb = (ops[3], ops[4]) if plan.scaled else (None, None)
-        if plan.sparse_rule is not None:
-            wa, wb = select(plan.sparse_rule, plan.datapath.k, ops[-1], wa, wb)
-        return steps(plan, wa, wb, wc, sa, sb)
+        words = _materialized(plan, rows, native)
+        if lean is not None and words[0].shape[0]:
+            return lean(*words)
+        return reference(plan, *words)
+
+
+@hookimpl
+def mmasim_backends():
+    return {"numpy": NumpyBackend}

@@ -3,8 +3,8 @@
 Gives :class:`LeanWindow` (the truncating window, one product per group, scaled or not) and
 :class:`LeanGrouped` (the grouped block-scaled window of the B200 FP4 rules); each says
 ``ok = False`` where it does not apply, and the reference computes.  Which plans each takes,
-the word tables and the int64 bound proofs are :mod:`mmasim.backends.fastpaths`'
-(:func:`~mmasim.backends.fastpaths.lean_window`, :func:`~mmasim.backends.fastpaths.lean_grouped`).
+the word tables and the int64 bound proofs are the window family's fast-path module's
+(:func:`~mmasim.backends.fastpaths.window.lean_window`, :func:`~mmasim.backends.fastpaths.window.lean_grouped`).
 Owns only the layout of the work: words decoded through those tables, zero and inf / NaN
 folded into ``q``, column-wise reductions, exact int64 throughout.  The rules of arithmetic
 are the reference's, called, not restated; rows with an inf or NaN go to the reference
@@ -12,6 +12,8 @@ accumulator.  docs/architecture.md, "Which module owns which rule", lists what i
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
@@ -27,7 +29,7 @@ from mmasim.arith.codes import GROUP_DEAD, NEG_INF_EXP
 from mmasim.arith.decode import FINITE, INF, ZERO
 from mmasim.arith.intmath import truncate_signed
 from mmasim.arith.special import product
-from mmasim.backends.fastpaths import lean_format, lean_grouped, lean_window
+from mmasim.backends.fastpaths.window import lean_format, lean_grouped, lean_window
 from mmasim.backends.numpy.reference import reference
 
 LZQ = -(1 << 30)     # q of a zero element
@@ -97,7 +99,7 @@ class LeanWindow:
 
     The truncating window (:func:`mmasim.accumulators.window.window`) with one product per
     group (``group`` 1, no ``c_dominant``, ``c_relative`` or ``subnormal_redo``), scaled or not,
-    on container words, where :func:`mmasim.backends.fastpaths.lean_window` takes the plan:
+    on container words, where :func:`mmasim.backends.fastpaths.window.lean_window` takes the plan:
     every A / B word is decoded through tables built by the registered decoder (:class:`_Decode`) into a signed significand and the exponent ``q`` of its last bit,
     the classes folded into ``q`` (a zero far below any window, an inf / NaN far above), one
     signed product array per step, reduced column by column.  Rows with an inf or NaN anywhere
@@ -204,7 +206,7 @@ class LeanGrouped:
     lies inside one scale block, so its exact sum is the sum of those integers times
     the block's scale product, at the exponent ``qmin_a + qmin_b + q_sa + q_sb``:
     the same value as the reference's ``exact_group_sums`` (whose refusal cannot
-    happen here: :func:`mmasim.backends.fastpaths.grouped_bound`), so the truncations,
+    happen here: :func:`mmasim.backends.fastpaths.window.grouped_bound`), so the truncations,
     the C-dominant sums (groups of groups, again inside one block), the C-relative
     truncation and the subnormal redo are the reference's, on group-level arrays.
     """
@@ -317,7 +319,8 @@ def _c_terms(path, first, words):
 
 
 def _bind_output(path, plan):
-    """Attach the plan and its C / D decode to a lean path."""
+    """Attach the plan (weakly: the numpy backend keeps a path by its plan, and the path must
+    not keep the plan alive) and its C / D decode to a lean path."""
     path.c_dec = _Decode(plan.c_format, plan.decoder(plan.c_format), whole=False)
     path.d_dec = _Decode(plan.d_format, plan.decoder(plan.d_format), whole=False)
-    path.plan = plan
+    path.plan = weakref.proxy(plan)

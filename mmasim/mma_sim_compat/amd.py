@@ -1,4 +1,5 @@
-"""AMD ``v_mfma`` with MMA-Sim 2.1.1's class and call conventions (docs/mma-sim.md).
+"""AMD ``v_mfma`` with MMA-Sim 2.1.1's class and call conventions (docs/mma-sim.md); imported by
+MMA-Sim's users as ``mmasim.amd.sim`` (an alias, :mod:`mmasim.mma_sim_compat.paths`).
 
 >>> from mmasim.amd.sim import MFMA
 >>> MFMA("CDNA3", "f32_16x16x16_f16").k
@@ -7,7 +8,7 @@
 
 from __future__ import annotations
 
-from mmasim.interop.dropin import MMAOperation
+from mmasim.mma_sim_compat.dropin import MMAOperation
 
 
 class MFMA(MMAOperation):

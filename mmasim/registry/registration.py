@@ -1,4 +1,4 @@
-"""Plugins: register, unregister and list them; the registry is rebuilt from them.
+"""Registration: register, unregister and list the plugins; the registry is rebuilt from them.
 
 Joins the plugin manager (:mod:`mmasim.registry.manager`: the built-ins of
 :data:`mmasim.DEFAULT_PLUGINS` and the ``mmasim`` entry points) and the registry built from them

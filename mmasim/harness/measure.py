@@ -156,7 +156,7 @@ def device_class(model):
 
 
 def default_device(model) -> Device:
-    """The device ``run`` uses when given none: a :func:`device_class` of ``model``, GPU 0."""
+    """The device :func:`measure` uses when given none: a :func:`device_class` of ``model``, GPU 0."""
     return device_class(model)()
 
 
@@ -312,7 +312,7 @@ def file_name(instruction: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", instruction.replace("::", "__")) + ".npz"
 
 
-def run(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0, instructions=None,
+def measure(arch: str, out, *, cases: int = 100, probes: bool = False, seed: int = 0, instructions=None,
         device: Device | None = None, probe_source=None, progress=None) -> dict:
     """Measure ``instructions`` of ``arch`` (default: every one the harness can generate).
 

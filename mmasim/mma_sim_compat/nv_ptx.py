@@ -1,4 +1,5 @@
-"""NVIDIA instructions with MMA-Sim 2.1.1's classes and call conventions (docs/mma-sim.md).
+"""NVIDIA instructions with MMA-Sim 2.1.1's classes and call conventions (docs/mma-sim.md);
+imported by MMA-Sim's users as ``mmasim.nv_ptx.sim`` (an alias, :mod:`mmasim.mma_sim_compat.paths`).
 
 >>> from mmasim.nv_ptx.sim import MMA
 >>> MMA("Ampere", "m16n8k16.f32.f16.f16.f32").k
@@ -7,7 +8,7 @@
 
 from __future__ import annotations
 
-from mmasim.interop.dropin import MMABlockScaleOperation, MMAOperation
+from mmasim.mma_sim_compat.dropin import MMABlockScaleOperation, MMAOperation
 
 
 class MMA(MMAOperation):
