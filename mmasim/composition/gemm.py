@@ -30,6 +30,7 @@ from mmasim.execution.model import Model
 from mmasim.execution.progress import bar as _tqdm_bar
 from mmasim.operands.tensors import accepts_tensors
 from mmasim.backends.cuda.device import on_device
+from mmasim.composition.on_device import gemm_of_device_operands
 from mmasim.registry.build import get_registry
 
 #: with ``progress=None`` a bar appears on a terminal only once the work has run this long (seconds)
@@ -44,7 +45,7 @@ def progress_bar(progress, tiles: int, desc: str, unit: str = " K tile"):
     return _tqdm_bar(tiles, desc, unit, None if progress is None else bool(progress), PROGRESS_DELAY)
 
 
-@on_device("gemm")      # CUDA arrays under backend cuda: host copies, D back on the device
+@on_device("gemm", gemm_of_device_operands)     # CUDA arrays under backend cuda
 @accepts_tensors
 def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_a=None, scale_b=None,
          sparse_metadata=None, promote_every=None, split_k=None, split_reduce="sequential",
@@ -75,7 +76,7 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     Operands on a CUDA device under ``backend="cuda"`` (``__cuda_array_interface__``, CUDA
     torch tensors): the plain chain runs on the device and D stays there; with promotion,
     split-K or an epilogue they are copied to the host, the composition runs there (each K tile
-    on the GPU) and D is returned to the device (:func:`mmasim.backends.cuda.device.gemm_of_device_operands`).
+    on the GPU) and D is returned to the device (:func:`mmasim.composition.on_device.gemm_of_device_operands`).
 
     Dask arrays in (any operand): a dask array out, a graph of one task per
     ``(M, N)`` block, each chaining its K tiles as above (:mod:`mmasim.composition.dask`;

@@ -177,7 +177,7 @@ class Model:
                     f"{name} must have shape (..., {dp.blocks}): one {self.scale_format.name} scale per block "
                     f"of {dp.block} elements; got {ws.shape}"
                 )
-        if self._takes_metadata(sparse_metadata):
+        if self.takes_metadata(sparse_metadata):
             extra.append(self.check_metadata(np.asarray(sparse_metadata)))
         try:
             batch = np.broadcast_shapes(wa.shape[:-1], wb.shape[:-1], wc.shape, *(e.shape[:-1] for e in extra))
@@ -217,7 +217,7 @@ class Model:
             raise ScaleError(f"{self.instruction} is not block-scaled: scale_a/scale_b must be None")
         return []
 
-    def _takes_metadata(self, sparse_metadata) -> bool:
+    def takes_metadata(self, sparse_metadata) -> bool:
         """Whether the call's ``sparse_metadata`` is to be read (a sparse datapath's, required)
         or refused (given to a dense one)."""
         if self.sparse_rule:
@@ -329,7 +329,7 @@ class Model:
             sparse_metadata = self.check_metadata(md, lambda at: f"row {at[0]} of sparse_metadata")
         arrays, values, words = self._checked(A, B, C, scale_a, scale_b)
         scales = self._scale_words(arrays, scale_a, scale_b) or (None, None)
-        self._takes_metadata(sparse_metadata)
+        self.takes_metadata(sparse_metadata)
         d = self.tile(*words, *scales, sparse_metadata, backend=backend, threads=threads)
         return self._as_given(d, values)
 

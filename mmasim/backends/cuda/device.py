@@ -15,9 +15,10 @@ operands beside them are checked as :meth:`~mmasim.execution.model.Model.dot` ch
 then copied to the device.
 
 :func:`mmasim.gemm` on device operands: its plain chain (no promotion, split-K or epilogue)
-runs on the device, one instruction per K tile on views of the operands (:func:`gemm_chain`);
-with those options it is computed from host copies of them (the composition runs on the
-host), each K tile by the cuda backend, and D returned to the device (:func:`gemm_of_device_operands`).
+runs on the device, one instruction per K tile on views of the operands (:func:`device_tile`;
+:mod:`mmasim.composition.on_device`); with those options it is computed from host copies of
+them (the composition runs on the host), each K tile by the cuda backend, and D returned to
+the device.
 
 Under ``NUMBA_ENABLE_CUDASIM=1`` the simulator's device memory is host memory: an
 ``__cuda_array_interface__`` object is read through its pointer, without a copy, as the
@@ -59,10 +60,12 @@ def _wants_cuda(model, backend) -> bool:
     return backends.resolve(name) == "cuda"
 
 
-def on_device(kind: str):
+def on_device(kind: str, gemm_handler=None):
     """Decorate ``Model.dot`` (``kind`` "dot"), the matrix form ("matrix") or ``gemm``
-    ("gemm"): a call with an operand on the device, under the cuda backend, is computed by
-    :func:`dot` / :func:`matrix` / :func:`gemm_of_device_operands` of this module; any other call as before."""
+    ("gemm", computed on device operands by ``gemm_handler(fn, args, kwargs)``: the composition layer's
+    :func:`mmasim.composition.on_device.gemm_of_device_operands`): a call with an operand on the
+    device, under the cuda backend, is computed by :func:`dot` / :func:`matrix` / ``gemm``; any
+    other call as before."""
 
     def deco(fn):
         @functools.wraps(fn)
@@ -70,8 +73,9 @@ def on_device(kind: str):
             if not any(is_device(x) for x in (*args, *kwargs.values())):
                 return fn(*args, **kwargs)
             if kind == "gemm":
-                model = kwargs.get("model")
-                return gemm_of_device_operands(fn, args, kwargs) if _wants_cuda(model, kwargs.get("backend")) else fn(*args, **kwargs)
+                if _wants_cuda(kwargs.get("model"), kwargs.get("backend")):
+                    return gemm_handler(fn, args, kwargs)
+                return fn(*args, **kwargs)
             model, *ops = args
             if not _wants_cuda(model, kwargs.get("backend")):
                 return fn(*args, **kwargs)
@@ -83,7 +87,7 @@ def on_device(kind: str):
 
 
 # ------------------------------------------------------------------ device arrays
-def _cuda():
+def cuda_module():
     from numba import cuda
     return cuda
 
@@ -102,7 +106,7 @@ def _sim_view(cai) -> np.ndarray:
 
 def as_device(x):
     """``x`` as a numba device array, without a copy (torch: made contiguous on its device first)."""
-    cuda = _cuda()
+    cuda = cuda_module()
     if type(x).__module__.startswith("torch"):
         x = x.contiguous()          # on its device
     if _backend.simulated():
@@ -127,13 +131,13 @@ def _launch_plain(driver, n, args):
 
 
 def _empty_index():
-    cuda = _cuda()
+    cuda = cuda_module()
     return cuda.to_device(np.zeros(0, np.int64))
 
 
 def _gather(src, rows=None, cols=None):
     """A contiguous device copy of the rows ``rows`` (all) and columns ``cols`` (all) of the 2-D ``src``."""
-    cuda = _cuda()
+    cuda = cuda_module()
     n = src.shape[0] if rows is None else len(rows)
     k = src.shape[1] if cols is None else len(cols)
     dst = cuda.device_array((n, k), src.dtype)
@@ -159,7 +163,7 @@ def _rows2d(x, vector: bool, what: str):
 
 def _as_column(x):
     """A 1-D device array as a 2-D column view (no copy)."""
-    cuda = _cuda()
+    cuda = cuda_module()
     if _backend.simulated():
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
         a = x._ary
@@ -169,7 +173,7 @@ def _as_column(x):
 
 
 # ------------------------------------------------------------------ checks
-def _words(model, x, fmt, what):
+def device_words(model, x, fmt, what):
     """``x`` as device words of ``fmt``: a device array (integer dtype, words checked on the
     device) or a numpy operand (checked as :meth:`Model.dot` checks words, then copied)."""
     from mmasim.operands.words import WORDS, as_array, checked_words
@@ -179,7 +183,7 @@ def _words(model, x, fmt, what):
         if mode != WORDS:
             raise DtypeError(f"{what}: beside operands on the CUDA device, host operands must be container words "
                              f"(integer dtype) too; got {arr.dtype}")
-        return _cuda().to_device(np.ascontiguousarray(checked_words(arr, mode, fmt, what)))
+        return cuda_module().to_device(np.ascontiguousarray(checked_words(arr, mode, fmt, what)))
     d = as_device(x)
     if np.dtype(d.dtype).kind not in "ui":
         raise DtypeError(f"{what} on the CUDA device must hold container words of {fmt.name} (an integer dtype); "
@@ -189,7 +193,7 @@ def _words(model, x, fmt, what):
 
 def _check_range(rows2d, fmt, what):
     """A :class:`~mmasim.WordRangeError` where a word of the device rows is outside ``fmt``'s container."""
-    cuda = _cuda()
+    cuda = cuda_module()
     dt = np.dtype(rows2d.dtype)
     top = (1 << fmt.container_bits) - 1
     if dt.kind == "u" and dt.itemsize * 8 <= fmt.container_bits:
@@ -211,7 +215,7 @@ def _index(own: tuple, batch: tuple):
 
 
 # ------------------------------------------------------------------ computing
-def _result(d, first):
+def as_given_kind(d, first):
     """D as the call returns it: a torch tensor on ``first``'s device for a torch operand, else the device array."""
     if first is not None and type(first).__module__.startswith("torch"):
         import torch
@@ -225,7 +229,7 @@ def _compute(model, ops, index, n):
     from mmasim import backends
     from mmasim.backends.plan import add_c, compute
 
-    cuda = _cuda()
+    cuda = cuda_module()
     plan = model.plan
     be = backends.get("cuda")
     if n == 0:
@@ -284,16 +288,16 @@ def _host_rows(ops, index, n, c_only=False):
     return arrays[0] if c_only else Rows.batch(arrays, (n,), 0, n)
 
 
-def _first(xs):
+def first_on_device(xs):
     return next((x for x in xs if is_device(x)), None)
 
 
 def dot(model, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backend=None, threads=None):
     """:meth:`Model.dot` on device operands (see the module)."""
     dp = model.datapath
-    first = _first((a, b, c, scale_a, scale_b, sparse_metadata))
+    first = first_on_device((a, b, c, scale_a, scale_b, sparse_metadata))
     fa, fb, fc = model.a_format, model.b_format, model.c_format
-    wa, wb, wc = _words(model, a, fa, "a"), _words(model, b, fb, "b"), _words(model, c, fc, "c")
+    wa, wb, wc = device_words(model, a, fa, "a"), device_words(model, b, fb, "b"), device_words(model, c, fc, "c")
     for name, w in (("a", wa), ("b", wb)):
         if len(w.shape) == 0 or tuple(w.shape)[-1] != dp.k:
             raise ShapeError(f"operand {name} must have shape (..., {dp.k}) for {model.instruction}"
@@ -304,7 +308,7 @@ def dot(model, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backen
         if scale_a is None or scale_b is None:
             raise ScaleError(f"{model.instruction} needs scale_a and scale_b of shape (..., {dp.blocks})")
         for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
-            ws = _words(model, s, model.scale_format, name)
+            ws = device_words(model, s, model.scale_format, name)
             if len(ws.shape) == 0 or tuple(ws.shape)[-1] != dp.blocks:
                 raise ScaleError(f"{name} must have shape (..., {dp.blocks}): one {model.scale_format.name} scale "
                                  f"per block of {dp.block} elements; got {tuple(ws.shape)}")
@@ -312,9 +316,9 @@ def dot(model, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backen
             fmts.append(model.scale_format)
     elif scale_a is not None or scale_b is not None:
         raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
-    if _takes_metadata(model, sparse_metadata):
+    if model.takes_metadata(sparse_metadata):
         nwords = model.sparse_rule.words(dp.k)
-        md = _metadata(sparse_metadata)
+        md = device_metadata(sparse_metadata)
         if len(md.shape) == 0 or tuple(md.shape)[-1] != nwords:
             raise SparseMetadataError(f"sparse_metadata must have shape (..., {nwords}) for {model.instruction}; "
                                       f"got {tuple(md.shape)}")
@@ -332,27 +336,16 @@ def dot(model, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backen
         _check_range(r, f, name)
     n = int(np.prod(batch, dtype=np.int64))
     d = _compute(model, rows, [_index(o, batch) for o in owns], n)
-    return _result(d.reshape(batch), first)
+    return as_given_kind(d.reshape(batch), first)
 
 
-def _takes_metadata(model, sparse_metadata) -> bool:
-    """Whether the call's ``sparse_metadata`` is read (a sparse datapath's, required) or refused (a dense one's)."""
-    if model.sparse_rule:
-        if sparse_metadata is None:
-            raise SparseMetadataError(f"{model.instruction} is sparse: pass sparse_metadata")
-        return True
-    if sparse_metadata is not None:
-        raise SparseMetadataError(f"{model.instruction} is dense: sparse_metadata must be None")
-    return False
-
-
-def _metadata(md):
+def device_metadata(md):
     """The sparse metadata words on the device (integer dtype); a host array is checked as words and copied."""
     if not is_device(md):
         arr = np.asarray(md)
         if arr.dtype.kind not in "ui":
             raise SparseMetadataError(f"sparse_metadata must be integer 32-bit words; got {arr.dtype}")
-        return _cuda().to_device(np.ascontiguousarray(arr, np.uint32))
+        return cuda_module().to_device(np.ascontiguousarray(arr, np.uint32))
     d = as_device(md)
     if np.dtype(d.dtype).kind not in "ui":
         raise SparseMetadataError(f"sparse_metadata on the CUDA device must be integer 32-bit words; got {d.dtype}")
@@ -362,9 +355,9 @@ def _metadata(md):
 def matrix(model, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None, threads=None):
     """The matrix form ``Model(A, B, C)`` on device operands (see the module)."""
     dp = model.datapath
-    first = _first((A, B, C, scale_a, scale_b, sparse_metadata))
-    wa, wb, wc = _words(model, A, model.a_format, "A"), _words(model, B, model.b_format, "B"), \
-        _words(model, C, model.c_format, "C")
+    first = first_on_device((A, B, C, scale_a, scale_b, sparse_metadata))
+    wa, wb, wc = device_words(model, A, model.a_format, "A"), device_words(model, B, model.b_format, "B"), \
+        device_words(model, C, model.c_format, "C")
     if len(wa.shape) != 2 or len(wb.shape) != 2 or len(wc.shape) != 2:
         raise ShapeError(f"matrix form: A, B and C must be 2-D; got {tuple(wa.shape)}, {tuple(wb.shape)} and "
                          f"{tuple(wc.shape)}")
@@ -382,25 +375,25 @@ def matrix(model, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, bac
     if dp.scale:
         if scale_a is None or scale_b is None:
             raise ScaleError(f"{model.instruction} needs scale_a (M, blocks) and scale_b (blocks, N)")
-        sa = _words(model, scale_a, model.scale_format, "scale_a")
-        sb = _words(model, scale_b, model.scale_format, "scale_b")
+        sa = device_words(model, scale_a, model.scale_format, "scale_a")
+        sb = device_words(model, scale_b, model.scale_format, "scale_b")
         if tuple(sa.shape) != (M, dp.blocks) or tuple(sb.shape) != (dp.blocks, N):
             raise ScaleError(f"matrix form of {model.instruction}: scale_a must be (M, blocks) = ({M}, {dp.blocks}) "
                              f"and scale_b (blocks, N) = ({dp.blocks}, {N}); got {tuple(sa.shape)} and "
                              f"{tuple(sb.shape)}")
     elif scale_a is not None or scale_b is not None:
         raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
-    if _takes_metadata(model, sparse_metadata):
-        md = _metadata(sparse_metadata)
+    if model.takes_metadata(sparse_metadata):
+        md = device_metadata(sparse_metadata)
         nwords = model.sparse_rule.words(dp.k)
         if tuple(md.shape) != (M, nwords):
             raise SparseMetadataError(f"matrix form of {model.instruction}: sparse_metadata must be (M, words) = "
                                       f"({M}, {nwords}) (A is the sparse operand); got {tuple(md.shape)}")
-    _check_matrices(model, wa, wb, wc, sa, sb)
-    return _result(_tile(model, wa, wb, wc, sa, sb, md), first)
+    check_device_matrices(model, wa, wb, wc, sa, sb)
+    return as_given_kind(device_tile(model, wa, wb, wc, sa, sb, md), first)
 
 
-def _check_matrices(model, wa, wb, wc, sa, sb):
+def check_device_matrices(model, wa, wb, wc, sa, sb):
     """The words of the device matrices checked against their containers (on the device)."""
     for x, f, name in ((wa, model.a_format, "A"), (wb, model.b_format, "B"), (wc, model.c_format, "C"),
                        (sa, model.scale_format, "scale_a"), (sb, model.scale_format, "scale_b")):
@@ -408,7 +401,7 @@ def _check_matrices(model, wa, wb, wc, sa, sb):
             _check_range(x, f, name)
 
 
-def _tile(model, wa, wb, wc, sa=None, sb=None, md=None):
+def device_tile(model, wa, wb, wc, sa=None, sb=None, md=None):
     """D ``(M, N)`` on the device of one instruction's matrices, checked: A ``(M, k)``, B
     ``(k, N)``, C ``(M, N)`` (views, any strides), the scales and metadata where the datapath
     takes them; row ``(i, j)`` reads A's row ``i`` and B's column ``j`` in place."""
@@ -424,78 +417,8 @@ def _tile(model, wa, wb, wc, sa=None, sb=None, md=None):
     return _compute(model, ops, index, M * N).reshape(M, N)
 
 
-def gemm_chain(model, A, B, C, k_order, scale_a, scale_b, sparse_metadata):
-    """The plain chain of :func:`mmasim.gemm` on device operands, on the device: the operands
-    checked once (shapes from their metadata, words by kernels), then one instruction per K
-    tile (:func:`_tile` on views of the tile), D of each tile the C of the next."""
-    from mmasim.composition.operands import check_shapes
-
-    cuda = _cuda()
-    dp = model.datapath
-    first = _first((A, B, C, scale_a, scale_b, sparse_metadata))
-    wa, wb = _words(model, A, model.a_format, "A"), _words(model, B, model.b_format, "B")
-    wc = None if C is None else _words(model, C, model.c_format, "C")
-    sa = None if scale_a is None else _words(model, scale_a, model.scale_format, "scale_a")
-    sb = None if scale_b is None else _words(model, scale_b, model.scale_format, "scale_b")
-    md = None if sparse_metadata is None else _metadata(sparse_metadata)
-    shape = (lambda x: None if x is None else tuple(x.shape))
-    M, K, N, order = check_shapes(model, shape(wa), shape(wb), shape(wc), k_order, shape(sa), shape(sb), shape(md))
-    if scale_a is not None and not dp.scale:
-        raise ScaleError(f"{model.instruction} is not block-scaled: scale_a/scale_b must be None")
-    if dp.sparse and md is None:
-        raise SparseMetadataError(f"{model.instruction} is sparse: pass sparse_metadata")
-    if wc is None:
-        wc = cuda.to_device(np.zeros((M, N), model.plan.word_dtypes[2]))
-    _check_matrices(model, wa, wb, wc, sa, sb)
-    k = dp.k
-    nwords = model.sparse_rule.words(k) if dp.sparse else 0
-    per_tile = k // dp.block if dp.scale else 0
-    D = wc
-    for t in order:
-        t = int(t)
-        D = _tile(model, wa[:, t * k:(t + 1) * k], wb[t * k:(t + 1) * k, :], D,
-                  *((sa[:, t * per_tile:(t + 1) * per_tile], sb[t * per_tile:(t + 1) * per_tile, :])
-                    if dp.scale else (None, None)),
-                  md[:, t * nwords:(t + 1) * nwords] if dp.sparse else None)
-    return _result(D, first)
-
-
 def to_host(x):
     """A host (numpy) copy of a device operand; anything else as it is."""
     if not is_device(x):
         return x
     return as_device(x).copy_to_host()
-
-
-#: the options of :func:`mmasim.gemm` that its plain chain on the device (:func:`gemm_chain`) does not take
-_HOST_OPTIONS = ("promote_every", "split_k", "promotion_scale_a", "promotion_scale_b", "alpha", "beta",
-                 "out_format", "saturate")
-
-
-def gemm_of_device_operands(fn, args, kwargs):
-    """:func:`mmasim.gemm` on device operands.  The plain chain (no promotion, split-K or
-    epilogue; words in, words out) runs on the device (:func:`gemm_chain`); with any of those
-    options the operands are copied to the host, the composition runs there with the cuda
-    backend (each K tile on the GPU) and D is copied back to the device (a torch tensor for torch
-    operands)."""
-    import inspect
-
-    from mmasim.execution.model import Model
-
-    bound = inspect.signature(fn).bind(*args, **kwargs)
-    given = bound.arguments
-    qualifiers = given.pop("qualifiers", {})
-    model = given.get("model")
-    if not any(given.get(o) is not None for o in _HOST_OPTIONS) and given.get("words") in (None, True) \
-            and given.get("split_reduce", "sequential") == "sequential" and (model is None) != (
-                given.get("arch") is None and given.get("instruction") is None and not qualifiers):
-        if model is None:
-            model = Model.lookup(given.get("arch"), given.get("instruction"), **qualifiers)
-        return gemm_chain(model, given["A"], given["B"], given.get("C"), given.get("k_order", "forward"),
-                          given.get("scale_a"), given.get("scale_b"), given.get("sparse_metadata"))
-    first = _first((*args, *kwargs.values()))
-    args = tuple(to_host(x) for x in args)
-    kwargs = {k: to_host(x) for k, x in kwargs.items()}
-    kwargs.setdefault("backend", "cuda")
-    d = fn(*args, **kwargs)
-    return _result(_cuda().to_device(np.ascontiguousarray(d)), first)
