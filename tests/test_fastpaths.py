@@ -213,8 +213,3 @@ def test_the_cuda_bodies_take_the_plans_the_cpu_kernels_take():
                 plan = Model(dp, reg).plan
                 assert not window.one_product_window(plan) or window.numba_window(plan), (arch.name, dp)
 
-
-def test_no_backend_module_is_over_700_lines():
-    long = {str(p.relative_to(ROOT)): n for p in sorted((ROOT / "mmasim/backends").rglob("*.py"))
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 700}
-    assert not long, long
