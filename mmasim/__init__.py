@@ -67,10 +67,10 @@ DISTRIBUTION = "mmasim-exact"
 #: RTX Blackwell's e2m1 container).
 DEFAULT_PLUGINS = (
     "mmasim.registry.core_parts",
-    # the built-in backends (mmasim_backends) and their kernels (mmasim_kernels); another built-in
-    # backend (the CUDA one) adds its module here
+    # the built-in backends (mmasim_backends) and their kernels (mmasim_kernels)
     "mmasim.backends.numpy",
     "mmasim.backends.numba",
+    "mmasim.backends.cuda.backend",
     "mmasim.quantization.schemes",
     "mmasim_plugins.families",
     "mmasim_plugins.archs",

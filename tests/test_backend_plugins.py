@@ -71,7 +71,7 @@ def test_the_builtin_backends_are_registered_by_their_own_modules():
 
 def test_an_unknown_backend_lists_the_registered_ones(registered):  # noqa: F811
     registered(make_plugin(mmasim_backends={"toy": _ReferenceBackend}), "toy-backend")
-    with pytest.raises(backends.BackendError, match=r"unknown backend 'tpu'.*auto, numpy, numba, toy"):
+    with pytest.raises(backends.BackendError, match=r"unknown backend 'tpu'.*auto, numpy, numba, cuda, toy"):
         backends.resolve("tpu")
 
 

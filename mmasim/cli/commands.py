@@ -7,6 +7,7 @@ is raised (:class:`~mmasim.cli.arguments.UsageError`, :class:`~mmasim.cli.argume
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import pathlib
@@ -134,6 +135,27 @@ def cmd_run(args) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def backend_env(name):
+    """``MMASIM_BACKEND`` set to ``name`` (checked first: a BackendError says what is missing)
+    for the block; unchanged when ``name`` is None."""
+    from mmasim import backends
+
+    if name is None:
+        yield
+        return
+    backends.resolve(name)
+    saved = os.environ.get(backends.ENV)
+    os.environ[backends.ENV] = name
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(backends.ENV, None)
+        else:
+            os.environ[backends.ENV] = saved
+
+
 def cmd_validate(args) -> int:
     from mmasim.vectors import validate as v
     from mmasim.execution.progress import bar as progress_bar, doing, done
@@ -153,7 +175,8 @@ def cmd_validate(args) -> int:
         doing(bar, safe(str(path))[-48:])
 
     try:
-        results = v.validate(args.paths or None, show=args.show, progress=progress)
+        with backend_env(args.backend):
+            results = v.validate(args.paths or None, show=args.show, progress=progress)
         done(bar)
     finally:
         if bar is not None:

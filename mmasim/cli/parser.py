@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mismatching cases shown per file (default 3)")
     s.add_argument("--failures-only", action="store_true", help="list only files with mismatches or errors")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    s.add_argument("--backend", default=None, metavar="NAME",
+                   help="the backend that computes the words: auto or a registered one (numpy, numba, cuda, ...; "
+                        "default: MMASIM_BACKEND, else auto)")
     s.set_defaults(func=c.cmd_validate)
 
     s = sub.add_parser(

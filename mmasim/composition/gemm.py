@@ -29,6 +29,8 @@ from mmasim.execution import threads as _threads
 from mmasim.execution.model import Model
 from mmasim.execution.progress import bar as _tqdm_bar
 from mmasim.operands.tensors import accepts_tensors
+from mmasim.backends.cuda.device import on_device
+from mmasim.composition.on_device import gemm_of_device_operands
 from mmasim.registry.build import get_registry
 
 #: with ``progress=None`` a bar appears on a terminal only once the work has run this long (seconds)
@@ -43,6 +45,7 @@ def progress_bar(progress, tiles: int, desc: str, unit: str = " K tile"):
     return _tqdm_bar(tiles, desc, unit, None if progress is None else bool(progress), PROGRESS_DELAY)
 
 
+@on_device("gemm", gemm_of_device_operands)     # CUDA arrays under backend cuda
 @accepts_tensors
 def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_a=None, scale_b=None,
          sparse_metadata=None, promote_every=None, split_k=None, split_reduce="sequential",
@@ -69,6 +72,11 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     metadata words of each row that one instruction takes (``Model.dot``).
     ``threads``: threads of each instruction step (default: ``MMASIM_THREADS``,
     else every core; :mod:`mmasim.execution.threads`); the words do not depend on it.
+
+    Operands on a CUDA device under ``backend="cuda"`` (``__cuda_array_interface__``, CUDA
+    torch tensors): the plain chain runs on the device and D stays there; with promotion,
+    split-K or an epilogue they are copied to the host, the composition runs there (each K tile
+    on the GPU) and D is returned to the device (:func:`mmasim.composition.on_device.gemm_of_device_operands`).
 
     Dask arrays in (any operand): a dask array out, a graph of one task per
     ``(M, N)`` block, each chaining its K tiles as above (:mod:`mmasim.composition.dask`;

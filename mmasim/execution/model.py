@@ -15,6 +15,7 @@ from mmasim.errors import DtypeError, OperandError, ScaleError, ShapeError, Spar
 from mmasim.registry.lookup import Resolution, lookup_instruction
 from mmasim.registry.build import Registry, get_registry
 from mmasim.backends.plan import Plan, Rows, compute
+from mmasim.backends.cuda.device import on_device
 from mmasim.arith.sparse import check as check_selectors, check_words
 from mmasim.arith.special import rules_for as special_rules
 from mmasim.operands.tensors import accepts_tensors
@@ -134,6 +135,7 @@ class Model:
         return f"<mmasim.Model {self.arch}: {self.instruction} ({self.status.kind})>"
 
     # ------------------------------------------------------------ computation
+    @on_device("dot")      # CUDA arrays under backend cuda: computed on the device
     @accepts_tensors
     def dot(self, a, b, c, scale_a=None, scale_b=None, sparse_metadata=None, backend=None, threads=None):
         """D words of ``c + sum(a*b)`` as the hardware computes them.
@@ -147,13 +149,16 @@ class Model:
         Returns D words in the datapath's unsigned dtype (``uint32`` for f32 and
         s32, ``uint16`` for f16, ``uint64`` for f64), or, for values in, floats
         of D's format (integer D stays words).  ``backend``: ``"numpy"``,
-        ``"numba"`` or ``"auto"`` (default: the model's, else ``MMASIM_BACKEND``,
+        ``"numba"``, ``"cuda"`` or ``"auto"`` (default: the model's, else ``MMASIM_BACKEND``,
         else auto); every backend gives the same words.  Large batches are
         computed in chunks, in bounded memory, on ``threads`` threads (default:
         ``MMASIM_THREADS``, else every core; see :mod:`mmasim.execution.threads`): the
         words do not depend on the thread count.  torch tensors are taken by the same rule
         (integer tensors words, float tensors values) and give a tensor on the
-        first tensor's device (:mod:`mmasim.operands.tensors`).
+        first tensor's device (:mod:`mmasim.operands.tensors`).  Under ``backend="cuda"``,
+        operands already on a CUDA device (``__cuda_array_interface__``: CUDA torch tensors,
+        numba device arrays) are container words read where they lie, and D stays there
+        (:mod:`mmasim.backends.cuda.device`).
         """
         threads = _threads.check(threads)
         dp = self.datapath
@@ -172,7 +177,7 @@ class Model:
                     f"{name} must have shape (..., {dp.blocks}): one {self.scale_format.name} scale per block "
                     f"of {dp.block} elements; got {ws.shape}"
                 )
-        if self._takes_metadata(sparse_metadata):
+        if self.takes_metadata(sparse_metadata):
             extra.append(self.check_metadata(np.asarray(sparse_metadata)))
         try:
             batch = np.broadcast_shapes(wa.shape[:-1], wb.shape[:-1], wc.shape, *(e.shape[:-1] for e in extra))
@@ -212,7 +217,7 @@ class Model:
             raise ScaleError(f"{self.instruction} is not block-scaled: scale_a/scale_b must be None")
         return []
 
-    def _takes_metadata(self, sparse_metadata) -> bool:
+    def takes_metadata(self, sparse_metadata) -> bool:
         """Whether the call's ``sparse_metadata`` is to be read (a sparse datapath's, required)
         or refused (given to a dense one)."""
         if self.sparse_rule:
@@ -271,16 +276,18 @@ class Model:
         row chunks of bounded memory on ``threads`` threads."""
         k = max(self.datapath.k, 1)
         out = self._result_rows(batch, n)
-        chunk = max(1, self.CHUNK_ELEMENTS // k)
+        # a device backend takes large chunks, one at a time (a launch per chunk, copies overlapping nothing)
+        chunk = max(1, getattr(be, "CHUNK_ELEMENTS", self.CHUNK_ELEMENTS) // k)
         rows = Rows.batch(arrays, batch, 0, n)
         plan = self.plan
 
         def work(s, e):
             out[s:e] = compute(be, plan, rows.chunk(s, e))
 
-        _threads.run_chunks(n, chunk, work, _threads.workers(threads, n, k), k)
+        _threads.run_chunks(n, chunk, work, 1 if getattr(be, "serial", False) else _threads.workers(threads, n, k), k)
         return out
 
+    @on_device("matrix")
     @accepts_tensors
     def __call__(self, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, backend=None, threads=None):
         """Matrix form: ``(M, K) x (K, N) + (M, N) -> (M, N)``.
@@ -322,7 +329,7 @@ class Model:
             sparse_metadata = self.check_metadata(md, lambda at: f"row {at[0]} of sparse_metadata")
         arrays, values, words = self._checked(A, B, C, scale_a, scale_b)
         scales = self._scale_words(arrays, scale_a, scale_b) or (None, None)
-        self._takes_metadata(sparse_metadata)
+        self.takes_metadata(sparse_metadata)
         d = self.tile(*words, *scales, sparse_metadata, backend=backend, threads=threads)
         return self._as_given(d, values)
 
@@ -362,7 +369,7 @@ class Model:
             return self._compute(arrays, (M, N), M * N, be, threads).reshape(M, N)
         # a backend that reads the matrices themselves (no broadcast copies)
         plan = self.plan
-        nworkers = _threads.workers(threads, M, k * N)
+        nworkers = 1 if getattr(be, "serial", False) else _threads.workers(threads, M, k * N)
         if nworkers <= 1:
             rows = Rows.outer(A, B.T, C.reshape(-1), *((scale_a, scale_b.T) if dp.scale else ()))
             return compute(be, plan, rows).reshape(M, N)

@@ -223,3 +223,10 @@ def per_tensor(x, key: str, *, target: str = "cpu", pad=None):
     scale = current_scale(amax, _format(key))
     q = quantize(x, key, target=target, saturate=True, pad=pad, prescale=scale)
     return q.words, np.float32(np.float32(1) / scale)
+
+
+def tensor_scaled(scheme: str) -> bool:
+    """Whether ``scheme``'s words carry a tensor scale too (NVFP4: :func:`mmasim.gemm` applies it
+    in its epilogue)."""
+    s = lookup(scheme)
+    return s.rule is not None and s.rule.__name__ == "_nvfp4"

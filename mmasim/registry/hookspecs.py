@@ -110,9 +110,9 @@ def mmasim_backends():
     reason.  A factory may have ``auto_takes(products)``: whether ``auto`` gives this backend a
     job of that many products (a GPU backend: large jobs, with a GPU present).  Each backend
     keeps what it prepares per plan itself (a plan is frozen).  A backend name has one owner: another plugin's factory under a registered name is a
-    :class:`~mmasim.errors.PluginConflict`.  The built-in ``numpy`` and ``numba`` backends
-    are registered through this hook by :mod:`mmasim.backends.numpy` and
-    :mod:`mmasim.backends.numba`."""
+    :class:`~mmasim.errors.PluginConflict`.  The built-in ``numpy``, ``numba`` and ``cuda``
+    backends are registered through this hook by :mod:`mmasim.backends.numpy`,
+    :mod:`mmasim.backends.numba` and :mod:`mmasim.backends.cuda.backend`."""
 
 
 @hookspec

@@ -4,7 +4,7 @@ numba device arrays), nothing comes to the host but flags and scalars.
 
 The operands are quantized where they lie by the compiled quantization
 (:mod:`mmasim.quantization.compiled`: a cast, FP8 per-tensor scaling, or a scheme whose scales
-the instruction applies: OCP MX, NVFP4), padded as :func:`mmasim.torch.matmul.matmul` pads them
+the instruction applies and that has no tensor scale: OCP MX), padded as :func:`mmasim.torch.matmul.matmul` pads them
 (zeros read past the matrix's end); B's blocks run along K, so B is read transposed (a device
 copy). Their words go to :func:`mmasim.gemm`'s plain chain on the device
 (:mod:`mmasim.composition.on_device`) and D's words become float32 values times the decode
@@ -14,7 +14,8 @@ amax of per-tensor scaling and NVFP4 (one value), the GEMM's own flags.
 
 :func:`takes` says which emulations run so; the others (promotion, split-K, an output format,
 the Hadamard transform, seeded stochastic rounding, DeepSeek's promotion scales, delayed
-scaling, an output other than f32 / f16 words) run as before, from host copies.
+scaling, NVFP4's tensor scale (gemm's epilogue), an output other than f32 / f16 words) run as
+before, from host copies.
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ from mmasim.torch.matmul import padded_shape
 def takes(a, b, em, backend) -> str:
     """Why the GEMM of ``a`` and ``b`` under ``em`` does not run on the device ('' when it does)."""
     from mmasim import backends
+    from mmasim.backends.cuda import missing
+
+    if missing():
+        return missing()
     from mmasim.backends.cuda import device
+    from mmasim.quantization import compiled
 
     if not (device.is_device(a) and device.is_device(b)):
         return "an operand is on the host"
@@ -37,8 +43,10 @@ def takes(a, b, em, backend) -> str:
         return f"scaling={em.scaling!r} keeps its state on the host"
     if em.promote_every or em.split_k or em.output or em.hadamard:
         return "promotion, split-K, an output format and the Hadamard transform run on the host"
-    if em.scaling == "scheme" and (em.recipe_scheme().scale_use != "instruction" or em.a_rounding == "stochastic"):
-        return "a scheme's promotion scales and seeded stochastic rounding run on the host"
+    if em.scaling == "scheme" and (em.recipe_scheme().scale_use != "instruction" or em.a_rounding == "stochastic"
+                                   or compiled.tensor_scaled(em.scheme)):
+        return "a scheme's promotion scales, its tensor scale (gemm's epilogue) and seeded stochastic rounding " \
+               "run on the host"
     if em.model().plan.encoding.format not in ("f32", "f16"):
         return "D's words are read as f32 or f16 values"
     return ""

@@ -1,4 +1,4 @@
-"""The CUDA target of the compiled backend (issue 31): not a backend yet.
+"""The CUDA target and ``backend="cuda"`` (issue 31).
 
 The arithmetic rules of the compiled kernels are target-neutral numba functions
 (:mod:`mmasim.backends.numba.primitives`, :mod:`mmasim.backends.numba.window`,
@@ -6,8 +6,8 @@ The arithmetic rules of the compiled kernels are target-neutral numba functions
 bodies of every family (registers only, no work arrays) and the sparse selection, run on
 the CPU by a loop (their CPU driver) and, through :mod:`.target`, compiled by numba-cuda
 into PTX for ``sm_80``, ``sm_90a`` and ``sm_100a`` without a GPU or a driver (``mmasim
-warmup --backend cuda --ptx DIR``).  ``backend="cuda"`` is not offered: nothing here
-launches a kernel.
+warmup --backend cuda --ptx DIR``).  :mod:`.backend` launches them, a thread per row
+(``backend="cuda"``), and :mod:`.device` takes operands already on the device.
 
 :mod:`.rows` needs numba only; :mod:`.target` needs numba-cuda (``pip install
 'mmasim-exact[cuda]'``): :func:`missing` says what is absent.

@@ -34,6 +34,35 @@ def select_cuda(select_row):
     return select_rows_cuda
 
 
+# kernels with no arithmetic, for operands on the device (:mod:`.device`); ``fn`` unused
+def gather_cuda(fn=None):
+    """``dst[d, k] = src[rows[d], cols[k]]`` (empty ``rows`` / ``cols``: the identity) in the
+    thread of row ``d``: rows of a broadcast batch, K in a plan's order, a contiguous copy."""
+
+    def gather(src, rows, cols, dst):
+        d = cuda.grid(1)
+        if d < dst.shape[0]:
+            r = rows[d] if rows.shape[0] > 0 else d
+            for k in range(dst.shape[1]):
+                dst[d, k] = src[r, cols[k] if cols.shape[0] > 0 else k]
+
+    return gather
+
+
+def range_cuda(fn=None):
+    """``bad[0] = 1`` where a word of row ``d`` of ``w`` is negative or above ``top``, in the thread of row ``d``."""
+
+    def check(w, top, bad):
+        d = cuda.grid(1)
+        if d < w.shape[0]:
+            for k in range(w.shape[1]):
+                x = w[d, k]
+                if x < 0 or x > top:
+                    bad[0] = 1
+
+    return check
+
+
 def quantize_cuda(body):
     """The CUDA driver of a quantization body (:mod:`mmasim.backends.cuda.quantize`): work item
     ``b`` in thread ``b``; ``status[0]`` the status of one that is not OK."""

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numba
 import numpy as np
 
 from mmasim.arith.encode import max_field, quiet_nan_field
@@ -49,6 +48,7 @@ from mmasim.backends.numba.primitives import (
     _bitcast,
     _bitlen,
     _decode,
+    _f32_value,
     _inline,
     _inline_rows,
     _pow2,
@@ -340,8 +340,35 @@ def amax_body(b, x, rb, CS, TAB, P, out, scales):
     return OK
 
 
+#: f16 decoded arithmetically (D's words, :func:`values_body`)
+F16_SPEC = FormatSpec(tab_off=0, tab_len=0, integer=0, field_shift=0, field_bits=16, exp_bits=5, man_bits=10,
+                      bias=15, signed=1, nan_rule=NAN_IEEE, subnormals=1)
+
+
+@_inline_rows
+def values_body(b, x, rb, CS, TAB, P, out, scales):
+    """``out[i, j]`` (work item ``b``, C order, over ``out``'s shape) = the value of D's word
+    ``x[i, j]`` (f32, or f16 where ``P[0]``) in binary32, times ``alpha = P[1]`` in binary32
+    unless it is 1: :func:`mmasim.torch.matmul.matmul`'s epilogue (``y * alpha``)."""
+    C = out.shape[1]
+    i = b // C
+    j = b - i * C
+    w = np.int64(x[i, j])
+    if P[0] != 0:
+        cls, s, m, q, _ = _decode(w, F16_SPEC, TAB)
+        v = np.nan if cls == NAN else (np.inf if cls == INF else np.float64(m) * _pow2(q))
+        y = np.float32(-v if s == 1 else v)
+    else:
+        y = np.float32(_f32_value(w))
+    if P[1] != 1:
+        y = y * np.float32(P[1])
+    out[i, j] = y
+    return OK
+
+
 BODIES = {"cast": cast_body, "mx_floor": mx_floor_body, "mx_rceil": mx_rceil_body, "nvfp4": nvfp4_body,
-          "deepseek": deepseek_body, "amax": amax_body}
+          "deepseek": deepseek_body, "amax": amax_body,
+          "values": values_body}
 
 _DRIVERS: dict = {}
 
@@ -385,12 +412,12 @@ class CpuArrays:
 
 
 class CudaArrays:
-    """The CUDA driver's arrays (``__cuda_array_interface__``: CUDA tensors, numba device arrays),
-    a thread per work item (:func:`mmasim.backends.cuda.driver.quantize_cuda`)."""
+    """The CUDA driver's arrays (``__cuda_array_interface__``: CUDA tensors, numba device arrays,
+    read in place by :func:`mmasim.backends.cuda.device.as_device`), a thread per work item
+    (:func:`mmasim.backends.cuda.driver.quantize_cuda`, launched by
+    :func:`mmasim.backends.cuda.backend.launch`: compiled without contraction, or simulated)."""
 
     name = "cuda"
-    threads = 128
-    _kernels: dict = {}
 
     @staticmethod
     def empty(shape, dtype):
@@ -400,33 +427,19 @@ class CudaArrays:
     @staticmethod
     def put(a):
         from numba import cuda
-        return cuda.as_cuda_array(a) if hasattr(a, "__cuda_array_interface__") else cuda.to_device(np.asarray(a))
+
+        from mmasim.backends.cuda import device
+        return device.as_device(a) if device.is_device(a) else cuda.to_device(np.ascontiguousarray(a))
 
     @staticmethod
     def get(a):
         return a.copy_to_host()
 
-    @classmethod
-    def run(cls, body, n, *args):
-        from numba import cuda
-
+    @staticmethod
+    def run(body, n, *args):
+        from mmasim.backends.cuda.backend import launch
         from mmasim.backends.cuda.driver import quantize_cuda
-        if body not in cls._kernels:
-            cls._kernels[body] = cuda.jit(quantize_cuda(_simulated(body) if numba.config.ENABLE_CUDASIM else body))
-        if n:
-            cls._kernels[body][(n + cls.threads - 1) // cls.threads, cls.threads](n, *args)
-
-
-def _simulated(body):
-    """``body`` as numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``) runs it: the simulator hands
-    a kernel its arrays wrapped, the CPU-compiled body reads the numpy arrays within."""
-    def host(a):        # FakeWithinKernelCUDAArray holds a FakeCUDAArray, which holds the numpy array
-        item = getattr(a, "__dict__", {}).get("_item", a)
-        return getattr(item, "_ary", item)
-
-    def unwrapped(b, *arrays):
-        return body(b, *map(host, arrays))
-    return unwrapped
+        launch(quantize_cuda, body, n, (np.int64(n), *args))
 
 
 TARGETS = {"cpu": CpuArrays, "cuda": CudaArrays}

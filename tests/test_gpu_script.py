@@ -1,0 +1,48 @@
+"""benchmarks/gpu.py, the prepared device script of the CUDA backend, dry-run in numba-cuda's
+simulator (``--simulate``: every part at tiny sizes): one JSON and one log in the folder, every
+family present in its row comparison and throughput, every word identical to the CPU backend's,
+both GEMMs and the preset run, no part failed.  Needs numba-cuda and torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from mmasim.backends.cuda import missing
+
+pytest.importorskip("torch")
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "gpu.py"
+
+
+@pytest.mark.skipif(bool(missing()), reason=missing() or "numba-cuda installed")
+def test_gpu_script_dry_run_under_the_simulator_writes_its_json_and_log(tmp_path):
+    from mmasim.backends.cuda import rows
+
+    env = {k: v for k, v in os.environ.items() if k not in ("MMASIM_BACKEND", "NUMBA_ENABLE_CUDASIM")}
+    r = subprocess.run([sys.executable, str(SCRIPT), "--simulate", "--out", str(tmp_path)], capture_output=True,
+                       text=True, env=env, timeout=1500)
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu.json", "gpu.log"]
+    report = json.loads((tmp_path / "gpu.json").read_text())
+    assert report["schema"] == "mmasim.gpu/1" and report["simulate"] is True
+    assert "simulator" in report["machine"]["gpu"]
+    parts = report["parts"]
+    assert set(parts) == {"validate", "rows", "throughput", "gemm", "preset"}
+    assert all(p["error"] is None and p["skipped"] == [] for p in parts.values()), {
+        k: (p["error"], p["skipped"]) for k, p in parts.items()}
+    assert parts["validate"]["result"]["ok"] and parts["validate"]["result"]["files"] >= 1
+    found = parts["rows"]["result"]
+    assert {rec["accumulator"] for rec in found.values()} == set(rows.BODIES)     # every family with a body
+    assert any(rec["sparse"] for rec in found.values())
+    assert all(rec["identical"] and rec["mismatches"] == 0 for rec in found.values()), found
+    assert set(parts["throughput"]["result"]) == set(found)
+    gemm = parts["gemm"]["result"]
+    assert len(gemm) == 2 and all(runs and runs[0]["identical"] for runs in gemm.values()), gemm
+    assert parts["preset"]["result"] and all(run["finite"] for run in parts["preset"]["result"])
+    assert "total" in (tmp_path / "gpu.log").read_text()
