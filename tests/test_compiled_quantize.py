@@ -293,7 +293,7 @@ def _ptxas() -> str | None:
 
 
 @pytest.mark.skipif(bool(missing()), reason=missing() or "numba-cuda installed")
-@pytest.mark.parametrize("name", ["cast", "mx_floor", "mx_rceil", "nvfp4", "deepseek", "amax"])
+@pytest.mark.parametrize("name", ["cast", "mx_floor", "mx_rceil", "nvfp4", "deepseek", "amax", "values"])
 def test_quantize_bodies_compile_to_ptx_for_sm90a_without_spills(name, tmp_path):
     """Each body's CUDA driver (float32 input, byte words) compiles to one PTX entry with no
     local memory, and ptxas assembles it with no stack frame, spill or local memory."""
@@ -303,8 +303,8 @@ def test_quantize_bodies_compile_to_ptx_for_sm90a_without_spills(name, tmp_path)
 
     body = BODIES[name]
     scales = np.zeros((1, 1), np.float32 if name == "deepseek" else np.float64 if name == "amax" else np.uint8)
-    out = np.zeros((1, 1), np.float64 if name == "amax" else np.uint8)
-    arrays = (np.int64(1), np.zeros((1, 1), np.float32), np.zeros((1, 1), np.int64), np.zeros((2, 15), np.int64),
+    out = np.zeros((1, 1), {"amax": np.float64, "values": np.float32}.get(name, np.uint8))
+    arrays = (np.int64(1), np.zeros((1, 1), np.uint32 if name == "values" else np.float32), np.zeros((1, 1), np.int64), np.zeros((2, 15), np.int64),
               np.zeros(1, np.int64), np.zeros(4), out, scales, np.zeros(1, np.int8))
     ptx = target.compile_ptx(quantize_cuda(body), tuple(numba.typeof(a) for a in arrays), "sm_90a")
     assert ptx.count(".entry") == 1 and ".local" not in ptx

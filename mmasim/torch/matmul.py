@@ -135,7 +135,8 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=
     from mmasim import gemm
     if on_device(a, b, emulation, backend):   # CUDA operands under backend="cuda": all on the device
         from mmasim.torch import on_device as device_gemm
-        return device_gemm.matmul(a, b, emulation, backend)
+        pad = padded_shape(emulation, emulation.model(), a.shape[0], b.shape[1], a.shape[1])
+        return device_gemm.matmul(a, b, emulation, pad)
     a = np.asarray(a, dtype=np.float32)
     b = np.asarray(b, dtype=np.float32)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmasim.torch.matmul import padded_shape
-
 
 def takes(a, b, em, backend) -> str:
     """Why the GEMM of ``a`` and ``b`` under ``em`` does not run on the device ('' when it does)."""
@@ -81,10 +79,11 @@ def _operand(x, em, fmt, pad, transposed: bool):
     return words, scales, decode
 
 
-def matmul(a, b, em, backend=None):
+def matmul(a, b, em, padded):
     """``a @ b`` (float32 device matrices ``(M, K)`` and ``(K, N)``) through the emulated GEMM on
-    the device (:func:`takes` must say ''): float32 ``(M, N)`` on the device, a torch tensor for
-    torch operands."""
+    the device (:func:`takes` must say ''), padded to ``(M', N', K')``
+    (:func:`mmasim.torch.matmul.padded_shape`): float32 ``(M, N)`` on the device, a torch tensor
+    for torch operands."""
     from mmasim import gemm
     from mmasim.backends.cuda import device
     from mmasim.backends.cuda.quantize import CudaArrays, values_body
@@ -92,7 +91,7 @@ def matmul(a, b, em, backend=None):
     model = em.model()
     M, K = a.shape
     N = b.shape[1]
-    Mp, Np, Kp = padded_shape(em, model, M, N, K)
+    Mp, Np, Kp = padded
     wa, sa, da = _operand(a, em, model.a_format, (Mp, Kp), False)
     wb, sb, db = _operand(b, em, model.b_format, (Kp, Np), True)
     scales = {"scale_a": sa, "scale_b": sb} if sa is not None else {}
