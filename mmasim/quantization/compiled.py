@@ -230,3 +230,10 @@ def tensor_scaled(scheme: str) -> bool:
     in its epilogue)."""
     s = lookup(scheme)
     return s.rule is not None and s.rule.__name__ == "_nvfp4"
+
+
+def placed_in(scheme: str) -> str:
+    """The container key the compiled quantization gives ``scheme``'s words in on the device: its
+    element format's, where its values are rounded in that format (not e2m1.sm120's e2m1)."""
+    cont = _format(lookup(scheme).element)
+    return cont.key if _rounding_format(cont).key == cont.key else _rounding_format(cont).key

@@ -117,12 +117,19 @@ def padded_shape(em, model, M: int, N: int, K: int) -> tuple:
     return _round_up(max(M, 1), tm), _round_up(max(N, 1), tn), _round_up(max(K, 1), tk)
 
 
-def on_device(a, b, em, backend) -> bool:
-    """Whether ``a @ b`` runs on the CUDA device (:func:`mmasim.torch.on_device.takes`)."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return False
+def device_route(a, b, em, backend) -> str | None:
+    """``None`` for host operands; for operands on a CUDA device, why ``a @ b`` does not run there
+    ('' when it does: :func:`mmasim.torch.on_device.takes`)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return None
     from mmasim.torch import on_device as device_gemm
-    return device_gemm.takes(a, b, em, backend) == ""
+    why = device_gemm.takes(a, b, em, backend)
+    return None if why == device_gemm.NO_DEVICE else why
+
+
+def on_device(a, b, em, backend) -> bool:
+    """Whether ``a @ b`` runs on the CUDA device."""
+    return device_route(a, b, em, backend) == ""
 
 
 def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=None,
@@ -133,10 +140,14 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=
     under a cast or per-tensor scaling, the words of the tensors so named are cast once and
     kept in ``memo`` for the next GEMM that reads them (see the module)."""
     from mmasim import gemm
-    if on_device(a, b, emulation, backend):   # CUDA operands under backend="cuda": all on the device
+    route = device_route(a, b, emulation, backend)
+    if route is not None:
         from mmasim.torch import on_device as device_gemm
-        pad = padded_shape(emulation, emulation.model(), a.shape[0], b.shape[1], a.shape[1])
-        return device_gemm.matmul(a, b, emulation, pad)
+        if route == "":             # CUDA operands under backend="cuda": all on the device
+            pad = padded_shape(emulation, emulation.model(), a.shape[0], b.shape[1], a.shape[1])
+            return device_gemm.matmul(a, b, emulation, pad)
+        return device_gemm.from_host(matmul, a, b, emulation, progress=progress, threads=threads, backend=backend,
+                                     memo=memo, keys=keys)
     a = np.asarray(a, dtype=np.float32)
     b = np.asarray(b, dtype=np.float32)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:

@@ -14,8 +14,8 @@ amax of per-tensor scaling and NVFP4 (one value), the GEMM's own flags.
 
 :func:`takes` says which emulations run so; the others (promotion, split-K, an output format,
 the Hadamard transform, seeded stochastic rounding, DeepSeek's promotion scales, delayed
-scaling, NVFP4's tensor scale (gemm's epilogue), an output other than f32 / f16 words) run as
-before, from host copies.
+scaling, NVFP4's tensor scale (gemm's epilogue), an output other than f32 / f16 words) are
+computed from host copies of the operands, and D returned to the device (:func:`from_host`).
 """
 
 from __future__ import annotations
@@ -23,16 +23,23 @@ from __future__ import annotations
 import numpy as np
 
 
+#: what :func:`takes` says when neither operand lies on a CUDA device (or numba-cuda is not installed)
+NO_DEVICE = "no operand is on a CUDA device"
+
+
 def takes(a, b, em, backend) -> str:
-    """Why the GEMM of ``a`` and ``b`` under ``em`` does not run on the device ('' when it does)."""
+    """Why the GEMM of ``a`` and ``b`` under ``em`` does not run on the device ('' when it does;
+    :data:`NO_DEVICE` when it is a GEMM of host operands)."""
     from mmasim import backends
     from mmasim.backends.cuda import missing
 
     if missing():
-        return missing()
+        return NO_DEVICE
     from mmasim.backends.cuda import device
     from mmasim.quantization import compiled
 
+    if not (device.is_device(a) or device.is_device(b)):
+        return NO_DEVICE
     if not (device.is_device(a) and device.is_device(b)):
         return "an operand is on the host"
     if backends.resolve(backend) != "cuda":
@@ -45,8 +52,13 @@ def takes(a, b, em, backend) -> str:
                                    or compiled.tensor_scaled(em.scheme)):
         return "a scheme's promotion scales, its tensor scale (gemm's epilogue) and seeded stochastic rounding " \
                "run on the host"
-    if em.model().plan.encoding.format not in ("f32", "f16"):
+    model = em.model()
+    if model.plan.encoding.format not in ("f32", "f16"):
         return "D's words are read as f32 or f16 values"
+    for fmt in (model.a_format, model.b_format):
+        scheme = em.scheme if em.scaling == "scheme" else fmt.key
+        if compiled.placed_in(scheme) != fmt.key:
+            return f"{scheme}'s words are moved into the {fmt.key} container on the host"
     return ""
 
 
@@ -103,3 +115,15 @@ def matmul(a, b, em, padded):
                    np.int64)), CudaArrays.put(np.zeros(1, np.int64)), CudaArrays.put(spec), out, out,
                    CudaArrays.put(np.zeros(1, np.int8)))
     return device.as_given_kind(out, device.first_on_device((a, b)))
+
+
+def from_host(fn, a, b, em, **kwargs):
+    """``fn(a, b, em, **kwargs)`` (:func:`mmasim.torch.matmul.matmul`) of operands some of which
+    lie on the device, where :func:`takes` says the device does not take it: computed from host
+    copies, D returned to the device (a torch tensor for torch operands), as :func:`mmasim.gemm`
+    does with the options its device chain does not take."""
+    from mmasim.backends.cuda import device
+
+    y = fn(device.to_host(a), device.to_host(b), em, **kwargs)
+    return device.as_given_kind(device.cuda_module().to_device(np.ascontiguousarray(y)),
+                                device.first_on_device((a, b)))
