@@ -189,7 +189,7 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
     scales = arrays.empty(*job.scales)
     status = arrays.put(np.zeros(1, np.int8))
     rbv = rb if rb is not None else arrays.put(np.zeros((0, 0), np.int64))
-    arrays.run(job.body, job.n, mat, rbv, arrays.put(job.CS), arrays.put(np.zeros(1, np.int64)),
+    arrays.launch(job.body, job.n, mat, rbv, arrays.put(job.CS), arrays.put(np.zeros(1, np.int64)),
                arrays.put(job.P), out, scales, status)
     if arrays.get(status)[0] != OK:
         refuse()

@@ -111,7 +111,7 @@ def matmul(a, b, em, padded):
     out = CudaArrays.empty((M, N), np.float32)
     alpha = np.float32(da * db)
     spec = np.array([model.plan.encoding.format == "f16", alpha], np.float64)
-    CudaArrays.run(values_body, M * N, d, CudaArrays.empty((0, 0), np.int64), CudaArrays.put(np.zeros((2, 15),
+    CudaArrays.launch(values_body, M * N, d, CudaArrays.empty((0, 0), np.int64), CudaArrays.put(np.zeros((2, 15),
                    np.int64)), CudaArrays.put(np.zeros(1, np.int64)), CudaArrays.put(spec), out, out,
                    CudaArrays.put(np.zeros(1, np.int8)))
     return device.as_given_kind(out, device.first_on_device((a, b)))

@@ -407,7 +407,7 @@ class CpuArrays:
         return np.asarray(a)
 
     @staticmethod
-    def run(body, n, *args):
+    def launch(body, n, *args):
         cpu_driver(body)(n, *args)
 
 
@@ -436,7 +436,7 @@ class CudaArrays:
         return a.copy_to_host()
 
     @staticmethod
-    def run(body, n, *args):
+    def launch(body, n, *args):
         from mmasim.backends.cuda.backend import launch
         from mmasim.backends.cuda.driver import quantize_cuda
         launch(quantize_cuda, body, n, (np.int64(n), *args))
@@ -458,9 +458,9 @@ def tensor_amax(x, arrays) -> np.float32:
     status = arrays.put(np.zeros(1, np.int8))
     CS = arrays.put(np.zeros((2, len(CastSpec._fields)), np.int64))
     P = arrays.put(np.zeros(1))
-    arrays.run(amax_body, R, x, none, CS, TAB, P, rows, rows, status)
+    arrays.launch(amax_body, R, x, none, CS, TAB, P, rows, rows, status)
     if R:
-        arrays.run(amax_body, 1, rows.reshape(1, R), none, CS, TAB, P, top, top, status)
+        arrays.launch(amax_body, 1, rows.reshape(1, R), none, CS, TAB, P, top, top, status)
     if arrays.get(status)[0] != OK:
         return None
     return np.float32(arrays.get(top)[0, 0]) if R else np.float32(0)
