@@ -48,6 +48,18 @@ def is_device(x) -> bool:
         return False
 
 
+def _any_device(args, kwargs) -> bool:
+    """Whether any argument lies on a device (:func:`is_device`); numpy arrays, the common
+    case of every call, are passed over without a call."""
+    for x in args:
+        if type(x) is not np.ndarray and is_device(x):
+            return True
+    for x in kwargs.values():
+        if type(x) is not np.ndarray and is_device(x):
+            return True
+    return False
+
+
 def _wants_cuda(model, backend) -> bool:
     """Whether a call with device operands runs on the device: its backend is cuda, or auto
     (unset) where the cuda backend can run."""
@@ -70,7 +82,7 @@ def on_device(kind: str, gemm_handler=None):
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            if not any(is_device(x) for x in (*args, *kwargs.values())):
+            if not _any_device(args, kwargs):
                 return fn(*args, **kwargs)
             if kind == "gemm":
                 if _wants_cuda(kwargs.get("model"), kwargs.get("backend")):
