@@ -282,6 +282,7 @@ def test_auto_takes_cuda_only_for_large_jobs_on_a_real_gpu(monkeypatch):
     monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
     plan = mmasim.MMA("A100", "mma.sync.m16n8k16.f32.f16.f16.f32").plan
     big = backends.CUDA_MIN_PRODUCTS if hasattr(backends, "CUDA_MIN_PRODUCTS") else cuda_backend.CUDA_MIN_PRODUCTS
+    monkeypatch.setattr(cuda_backend, "missing", lambda: "")        # numba-cuda installed (or not: a stand-in)
     monkeypatch.setattr(cuda_backend, "_gpu_missing", lambda: "")
     assert backends.choose(None, plan, big) == "cuda"
     assert backends.choose("auto", plan, big - 1) != "cuda"
