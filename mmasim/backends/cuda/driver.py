@@ -61,3 +61,15 @@ def range_cuda(fn=None):
                     bad[0] = 1
 
     return check
+
+
+def elementwise_cuda(fn):
+    """``fn(d, x, y, z, out)`` in the thread of element ``d`` of the 2-D ``out`` (the binary32
+    operations of :mod:`.arith32`)."""
+
+    def elementwise(x, y, z, out):
+        d = cuda.grid(1)
+        if d < out.shape[0] * out.shape[1]:
+            fn(d, x, y, z, out)
+
+    return elementwise
