@@ -3,7 +3,8 @@
 whole process.  :data:`PRELUDE` opens each script: ``Stub``, a device operand as a foreign
 library hands it over (``__cuda_array_interface__`` only), and ``copied(operands)``, how many
 device -> host copies (the simulator's ``copy_to_host``, counted in ``copies``) read the memory
-of one of ``operands``.  :func:`run` runs a script and returns what it printed last (JSON).
+of one of ``operands``.  :func:`run` runs a script and returns what it printed last (JSON); :func:`fixture` makes it
+the module's ``simulated`` fixture.
 """
 
 from __future__ import annotations
@@ -57,3 +58,8 @@ def run(script: str, arg) -> dict:
                        capture_output=True, text=True, env=env, timeout=1500)
     assert r.returncode == 0, r.stderr[-4000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def fixture(script: str, arg):
+    """A module-scoped pytest fixture of :func:`run` ``(script, arg)`` (run once per module)."""
+    return pytest.fixture(scope="module", name="simulated")(lambda: run(script, arg))

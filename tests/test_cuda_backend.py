@@ -155,9 +155,7 @@ _SCRIPT = """
 """
 
 
-@pytest.fixture(scope="module")
-def simulated():
-    return cuda_sim.run(_SCRIPT, FAMILIES)
+simulated = cuda_sim.fixture(_SCRIPT, FAMILIES)
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

@@ -46,7 +46,7 @@ class Arith:
     """The elementwise binary32 operations of the K loop (:func:`accumulate`, :func:`reduce`) and
     its instruction per K tile, where its arrays lie: :data:`HOST` (numpy, float64 arrays that
     hold binary32 values: :mod:`mmasim.arith.binary32`) or the device's
-    (:data:`mmasim.composition.on_device.DEVICE`, the same operations as CUDA kernels).
+    (:func:`mmasim.composition.on_device.device_arith`, the same operations as CUDA kernels).
     ``zeros(shape, dtype)``; ``values(model, fmt, words)``: words of the instruction's C or D
     format as values; ``add`` / ``mul`` / ``fma``: FADD / FMUL / FFMA (RNE, operands broadcast);
     ``widen(scale_b, bn)``: B's promotion scales ``(K / bk, N / bn)`` as ``(K / bk, N)``;

@@ -10,11 +10,12 @@ GEMM's own checks (:func:`mmasim.composition.operands.check_shapes`), a layer ab
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy as np
 
-from mmasim.backends.cuda import arith32, device
+from mmasim.backends.cuda import device
 from mmasim.composition import mainloop
 from mmasim.composition.operands import check_shapes, promotion_blocks
 from mmasim.errors import DtypeError, GemmOptionError, ScaleError, SparseMetadataError
@@ -50,13 +51,18 @@ def gemm_chain(model, A, B, C, k_order, scale_a, scale_b, sparse_metadata):
                                                                sparse_metadata)
     if wc is None:
         wc = device.cuda_module().to_device(np.zeros((M, N), model.plan.word_dtypes[2]))
-    D = mainloop.chain(model, wa, wb, wc, [int(t) for t in order], sa, sb, md, None, 1, None, arith32.tile)
+    D = mainloop.chain(model, wa, wb, wc, [int(t) for t in order], sa, sb, md, None, 1, None, device_arith().tile)
     return device.as_given_kind(D, first)
 
 
-#: the K loop's binary32 operations and tile on the device (:class:`mmasim.composition.mainloop.Arith`)
-DEVICE = mainloop.Arith(zeros=arith32.zeros, values=arith32.values, add=arith32.add, mul=arith32.mul,
-                        fma=arith32.fma, widen=arith32.widen, tile=arith32.tile)
+@functools.lru_cache(maxsize=None)
+def device_arith() -> mainloop.Arith:
+    """The K loop's binary32 operations and tile on the device (:class:`mmasim.composition.mainloop.Arith`;
+    numba imported with the first device operand)."""
+    from mmasim.backends.cuda import arith32
+
+    return mainloop.Arith(zeros=arith32.zeros, values=arith32.values, add=arith32.add, mul=arith32.mul,
+                          fma=arith32.fma, widen=arith32.widen, tile=arith32.tile)
 
 
 def _device_scale(x, what):
@@ -74,7 +80,7 @@ def _device_scale(x, what):
 def gemm_composed(model, given):
     """Promotion and split-K (no epilogue) of :func:`mmasim.gemm` on device operands, on the
     device: the host's K loop (:func:`mmasim.composition.mainloop.accumulate`) with the device's
-    binary32 operations (:data:`DEVICE`, :mod:`mmasim.backends.cuda.arith32`); D the accumulator's f32 words."""
+    binary32 operations (:func:`device_arith`, :mod:`mmasim.backends.cuda.arith32`); D the accumulator's f32 words."""
     A, B, C = given["A"], given["B"], given.get("C")
     first = device.first_on_device(tuple(given.values()))
     k_order = given.get("k_order", "forward")
@@ -96,7 +102,9 @@ def gemm_composed(model, given):
                          scale_a=psa, scale_b=psb, block_k=bk, block_n=bn)
     mainloop.check(model, loop, K, N)
     ops = dict(A=wa, B=wb, scale_a=sa, scale_b=sb, sparse_metadata=md)
-    acc = mainloop.accumulate(model, loop, ops, wc, slice(0, M), None, None, DEVICE)
+    acc = mainloop.accumulate(model, loop, ops, wc, slice(0, M), None, None, device_arith())
+    from mmasim.backends.cuda import arith32
+
     return device.as_given_kind(arith32.to_words(acc), first)
 
 

@@ -1,5 +1,5 @@
 """binary32 arithmetic of a GEMM's CUDA cores on device arrays: the operations of the device's
-:class:`mmasim.composition.mainloop.Arith` (:data:`mmasim.composition.on_device.DEVICE`; the
+:class:`mmasim.composition.mainloop.Arith` (:func:`mmasim.composition.on_device.device_arith`; the
 host's is :data:`mmasim.composition.mainloop.HOST`), so that promotion and split-K of device operands
 run on the device by the one loop of :func:`mmasim.composition.mainloop.accumulate`.
 
