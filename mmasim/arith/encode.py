@@ -46,9 +46,10 @@ def round_code(mag, e0, *, emin: int, frac: int, mode: str, max_code: int, subno
       ``cvt.rs``).
 
     The compiled kernels (numba, CPU and CUDA) round one value at a time by the scalar form of
-    this rule, :func:`mmasim.backends.numba.primitives._round_code` (``"rz"`` and ``"rne"``,
-    with subnormals), which their encoder ``_pack`` and ``tiles._rz_f32`` call; a change here
-    is a change there."""
+    this rule, :func:`mmasim.backends.numba.primitives._round_any` (every mode; its
+    ``_round_code``, ``"rz"`` and ``"rne"`` with subnormals, is what their encoder ``_pack`` and
+    ``tiles._rz_f32`` call; the compiled casts, :mod:`mmasim.backends.cuda.quantize`, call it
+    whole); a change here is a change there."""
     mag = np.asarray(mag, dtype=np.int64)
     e0 = np.asarray(e0, dtype=np.int64)
     lead = e0 + bit_length(mag) - 1

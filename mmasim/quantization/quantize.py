@@ -25,6 +25,7 @@ from mmasim.errors import (
     BlockShapeError,
     DtypeError,
     NonFiniteError,
+    OperandError,
     QuantizeError,
     UnknownScheme,
 )
@@ -202,6 +203,13 @@ def current_scale(amax, fmt) -> np.float32:
     with np.errstate(over="ignore"):
         scale = F32(np.ldexp(float(m), q)) / a
     return FLT_MAX if np.isinf(scale) else F32(scale)
+
+
+def refuse_nonfinite_amax(amax) -> None:
+    """FP8 per-tensor scaling refuses a tensor whose amax is not finite (``None``: the compiled
+    reduction, :func:`mmasim.backends.cuda.quantize.tensor_amax`, found NaN or an infinity)."""
+    if amax is None or not np.isfinite(amax):
+        raise OperandError("per-tensor scaling: the tensor holds inf or NaN")
 
 
 def _scale_rounding(mode, s: Scheme):
@@ -419,11 +427,7 @@ def _nvfp4(s: Scheme, x, fmt: Format, axis, nan: str, tile, opts: Options) -> Qu
                       nan)
     axis, xb = _blocks(x, axis, s.block, s.name)
     amax = np.max(np.abs(x), initial=F32(0))
-    with np.errstate(divide="ignore", over="ignore"):
-        s_enc = min(F32(448 * 6) / amax, FLT_MAX)
-    if amax == 0:
-        s_enc = F32(1)
-    s_dec = F32(1) / s_enc
+    s_enc, s_dec = nvfp4_tensor_scales(amax)
     ue4m3 = _format(s.scale_format)
     block_amax = np.max(np.abs(xb), axis=-1, initial=F32(0))
     if tiled:                   # (rows, blocks) -> the max of each 16 rows, for each of them
@@ -438,6 +442,17 @@ def _nvfp4(s: Scheme, x, fmt: Format, axis, nan: str, tile, opts: Options) -> Qu
     return Quantized(_unblock(words, axis), np.moveaxis(scales, -1, axis), fmt.name, fmt.key, s.scale_format,
                      s.block, axis, F32(s_dec), s.name, s.scale_use, amax=F32(amax),
                      tile_scales=np.moveaxis(scales[::16], -1, axis) if tiled else None)
+
+
+def nvfp4_tensor_scales(amax) -> tuple:
+    """``(S_enc, S_dec)`` of NVFP4's tensor amax (binary32), as :func:`_nvfp4` says: ``S_enc =
+    min(448 * 6 / amax, FLT_MAX)``, 1 when amax is 0, ``S_dec = 1 / S_enc`` (the compiled
+    bodies, :mod:`mmasim.backends.cuda.quantize`, take both from here)."""
+    with np.errstate(divide="ignore", over="ignore"):
+        s_enc = min(F32(448 * 6) / amax, FLT_MAX)
+    if amax == 0:
+        s_enc = F32(1)
+    return s_enc, F32(1) / s_enc
 
 
 def _nvfp4_tiles(tile, x, spec, scheme: str) -> bool:

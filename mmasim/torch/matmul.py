@@ -49,10 +49,9 @@ def _pad(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
 def _tensor_scale(x: np.ndarray, fmt) -> np.float32:
     """Per-tensor scale of ``x`` as Transformer Engine's current scaling computes it
     (:func:`mmasim.quantization.quantize.current_scale`)."""
-    from mmasim.quantization.quantize import current_scale
+    from mmasim.quantization.quantize import current_scale, refuse_nonfinite_amax
     amax = np.float32(np.max(np.abs(x))) if x.size else np.float32(0)
-    if not np.isfinite(amax):
-        raise OperandError("per-tensor scaling: the tensor holds inf or NaN")
+    refuse_nonfinite_amax(amax)
     return current_scale(amax, fmt)
 
 
@@ -106,6 +105,33 @@ def _elementwise(x: np.ndarray, fmt, em, rows: int, cols: int, memo, key):
     return np.ascontiguousarray(words), scale
 
 
+def padded_shape(em, model, M: int, N: int, K: int) -> tuple:
+    """``(M', N', K')``: the sides the GEMM of an ``(M, K)`` by ``(K, N)`` product is padded to
+    (whole instruction tiles, promotion intervals, split-K parts and scale tiles)."""
+    tm, tn, tk = _tiles(model, em.promote_every)
+    if em.scaling == "scheme":      # whole scale tiles of the scheme cover the padded matrices
+        pm, pn, pk = em.recipe_scheme().pad
+        tm, tn, tk = math.lcm(tm, pm), math.lcm(tn, pn), math.lcm(tk, pk)
+    if em.split_k:
+        tk *= em.split_k
+    return _round_up(max(M, 1), tm), _round_up(max(N, 1), tn), _round_up(max(K, 1), tk)
+
+
+def device_route(a, b, em, backend) -> str | None:
+    """``None`` for host operands; for operands on a CUDA device, why ``a @ b`` does not run there
+    ('' when it does: :func:`mmasim.torch.on_device.takes`)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return None
+    from mmasim.torch import on_device as device_gemm
+    why = device_gemm.takes(a, b, em, backend)
+    return None if why == device_gemm.NO_DEVICE else why
+
+
+def on_device(a, b, em, backend) -> bool:
+    """Whether ``a @ b`` runs on the CUDA device."""
+    return device_route(a, b, em, backend) == ""
+
+
 def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=None,
            keys=(None, None)) -> np.ndarray:
     """``a @ b`` (float ``(M, K)`` by ``(K, N)``) through the emulated GEMM: float32 ``(M, N)``.
@@ -114,6 +140,14 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=
     under a cast or per-tensor scaling, the words of the tensors so named are cast once and
     kept in ``memo`` for the next GEMM that reads them (see the module)."""
     from mmasim import gemm
+    route = device_route(a, b, emulation, backend)
+    if route is not None:
+        from mmasim.torch import on_device as device_gemm
+        if route == "":             # CUDA operands under backend="cuda": all on the device
+            pad = padded_shape(emulation, emulation.model(), a.shape[0], b.shape[1], a.shape[1])
+            return device_gemm.matmul(a, b, emulation, pad)
+        return device_gemm.from_host(matmul, a, b, emulation, progress=progress, threads=threads, backend=backend,
+                                     memo=memo, keys=keys)
     a = np.asarray(a, dtype=np.float32)
     b = np.asarray(b, dtype=np.float32)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
@@ -122,13 +156,7 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=
     model = em.model()
     M, K = a.shape
     N = b.shape[1]
-    tm, tn, tk = _tiles(model, em.promote_every)
-    if em.scaling == "scheme":      # whole scale tiles of the scheme cover the padded matrices
-        pm, pn, pk = em.recipe_scheme().pad
-        tm, tn, tk = math.lcm(tm, pm), math.lcm(tn, pn), math.lcm(tk, pk)
-    if em.split_k:
-        tk *= em.split_k
-    Mp, Np, Kp = _round_up(max(M, 1), tm), _round_up(max(N, 1), tn), _round_up(max(K, 1), tk)
+    Mp, Np, Kp = padded_shape(em, model, M, N, K)
     if em.scaling == "scheme":      # block scales: the padded matrix is quantized
         qa, sa = _operand(_pad(a, Mp, Kp), model.a_format, em, axis=-1)
         qb, sb = _operand(_pad(b, Kp, Np), model.b_format, em, axis=0)

@@ -73,3 +73,17 @@ def elementwise_cuda(fn):
             fn(d, x, y, z, out)
 
     return elementwise
+
+
+def quantize_cuda(body):
+    """The CUDA driver of a quantization body (:mod:`mmasim.backends.cuda.quantize`): work item
+    ``b`` in thread ``b``; ``status[0]`` the status of one that is not OK."""
+
+    def quantize_items_cuda(n, x, rb, CS, TAB, P, out, scales, status):
+        b = cuda.grid(1)
+        if b < n:
+            st = body(b, x, rb, CS, TAB, P, out, scales)
+            if st != 0:
+                status[0] = st
+
+    return quantize_items_cuda

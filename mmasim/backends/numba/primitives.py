@@ -32,9 +32,10 @@ from mmasim.backends.numba.cache import jit as _jit
 NAN_IEEE, NAN_MAX, NAN_NEGZERO, NAN_ALLONES, NAN_NONE = range(5)
 _NAN_CODES = {"ieee": NAN_IEEE, "max": NAN_MAX, "negzero": NAN_NEGZERO, "allones": NAN_ALLONES, "none": NAN_NONE}
 
-#: rounding / overflow modes of an encoding (``Encoding.mode``) as :data:`EncodingSpec` codes
-MODE_RZ, MODE_RNE, MODE_WRAP, MODE_SAT = range(4)
-_MODES = {"rz": MODE_RZ, "rne": MODE_RNE, "wrap": MODE_WRAP, "sat": MODE_SAT}
+#: rounding / overflow modes of an encoding (``Encoding.mode``) as :data:`EncodingSpec` codes,
+#: and the casts' other roundings (:func:`_round_any`: ``round_code``'s ``"away"`` and ``"rs"``)
+MODE_RZ, MODE_RNE, MODE_WRAP, MODE_SAT, MODE_AWAY, MODE_RS = range(6)
+_MODES = {"rz": MODE_RZ, "rne": MODE_RNE, "wrap": MODE_WRAP, "sat": MODE_SAT, "away": MODE_AWAY, "rs": MODE_RS}
 
 #: The decode spec of one format (a record of ``FM``, built by
 #: :func:`mmasim.backends.numba.kernels._format_specs`; :func:`_fmt` reads it as values):
@@ -310,13 +311,21 @@ def _round_code(mag, e0, emin, frac, mode, max_code):
     ``mode`` (``MODE_RZ`` or ``MODE_RNE``): ``(code, over)``, ``code`` the magnitude field
     (exponent and fraction: ``((t - emin) << frac) + s``, 0 for a zero ``mag``), ``over`` a
     nonzero value whose code passes ``max_code`` or whose leading bit lies past the largest
-    binade.  The same steps as ``round_code`` (its other modes, ``"away"`` and ``"rs"``, and
-    ``subnormals=False`` belong to the casts, which no kernel runs)."""
+    binade.  :func:`_round_any` with subnormals and no random bits."""
+    return _round_any(mag, e0, emin, frac, mode, max_code, True, np.int64(0), np.int64(0))
+
+
+@_inline
+def _round_any(mag, e0, emin, frac, mode, max_code, subnormals, rbits, rbits_width):
+    """:func:`mmasim.arith.encode.round_code` for one value, every mode (``MODE_RZ``,
+    ``MODE_RNE``, ``MODE_AWAY``, ``MODE_RS`` with ``rbits`` of ``rbits_width`` bits) and
+    ``subnormals=False`` (ue8m0: codes count from ``2**emin``): the same steps, one value at a
+    time (the casts of :mod:`mmasim.backends.cuda.quantize` run its other modes)."""
     lead = e0 + _bitlen(mag) - 1
     top = lead if lead > emin else emin         # the binade of the kept last bit's leading bit
     drop = (top - frac) - e0                    # bits below the kept last bit
     keep = (mag << _clip(-drop, 0, 62)) >> _clip(drop, 0, 63)
-    if mode == MODE_RNE and drop > 0:
+    if mode != MODE_RZ and drop > 0:
         d = drop if drop < 63 else 63
         if d > 62:
             rem = mag
@@ -324,12 +333,26 @@ def _round_code(mag, e0, emin, frac, mode, max_code):
         else:
             rem = mag & ((np.int64(1) << d) - 1)
             half = np.int64(1) << (d - 1)
-        if rem > half or (rem == half and (keep & 1) == 1):
+        if mode == MODE_RNE:
+            up = rem > half or (rem == half and (keep & 1) == 1)
+        elif mode == MODE_AWAY:
+            up = rem != 0
+        else:                                   # MODE_RS: the carry of the random bits' addition
+            up = _shift(rem, rbits_width - drop) + rbits >= (np.int64(1) << rbits_width)
+        if up:
             keep += 1
     code = ((top - emin) << frac) + keep
-    if mag == 0:
-        return np.int64(0), False
-    return code, code > max_code or lead > emin + (max_code >> frac) - 1
+    if subnormals:
+        if mag == 0:
+            return np.int64(0), False
+        lead_max = emin + (max_code >> frac) - 1
+    else:
+        one = np.int64(1) << frac
+        code = (code if code > one else one) - one
+        if mag == 0:
+            return code, False
+        lead_max = emin + (max_code >> frac)
+    return code, code > max_code or lead > lead_max
 
 
 @_inline

@@ -1,0 +1,239 @@
+"""``mmasim.quantize`` and FP8 per-tensor scaling by the compiled quantization bodies
+(:mod:`mmasim.backends.cuda.quantize`), on the CPU (numpy arrays) or on a CUDA device
+(``__cuda_array_interface__`` arrays: the words and scales stay there).
+
+Gives :func:`quantize` (:func:`mmasim.quantize`'s schemes and options, but the Hadamard
+transform, ``seed=`` and another container: :func:`compiled` says which), and :func:`per_tensor`
+(what :mod:`mmasim.torch.matmul` does under ``scaling="tensor"``).  Decides nothing of its own:
+the options are checked by :func:`mmasim.quantize` on an empty array of x's dimensions, the
+format facts (largest value, ``emax``, NaN words, NVFP4's tensor scales, FP8's current scale)
+come from :mod:`mmasim.quantization`, and where a body flags its input the numpy code runs on a
+host copy and raises its own error (the one host copy of the device path).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from mmasim.backends.cuda.quantize import (
+    MODE_AWAY,
+    MODE_RS,
+    OK,
+    TARGETS,
+    cast_body,
+    cast_spec,
+    deepseek_body,
+    mx_floor_body,
+    mx_rceil_body,
+    nvfp4_body,
+    tensor_amax,
+)
+from mmasim.errors import QuantizeError
+from mmasim.quantization import casts
+from mmasim.quantization import rounding as rounding_
+from mmasim.quantization.quantize import (
+    F32,
+    Options,
+    Quantized,
+    _axis,
+    _format,
+    _nan_word,
+    _read,
+    _rounding_format,
+    _scale_rounding,
+    _tile,
+    current_scale,
+    lookup,
+    nvfp4_tensor_scales,
+    quantize as numpy_quantize,
+    refuse_nonfinite_amax,
+)
+
+#: what the compiled quantization does not do (the caller quantizes with numpy)
+NOT_COMPILED = {"hadamard": "the Hadamard transform", "seed": "random bits drawn from seed= (a host generator)",
+                "container": "another container"}
+
+
+def compiled(**options) -> str:
+    """Why the compiled quantization does not take ``options`` (keywords of :func:`mmasim.quantize`),
+    or '' when it does."""
+    return "; ".join(why for k, why in NOT_COMPILED.items() if options.get(k) is not None)
+
+
+
+Job = namedtuple("Job", "body n CS P scales")
+
+
+def _job(s, fmt, shape, nan, opts, saturate, tile, amax, prescale=None) -> Job:
+    """The body, work items, cast specs, parameters and scales ``(shape, dtype)`` of scheme ``s``
+    (a :class:`~mmasim.registry.scheme.Scheme`) on a matrix of ``shape`` (blocks along its last
+    axis; DeepSeek: x itself, ``tile`` its tile) whose elements round into ``fmt``."""
+    R, C = shape
+    stochastic = opts.rounding == "stochastic"
+    k = rounding_.rbits_width(fmt) if stochastic else 0
+    if s.rule is None:
+        if stochastic:
+            sat = fmt.name not in ("bf16", "f16") if saturate is None else saturate
+            cs = cast_spec(fmt, saturate=sat, nan=nan, mode=MODE_RS, rbits_width=k, stochastic=True, binary32=True,
+                           nan_field=casts._nan_field(fmt))
+        else:
+            cs = cast_spec(fmt, saturate=bool(saturate), nan=nan, nan_field=casts._nan_field(fmt))
+        return Job(cast_body, R * C, np.stack([cs, cs]), np.array([prescale or 0, prescale is not None], np.float64),
+                   ((1, 1), np.uint8))
+    if stochastic:
+        elem = cast_spec(fmt, saturate=True, nan="propagate", mode=MODE_RS, rbits_width=k, stochastic=True,
+                         nan_field=casts._nan_field(fmt))
+    else:
+        elem = cast_spec(fmt, saturate=True, nan_field=casts._nan_field(fmt))
+    rule = s.rule.__name__
+    if rule == "_mx" and opts.scale_rounding == "rceil":
+        m, q = casts.largest(fmt)
+        ue8m0 = cast_spec(_format("ue8m0"), saturate=True, mode=MODE_AWAY)
+        return Job(mx_rceil_body, R * (C // s.block), np.stack([elem, ue8m0]),
+                   np.array([s.block, F32(1.0 / (m * 2.0 ** q))], np.float64), ((R, C // s.block), np.uint8))
+    if rule == "_mx":
+        return Job(mx_floor_body, R * (C // s.block), np.stack([elem, elem]),
+                   np.array([s.block, casts.emax(fmt), _nan_word(fmt), nan == "propagate"], np.float64),
+                   ((R, C // s.block), np.uint8))
+    if rule == "_nvfp4":
+        return Job(nvfp4_body, R * (C // 16), np.stack([elem, cast_spec(_format(s.scale_format), saturate=True)]),
+                   np.array([*nvfp4_tensor_scales(amax), tile is not None], np.float64), ((R, C // 16), np.uint8))
+    if rule == "_deepseek":
+        elem = cast_spec(fmt, nan_field=casts._nan_field(fmt))
+        return Job(deepseek_body, (R // tile[0]) * (C // tile[1]), np.stack([elem, elem]),
+                   np.array(tile, np.float64), ((R // tile[0], C // tile[1]), np.float32))
+    raise QuantizeError(f"{s.name}: its rule {rule} is not compiled; mmasim.quantize runs it with numpy")
+
+
+def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=None, nan: str = "raise", tile=None,
+             scale_rounding=None, rounding: str = "nearest", rbits=None, pad=None, prescale=None):
+    """:func:`mmasim.quantize` by the compiled bodies (``target``: ``"cpu"``, the CPU driver on
+    numpy arrays; ``"cuda"``, the CUDA driver on ``__cuda_array_interface__`` arrays, whose
+    words and scales stay on the device).  The options are checked by :func:`mmasim.quantize`
+    itself (on an empty array of x's dimensions); an input the numpy code refuses is refused by
+    it, with its message.  ``pad``: the shape of a larger matrix, x in its top-left corner and
+    zeros elsewhere, to quantize instead (``rbits`` of that shape); ``prescale`` (plain casts): x
+    multiplied by it in binary32 first, as FP8 per-tensor scaling does (:func:`per_tensor`).
+    ``target="cuda"``: x a matrix with its blocks along its last axis (``axis`` -1 or 1),
+    ``rbits`` a device array; the words and scales are device arrays, NVFP4's tensor amax and
+    scale host scalars (one value read back)."""
+    import attrs
+
+    from mmasim.backends.plan import word_dtype
+
+    arrays = TARGETS[target]
+    s = lookup(scheme)
+    rule = None if s.rule is None else s.rule.__name__
+    ndim = len(x.shape)
+    full = tuple(x.shape) if pad is None else tuple(int(n) for n in pad)
+    if pad is not None and (ndim != 2 or len(full) != 2 or any(p < n for p, n in zip(full, x.shape))):
+        raise QuantizeError(f"pad must be the shape (rows, columns) of a matrix that holds x {tuple(x.shape)}, "
+                            f"not {pad!r}")
+    if prescale is not None and rule is not None:
+        raise QuantizeError(f"{scheme}: prescale= is for plain casts (FP8 per-tensor scaling)")
+    empty = np.zeros((0,) * ndim, np.float32)
+    options = dict(saturate=saturate, nan=nan, tile=tile, scale_rounding=scale_rounding, rounding=rounding)
+    numpy_quantize(empty, scheme, axis, rbits=None if rbits is None else np.zeros(empty.shape, np.int64), **options)
+    cont = _format(s.element)
+    fmt = _rounding_format(cont)
+    if target != "cpu" and fmt.key != cont.key:
+        raise QuantizeError(f"{scheme}: its words are rounded in {fmt.key} and placed in {cont.key} "
+                            f"(casts.recontainer), which the CUDA driver does not do")
+    if target == "cpu":
+        values = _read(x, scheme)
+        if rbits is not None:
+            rbits = rounding_.element_bits(fmt, full, rbits, None)
+        ax = _axis(axis, values.ndim, scheme) if rule is not None else values.ndim - 1
+        moved_full = np.moveaxis(np.empty(full, np.bool_), ax, -1).shape if ndim else (1,)
+        if rule == "_deepseek":
+            mat, rb, shape = values, rbits, full
+        else:
+            moved = np.moveaxis(values, ax, -1) if ndim else values.reshape(1)
+            mat = moved.reshape(-1, moved.shape[-1]) if moved.shape[-1] else moved.reshape(0, 0)
+            shape = (int(np.prod(moved_full[:-1], dtype=np.int64)), moved_full[-1])
+            rb = None if rbits is None else np.moveaxis(rbits, ax, -1).reshape(shape)
+    else:
+        if ndim != 2 or (rule is not None and _axis(axis, 2, scheme) != 1):
+            raise QuantizeError(f"{scheme}: the CUDA driver quantizes a matrix with its blocks along its last axis "
+                                f"(axis -1), not x of shape {tuple(x.shape)} with axis {axis}")
+        ax, shape = 1, full
+        mat, rb = arrays.put(x), None if rbits is None else arrays.put(rbits)
+
+    def refuse():
+        """The numpy code on what the bodies flagged (on the host: this is the one copy), which raises."""
+        host = values if target == "cpu" else mat.copy_to_host()
+        if pad is not None:
+            host = np.pad(host, [(0, f - n) for f, n in zip(full, host.shape)])
+        if prescale is not None:
+            with np.errstate(over="ignore"):
+                host = (host.astype(np.float32) * np.float32(prescale)).astype(np.float32)
+        rbh = rbits if target == "cpu" or rb is None else rb.copy_to_host()
+        numpy_quantize(host, scheme, axis, rbits=rbh, **options)
+        raise QuantizeError(f"{scheme}: the compiled bodies flagged the input and the numpy code did not")
+
+    opts = Options(scale_rounding=_scale_rounding(scale_rounding, s) if rule is not None else None,
+                   rounding=rounding)
+    tiles = None
+    amax = np.float32(0)
+    if rule == "_deepseek":
+        tiles = _tile(tile, shape, _axis(axis, 2, scheme), scheme)
+    elif rule == "_nvfp4":
+        tiles = tile
+        amax = tensor_amax(mat, arrays)
+        if amax is None:
+            refuse()
+    job = _job(s, fmt, shape, nan, opts, saturate, tiles, amax, prescale)
+    out = arrays.empty(shape, word_dtype(fmt))
+    scales = arrays.empty(*job.scales)
+    status = arrays.put(np.zeros(1, np.int8))
+    rbv = rb if rb is not None else arrays.put(np.zeros((0, 0), np.int64))
+    arrays.launch(job.body, job.n, mat, rbv, arrays.put(job.CS), arrays.put(np.zeros(1, np.int64)),
+               arrays.put(job.P), out, scales, status)
+    if arrays.get(status)[0] != OK:
+        refuse()
+    tile_scales = scales[::16] if rule == "_nvfp4" and tiles is not None else None
+    if target == "cpu" and rule != "_deepseek":
+        out = np.moveaxis(out.reshape(moved_full), -1, ax) if ndim else out.reshape(())
+        if rule is not None:
+            scales = np.moveaxis(scales.reshape(*moved_full[:-1], scales.shape[-1]), -1, ax)
+            tile_scales = None if tile_scales is None else np.moveaxis(tile_scales, -1, ax)
+    if fmt.key != cont.key:
+        out = casts.recontainer(out, fmt, cont)
+    if rule is None:
+        return Quantized(out, None, fmt.name, cont.key, None, None, None, None, scheme, None)
+    if rule == "_deepseek":
+        return Quantized(out, scales, fmt.name, cont.key, s.scale_format, tiles, ax, None, s.name, s.scale_use)
+    q = Quantized(out, scales, fmt.name, cont.key, s.scale_format, s.block, ax, None, s.name, s.scale_use)
+    if rule == "_nvfp4":
+        q = attrs.evolve(q, tensor_scale=nvfp4_tensor_scales(amax)[1], amax=np.float32(amax), tile_scales=tile_scales)
+    return q
+
+
+def per_tensor(x, key: str, *, target: str = "cpu", pad=None):
+    """FP8 per-tensor ("current") scaling of matrix ``x`` into format ``key``, as
+    :mod:`mmasim.torch.matmul` does it: ``(words, decode scale)``, the scale
+    :func:`mmasim.quantization.quantize.current_scale` of x's amax (:func:`amax_body` on the
+    device: one value read back), the words of ``RN(x * scale)`` (binary32) cast saturating."""
+    arrays = TARGETS[target]
+    mat = arrays.put(x) if target != "cpu" else np.asarray(x, np.float32)
+    amax = tensor_amax(mat, arrays)
+    refuse_nonfinite_amax(amax)
+    scale = current_scale(amax, _format(key))
+    q = quantize(x, key, target=target, saturate=True, pad=pad, prescale=scale)
+    return q.words, np.float32(np.float32(1) / scale)
+
+
+def tensor_scaled(scheme: str) -> bool:
+    """Whether ``scheme``'s words carry a tensor scale too (NVFP4: :func:`mmasim.gemm` applies it
+    in its epilogue)."""
+    s = lookup(scheme)
+    return s.rule is not None and s.rule.__name__ == "_nvfp4"
+
+
+def placed_in(scheme: str) -> str:
+    """The container key the compiled quantization gives ``scheme``'s words in on the device: its
+    element format's, where its values are rounded in that format (not e2m1.sm120's e2m1)."""
+    cont = _format(lookup(scheme).element)
+    return cont.key if _rounding_format(cont).key == cont.key else _rounding_format(cont).key
