@@ -16,11 +16,11 @@ import os
 import pathlib
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 
+import cuda_sim
 import mmasim
 from mmasim import backends
 from mmasim.backends.cuda import backend as cuda_backend
@@ -51,30 +51,9 @@ FAMILIES = {
     "step order and C added last": ("B200", "mma.sync.m16n8k32.f32.e4m3.e4m3"),
 }
 
-_SCRIPT = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    import mmasim
+_SCRIPT = """
     from numba import cuda
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
     from mmasim.operands import wordgen
-
-    class Stub:
-        '''A device operand as a foreign library hands it over: __cuda_array_interface__ only.'''
-        def __init__(self, a):
-            self.a = np.ascontiguousarray(a)
-        @property
-        def __cuda_array_interface__(self):
-            a = self.a
-            return {"shape": a.shape, "typestr": a.dtype.str, "data": (a.ctypes.data, False), "strides": None,
-                    "version": 3}
-
-    copies = []     # the host buffers of every device -> host copy
-    _copy = FakeCUDAArray.copy_to_host
-    def counted(self, *args, **kwargs):
-        copies.append(self._ary)
-        return _copy(self, *args, **kwargs)
-    FakeCUDAArray.copy_to_host = counted
 
     from mmasim.backends.cuda import backend as cb
     referred = []   # the rows a body flags, computed by the reference
@@ -83,9 +62,6 @@ _SCRIPT = textwrap.dedent("""
         referred.append(len(rows))
         return _ref(plan, rows)
     cb.reference = reference
-
-    def copied(operands):
-        return sum(any(np.shares_memory(x, o) for o in operands) for x in copies)
 
     families = json.loads(sys.argv[1])
     out = {}
@@ -176,19 +152,10 @@ _SCRIPT = textwrap.dedent("""
             errors[what] = [type(exc).__name__, [k.__name__ for k in type(exc).__mro__], str(exc)]
     out["errors"] = errors
     print(json.dumps(out))
-""")
+"""
 
 
-@pytest.fixture(scope="module")
-def simulated():
-    if missing():
-        pytest.skip(missing())
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env.pop("MMASIM_BACKEND", None)
-    r = subprocess.run([sys.executable, "-c", _SCRIPT, json.dumps(FAMILIES)], capture_output=True, text=True,
-                       env=env, timeout=1500)
-    assert r.returncode == 0, r.stderr[-4000:]
-    return json.loads(r.stdout.strip().splitlines()[-1])
+simulated = cuda_sim.fixture(_SCRIPT, FAMILIES)
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

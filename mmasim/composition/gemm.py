@@ -24,7 +24,7 @@ from mmasim.arith import binary32
 from mmasim.composition.dask import any_dask, dask_gemm
 from mmasim.composition import epilogue as ep
 from mmasim.composition import mainloop, operands
-from mmasim.errors import DtypeError, GemmOptionError, OperandError, ScaleError
+from mmasim.errors import GemmOptionError, OperandError, ScaleError
 from mmasim.execution import threads as _threads
 from mmasim.execution.model import Model
 from mmasim.execution.progress import bar as _tqdm_bar
@@ -74,9 +74,9 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     else every core; :mod:`mmasim.execution.threads`); the words do not depend on it.
 
     Operands on a CUDA device under ``backend="cuda"`` (``__cuda_array_interface__``, CUDA
-    torch tensors): the plain chain runs on the device and D stays there; with promotion,
-    split-K or an epilogue they are copied to the host, the composition runs there (each K tile
-    on the GPU) and D is returned to the device (:func:`mmasim.composition.on_device.gemm_of_device_operands`).
+    torch tensors): the plain chain, promotion and split-K run on the device and D stays there;
+    with an epilogue they are copied to the host, the composition runs there (each K tile on
+    the GPU) and D is returned to the device (:func:`mmasim.composition.on_device.gemm_of_device_operands`).
 
     Dask arrays in (any operand): a dask array out, a graph of one task per
     ``(M, N)`` block, each chaining its K tiles as above (:mod:`mmasim.composition.dask`;
@@ -121,7 +121,7 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
         if not (isinstance(k_order, str) and k_order == "forward"):
             raise GemmOptionError("gemm: k_order applies to the plain chain; with promotion, split-K or an "
                                   f"epilogue the K tiles run forward (got k_order={k_order!r})")
-        _binary32_d(model, options)
+        mainloop.check_binary32_d(model, options)
     threads = _threads.check(threads)
     ops = operands.check(model, A, B, C, scale_a, scale_b, sparse_metadata, k_order)
     as_words = ops.returns_words(words)
@@ -161,40 +161,13 @@ def requested(A, B, promote_every, split_k, split_reduce, psa, psb, alpha, beta,
     return shown + [f"a quantized {what}" for what, x in (("A", A), ("B", B)) if operands.is_quantized(x)]
 
 
-def _count(value, what: str, default: int | None):
-    if value is None:
-        return default
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise GemmOptionError(f"gemm: {what} must be a positive integer, not {value!r}")
-    return int(value)
-
-
-def _promotion_scale(x, what: str):
-    if x is None:
-        return None
-    arr = np.asarray(x)
-    if arr.dtype != np.float32:
-        raise DtypeError(f"gemm: {what} must be float32 (binary32) values, not {arr.dtype}")
-    return arr.astype(np.float64)
-
-
-def _binary32_d(model, options: list) -> None:
-    """Every composition accumulates D in binary32: refuse one whose D it cannot hold."""
-    fmt = model.d_format
-    if fmt.integer or fmt.exp_bits > 8 or fmt.man_bits > 23:
-        raise GemmOptionError(
-            f"gemm: {', '.join(options)}: promotion, split-K, the epilogue and quantized operands accumulate "
-            f"in binary32, which cannot hold {model.instruction}'s {fmt.name} D exactly; its GEMM is the plain "
-            "chain (container words, none of these options)")
-
-
 def _composed(model, ops, C, *, promote_every, split_k, split_reduce, promotion_scale_a, promotion_scale_b,
               alpha, beta, out_format, saturate, backend, threads, progress):
     """The composed GEMM of the checked ``ops`` (see :func:`gemm`): ``(D words, their format)``."""
     M, K, N = ops.M, ops.K, ops.N
     qa, qb = ops.a, ops.b
-    psa = _promotion_scale(promotion_scale_a, "promotion_scale_a")
-    psb = _promotion_scale(promotion_scale_b, "promotion_scale_b")
+    psa = mainloop.promotion_scale(promotion_scale_a, "promotion_scale_a")
+    psb = mainloop.promotion_scale(promotion_scale_b, "promotion_scale_b")
     if (qa.promotion is not None or qb.promotion is not None) and (psa is not None or psb is not None):
         raise ScaleError("gemm: promotion scales come from the quantized operands or from promotion_scale_a / "
                          "promotion_scale_b, not both")
@@ -224,8 +197,8 @@ def _composed(model, ops, C, *, promote_every, split_k, split_reduce, promotion_
         start = operands.words(C, model.c_format, "C", ops.c_read).astype(model.encoding.dtype)
 
     bk, bn = operands.promotion_blocks(psa, psb, M, K, N)
-    loop = mainloop.Loop(split_k=_count(split_k, "split_k", 1), reduce=split_reduce,
-                         promote_every=_count(promote_every, "promote_every", None),
+    loop = mainloop.Loop(split_k=mainloop.count_option(split_k, "split_k", 1), reduce=split_reduce,
+                         promote_every=mainloop.count_option(promote_every, "promote_every", None),
                          scale_a=psa, scale_b=psb, block_k=bk, block_n=bn, c_starts=epi is None)
     mainloop.check(model, loop, K, N)
     whole = dict(A=qa.words, B=qb.words, scale_a=ops.scale_a, scale_b=ops.scale_b,

@@ -13,7 +13,7 @@ import numpy as np
 
 from mmasim.arith import binary32
 from mmasim.composition import operands
-from mmasim.errors import GemmOptionError
+from mmasim.errors import DtypeError, GemmOptionError
 from mmasim.execution import threads as _threads
 
 SPLIT_REDUCE = ("sequential", "tree")
@@ -22,7 +22,8 @@ SPLIT_REDUCE = ("sequential", "tree")
 @attrs.frozen
 class Loop:
     """How the K loop runs (see the module); ``scale_a`` ``(M, K / bk)`` and ``scale_b``
-    ``(K / bk, N / bn)`` are promotion scales as binary32 values (float64 arrays), or ``None``."""
+    ``(K / bk, N / bn)`` are promotion scales as binary32 values (float64 arrays; float32 device
+    arrays for device operands), or ``None``."""
 
     split_k: int = 1
     reduce: str = "sequential"
@@ -34,14 +35,44 @@ class Loop:
     c_starts: bool = True
 
 
+def _host_tile(model, A, B, C, scale_a, scale_b, sparse_metadata, backend, threads):
+    kw = {name: x for name, x in (("scale_a", scale_a), ("scale_b", scale_b), ("sparse_metadata", sparse_metadata))
+          if x is not None}
+    return model.tile(A, B, C, backend=backend, threads=threads, **kw)
+
+
+@attrs.frozen
+class Arith:
+    """The elementwise binary32 operations of the K loop (:func:`accumulate`, :func:`reduce`) and
+    its instruction per K tile, where its arrays lie: :data:`HOST` (numpy, float64 arrays that
+    hold binary32 values: :mod:`mmasim.arith.binary32`) or the device's
+    (:func:`mmasim.composition.on_device.device_arith`, the same operations as CUDA kernels).
+    ``zeros(shape, dtype)``; ``values(model, fmt, words)``: words of the instruction's C or D
+    format as values; ``add`` / ``mul`` / ``fma``: FADD / FMUL / FFMA (RNE, operands broadcast);
+    ``widen(scale_b, bn)``: B's promotion scales ``(K / bk, N / bn)`` as ``(K / bk, N)``;
+    ``tile(model, A, B, C, scale_a, scale_b, sparse_metadata, backend, threads)``: one instruction."""
+
+    zeros: object
+    values: object
+    add: object
+    mul: object
+    fma: object
+    widen: object
+    tile: object
+
+
+HOST = Arith(zeros=np.zeros, values=lambda model, fmt, words: binary32.values(fmt, words), add=binary32.add,
+             mul=binary32.mul, fma=binary32.fma, widen=lambda sb, bn: np.repeat(sb, bn, axis=1), tile=_host_tile)
+
+
 #: blocks of rows per thread of a gemm on several threads (each block chains every K tile)
 GEMM_CHUNKS_PER_THREAD = 2
 
 
-def chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar):
+def chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, threads, bar, tile=_host_tile):
     """D of rows of A and C against B (words checked by the GEMM): the instruction chained
-    over the K tiles in ``order`` (each tile ``Model.tile`` on ``threads``); ``bar`` advanced by
-    one per tile."""
+    over the K tiles in ``order`` (each tile ``tile``, :attr:`Arith.tile`: ``Model.tile`` on
+    ``threads``); ``bar`` advanced by one per tile."""
     dp = model.datapath
     k = dp.k
     nwords = model.sparse_rule.words(k) if dp.sparse else 0
@@ -49,13 +80,10 @@ def chain(model, A, B, C, order, scale_a, scale_b, sparse_metadata, backend, thr
     D = C
     for t in order:
         cut = slice(t * k, (t + 1) * k)
-        kw = {}
-        if dp.scale:
-            blocks = slice(t * per_tile, (t + 1) * per_tile)
-            kw = dict(scale_a=scale_a[:, blocks], scale_b=scale_b[blocks, :])
-        if dp.sparse:
-            kw["sparse_metadata"] = sparse_metadata[:, t * nwords:(t + 1) * nwords]
-        D = model.tile(A[:, cut], B[cut, :], D, backend=backend, threads=threads, **kw)
+        blocks = slice(t * per_tile, (t + 1) * per_tile)
+        D = tile(model, A[:, cut], B[cut, :], D, scale_a[:, blocks] if dp.scale else None,
+                 scale_b[blocks, :] if dp.scale else None,
+                 sparse_metadata[:, t * nwords:(t + 1) * nwords] if dp.sparse else None, backend, threads)
         if bar is not None:
             bar.update(1)
     return D
@@ -78,6 +106,35 @@ def plain_chain(model, ops: operands.Checked, C, backend, threads, bar=None):
     # an error is raised as one thread raises it (threads.run_chunks computes again on one thread)
     return _threads.by_rows(ops.M, ops.K * ops.N, block, nworkers, bar, len(order),
                             warm=lambda: block(slice(0, 1), order[:1]), per_thread=GEMM_CHUNKS_PER_THREAD)
+
+
+def count_option(value, what: str, default: int | None):
+    """``split_k`` / ``promote_every`` as an int (``default`` for ``None``); else a :class:`GemmOptionError`."""
+    if value is None:
+        return default
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise GemmOptionError(f"gemm: {what} must be a positive integer, not {value!r}")
+    return int(value)
+
+
+def promotion_scale(x, what: str):
+    """Host promotion scales (float32) as float64 values; ``None`` as it is."""
+    if x is None:
+        return None
+    arr = np.asarray(x)
+    if arr.dtype != np.float32:
+        raise DtypeError(f"gemm: {what} must be float32 (binary32) values, not {arr.dtype}")
+    return arr.astype(np.float64)
+
+
+def check_binary32_d(model, options: list) -> None:
+    """Every composition accumulates D in binary32: refuse one whose D it cannot hold."""
+    fmt = model.d_format
+    if fmt.integer or fmt.exp_bits > 8 or fmt.man_bits > 23:
+        raise GemmOptionError(
+            f"gemm: {', '.join(options)}: promotion, split-K, the epilogue and quantized operands accumulate "
+            f"in binary32, which cannot hold {model.instruction}'s {fmt.name} D exactly; its GEMM is the plain "
+            "chain (container words, none of these options)")
 
 
 def check(model, loop: Loop, K: int, N: int) -> None:
@@ -108,10 +165,6 @@ def check(model, loop: Loop, K: int, N: int) -> None:
             raise GemmOptionError(f"gemm: N = {N} is not a multiple of the promotion scales' N block {bn}")
 
 
-def _values(model, words) -> np.ndarray:
-    return binary32.values(model.d_format, words)
-
-
 def _part(ops: dict, model, t0: int, t1: int) -> dict:
     """The operands of K tiles ``t0 .. t1 - 1``."""
     dp = model.datapath
@@ -131,13 +184,13 @@ def _part(ops: dict, model, t0: int, t1: int) -> dict:
     return out
 
 
-def _chain_tiles(model, ops, t0, t1, C, backend, bar):
+def _chain_tiles(model, ops, t0, t1, C, backend, bar, arith):
     p = _part(ops, model, t0, t1)
     return chain(model, p["A"], p["B"], C, range(t1 - t0), p["scale_a"], p["scale_b"], p["sparse_metadata"],
-                 backend, 1, bar)
+                 backend, 1, bar, arith.tile)
 
 
-def accumulate(model, loop: Loop, ops: dict, C, rows: slice, backend=None, bar=None) -> np.ndarray:
+def accumulate(model, loop: Loop, ops: dict, C, rows: slice, backend=None, bar=None, arith: Arith = HOST):
     """The binary32 accumulator (float64 values, ``(rows, N)``) of the K loop for ``rows``
     of ``ops`` (``A``, ``B``, ``scale_a``, ``scale_b``, ``sparse_metadata`` words of the
     whole GEMM, already cut to ``rows`` where they have rows); ``C``: words of the
@@ -164,12 +217,14 @@ def accumulate(model, loop: Loop, ops: dict, C, rows: slice, backend=None, bar=N
       A chunk must lie inside one scale block: ``bk`` a multiple of P.
 
     The accumulator starts at C (no epilogue) or at +0 (with an epilogue, whose source C
-    is, as in CUTLASS).
+    is, as in CUTLASS).  Its arrays lie where ``arith`` computes (:class:`Arith`: the host, or the
+    CUDA device for device operands); the rule is this one loop.
     """
     k = model.datapath.k
     M, N = ops["A"].shape[0], ops["B"].shape[1]
     K = ops["A"].shape[1]
-    zero_words = np.zeros((M, N), dtype=model.encoding.dtype)
+    zero_words = arith.zeros((M, N), model.encoding.dtype)
+    scale_b = None if loop.scale_b is None else arith.widen(loop.scale_b, loop.block_n)
     S = loop.split_k
     tiles = K // k // S
     results = []
@@ -177,26 +232,27 @@ def accumulate(model, loop: Loop, ops: dict, C, rows: slice, backend=None, bar=N
         t0 = s * tiles
         start = C if (s == 0 and C is not None) else None
         if loop.promote_every is None:
-            words = _chain_tiles(model, ops, t0, t0 + tiles, zero_words if start is None else start, backend, bar)
-            results.append(_values(model, words))
+            words = _chain_tiles(model, ops, t0, t0 + tiles, zero_words if start is None else start, backend, bar,
+                                 arith)
+            results.append(arith.values(model, model.d_format, words))
             continue
-        acc = np.zeros((M, N)) if start is None else binary32.values(model.c_format, start)
+        acc = arith.zeros((M, N), np.float64) if start is None else arith.values(model, model.c_format, start)
         per = loop.promote_every // k
         for c0 in range(t0, t0 + tiles, per):
             c1 = min(c0 + per, t0 + tiles)
-            partial = _values(model, _chain_tiles(model, ops, c0, c1, zero_words, backend, bar))
+            partial = arith.values(model, model.d_format, _chain_tiles(model, ops, c0, c1, zero_words, backend, bar,
+                                                                       arith))
             if loop.scale_a is None:
-                acc = binary32.add(acc, partial)
+                acc = arith.add(acc, partial)
             else:
                 kb = c0 * k // loop.block_k
-                cols = np.arange(N) // loop.block_n
-                scale = binary32.mul(loop.scale_a[rows, kb][:, None], loop.scale_b[kb, cols][None, :])
-                acc = binary32.fma(partial, scale, acc)
+                scale = arith.mul(loop.scale_a[rows, kb:kb + 1], scale_b[kb:kb + 1, :])
+                acc = arith.fma(partial, scale, acc)
         results.append(acc)
-    return reduce(results, loop.reduce)
+    return reduce(results, loop.reduce, arith)
 
 
-def reduce(parts: list, how: str) -> np.ndarray:
+def reduce(parts: list, how: str, arith: Arith = HOST):
     """The split-K reduction of the slices' binary32 results.
 
     **Split-K** (``split_k = S``): K in S equal slices (multiples of the instruction's K),
@@ -214,14 +270,15 @@ def reduce(parts: list, how: str) -> np.ndarray:
     if len(parts) == 1:
         return parts[0]
     if how == "sequential":
-        acc = np.zeros_like(parts[0])
+        acc = arith.zeros(tuple(parts[0].shape), np.float64)
         for p in parts:
-            acc = binary32.add(acc, p)
+            acc = arith.add(acc, p)
         return acc
     while len(parts) > 1:
-        nxt = [binary32.add(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+        nxt = [arith.add(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
         parts = nxt + ([parts[-1]] if len(parts) % 2 else [])
     return parts[0]
 
 
-__all__ = ["Loop", "chain", "plain_chain", "check", "accumulate", "reduce", "SPLIT_REDUCE", "GEMM_CHUNKS_PER_THREAD"]
+__all__ = ["Loop", "Arith", "HOST", "count_option", "promotion_scale", "check_binary32_d", "chain", "plain_chain",
+           "check", "accumulate", "reduce", "SPLIT_REDUCE", "GEMM_CHUNKS_PER_THREAD"]

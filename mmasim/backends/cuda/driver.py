@@ -63,6 +63,18 @@ def range_cuda(fn=None):
     return check
 
 
+def elementwise_cuda(fn):
+    """``fn(d, x, y, z, out)`` in the thread of element ``d`` of the 2-D ``out`` (the binary32
+    operations of :mod:`.arith32`)."""
+
+    def elementwise(x, y, z, out):
+        d = cuda.grid(1)
+        if d < out.shape[0] * out.shape[1]:
+            fn(d, x, y, z, out)
+
+    return elementwise
+
+
 def quantize_cuda(body):
     """The CUDA driver of a quantization body (:mod:`mmasim.backends.cuda.quantize`): work item
     ``b`` in thread ``b``; ``status[0]`` the status of one that is not OK."""
