@@ -127,7 +127,7 @@ def test_shape_and_dtype_errors_are_raised_before_anything_is_computed():
     with pytest.raises(mmasim.ScaleError):     # NVFP4 without its scales
         mmasim.gemm(z((128, 64), np.uint8), z((64, 8), np.uint8), z((128, 8), np.uint32), *NVFP4)
     with pytest.raises(mmasim.backends.BackendError, match="unknown backend"):
-        mmasim.gemm(z((32, 32), np.uint16), B16, C32, model=m, backend="cuda")
+        mmasim.gemm(z((32, 32), np.uint16), B16, C32, model=m, backend="opencl")
     with pytest.raises(mmasim.ThreadCountError):
         mmasim.gemm(z((32, 32), np.uint16), B16, C32, model=m, threads=0)
 
