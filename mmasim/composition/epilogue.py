@@ -18,6 +18,7 @@ from mmasim.arith.ieee import decompose
 from mmasim.errors import GemmOptionError
 from mmasim.arith.formats import Format
 from mmasim.operands.words import typed_dtype
+from mmasim.registry.build import get_registry
 
 #: output formats of the epilogue (format keys)
 OUTPUT_FORMATS = ("f32", "f16", "bf16", "e4m3", "e5m2")
@@ -61,16 +62,25 @@ class Epilogue:
     def reads_source(self) -> bool:
         return self.beta != 0
 
-    def apply(self, acc, source=None) -> np.ndarray:
-        """Output words of the binary32 accumulator values ``acc`` (float64 arrays) and the
-        source words ``source`` (in the output format; read only when ``beta != 0``)."""
-        acc = np.asarray(acc, dtype=np.float64)
+    def apply(self, acc, source=None, arith=None):
+        """Output words of the binary32 accumulator values ``acc`` and the source words
+        ``source`` (in the output format; read only when ``beta != 0``), by ``arith`` (a
+        :class:`mmasim.composition.mainloop.Arith`: :data:`~mmasim.composition.mainloop.HOST`
+        (default) on float64 arrays, or the CUDA device's on device arrays): the same
+        operations in the same order wherever the arrays lie."""
+        arith = _host() if arith is None else arith
         if self.reads_source:
-            x = binary32.mul(self.beta, binary32.values(self.out, source))
-            d = binary32.fma(self.alpha, acc, x)
+            x = arith.mul(self.beta, arith.values(self.out, source))
+            d = arith.fma(self.alpha, acc, x)
         else:
-            d = binary32.mul(self.alpha, acc)
-        return convert(d, self.out, self.saturate)
+            d = arith.mul(self.alpha, acc)
+        return convert(d, self.out, self.saturate, arith)
+
+
+def _host():
+    from mmasim.composition.mainloop import HOST        # mainloop imports this module
+
+    return HOST
 
 
 def _scalar(value, what: str) -> float:
@@ -120,22 +130,55 @@ def build(formats: dict, alpha=None, beta=None, out_format=None, saturate=None, 
     return Epilogue(alpha=a, beta=b, out=formats[key], saturate=bool(saturate))
 
 
-def convert(d, fmt: Format, saturate: bool) -> np.ndarray:
-    """binary32 values ``d`` (float64 arrays) as words of ``fmt``: one RNE rounding by the
-    project's encoder (:func:`mmasim.arith.encode.encode`, the rounding of
-    :func:`mmasim.arith.encode.round_code`); ``saturate``: a value or an infinity past the
-    largest finite value gives that value with its sign (``cvt.rn.satfinite``), else an
-    infinity; NaN is the format's quiet NaN with its sign.  ``tests/test_gemm_epilogue.py``
-    checks it against ``ml_dtypes``' conversions."""
-    words32 = binary32.to_words(d)
+def of_gemm(alpha, beta, out_format, saturate, C, tensor_scales=()):
+    """The :class:`Epilogue` of a call of :func:`mmasim.gemm` (``None``: none), wherever its
+    operands lie: :func:`build` of the options; ``tensor_scales`` (of quantized operands,
+    binary32) multiply alpha (``alpha * (ts_a * ts_b)``) and imply an epilogue.  With one, C
+    (``None`` or not: ``C`` only says whether it was given) is its source: ``beta`` must be
+    given with C, and a ``beta`` that reads it needs C (:class:`GemmOptionError`)."""
+    formats = get_registry().formats
+    epi = build(formats, alpha, beta, out_format, saturate)
+    if tensor_scales and epi is None:
+        epi = build(formats, alpha=1.0)
+    if epi is not None and tensor_scales:
+        ts = tensor_scales
+        t = ts[0] if len(ts) == 1 else float(binary32.mul(ts[0], ts[1]))
+        epi = Epilogue(alpha=float(binary32.mul(epi.alpha, t)), beta=epi.beta, out=epi.out, saturate=epi.saturate)
+    if epi is not None:
+        if C is not None and beta is None:
+            raise GemmOptionError("gemm: with an epilogue C is its source, beta * C: pass beta (beta=0 leaves C "
+                                  "unread), or C=None")
+        if epi.reads_source and C is None:
+            raise GemmOptionError(f"gemm: beta = {epi.beta} reads the source C, but C is None")
+    return epi
+
+
+def convert(d, fmt: Format, saturate: bool, arith=None):
+    """binary32 values ``d`` as words of ``fmt``, by ``arith`` (as :meth:`Epilogue.apply`):
+    their binary32 words (``arith.words``, NaN ``0x7FFFFFFF``), the output for f32; else those
+    words' values cast into ``fmt`` (``arith.cast``: :func:`cast` on the host, the compiled
+    cast on the device): one RNE rounding by the project's encoder
+    (:func:`mmasim.arith.encode.encode`, the rounding of :func:`mmasim.arith.encode.round_code`);
+    ``saturate``: a value or an infinity past the largest finite value gives that value with
+    its sign (``cvt.rn.satfinite``), else an infinity; NaN is the format's quiet NaN.
+    ``tests/test_gemm_epilogue.py`` checks it against ``ml_dtypes``' conversions."""
+    arith = _host() if arith is None else arith
+    words32 = arith.words(d)
     if fmt.key == "f32":
-        return np.ascontiguousarray(words32).view(np.uint32)
-    x = decompose(np.ascontiguousarray(words32).view(np.float32).astype(np.float64))
+        return words32
+    return arith.cast(arith.values(binary32.F32, words32), fmt, saturate)
+
+
+def cast(values, fmt: Format, saturate: bool) -> np.ndarray:
+    """The words of ``fmt`` of binary32 values (float64 arrays) on the host: one RNE rounding by
+    :func:`mmasim.arith.encode.encode` (``saturate`` as :func:`convert` takes it; NaN the
+    format's quiet NaN with its sign)."""
+    x = decompose(np.asarray(values, dtype=np.float64))
     words, _ = encode(fmt, x.sign == 1, x.m, x.q, saturate=saturate, nan=x.cls == NAN, inf=x.cls == INF)
-    return words.astype(_WORD[fmt.container_bits]).reshape(np.shape(words32))
+    return words.astype(_WORD[fmt.container_bits]).reshape(np.shape(values))
 
 
 _WORD = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
-__all__ = ["Epilogue", "build", "convert", "OUTPUT_FORMATS"]
+__all__ = ["Epilogue", "build", "of_gemm", "convert", "cast", "OUTPUT_FORMATS"]

@@ -31,7 +31,6 @@ from mmasim.execution.progress import bar as _tqdm_bar
 from mmasim.operands.tensors import accepts_tensors
 from mmasim.backends.cuda.device import on_device
 from mmasim.composition.on_device import gemm_of_device_operands
-from mmasim.registry.build import get_registry
 
 #: with ``progress=None`` a bar appears on a terminal only once the work has run this long (seconds)
 PROGRESS_DELAY = 2.0
@@ -117,11 +116,7 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
         return dask_gemm(model, A, B, operands.zero_c(model, A, B) if C is None else C, k_order=k_order,
                               scale_a=scale_a, scale_b=scale_b, sparse_metadata=sparse_metadata, backend=backend,
                               progress=progress, threads=threads, words=words)
-    if options:
-        if not (isinstance(k_order, str) and k_order == "forward"):
-            raise GemmOptionError("gemm: k_order applies to the plain chain; with promotion, split-K or an "
-                                  f"epilogue the K tiles run forward (got k_order={k_order!r})")
-        mainloop.check_binary32_d(model, options)
+    mainloop.check_composition(model, k_order, options)
     threads = _threads.check(threads)
     ops = operands.check(model, A, B, C, scale_a, scale_b, sparse_metadata, k_order)
     as_words = ops.returns_words(words)
@@ -174,25 +169,12 @@ def _composed(model, ops, C, *, promote_every, split_k, split_reduce, promotion_
     if psa is None and psb is None:
         psa, psb = qa.promotion, qb.promotion
 
-    formats = get_registry().formats
-    ts = [q.tensor_scale for q in (qa, qb) if q.tensor_scale is not None]
-    epi = ep.build(formats, alpha, beta, out_format, saturate)
-    if ts and epi is None:
-        epi = ep.build(formats, alpha=1.0)
-    if epi is not None and ts:
-        t = ts[0] if len(ts) == 1 else float(binary32.mul(ts[0], ts[1]))
-        epi = ep.Epilogue(alpha=float(binary32.mul(epi.alpha, t)), beta=epi.beta, out=epi.out, saturate=epi.saturate)
+    epi = ep.of_gemm(alpha, beta, out_format, saturate, C,
+                     [q.tensor_scale for q in (qa, qb) if q.tensor_scale is not None])
     source = start = None
     if epi is not None:
-        if C is not None and beta is None:
-            raise GemmOptionError("gemm: with an epilogue C is its source, beta * C: pass beta (beta=0 leaves C "
-                                  "unread), or C=None")
-        if epi.reads_source:
-            if C is None:
-                raise GemmOptionError(f"gemm: beta = {epi.beta} reads the source C, but C is None")
+        if C is not None:       # checked whether read or not, as every operand is
             source = operands.words(C, epi.out, "C", ops.c_read)
-        elif C is not None:
-            operands.words(C, epi.out, "C", ops.c_read)      # unread, but checked as every operand is
     elif C is not None:
         start = operands.words(C, model.c_format, "C", ops.c_read).astype(model.encoding.dtype)
 
@@ -218,7 +200,7 @@ def _composed(model, ops, C, *, promote_every, split_k, split_reduce, promotion_
                                    per_thread=mainloop.GEMM_CHUNKS_PER_THREAD)
     if epi is None:
         return binary32.to_words(acc), binary32.F32
-    return epi.apply(acc, source), epi.out
+    return epi.apply(acc, source, mainloop.HOST), epi.out
 
 
 def _model(model, arch, instruction, qualifiers) -> Model:

@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 
 from mmasim.arith import binary32
-from mmasim.composition import operands
+from mmasim.composition import epilogue, operands
 from mmasim.errors import DtypeError, GemmOptionError
 from mmasim.execution import threads as _threads
 
@@ -47,10 +47,14 @@ class Arith:
     its instruction per K tile, where its arrays lie: :data:`HOST` (numpy, float64 arrays that
     hold binary32 values: :mod:`mmasim.arith.binary32`) or the device's
     (:func:`mmasim.composition.on_device.device_arith`, the same operations as CUDA kernels).
-    ``zeros(shape, dtype)``; ``values(model, fmt, words)``: words of the instruction's C or D
-    format as values; ``add`` / ``mul`` / ``fma``: FADD / FMUL / FFMA (RNE, operands broadcast);
-    ``widen(scale_b, bn)``: B's promotion scales ``(K / bk, N / bn)`` as ``(K / bk, N)``;
-    ``tile(model, A, B, C, scale_a, scale_b, sparse_metadata, backend, threads)``: one instruction."""
+    ``zeros(shape, dtype)``; ``values(fmt, words)``: words of a format binary32 holds (the
+    instruction's C or D format, an epilogue's output format) as values; ``add`` / ``mul`` /
+    ``fma``: FADD / FMUL / FFMA (RNE, operands broadcast, a scalar too); ``widen(scale_b, bn)``:
+    B's promotion scales ``(K / bk, N / bn)`` as ``(K / bk, N)``; ``tile(model, A, B, C,
+    scale_a, scale_b, sparse_metadata, backend, threads)``: one instruction; ``words(x)``:
+    binary32 values as f32 words (NaN ``0x7FFFFFFF``); ``cast(x, fmt, saturate)``: binary32
+    values as words of ``fmt`` (the epilogue's conversion,
+    :func:`mmasim.composition.epilogue.convert`)."""
 
     zeros: object
     values: object
@@ -59,10 +63,13 @@ class Arith:
     fma: object
     widen: object
     tile: object
+    words: object
+    cast: object
 
 
-HOST = Arith(zeros=np.zeros, values=lambda model, fmt, words: binary32.values(fmt, words), add=binary32.add,
-             mul=binary32.mul, fma=binary32.fma, widen=lambda sb, bn: np.repeat(sb, bn, axis=1), tile=_host_tile)
+HOST = Arith(zeros=np.zeros, values=binary32.values, add=binary32.add, mul=binary32.mul, fma=binary32.fma,
+             widen=lambda sb, bn: np.repeat(sb, bn, axis=1), tile=_host_tile, words=binary32.to_words,
+             cast=epilogue.cast)
 
 
 #: blocks of rows per thread of a gemm on several threads (each block chains every K tile)
@@ -125,6 +132,18 @@ def promotion_scale(x, what: str):
     if arr.dtype != np.float32:
         raise DtypeError(f"gemm: {what} must be float32 (binary32) values, not {arr.dtype}")
     return arr.astype(np.float64)
+
+
+def check_composition(model, k_order, options: list) -> None:
+    """The checks of a GEMM with ``options`` beyond the plain chain (named by
+    :func:`mmasim.composition.gemm.requested`; none: nothing to check), wherever its operands
+    lie: its K tiles run forward, and its D is one binary32 holds (:func:`check_binary32_d`)."""
+    if not options:
+        return
+    if not (isinstance(k_order, str) and k_order == "forward"):
+        raise GemmOptionError("gemm: k_order applies to the plain chain; with promotion, split-K or an "
+                              f"epilogue the K tiles run forward (got k_order={k_order!r})")
+    check_binary32_d(model, options)
 
 
 def check_binary32_d(model, options: list) -> None:
@@ -234,13 +253,13 @@ def accumulate(model, loop: Loop, ops: dict, C, rows: slice, backend=None, bar=N
         if loop.promote_every is None:
             words = _chain_tiles(model, ops, t0, t0 + tiles, zero_words if start is None else start, backend, bar,
                                  arith)
-            results.append(arith.values(model, model.d_format, words))
+            results.append(arith.values(model.d_format, words))
             continue
-        acc = arith.zeros((M, N), np.float64) if start is None else arith.values(model, model.c_format, start)
+        acc = arith.zeros((M, N), np.float64) if start is None else arith.values(model.c_format, start)
         per = loop.promote_every // k
         for c0 in range(t0, t0 + tiles, per):
             c1 = min(c0 + per, t0 + tiles)
-            partial = arith.values(model, model.d_format, _chain_tiles(model, ops, c0, c1, zero_words, backend, bar,
+            partial = arith.values(model.d_format, _chain_tiles(model, ops, c0, c1, zero_words, backend, bar,
                                                                        arith))
             if loop.scale_a is None:
                 acc = arith.add(acc, partial)
@@ -281,4 +300,4 @@ def reduce(parts: list, how: str, arith: Arith = HOST):
 
 
 __all__ = ["Loop", "Arith", "HOST", "count_option", "promotion_scale", "check_binary32_d", "chain", "plain_chain",
-           "check", "accumulate", "reduce", "SPLIT_REDUCE", "GEMM_CHUNKS_PER_THREAD"]
+           "check", "check_composition", "accumulate", "reduce", "SPLIT_REDUCE", "GEMM_CHUNKS_PER_THREAD"]

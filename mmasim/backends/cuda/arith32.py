@@ -96,40 +96,70 @@ def _new(*xs):
     return device.cuda_module().device_array(tuple(max(x.shape[i] for x in xs) for i in (0, 1)), np.float64)
 
 
+def _operands(*xs):
+    """Device arrays, a binary32 scalar (the epilogue's alpha and beta) as a ``(1, 1)`` one."""
+    return [device.cuda_module().to_device(np.full((1, 1), x, np.float64))
+            if isinstance(x, (float, int, np.number)) else x for x in xs]
+
+
 def add(x, y):
+    x, y = _operands(x, y)
     return _run(_add_row, _new(x, y), x, y)
 
 
 def mul(x, y):
+    x, y = _operands(x, y)
     return _run(_mul_row, _new(x, y), x, y)
 
 
 def fma(x, y, z):
+    x, y, z = _operands(x, y, z)
     return _run(_fma_row, _new(x, y, z), x, y, z)
 
 
 @functools.lru_cache(maxsize=None)
-def _format_arrays(plan, row: int):
-    """(FM of the one format ``row`` of ``plan``, TAB) on the device."""
-    from mmasim.backends.numba.kernels import _format_specs
+def _format_arrays(fmt):
+    """(FM of ``fmt``, TAB) on the device: its decode spec as the kernels build it
+    (:func:`mmasim.backends.numba.kernels.format_records`, the registered decoder's)."""
+    from mmasim.backends.numba.kernels import format_records
+    from mmasim.registry.build import get_registry
 
-    FM, TAB = _format_specs(plan)
+    decoders = get_registry().decoders
+    FM, TAB = format_records([fmt], lambda f: decoders[f.decoder])
     cuda = device.cuda_module()
-    return cuda.to_device(FM[row:row + 1].copy()), cuda.to_device(TAB)
+    return cuda.to_device(FM), cuda.to_device(TAB)
 
 
-def values(model, fmt, words):
-    """The values of ``words`` of ``fmt`` (the instruction's C or D format)."""
-    from mmasim.backends.numba.primitives import C_FMT, D_FMT
-
-    row = D_FMT if fmt == model.d_format else C_FMT
-    FM, TAB = _format_arrays(model.plan, row)
+def values(fmt, words):
+    """The binary32 values (float64) of the device words ``words`` of ``fmt`` (any format
+    binary32 holds: the instruction's C or D, an epilogue's output format)."""
+    FM, TAB = _format_arrays(fmt)
     return _run(_values_row, _new(words), words, FM, TAB)
 
 
 def to_words(x):
     """The f32 words of binary32 values ``x`` (a device array, NaN ``0x7FFFFFFF``)."""
     return _run(_words_row, device.cuda_module().device_array(tuple(x.shape), np.uint32), x)
+
+
+def cast(x, fmt, saturate: bool):
+    """The words of ``fmt`` of the binary32 values ``x`` (a device array): one RNE rounding by the
+    compiled plain cast (:func:`mmasim.backends.cuda.quantize.cast_body`, the one-value
+    :func:`mmasim.arith.encode.encode`: :func:`~mmasim.backends.numba.primitives._round_any`),
+    ``saturate`` as :func:`mmasim.composition.epilogue.convert` takes it, NaN the format's quiet
+    NaN (``nan="propagate"``).  Such a cast refuses nothing (a float format with NaN, values
+    that are binary32), so its status is not read back."""
+    from mmasim.backends.cuda.quantize import CudaArrays, cast_body, cast_spec
+    from mmasim.backends.plan import word_dtype
+
+    cuda = device.cuda_module()
+    spec = cast_spec(fmt, saturate=saturate, nan="propagate")
+    out = cuda.device_array(tuple(x.shape), word_dtype(fmt))
+    CudaArrays.launch(cast_body, x.shape[0] * x.shape[1], x, cuda.to_device(np.zeros((0, 0), np.int64)),
+                      cuda.to_device(np.stack([spec, spec])), cuda.to_device(np.zeros(1, np.int64)),
+                      cuda.to_device(np.zeros(2, np.float64)), out,
+                      cuda.device_array((1, 1), np.uint8), cuda.to_device(np.zeros(1, np.int8)))
+    return out
 
 
 def widen(scale_b, bn: int):
@@ -141,4 +171,4 @@ def tile(model, A, B, C, scale_a, scale_b, sparse_metadata, backend, threads):
     return device.device_tile(model, A, B, C, scale_a, scale_b, sparse_metadata)
 
 
-__all__ = ["tile", "to_words", "add", "mul", "fma", "values", "zeros", "widen"]
+__all__ = ["tile", "to_words", "cast", "add", "mul", "fma", "values", "zeros", "widen"]

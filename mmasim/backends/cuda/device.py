@@ -405,9 +405,11 @@ def matrix(model, A, B, C, scale_a=None, scale_b=None, sparse_metadata=None, bac
     return as_given_kind(device_tile(model, wa, wb, wc, sa, sb, md), first)
 
 
-def check_device_matrices(model, wa, wb, wc, sa, sb):
-    """The words of the device matrices checked against their containers (on the device)."""
-    for x, f, name in ((wa, model.a_format, "A"), (wb, model.b_format, "B"), (wc, model.c_format, "C"),
+def check_device_matrices(model, wa, wb, wc, sa, sb, c_format=None):
+    """The words of the device matrices checked against their containers (on the device; C's
+    ``c_format``, default the instruction's C format)."""
+    for x, f, name in ((wa, model.a_format, "A"), (wb, model.b_format, "B"),
+                       (wc, model.c_format if c_format is None else c_format, "C"),
                        (sa, model.scale_format, "scale_a"), (sb, model.scale_format, "scale_b")):
         if x is not None:
             _check_range(x, f, name)

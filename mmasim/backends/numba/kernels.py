@@ -267,12 +267,18 @@ _NO_FORMAT = FormatSpec(*[0] * len(FormatSpec._fields))    # a format the datapa
 def _format_specs(plan):
     """(FM, TAB) for the A, B, C, D and scale formats of ``plan`` (``FM``: a :data:`FormatSpec`
     record each, rows ``A_FMT`` .. ``SCALE_FMT``); None if one cannot be compiled."""
-    fmts = [plan.a_format, plan.b_format, plan.c_format, plan.d_format, plan.scale_format]
+    return format_records([plan.a_format, plan.b_format, plan.c_format, plan.d_format, plan.scale_format],
+                          plan.decoder)
+
+
+def format_records(fmts, decoder_of):
+    """(FM, TAB) of the formats ``fmts`` (a :data:`FormatSpec` record each, in order; ``None``:
+    no format), ``decoder_of(fmt)`` the registered decode function; None if one cannot be compiled."""
     rows, tabs, off = [], [], 0
     for fmt in fmts:
         row = _NO_FORMAT
         if fmt is not None:
-            decoder = plan.decoder(fmt)
+            decoder = decoder_of(fmt)
             builtin = decoder is decode_float or decoder is decode_int
             # small containers (and plugin decoders of up to 16 bits): a packed table built by
             # the registered decoder; wider built-in formats are decoded arithmetically (a
