@@ -73,9 +73,10 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     else every core; :mod:`mmasim.execution.threads`); the words do not depend on it.
 
     Operands on a CUDA device under ``backend="cuda"`` (``__cuda_array_interface__``, CUDA
-    torch tensors): the plain chain, promotion and split-K run on the device and D stays there;
-    with an epilogue they are copied to the host, the composition runs there (each K tile on
-    the GPU) and D is returned to the device (:func:`mmasim.composition.on_device.gemm_of_device_operands`).
+    torch tensors; container words): the plain chain, promotion, split-K and the epilogue run on
+    the device, no operand is copied to the host and D stays there: words, or with
+    ``words=False`` a view of them as values where the device array has their dtype
+    (:func:`mmasim.composition.on_device.gemm_of_device_operands`).
 
     Dask arrays in (any operand): a dask array out, a graph of one task per
     ``(M, N)`` block, each chaining its K tiles as above (:mod:`mmasim.composition.dask`;

@@ -1,7 +1,8 @@
 """binary32 arithmetic of a GEMM's CUDA cores on device arrays: the operations of the device's
 :class:`mmasim.composition.mainloop.Arith` (:func:`mmasim.composition.on_device.device_arith`; the
-host's is :data:`mmasim.composition.mainloop.HOST`), so that promotion and split-K of device operands
-run on the device by the one loop of :func:`mmasim.composition.mainloop.accumulate`.
+host's is :data:`mmasim.composition.mainloop.HOST`), so that promotion, split-K and the epilogue of
+device operands run on the device by the one loop of :func:`mmasim.composition.mainloop.accumulate`
+and the one :meth:`mmasim.composition.epilogue.Epilogue.apply`.
 
 Each operation is an elementwise kernel (:func:`.driver.elementwise_cuda`, a thread per element
 of a 2-D result) of a target-neutral numba row function: ``x + y`` (FADD) and ``x * y`` (FMUL)
@@ -10,8 +11,11 @@ in binary32, ``fma(x, y, z)`` (FFMA) by the project's neutral ``llvm.fma``
 NVVM's contraction off (:func:`.backend.forced_nvvm`), so each is one IEEE RNE operation as
 :mod:`mmasim.arith.binary32` computes it on the host.  Values are binary32 values held in
 float64 device arrays (as the host holds them); an operand of shape ``(M, 1)`` or ``(1, N)``
-is broadcast.  Words become values by the format's decode spec (:func:`_decode`), and the
-accumulator's values become f32 words (NaN the canonical ``0x7FFFFFFF``) by :func:`to_words`.
+is broadcast, a binary32 scalar (the epilogue's alpha and beta) too.  Words of any format
+binary32 holds become values by the format's decode spec (:func:`_decode`), binary32 values
+become f32 words (NaN the canonical ``0x7FFFFFFF``) by :func:`to_words`, and words of the
+epilogue's output format by :func:`cast`, the compiled plain cast of
+:mod:`mmasim.backends.cuda.quantize` (the project's one rounding, not a new one).
 """
 
 from __future__ import annotations
