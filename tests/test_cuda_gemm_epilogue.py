@@ -196,6 +196,12 @@ _BAD_SCRIPT = """
         out["values bf16"] = None
     except mmasim.MMAError as e:
         out["values bf16"] = [type(e).__name__, str(e)]
+    q = mmasim.quantize(np.ones((16, 32), np.float32), "nvfp4")
+    try:
+        mmasim.gemm(q, Stub(B), backend="cuda", out_format="f16", **inst)
+        out["quantized"] = None
+    except mmasim.MMAError as e:
+        out["quantized"] = [type(e).__name__, str(e)]
     print(json.dumps(out))
 """
 
@@ -255,3 +261,10 @@ def test_the_device_epilogue_gives_hand_worked_words(simulated, case):
     specials: their device words, worked by hand."""
     got = simulated[case]["device"]
     assert [(r, c, got[r][c]) for r, c, _ in HAND_WORKED[case]] == HAND_WORKED[case]
+
+
+def test_a_quantized_tensor_beside_device_operands_is_refused_not_copied(refused):
+    """A quantized tensor is a host object: beside device operands it is refused with what to pass."""
+    name, message = refused["quantized"]
+    assert name == "DtypeError"
+    assert "quantized tensor" in message and "on the device" in message

@@ -149,6 +149,11 @@ def gemm_of_device_operands(fn, args, kwargs):
     model = _gemm._model(given.get("model"), given.get("arch"), given.get("instruction"),
                          given.pop("qualifiers", {}))
     words = operands.words_option(given.get("words"))
+    for what in ("A", "B"):
+        if operands.is_quantized(given[what]):
+            raise DtypeError(f"gemm on the CUDA device: {what} is a quantized tensor, a host object; pass its words "
+                             "and scales as operands on the device (a tensor scale as alpha), or every operand on "
+                             "the host")
     options = _gemm.requested(given["A"], given["B"], *(given.get(o) for o in (
         "promote_every", "split_k")), given.get("split_reduce", "sequential"), *(given.get(o) for o in (
             "promotion_scale_a", "promotion_scale_b", "alpha", "beta", "out_format", "saturate")))
