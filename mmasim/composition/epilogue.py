@@ -77,6 +77,16 @@ class Epilogue:
         return convert(d, self.out, self.saturate, arith)
 
 
+def output(epi, acc, source, arith=None):
+    """D of a composed GEMM from its binary32 accumulator ``acc``, by ``arith`` (as
+    :meth:`Epilogue.apply`): ``(words, their format)``, the accumulator's f32 words without an
+    epilogue (``epi`` ``None``), else ``epi``'s output from ``acc`` and the source words."""
+    arith = _host() if arith is None else arith
+    if epi is None:
+        return arith.words(acc), binary32.F32
+    return epi.apply(acc, source, arith), epi.out
+
+
 def _host():
     from mmasim.composition.mainloop import HOST        # mainloop imports this module
 
@@ -181,4 +191,4 @@ def cast(values, fmt: Format, saturate: bool) -> np.ndarray:
 _WORD = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
-__all__ = ["Epilogue", "build", "of_gemm", "convert", "cast", "OUTPUT_FORMATS"]
+__all__ = ["Epilogue", "build", "of_gemm", "output", "convert", "cast", "OUTPUT_FORMATS"]

@@ -20,7 +20,6 @@ import contextlib
 
 import numpy as np
 
-from mmasim.arith import binary32
 from mmasim.composition.dask import any_dask, dask_gemm
 from mmasim.composition import epilogue as ep
 from mmasim.composition import mainloop, operands
@@ -199,9 +198,7 @@ def _composed(model, ops, C, *, promote_every, split_k, split_reduce, promotion_
         else:
             acc = _threads.by_rows(M, K * N, block, nworkers, bar, len(ops.order), warm=lambda: block(slice(0, 1)),
                                    per_thread=mainloop.GEMM_CHUNKS_PER_THREAD)
-    if epi is None:
-        return binary32.to_words(acc), binary32.F32
-    return epi.apply(acc, source, mainloop.HOST), epi.out
+    return ep.output(epi, acc, source, mainloop.HOST)
 
 
 def _model(model, arch, instruction, qualifiers) -> Model:

@@ -18,7 +18,6 @@ import inspect
 import numpy as np
 
 from mmasim.backends.cuda import device
-from mmasim.arith import binary32
 from mmasim.composition import epilogue as ep
 from mmasim.composition import mainloop, operands
 from mmasim.composition.operands import check_shapes, promotion_blocks
@@ -90,8 +89,6 @@ def gemm_composed(model, given, options):
     (:func:`device_arith`, :mod:`mmasim.backends.cuda.arith32`).  As on the host, with an epilogue
     the K loop starts from zero and C (its words in the output format, checked on the device) is
     the source.  Returns ``(D words, their format)``: the accumulator's f32 words, or the epilogue's."""
-    from mmasim.backends.cuda import arith32
-
     A, B, C = given["A"], given["B"], given.get("C")
     k_order = given.get("k_order", "forward")
     mainloop.check_composition(model, k_order, options)
@@ -111,9 +108,7 @@ def gemm_composed(model, given, options):
     ops = dict(A=wa, B=wb, scale_a=sa, scale_b=sb, sparse_metadata=md)
     acc = mainloop.accumulate(model, loop, ops, wc if loop.c_starts else None, slice(0, M), None, None,
                               device_arith())
-    if epi is None:
-        return arith32.to_words(acc), binary32.F32
-    return epi.apply(acc, wc, device_arith()), epi.out
+    return ep.output(epi, acc, wc, device_arith())
 
 
 def _values_dtype(fmt, first):
