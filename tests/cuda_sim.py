@@ -9,6 +9,7 @@ the module's ``simulated`` fixture.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -19,7 +20,23 @@ import pytest
 
 from mmasim.backends.cuda import missing
 
-PRELUDE = textwrap.dedent("""
+#: opens every simulated script: each kernel launch recorded (its driver, body and argument
+#: types, :func:`mmasim.backends.cuda.backend.launched`) and printed to stderr at exit, for
+#: :func:`check_launches`
+RECORDER = textwrap.dedent("""
+    import atexit as _atexit, json as _json, sys as _sys
+    from mmasim.backends.cuda import backend as _backend
+    _launches = set()
+    _launch = _backend.launch
+    def _recorded(driver, fn, n, args):
+        _launches.add(_json.dumps([driver.__name__, None if fn is None else fn.__name__,
+                                   [_backend.launched(x) for x in args]]))
+        return _launch(driver, fn, n, args)
+    _backend.launch = _recorded
+    _atexit.register(lambda: print("LAUNCHES " + _json.dumps(sorted(_launches)), file=_sys.stderr))
+""")
+
+PRELUDE = RECORDER + textwrap.dedent("""
     import json, sys
     import numpy as np
     import mmasim
@@ -57,7 +74,36 @@ def run(script: str, arg) -> dict:
     r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(script), json.dumps(arg)],
                        capture_output=True, text=True, env=env, timeout=1500)
     assert r.returncode == 0, r.stderr[-4000:]
+    check_launches(r.stderr)
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@functools.lru_cache(maxsize=None)
+def _known() -> dict:
+    """``{kernel name: {argument descriptors}}`` of every kernel ``mmasim warmup --backend cuda
+    --ptx`` writes (:func:`mmasim.backends.cuda.target.kernels`, whose PTX tests/test_cuda_ptx.py checks)."""
+    from mmasim.backends.cuda import target
+
+    known: dict = {}
+    for k in target.kernels():
+        known.setdefault(k.name.split(".")[0], set()).add(tuple(target.descriptor(t) for t in k.signature))
+    return known
+
+
+def check_launches(stderr: str) -> None:
+    """Every kernel a simulated script launched (:data:`RECORDER`) is one of those whose PTX
+    ``mmasim warmup --backend cuda --ptx`` writes and tests/test_cuda_ptx.py assembles, with the
+    same argument types: what runs on a GPU is what CI compiled."""
+    lines = [line for line in stderr.splitlines() if line.startswith("LAUNCHES ")]
+    assert lines, "the simulated script recorded no launches (RECORDER missing?)"
+    unknown = []
+    for record in json.loads(lines[-1][len("LAUNCHES "):]):
+        driver, fn, types = json.loads(record)
+        name = fn.strip("_") if fn else driver[:-len("_cuda")]
+        types = tuple(tuple(t) for t in types)
+        if types not in _known().get(name, ()):
+            unknown.append(f"{name} ({driver}) with argument types {types}")
+    assert not unknown, "kernels launched that target.kernels() does not list: " + "; ".join(unknown)
 
 
 def fixture(script: str, arg):
