@@ -66,8 +66,7 @@ def wgrad_order(nd: int, transposed: bool) -> str:
 def _place(x, lo, step, size):
     """Zeros of spatial ``size`` with ``x[..., i]`` at ``lo + i * step`` (what falls outside is
     dropped): a float32 tensor on ``x``'s device."""
-    torch = torch_()
-    out = torch.zeros(tuple(x.shape[:2]) + tuple(size), dtype=torch.float32, device=x.device)
+    out = x.new_zeros(tuple(x.shape[:2]) + tuple(size), dtype=torch_().float32)
     src, dst = [slice(None)] * 2, [slice(None)] * 2
     for n, o, s, z in zip(x.shape[2:], lo, step, size):
         i0 = 0 if o >= 0 else -(o // s)          # the first i with o + i * s >= 0
