@@ -208,6 +208,7 @@ def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, recor
     torch = torch_()
     from mmasim.torch import scaled_attention
     from mmasim.torch.function import as_numpy
+    from mmasim.torch.matmul import on_device
     mode = em.attention
     model = em.model()
     elements, scale_format = SCALED[mode]
@@ -222,22 +223,30 @@ def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, recor
     batch, (qs, ks, vs) = _matrices(q, k, v)
     length, keys, width = q.size(-2), k.size(-2), v.size(-1)
     masks = None if attn_mask is None else attn_mask.expand(*batch, length, keys).reshape(-1, length, keys)
-    out = np.zeros((qs.size(0), length, width), np.float32)
+    # cuDNN's MXFP8 forward stays on the device where its QK^T GEMM does (CUDA tensors, backend cuda)
+    device = mode == "cudnn-mxfp8" and qs.size(0) and on_device(qs[0], ks[0], scaled_attention.cudnn_qk(em), None)
+    out = []
     shape_qk, shape_pv = (length, keys, q.size(-1)), (length, width, keys)
     for i in range(qs.size(0)):
-        qi, ki, vi = as_numpy(qs[i]), as_numpy(ks[i]), as_numpy(vs[i])
+        qi, ki, vi = (t[i].float() if device else as_numpy(t[i]) for t in (qs, ks, vs))
         if mode == "sage3-nvfp4":
             fmt = "f16" if q.dtype == torch.float16 else "bf16"
-            out[i], shape_qk, shape_pv = scaled_attention.sage3(qi, ki, vi, is_causal, scale, model, fmt)
+            o, shape_qk, shape_pv = scaled_attention.sage3(qi, ki, vi, is_causal, scale, model, fmt)
         else:
             mask = None if masks is None else masks[i]
 
-            def softmax(s, mask=mask):
-                p = _softmax(_masked(torch.from_numpy(s) * scale, mask, is_causal, length, keys))
-                return as_numpy(torch_().dropout(p, dropout_p, True) if dropout_p > 0 else p)
-            out[i], shape_qk, shape_pv = scaled_attention.cudnn_mxfp8(qi, ki, vi, model, softmax)
+            def softmax(s, mask=mask):      # float32 torch ops, where S lies
+                t = s if torch.is_tensor(s) else torch.from_numpy(s)
+                p = _softmax(_masked(t * scale, mask, is_causal, length, keys))
+                p = torch.dropout(p, dropout_p, True) if dropout_p > 0 else p
+                return p if torch.is_tensor(s) else as_numpy(p)
+            o, shape_qk, shape_pv = scaled_attention.cudnn_mxfp8(qi, ki, vi, em, softmax)
+        out.append(o if device else torch.from_numpy(o))
     _recorded(record_qk, record_pv, qs.size(0), shape_qk, shape_pv)
-    return torch.from_numpy(out).reshape(*batch, length, width).to(q.device)
+    if not out:
+        return q.new_zeros((*batch, length, width), dtype=torch.float32)
+    out = torch.stack(out).reshape(*batch, length, width)
+    return out if device else out.to(q.device)
 
 
 _UNGUARDED: dict = {}
