@@ -15,6 +15,11 @@ FlashAttention-3's FP8 forward (:func:`fa3_fp8`) in one key block; with ``"cudnn
 (``RTX5090-nvfp4-sage3``) SageAttention3's FP4 forward (:func:`scaled`,
 :mod:`mmasim.torch.scaled_attention`).
 
+CUDA tensors under ``backend="cuda"``: the plain path, ``"fa3-fp8"`` (one amax a matrix to the
+host) and ``"cudnn-mxfp8"`` stay on the device (their GEMMs :mod:`mmasim.torch.on_device`, the
+steps between torch ops); ``"sage3-nvfp4"`` and ``"fa3-fp8-flash"`` compute each matrix from host
+copies and return O to the device.
+
 ``multi_head_attention_forward`` is run as torch wrote it, its own calls (``linear``, ``bmm``,
 ``baddbmm``, ``scaled_dot_product_attention``) each emulated: :func:`unguarded` gives it without
 the ``__torch_function__`` check that would hand the whole call back to the mode.

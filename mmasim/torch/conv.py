@@ -19,6 +19,10 @@ For ``x`` ``(N, C, H, W)`` and ``w`` ``(K, C/g, R, S)`` (CUTLASS's letters; ``(S
 ``x`` for ``dy``), its input gradient the convolution's fprop, its weight gradient the wgrad
 with the operands' roles exchanged; every backward GEMM has the incoming gradient in A, as
 :mod:`mmasim.torch.function` does.  The bias is added in float32 by torch.
+
+The lowering is torch ops on the tensors' own device (pure data movement), each group's GEMM
+:func:`mmasim.torch.function.batched`: CUDA tensors under ``backend="cuda"`` stay on the device
+(:mod:`mmasim.torch.on_device`), other tensors are computed from host copies.
 """
 
 from __future__ import annotations
