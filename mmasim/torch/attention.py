@@ -15,10 +15,10 @@ FlashAttention-3's FP8 forward (:func:`fa3_fp8`) in one key block; with ``"cudnn
 (``RTX5090-nvfp4-sage3``) SageAttention3's FP4 forward (:func:`scaled`,
 :mod:`mmasim.torch.scaled_attention`).
 
-CUDA tensors under ``backend="cuda"``: the plain path, ``"fa3-fp8"`` (one amax a matrix to the
-host) and ``"cudnn-mxfp8"`` stay on the device (their GEMMs :mod:`mmasim.torch.on_device`, the
-steps between torch ops); ``"sage3-nvfp4"`` and ``"fa3-fp8-flash"`` compute each matrix from host
-copies and return O to the device.
+CUDA tensors under ``backend="cuda"``: the plain path, ``"fa3-fp8"``, ``"fa3-fp8-flash"`` (one
+amax a matrix to the host) and ``"cudnn-mxfp8"`` stay on the device (their GEMMs on device words,
+the steps between torch ops); ``"sage3-nvfp4"`` computes each matrix from host copies and
+returns O to the device.
 
 ``multi_head_attention_forward`` is run as torch wrote it, its own calls (``linear``, ``bmm``,
 ``baddbmm``, ``scaled_dot_product_attention``) each emulated: :func:`unguarded` gives it without
@@ -147,6 +147,7 @@ def fa3_fp8_flash(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk
     torch = torch_()
     from mmasim.torch import flash_attention
     from mmasim.torch.function import as_numpy
+    from mmasim.torch.matmul import on_device
     fwd = _fa3_checks(em, dropout_p, attn_mask, "fa3-fp8-flash")
     if em.scaling not in ("cast", "tensor"):
         raise EmulationError(f"attention='fa3-fp8-flash' scales Q, K and V per matrix; it needs scaling 'cast' or "
@@ -155,12 +156,19 @@ def fa3_fp8_flash(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk
     batch, matrices = _matrices(q, k, v)
     (qs, dq), (ks, dk), (vs, dv) = (_per_matrix_scaled(t, fwd.a_format) for t in matrices)
     length, keys, width = q.size(-2), k.size(-2), v.size(-1)
-    out = np.zeros((qs.size(0), length, width), np.float32)
+    cast = attrs.evolve(em, scaling="cast", saturate=True, attention="softmax")
+    device = qs.size(0) and on_device(qs[0], ks[0], cast, None)     # CUDA tensors, backend cuda
+    descales = [x.reshape(-1).cpu().tolist() for x in (dq, dk, dv)]    # one scalar a matrix
+    out = []
     for i in range(qs.size(0)):
-        out[i] = flash_attention.fa3_flash(as_numpy(qs[i]), as_numpy(ks[i]), as_numpy(vs[i]), float(dq[i]),
-                                           float(dk[i]), float(dv[i]), scale, is_causal, fwd)
+        qi, ki, vi = (t[i] if device else torch.from_numpy(as_numpy(t[i])) for t in (qs, ks, vs))
+        o = flash_attention.fa3_flash(qi, ki, vi, *(d[i] for d in descales), scale, is_causal, fwd, device)
+        out.append(o)
     _recorded(record_qk, record_pv, qs.size(0), (length, keys, q.size(-1)), (length, width, keys))
-    return torch.from_numpy(out).reshape(*batch, length, width).to(q.device)
+    if not out:
+        return q.new_zeros((*batch, length, width), dtype=torch.float32)
+    out = torch.stack(out).reshape(*batch, length, width)
+    return out if device else out.to(q.device)
 
 
 def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv):
