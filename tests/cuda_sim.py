@@ -4,7 +4,8 @@ whole process.  :data:`PRELUDE` opens each script: ``Stub``, a device operand as
 library hands it over (``__cuda_array_interface__`` only), and ``copied(operands)``, how many
 device -> host copies (the simulator's ``copy_to_host``, counted in ``copies``) read the memory
 of one of ``operands``.  :func:`run` runs a script and returns what it printed last (JSON); :func:`fixture` makes it
-the module's ``simulated`` fixture.
+the module's ``simulated`` fixture.  :data:`TORCH` (after :data:`PRELUDE`) stands in for CUDA torch
+tensors, which cannot exist under the simulator.
 """
 
 from __future__ import annotations
@@ -61,6 +62,54 @@ PRELUDE = RECORDER + textwrap.dedent("""
 
     def copied(operands):
         return sum(any(np.shares_memory(x, o) for o in operands) for x in copies)
+""")
+
+
+TORCH = textwrap.dedent("""
+    import os
+    import torch
+    from mmasim.backends.cuda import device
+
+    escapes = []     # (op, elements) of every call that brings an OnDevice tensor's values to the host
+    _HOST = {torch.Tensor.cpu, torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.item, torch.Tensor.__array__,
+             torch.Tensor.__float__, torch.Tensor.to}
+
+    class OnDevice(torch.Tensor):
+        '''A CUDA torch tensor as the simulator can hold one: torch ops run on it (their results
+        OnDevice too), it exposes __cuda_array_interface__ over its memory (the simulator's device
+        memory), and each call that would copy it to the host (cpu(), numpy(), to(a device),
+        item() ...) is counted in ``escapes``.'''
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func in _HOST and (func is not torch.Tensor.to or any(
+                    isinstance(a, (str, torch.device)) for a in (*args[1:], *kwargs.values()))):
+                escapes.append((func.__name__, int(args[0].numel())))
+            return super().__torch_function__(func, types, args, kwargs)
+
+        @property
+        def __cuda_array_interface__(self):
+            t = self.as_subclass(torch.Tensor)
+            return {"shape": tuple(t.shape), "typestr": t.numpy().dtype.str, "data": (t.data_ptr(), False),
+                    "strides": tuple(s * t.element_size() for s in t.stride()), "version": 3}
+
+    OnDevice.__module__ = "torch.stand_in"      # read as a torch operand is (made contiguous on its device)
+
+    _given = device.as_given_kind
+    def _as_given_kind(d, first):
+        '''D on first's device: an OnDevice for an OnDevice operand (torch.as_tensor gives a CPU tensor here).'''
+        out = _given(d, first)
+        return out.as_subclass(OnDevice) if isinstance(first, OnDevice) else out
+    device.as_given_kind = _as_given_kind
+
+    def on_device(t):
+        return t.detach().clone().as_subclass(OnDevice)
+
+    def plain(t):
+        return t.as_subclass(torch.Tensor)
+
+    def backend(name):
+        os.environ["MMASIM_BACKEND"] = name
 """)
 
 

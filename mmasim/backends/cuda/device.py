@@ -104,15 +104,17 @@ def cuda_module():
     return cuda
 
 
-def _sim_view(cai) -> np.ndarray:
+def _sim_view(cai, owner=None) -> np.ndarray:
     """The host memory an ``__cuda_array_interface__`` names, as a numpy array (no copy): the
-    simulator's device memory."""
+    simulator's device memory, kept alive with ``owner`` (the object that holds it, as
+    :func:`numba.cuda.as_cuda_array` keeps it: a torch operand's contiguous copy)."""
     dtype = np.dtype(cai["typestr"])
     shape = tuple(int(n) for n in cai["shape"])
     strides = cai.get("strides") or tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * dtype.itemsize
                                           for i in range(len(shape)))
     extent = dtype.itemsize + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
     buf = (ctypes.c_char * max(extent, 1)).from_address(cai["data"][0])
+    buf.owner = owner                   # the array's base, and every view's
     return np.ndarray(shape, dtype, buffer=buf, strides=strides)
 
 
@@ -125,7 +127,7 @@ def as_device(x):
         if type(x).__name__ == "FakeCUDAArray":
             return x
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-        return FakeCUDAArray(_sim_view(x.__cuda_array_interface__))
+        return FakeCUDAArray(_sim_view(x.__cuda_array_interface__, x))
     return cuda.as_cuda_array(x)
 
 
