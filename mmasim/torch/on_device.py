@@ -4,7 +4,8 @@ numba device arrays), nothing comes to the host but flags and scalars.
 
 The operands are quantized where they lie by the compiled quantization
 (:mod:`mmasim.quantization.compiled`: a cast, FP8 per-tensor scaling, or a scheme whose scales
-the instruction applies and that has no tensor scale: OCP MX), padded as :func:`mmasim.torch.matmul.matmul` pads them
+the instruction applies: OCP MX, NVFP4 with its seeded stochastic rounding and Hadamard
+transform, :mod:`mmasim.quantization.on_device`), padded as :func:`mmasim.torch.matmul.matmul` pads them
 (zeros read past the matrix's end); B's blocks run along K, so B is read transposed (a device
 copy). Their words go to :func:`mmasim.gemm`'s plain chain on the device
 (:mod:`mmasim.composition.on_device`) and D's words become float32 values times the decode
@@ -13,8 +14,7 @@ torch tensor for torch operands.  What comes to the host: each body's status fla
 amax of per-tensor scaling and NVFP4 (one value), the GEMM's own flags.
 
 :func:`takes` says which emulations run so; the others (promotion, split-K, an output format,
-the Hadamard transform, seeded stochastic rounding, DeepSeek's promotion scales, delayed
-scaling, NVFP4's tensor scale (gemm's epilogue), an output other than f32 / f16 words) are
+DeepSeek's promotion scales, delayed scaling, an output other than f32 / f16 words) are
 computed from host copies of the operands, and D returned to the device (:func:`from_host`).
 """
 
