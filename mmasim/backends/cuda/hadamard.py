@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from mmasim.arith.formats import BUILTIN_FORMATS
-from mmasim.backends.cuda.quantize import _at, _cast_value, _spec
+from mmasim.backends.cuda.quantize import _at, _cast_value, _element, _spec
 from mmasim.backends.numba.primitives import _NAN_CODES, FormatSpec, _f32_value, _decode, _inline_rows, _value
 
 #: a body's status where an element is not a bf16 value (past :mod:`.quantize`'s statuses)
@@ -49,9 +49,7 @@ def _bf16_value(w, TAB):
 @_inline_rows
 def bf16_words_body(b, x, rb, CS, TAB, P, out, scales):
     """Element ``b`` (C order over ``out``'s shape) of ``x`` as a bf16 word (see the module)."""
-    C = out.shape[1]
-    i = b // C
-    j = b - i * C
+    i, j = _element(b, out)
     v = _at(x, i, j)
     w, st = _cast_value(v, _spec(CS, 0), np.int64(0), TAB)
     out[i, j] = w
@@ -65,9 +63,7 @@ def bf16_words_body(b, x, rb, CS, TAB, P, out, scales):
 def bf16_round_body(b, x, rb, CS, TAB, P, out, scales):
     """D's f32 word ``x[i, j]`` (work item ``b``, C order over ``out``'s shape) rounded into bf16:
     ``out[i, j]`` the value of that word (see the module)."""
-    C = out.shape[1]
-    i = b // C
-    j = b - i * C
+    i, j = _element(b, out)
     w, st = _cast_value(_f32_value(np.int64(x[i, j])), _spec(CS, 0), np.int64(0), TAB)
     out[i, j] = _bf16_value(w, TAB)
     return st
@@ -76,8 +72,6 @@ def bf16_round_body(b, x, rb, CS, TAB, P, out, scales):
 @_inline_rows
 def bf16_values_body(b, x, rb, CS, TAB, P, out, scales):
     """``out[i, j]`` (work item ``b``, C order) = the value of bf16 word ``x[i, j]`` (float32)."""
-    C = out.shape[1]
-    i = b // C
-    j = b - i * C
+    i, j = _element(b, out)
     out[i, j] = _bf16_value(np.int64(x[i, j]), TAB)
     return 0

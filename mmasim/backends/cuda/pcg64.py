@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mmasim.backends.cuda.quantize import _element
 from mmasim.backends.numba.primitives import _inline, _inline_rows
 
 #: pcg-cpp's ``PCG_DEFAULT_MULTIPLIER_128`` (NumPy's ``PCG_DEFAULT_MULTIPLIER_HIGH`` / ``_LOW``)
@@ -111,9 +112,7 @@ def raw(state, i):
 def bits_body(b, x, rb, CS, TAB, P, out, scales):
     """Element ``b`` (C order) of ``out``: the top ``P[0]`` bits of output ``b`` of the generator
     whose seeded state is ``x`` (see the module)."""
-    C = out.shape[1]
-    i = b // C
-    j = b - i * C
+    i, j = _element(b, out)
     word = raw(x, b)
     out[i, j] = np.int64(word >> (_U64 - np.uint64(P[0])))
     return 0
