@@ -250,13 +250,6 @@ def per_tensor(x, key: str, *, target: str = "cpu", pad=None):
     return q.words, np.float32(np.float32(1) / scale)
 
 
-def tensor_scaled(scheme: str) -> bool:
-    """Whether ``scheme``'s words carry a tensor scale too (NVFP4: :func:`mmasim.gemm` applies it
-    in its epilogue)."""
-    s = lookup(scheme)
-    return s.rule is not None and s.rule.__name__ == "_nvfp4"
-
-
 def placed_in(scheme: str) -> str:
     """The container key the compiled quantization gives ``scheme``'s words in on the device: its
     element format's, where its values are rounded in that format (not e2m1.sm120's e2m1)."""
