@@ -142,7 +142,7 @@ BAD = {
     "alpha not binary32": dict(alpha="0.1"),
     "beta without C": dict(beta="1"),
     "C without beta": dict(alpha="2", C="uint32"),
-    "C word past its container": dict(out_format="e4m3", beta="1", C="uint16 past"),
+    "C word past its container": dict(out_format="f16", beta="1", C="int16 negative"),
     "C values": dict(out_format="f16", beta="1", C="float32"),
     "C of another shape": dict(out_format="f16", beta="1", C="uint16 short"),
     "k_order reverse": dict(alpha="2", k_order="reverse"),
@@ -164,7 +164,7 @@ _BAD_SCRIPT = """
         B = rng.integers(0, 0x3C00, (32, 8)).astype(dt)
         c = opts.pop("C", None)
         C = None if c is None else {"uint32": np.zeros((16, 8), np.uint32),
-                                    "uint16 past": np.full((16, 8), 0x1FF, np.uint16),
+                                    "int16 negative": np.full((16, 8), -1, np.int16),
                                     "float32": np.ones((16, 8), np.float32),
                                     "uint16 short": np.zeros((8, 8), np.uint16)}[c]
         for key in ("alpha", "beta"):

@@ -222,7 +222,7 @@ def device_kernels() -> list:
         outs = {"amax": [(f8, f8)], "values": [(_array(np.float32), _array(np.float32))]}.get(
             name, [(_array(w), scales) for w in (np.uint8, np.uint16)])
         inputs = {"values": [_array(w) for w in (np.uint16, np.uint32)]}.get(
-            name, [_array(np.float32)] + ([f8] if name == "amax" else []))
+            name, [_array(np.float32)] + ([f8] if name in ("amax", "cast") else []))   # cast: gemm's epilogue
         for x in inputs:
             for o, sc in outs:
                 add(f"{name}_body", driver.quantize_cuda, body, numba.int64, x, *common, o, sc, status)
