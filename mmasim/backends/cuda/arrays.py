@@ -26,18 +26,8 @@ class CpuArrays:
     """The CPU drivers' arrays: numpy."""
 
     name = "cpu"
-
-    @staticmethod
-    def empty(shape, dtype):
-        return np.zeros(shape, dtype)
-
-    @staticmethod
-    def put(a):
-        return np.asarray(a)
-
-    @staticmethod
-    def get(a):
-        return np.asarray(a)
+    empty = staticmethod(np.zeros)
+    put = get = staticmethod(np.asarray)
 
     @staticmethod
     def drive(driver, body, n, *args):
