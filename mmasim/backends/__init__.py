@@ -122,9 +122,8 @@ def _chosen(name, plan, products) -> tuple:
     key, given, source = _request(name)
     if products is not None and key == "auto":
         registered = get_registry().backends
-        for other, factory in registered.items():
-            takes = getattr(factory, "auto_takes", None)
-            if takes is not None and takes(products) and not _unavailable(factory):
+        for other, factory in _sized(registered):
+            if factory.auto_takes(products) and not _unavailable(factory):
                 return other, factory
         if plan is not None and not kernel_in_use(plan):
             done = _auto_products.get(plan, 0) + products
@@ -144,6 +143,19 @@ def forget(plan) -> None:
 #: kernel: numpy does that much work in less time than importing numba and loading a kernel
 #: from the cache take (about a second in a fresh process; ``benchmarks/startup.py``)
 AUTO_MIN_PRODUCTS = 1 << 22
+
+
+#: ``(registered backends, those of them whose factory has auto_takes)``, of the registry last asked
+_sized_of: tuple = (None, ())
+
+
+def _sized(registered: dict) -> tuple:
+    """``(name, factory)`` of each registered backend whose factory has ``auto_takes`` (looked for
+    once per registry: a factory without it costs a failed attribute look-up)."""
+    global _sized_of
+    if _sized_of[0] is not registered:
+        _sized_of = (registered, tuple((k, f) for k, f in registered.items() if hasattr(f, "auto_takes")))
+    return _sized_of[1]
 
 
 def _request(name) -> tuple:
