@@ -98,7 +98,6 @@ def matmul(a, b, em, padded):
     for torch operands."""
     from mmasim import gemm
     from mmasim.backends.cuda import device
-    from mmasim.backends.cuda.quantize import CudaArrays, values_body
 
     model = em.model()
     M, K = a.shape
@@ -107,14 +106,23 @@ def matmul(a, b, em, padded):
     wa, sa, da = _operand(a, em, model.a_format, (Mp, Kp), False)
     wb, sb, db = _operand(b, em, model.b_format, (Kp, Np), True)
     scales = {"scale_a": sa, "scale_b": sb} if sa is not None else {}
-    d = device.as_device(gemm(wa, wb, None, model=model, backend="cuda", **scales))
+    d = gemm(wa, wb, None, model=model, backend="cuda", **scales)
+    return values(d, model, M, N, np.float32(da * db), device.first_on_device((a, b)))
+
+
+def values(d, model, M, N, alpha, like):
+    """The top-left ``(M, N)`` of D's words ``d`` (a device matrix of ``model``'s D: f32 or f16)
+    as float32 values times ``alpha`` (binary32), on the device
+    (:func:`mmasim.backends.cuda.quantize.values_body`): a torch tensor where ``like`` is one."""
+    from mmasim.backends.cuda import device
+    from mmasim.backends.cuda.quantize import CudaArrays, values_body
+
     out = CudaArrays.empty((M, N), np.float32)
-    alpha = np.float32(da * db)
     spec = np.array([model.plan.encoding.format == "f16", alpha], np.float64)
-    CudaArrays.launch(values_body, M * N, d, CudaArrays.empty((0, 0), np.int64), CudaArrays.put(np.zeros((2, 15),
-                   np.int64)), CudaArrays.put(np.zeros(1, np.int64)), CudaArrays.put(spec), out, out,
-                   CudaArrays.put(np.zeros(1, np.int8)))
-    return device.as_given_kind(out, device.first_on_device((a, b)))
+    CudaArrays.launch(values_body, M * N, device.as_device(d), CudaArrays.empty((0, 0), np.int64),
+                      CudaArrays.put(np.zeros((2, 15), np.int64)), CudaArrays.put(np.zeros(1, np.int64)),
+                      CudaArrays.put(spec), out, out, CudaArrays.put(np.zeros(1, np.int8)))
+    return device.as_given_kind(out, like)
 
 
 def from_host(fn, a, b, em, **kwargs):
