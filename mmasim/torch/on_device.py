@@ -4,7 +4,8 @@ numba device arrays), nothing comes to the host but flags and scalars.
 
 The operands are quantized where they lie by the compiled quantization
 (:mod:`mmasim.quantization.compiled`: a cast, FP8 per-tensor scaling, or a scheme whose scales
-the instruction applies and that has no tensor scale: OCP MX), padded as :func:`mmasim.torch.matmul.matmul` pads them
+the instruction applies: OCP MX, NVFP4 with its seeded stochastic rounding and Hadamard
+transform, :mod:`mmasim.quantization.on_device`), padded as :func:`mmasim.torch.matmul.matmul` pads them
 (zeros read past the matrix's end); B's blocks run along K, so B is read transposed (a device
 copy). Their words go to :func:`mmasim.gemm`'s plain chain on the device
 (:mod:`mmasim.composition.on_device`) and D's words become float32 values times the decode
@@ -13,8 +14,7 @@ torch tensor for torch operands.  What comes to the host: each body's status fla
 amax of per-tensor scaling and NVFP4 (one value), the GEMM's own flags.
 
 :func:`takes` says which emulations run so; the others (promotion, split-K, an output format,
-the Hadamard transform, seeded stochastic rounding, DeepSeek's promotion scales, delayed
-scaling, NVFP4's tensor scale (gemm's epilogue), an output other than f32 / f16 words) are
+DeepSeek's promotion scales, delayed scaling, an output other than f32 / f16 words) are
 computed from host copies of the operands, and D returned to the device (:func:`from_host`).
 """
 
@@ -46,12 +46,12 @@ def takes(a, b, em, backend) -> str:
         return "the backend is not cuda"
     if em.scaling not in ("cast", "tensor", "scheme"):
         return f"scaling={em.scaling!r} keeps its state on the host"
-    if em.promote_every or em.split_k or em.output or em.hadamard:
-        return "promotion, split-K, an output format and the Hadamard transform run on the host"
-    if em.scaling == "scheme" and (em.recipe_scheme().scale_use != "instruction" or em.a_rounding == "stochastic"
-                                   or compiled.tensor_scaled(em.scheme)):
-        return "a scheme's promotion scales, its tensor scale (gemm's epilogue) and seeded stochastic rounding " \
-               "run on the host"
+    if em.promote_every or em.split_k or em.output:
+        return "promotion, split-K and an output format run on the host"
+    if em.hadamard and em.recipe_scheme().hadamard != "bf16":
+        return f"the Hadamard transform reads {em.recipe_scheme().hadamard} values, which the device makes from bf16 only"
+    if em.scaling == "scheme" and em.recipe_scheme().scale_use != "instruction":
+        return "a scheme's promotion scales run on the host"
     model = em.model()
     if model.plan.encoding.format not in ("f32", "f16"):
         return "D's words are read as f32 or f16 values"
@@ -63,16 +63,17 @@ def takes(a, b, em, backend) -> str:
 
 
 def _transposed(x):
-    """The transpose of a 2-D device matrix, on the device (a copy)."""
+    """The transpose of a 2-D device matrix, on the device (a C-contiguous copy: the bodies are
+    compiled for C-contiguous matrices, :func:`mmasim.backends.cuda.target.device_kernels`)."""
     from mmasim.backends.cuda import device
 
-    return device.as_device(x).T
+    return device._gather(device.as_device(x).T)
 
 
 def _operand(x, em, fmt, pad, transposed: bool):
     """``(words, scales, decode scale)`` of one operand on the device: ``x`` ``(rows, K)`` (B
     read transposed), its words ``pad`` ``(rows', K')``; words and scales transposed back for B."""
-    from mmasim.quantization import compiled
+    from mmasim.quantization import compiled, on_device
 
     if transposed:
         x, pad = _transposed(x), pad[::-1]
@@ -81,6 +82,14 @@ def _operand(x, em, fmt, pad, transposed: bool):
         words, decode = compiled.per_tensor(x, fmt.key, target="cuda", pad=pad)
     elif em.scaling == "scheme":
         opts = {"scale_rounding": em.scale_rounding} if em.scale_rounding else {}
+        if transposed and em.b_tile:
+            opts["tile"] = em.b_tile
+        if em.hadamard:     # as mmasim.torch.matmul: the operand rounded to the scheme's format, then transformed
+            x, pad = on_device.bf16_values(compiled.quantize(x, em.recipe_scheme().hadamard, target="cuda",
+                                                             pad=pad).words), None
+            opts["hadamard"] = True
+        if not transposed and em.a_rounding == "stochastic":
+            opts.update(rounding="stochastic", seed=em.seed)
         q = compiled.quantize(x, em.scheme, -1, target="cuda", pad=pad, **opts)
         words, scales = q.words, q.scales
         decode = np.float32(1) if q.tensor_scale is None else np.float32(q.tensor_scale)

@@ -184,9 +184,9 @@ def device_kernels() -> list:
     """The CUDA kernels that carry no datapath's per-row body (:class:`CudaKernel` with no plan):
     the copies and checks of device operands (:func:`.driver.gather_cuda`,
     :func:`.driver.range_cuda`), the GEMM's binary32 operations (:mod:`.arith32`) and the
-    quantization bodies (:mod:`.quantize`), each for the argument types the device paths launch
+    quantization bodies (:mod:`.quantize`, :mod:`.pcg64`, :mod:`.hadamard`), each for the argument types the device paths launch
     it with (``tests/cuda_sim.py`` checks every launch of the simulated tests against this list)."""
-    from mmasim.backends.cuda import arith32, driver, quantize
+    from mmasim.backends.cuda import arith32, driver, hadamard, pcg64, quantize
     from mmasim.backends.numba.kernels import _format_specs
     from mmasim.backends.plan import Plan
     from mmasim.registry.build import get_registry
@@ -226,6 +226,12 @@ def device_kernels() -> list:
         for x in inputs:
             for o, sc in outs:
                 add(f"{name}_body", driver.quantize_cuda, body, numba.int64, x, *common, o, sc, status)
+    f4 = _array(np.float32)         # seed='s random bits (int64) and the Hadamard transform's bf16 steps
+    for body, x, o, sc in ((pcg64.bits_body, _array(np.uint64), i8, i8),
+                           (hadamard.bf16_words_body, f4, _array(np.uint16), _array(np.uint32)),
+                           (hadamard.bf16_round_body, _array(np.uint32), f4, f4),
+                           (hadamard.bf16_values_body, _array(np.uint16), f4, f4)):
+        add(body.py_func.__name__, driver.quantize_cuda, body, numba.int64, x, *common, o, sc, status)
     return out
 
 
