@@ -118,6 +118,23 @@ def test_auto_passes_over_a_backend_that_cannot_be_used_here(registered, monkeyp
     assert backends.choose(None, mmasim.MMA(*AMPERE_F16).plan, 1 << 30) != "toy"
 
 
+def test_a_request_wants_the_backend_it_names_or_under_auto_one_usable_here(registered, monkeypatch):  # noqa: F811
+    """``backends.wants``: a named request (argument, else MMASIM_BACKEND) wants the backend it
+    resolves to; ``auto`` wants any registered backend that can be used here, none other."""
+    registered(make_plugin(mmasim_backends={"toy": _NoDevice}), "toy-backend")
+    monkeypatch.delenv(backends.ENV, raising=False)
+    assert backends.requested(None) == "auto" and backends.requested(" NumPy ") == "numpy"
+    assert backends.wants(None, "numpy") and backends.wants("AUTO", "numpy")
+    assert not backends.wants(None, "toy") and not backends.wants(None, "no-such-backend")
+    assert backends.wants("numpy", "numpy") and not backends.wants(" numpy", "numba")
+    monkeypatch.setenv(backends.ENV, "numpy")
+    assert backends.requested(None) == "numpy" and backends.wants(None, "numpy") and not backends.wants(None, "toy")
+    with pytest.raises(backends.BackendError, match="'toy'.*cannot be used here"):
+        backends.wants("toy", "toy")
+    with pytest.raises(backends.BackendError, match="unknown backend 'no-such-backend'"):
+        backends.wants("no-such-backend", "numpy")
+
+
 # ------------------------------------------------------------------ kernels by (backend, family)
 def _builder(plan):
     return None

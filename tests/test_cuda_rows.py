@@ -32,7 +32,7 @@ from mmasim.registry.build import get_registry
 
 numba = pytest.importorskip("numba")
 
-from mmasim.backends.cuda import rows  # noqa: E402  (needs numba)
+from mmasim.backends.cuda import flow, rows  # noqa: E402  (needs numba)
 from mmasim.backends.numba import primitives  # noqa: E402
 
 #: window datapaths with one product per group: f16 decoded arithmetically, e4m3 by table,
@@ -50,7 +50,7 @@ DATAPATHS = [
 def _cpu_words(model, a, b, c, kw):
     """D words of the window body run by the CPU driver (compiled once per test process); no row flagged."""
     body, arrays = rows.body_for(model.plan)
-    out, flags = rows.cpu_run(body, rows.dense_args(model.plan, a, b, c, kw.get("scale_a"), kw.get("scale_b")),
+    out, flags = flow.cpu_run(body, rows.dense_args(model.plan, a, b, c, kw.get("scale_a"), kw.get("scale_b")),
                               arrays, model.plan.encoding.dtype)
     assert not flags.any()
     return out
@@ -145,7 +145,7 @@ def _body_words(model, a, b, c, kw, dtype=None, specialise=False):
     """D words of the plan's body by its CPU driver (the selection first where sparse), as a
     backend computes rows (the plan's order of K and C added after the steps included)."""
     ops = _operands(a, b, c, kw)
-    return compute(rows.CpuRows(dtype, specialise), model.plan, Rows.batch(ops, (len(c),), 0, len(c)))
+    return compute(flow.CpuRows(dtype, specialise), model.plan, Rows.batch(ops, (len(c),), 0, len(c)))
 
 
 @pytest.mark.parametrize("body,arch,instruction", _CASES)
@@ -197,7 +197,7 @@ def test_exact_sum_body_leaves_a_sum_past_int64_to_the_reference():
     b = a.copy()
     c = np.zeros(2, np.uint64)
     body, arrays = rows.body_for(_EXACT.plan)
-    _, flags = rows.cpu_run(body, rows.dense_args(_EXACT.plan, a, b, c), arrays, np.uint32)
+    _, flags = flow.cpu_run(body, rows.dense_args(_EXACT.plan, a, b, c), arrays, np.uint32)
     assert flags.tolist() == [True, False]
     assert _body_words(_EXACT, a, b, c, {}).tolist() == _EXACT.dot(a, b, c, backend="numpy").tolist()
 
@@ -302,9 +302,9 @@ def test_bodies_give_the_words_of_every_bundled_vector_file():
 
 @pytest.fixture
 def bodies_compute(monkeypatch):
-    """Every model computes with the per-row bodies by their CPU driver (:class:`rows.CpuRows`),
+    """Every model computes with the per-row bodies by their CPU driver (:class:`flow.CpuRows`),
     whatever backend it is asked for: ``Model.dot``, the matrix form, every chunk."""
-    monkeypatch.setattr(Model, "_backend", lambda self, backend, products=None: rows.CpuRows())
+    monkeypatch.setattr(Model, "_backend", lambda self, backend, products=None: flow.CpuRows())
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
@@ -378,7 +378,7 @@ _SIMULATED = textwrap.dedent("""
     import numpy as np
     from numba import cuda
     import mmasim
-    from mmasim.backends.cuda import rows
+    from mmasim.backends.cuda import flow, rows
     from mmasim.backends.cuda.driver import cuda_driver, select_cuda
     from mmasim.execution.model import Model
     from mmasim.operands import wordgen
@@ -408,7 +408,7 @@ _SIMULATED = textwrap.dedent("""
         out, flags = np.zeros(len(c), m.plan.encoding.dtype), np.zeros(len(c), np.bool_)
         kernel = cuda.jit(cuda_driver(lambda d, *xs: body(d, *map(host, xs))))
         kernel[2, 32](*args, *arrays, out, flags)
-        cpu, cpu_flags = rows.cpu_run(body, args, arrays, m.plan.encoding.dtype)
+        cpu, cpu_flags = flow.cpu_run(body, args, arrays, m.plan.encoding.dtype)
         result[instruction] = [out.tolist(), flags.tolist(), legal.tolist(), cpu.tolist(), cpu_flags.tolist()]
     print(json.dumps(result))
 """)

@@ -34,8 +34,8 @@ from mmasim.backends.numba import (
 )
 from mmasim.backends.numpy import NumpyBackend
 
-__all__ = ["BACKENDS", "ENV", "BackendError", "available", "names", "resolve", "choose", "get", "forget",
-           "AUTO_MIN_PRODUCTS", "NumbaBackend", "NumpyBackend", "numba_available", "register_kernel", "kernel_builders", "kernel_for",
+__all__ = ["BACKENDS", "ENV", "BackendError", "available", "names", "requested", "resolve", "wants", "choose", "get",
+           "forget", "AUTO_MIN_PRODUCTS", "NumbaBackend", "NumpyBackend", "numba_available", "register_kernel", "kernel_builders", "kernel_for",
            "compiled_families", "kernel_coverage", "kernel_in_use"]
 
 ENV = "MMASIM_BACKEND"
@@ -72,21 +72,26 @@ def available() -> list:
     return [name for name, factory in get_registry().backends.items() if not _unavailable(factory)]
 
 
+def requested(name: str | None = None) -> str:
+    """The backend a request names, as :func:`resolve` reads it (not checked): ``name``, else
+    ``MMASIM_BACKEND``, else ``"auto"``, stripped and lower-case."""
+    return _request(name)[0]
+
+
 def resolve(name: str | None = None) -> str:
     """The backend to use for an explicit ``name`` (or ``None``)."""
-    name, source = _requested(name)
-    key = str(name).strip().lower()
+    return _resolved(*_request(name))[0]
+
+
+def wants(name: str | None, backend: str) -> bool:
+    """Whether the request ``name`` (:func:`requested`) computes on ``backend``: named, it resolves
+    to it (:func:`resolve`: an unknown or unusable name raises); under ``auto``, ``backend`` is
+    registered and can be used here (what a call whose operands lie on that backend's device asks)."""
+    key, given, source = _request(name)
     if key == "auto":
-        return "numba" if numba_available() else "numpy"
-    registered = get_registry().backends
-    factory = registered.get(key)
-    if factory is None:
-        raise BackendError(f"unknown backend {name!r} ({source}); choose one of: auto, {', '.join(registered)}")
-    why = _unavailable(factory)
-    if why:
-        raise BackendError(f"backend {key!r} ({source}) cannot be used here: {why} "
-                           f"(or choose one of: {', '.join(available())})")
-    return key
+        factory = get_registry().backends.get(backend)
+        return factory is not None and not _unavailable(factory)
+    return _resolved(key, given, source)[0] == backend
 
 
 def get(name: str | None = None, plan=None, products: int | None = None):
@@ -95,7 +100,7 @@ def get(name: str | None = None, plan=None, products: int | None = None):
     Under ``auto``, the calls of a ``plan`` are computed by numpy, without importing numba,
     until their products reach :data:`AUTO_MIN_PRODUCTS` in this process (both give the
     same words); from the call that reaches it on, by the compiled kernel."""
-    factory = get_registry().backends[choose(name, plan, products)]
+    factory = _chosen(name, plan, products)[1]
     backend = _instances.get(factory)
     if backend is None:
         backend = _instances[factory] = factory()
@@ -109,17 +114,23 @@ def choose(name: str | None, plan=None, products: int | None = None) -> str:
     Under ``auto``: the first registered backend whose factory's ``auto_takes(products)`` says
     it takes a job of that size (and that can be used here), else numpy for a datapath's first
     :data:`AUTO_MIN_PRODUCTS` products, else :func:`resolve`'s choice."""
-    if products is not None and _auto(name):
-        for key, factory in get_registry().backends.items():
-            takes = getattr(factory, "auto_takes", None)
-            if takes is not None and takes(products) and not _unavailable(factory):
-                return key
+    return _chosen(name, plan, products)[0]
+
+
+def _chosen(name, plan, products) -> tuple:
+    """``(name, factory)`` of :func:`choose`."""
+    key, given, source = _request(name)
+    if products is not None and key == "auto":
+        registered = get_registry().backends
+        for other, factory in _sized(registered):
+            if factory.auto_takes(products) and not _unavailable(factory):
+                return other, factory
         if plan is not None and not kernel_in_use(plan):
             done = _auto_products.get(plan, 0) + products
             if done < AUTO_MIN_PRODUCTS:
                 _auto_products[plan] = done
-                return "numpy"
-    return resolve(name)
+                return "numpy", registered["numpy"]
+    return _resolved(key, given, source)
 
 
 def forget(plan) -> None:
@@ -134,12 +145,39 @@ def forget(plan) -> None:
 AUTO_MIN_PRODUCTS = 1 << 22
 
 
-def _requested(name):
-    """``(name, where it came from)``: the argument, else ``MMASIM_BACKEND``, else ``auto``."""
-    if name is not None:
-        return name, "backend argument"
-    return os.environ.get(ENV) or "auto", f"environment variable {ENV}"
+#: ``(registered backends, those of them whose factory has auto_takes)``, of the registry last asked
+_sized_of: tuple = (None, ())
 
 
-def _auto(name) -> bool:
-    return str(_requested(name)[0]).strip().lower() == "auto"
+def _sized(registered: dict) -> tuple:
+    """``(name, factory)`` of each registered backend whose factory has ``auto_takes`` (looked for
+    once per registry: a factory without it costs a failed attribute look-up)."""
+    global _sized_of
+    if _sized_of[0] is not registered:
+        _sized_of = (registered, tuple((k, f) for k, f in registered.items() if hasattr(f, "auto_takes")))
+    return _sized_of[1]
+
+
+def _request(name) -> tuple:
+    """``(key, name, where it came from)``: the argument, else ``MMASIM_BACKEND``, else ``auto``;
+    ``key`` the name stripped and lower-case."""
+    if name is None:
+        name, source = os.environ.get(ENV) or "auto", f"environment variable {ENV}"
+    else:
+        source = "backend argument"
+    return str(name).strip().lower(), name, source
+
+
+def _resolved(key, name, source) -> tuple:
+    """``(name, factory)`` of the backend the request ``key`` (:func:`_request`) resolves to, checked."""
+    registered = get_registry().backends
+    if key == "auto":
+        key = "numba" if numba_available() else "numpy"
+    factory = registered.get(key)
+    if factory is None:
+        raise BackendError(f"unknown backend {name!r} ({source}); choose one of: auto, {', '.join(registered)}")
+    why = _unavailable(factory)
+    if why:
+        raise BackendError(f"backend {key!r} ({source}) cannot be used here: {why} "
+                           f"(or choose one of: {', '.join(available())})")
+    return key, factory

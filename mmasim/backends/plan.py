@@ -23,6 +23,10 @@ from mmasim.registry.datapath import Datapath
 from mmasim.arith.sparse import RULES as SPARSE_RULES
 from mmasim.arith.sparse import select
 
+#: the elements (rows x K) of a chunk of rows a CPU backend computes at a time: bounded
+#: temporaries (numpy) and bounded gathers (:attr:`mmasim.execution.model.Model.CHUNK_ELEMENTS`)
+CHUNK_ELEMENTS = 1 << 17
+
 
 def word_dtype(fmt):
     """The unsigned dtype that holds ``fmt``'s container words (what kernels read)."""

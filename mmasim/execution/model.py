@@ -14,6 +14,7 @@ from mmasim.registry.datapath import Datapath
 from mmasim.errors import DtypeError, OperandError, ScaleError, ShapeError, SparseMetadataError
 from mmasim.registry.lookup import Resolution, lookup_instruction
 from mmasim.registry.build import Registry, get_registry
+from mmasim.backends import plan as plans
 from mmasim.backends.plan import Plan, Rows, compute
 from mmasim.backends.cuda.device import on_device
 from mmasim.arith.sparse import check as check_selectors, check_words
@@ -241,8 +242,8 @@ class Model:
         check_selectors(self.sparse_rule, self.datapath.k, md, where)
         return md
 
-    # rows per chunk: bounded temporaries (numpy) and bounded gathers (both backends)
-    CHUNK_ELEMENTS = 1 << 17
+    #: elements per chunk of rows: bounded temporaries (numpy) and bounded gathers (both backends)
+    CHUNK_ELEMENTS = plans.CHUNK_ELEMENTS
     #: the most dot products one call computes (a broadcast batch can name any number of rows
     #: without holding them; its D words must be held)
     MAX_ROWS = 1 << 32

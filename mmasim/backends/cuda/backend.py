@@ -1,12 +1,14 @@
 """The CUDA backend: the per-row bodies (:mod:`.rows`) launched on an NVIDIA GPU, a thread per row.
 
 ``backend="cuda"`` (or ``MMASIM_BACKEND=cuda``).  :meth:`CudaBackend.compute` takes rows as
-every backend does (:mod:`mmasim.backends.plan`): the operands' words are copied to the
-device, the sparse selection runs there (:func:`.rows.select_row`), then the plan's body
+every backend does (:mod:`mmasim.backends.plan`) and runs the row flow (:mod:`.flow`) on the
+device's arrays (:class:`.arrays.CudaArrays`): the operands' words are copied to the device,
+the sparse selection runs there (:func:`.rows.select_row`), then the plan's body
 (:func:`.rows.choose`, specialised with the plan's constants on a GPU) by its driver
-(:func:`.driver.cuda_driver`), and D comes back.  :meth:`CudaBackend.compute_device` does the
-same on operands already on the device (:mod:`.device`: CUDA torch tensors and
-``__cuda_array_interface__`` arrays are never copied to the host) and leaves D there.
+(:func:`.driver.cuda_driver`), and D comes back.  :mod:`.device` runs the same selection and
+bodies (:meth:`CudaBackend.select`, :meth:`CudaBackend.run`) on operands already on the device
+(CUDA torch tensors and ``__cuda_array_interface__`` arrays are never copied to the host) and
+leaves D there.
 
 The rows a body flags (a sum beyond int64, an illegal sparse selector) are computed by the
 numpy reference, one level: a plan no body takes is the reference's for every row.
@@ -30,11 +32,11 @@ import functools
 import os
 import threading
 import weakref
-from collections import namedtuple
 
 import numpy as np
 
 from mmasim.backends.cuda import missing
+from mmasim.backends import plan as plans
 from mmasim.registry.hookspecs import hookimpl
 
 #: threads per block of every launch
@@ -178,11 +180,6 @@ def launch(driver, fn, n: int, args) -> None:
 
 
 # ------------------------------------------------------------------ the backend
-#: What a plan needs on the device, made once per plan: its body (``None``: no body takes
-#: it, ``reason`` says why), the body's arrays on the device, the sparse selection table.
-Prepared = namedtuple("Prepared", "body arrays reason sel")
-
-
 class CudaBackend:
     """The per-row bodies on an NVIDIA GPU (or numba-cuda's simulator): see the module.  The
     class is the ``cuda`` factory of the ``mmasim_backends`` hook (:func:`mmasim_backends`)."""
@@ -201,7 +198,8 @@ class CudaBackend:
         return products >= CUDA_MIN_PRODUCTS and gpu_present()
     #: one launch at a time, from one host thread (:meth:`mmasim.execution.model.Model.dot`)
     serial = True
-    #: elements (rows x K) per call of :meth:`compute`: large launches (the CPU backends' chunks are 2^17)
+    #: elements (rows x K) per call of :meth:`compute`: large launches (the CPU backends' chunks:
+    #: :data:`mmasim.backends.plan.CHUNK_ELEMENTS`)
     CHUNK_ELEMENTS = 1 << 26
 
     def __init__(self, specialise: bool | None = None):
@@ -212,23 +210,16 @@ class CudaBackend:
         self._prepared = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def prepared(self, plan, rows: int = 0) -> Prepared:
-        """What ``plan`` needs on the device (:class:`Prepared`) for a call of ``rows`` rows, made on first use."""
+    def prepared(self, plan, rows: int = 0):
+        """What ``plan`` needs on the device (:class:`.flow.Prepared`) for a call of ``rows`` rows, made on first use."""
         specialise = self.specialise and rows >= SPECIALISE_MIN_ROWS
         with self._lock:
             made = self._prepared.setdefault(plan, {})
             if specialise not in made:
-                from numba import cuda
+                from mmasim.backends.cuda import flow
+                from mmasim.backends.cuda.arrays import CudaArrays
 
-                from mmasim.backends.cuda import rows as bodies
-
-                body, arrays, reason = bodies.choose(plan, specialise)
-                if body is not None:
-                    arrays = _to_device(arrays)
-                sel = None
-                if body is not None and plan.sparse_rule is not None:
-                    sel = cuda.to_device(bodies.selection(plan.sparse_rule))
-                made[specialise] = Prepared(body, arrays, reason, sel)
+                made[specialise] = flow.prepare(plan, CudaArrays, specialise)
             return made[specialise]
 
     def takes_matrices(self, plan) -> bool:
@@ -238,72 +229,33 @@ class CudaBackend:
 
     def compute(self, plan, rows):
         """D words (numpy) of ``rows`` (:class:`mmasim.backends.plan.Rows`) of ``plan``: the
-        operands' words copied to the device, computed there, D copied back."""
-        from numba import cuda
+        operands' words copied to the device, computed there, D copied back (:func:`.flow.compute`);
+        a plan no body takes by the reference, in the CPU backends' chunks."""
+        from mmasim.backends.cuda import flow
+        from mmasim.backends.cuda.arrays import CudaArrays
 
-        from mmasim.backends.numba import kernel_args
-
-        prep = self.prepared(plan)
-        n = len(rows)
-        if prep.body is None:           # the reference, in its own bounded chunks
-            step = max(1, (1 << 17) // max(plan.datapath.k, 1))
-            return np.concatenate([reference(plan, rows.chunk(rows.start + s, rows.start + min(n, s + step)))
-                                   for s in range(0, n, step)]) if n else np.zeros(0, plan.encoding.dtype)
-        legal = None
-        if plan.sparse_rule is not None:
-            from mmasim.backends.cuda.rows import dense_args
-
-            ops = [rows.words(i) for i in range(len(rows.operands))]
-            host = dense_args(plan, *ops[:-1])          # the rows materialized: no row index
-            da, db, legal = self.select(plan, *_to_device(host[:2]), cuda.to_device(np.ascontiguousarray(ops[-1],
-                                                                                                          np.uint32)))
-            args = (da, db, *_to_device(host[2:]))
-        else:
-            args = _to_device(kernel_args(plan, rows))
-        out, flags = self.run(plan, args, n)
-        out, flags = out.copy_to_host(), flags.copy_to_host()
-        if legal is not None:
-            flags |= ~legal.copy_to_host()
-        redo = np.flatnonzero(flags)
-        if redo.size:
-            out[redo] = reference(plan, rows.take(redo))
-        return out
+        if self.prepared(plan).body is not None:
+            return flow.compute(plan, rows, CudaArrays, self.prepared)
+        n, step = len(rows), max(1, plans.CHUNK_ELEMENTS // max(plan.datapath.k, 1))
+        return np.concatenate([reference(plan, rows.chunk(rows.start + s, rows.start + min(n, s + step)))
+                               for s in range(0, n, step)]) if n else np.zeros(0, plan.encoding.dtype)
 
     def select(self, plan, wa, wb, md):
         """``(da, db, legal)`` on the device: the stored elements of each row of the logical
-        rows ``wa`` / ``wb`` by the metadata words ``md`` (device arrays, a row each)."""
-        from numba import cuda
+        rows ``wa`` / ``wb`` by the metadata words ``md`` (device arrays, a row each; :func:`.flow.select`)."""
+        from mmasim.backends.cuda import flow
+        from mmasim.backends.cuda.arrays import CudaArrays
 
-        from mmasim.backends.cuda.driver import select_cuda
-        from mmasim.backends.cuda.rows import select_row
-
-        n, k = wa.shape[0], plan.datapath.stored_k
-        da = cuda.device_array((n, k), wa.dtype)
-        db = cuda.device_array((n, k), wb.dtype)
-        legal = cuda.device_array(n, np.bool_)
-        launch(select_cuda, select_row, n, (wa, wb, md, self.prepared(plan).sel, np.int64(plan.sparse_rule.chunk),
-                                            da, db, legal))
-        return da, db, legal
+        return flow.select(plan, CudaArrays, self.prepared(plan), wa, wb, md)
 
     def run(self, plan, args, n: int):
         """``(out, flags)`` on the device: the plan's body over ``n`` rows of the driver
-        arguments ``args`` (:func:`.rows.dense_args`'s order, device arrays)."""
-        from numba import cuda
-
-        from mmasim.backends.cuda.driver import cuda_driver
+        arguments ``args`` (:func:`.rows.dense_args`'s order, device arrays; :func:`.flow.body_rows`)."""
+        from mmasim.backends.cuda import flow
+        from mmasim.backends.cuda.arrays import CudaArrays
 
         prep = self.prepared(plan, n)
-        out = cuda.device_array(n, plan.encoding.dtype)
-        flags = cuda.device_array(n, np.bool_)
-        launch(cuda_driver, prep.body, n, (*args, *prep.arrays, out, flags))
-        return out, flags
-
-
-def _to_device(args) -> tuple:
-    """``args`` with each numpy array copied to the device."""
-    from numba import cuda
-
-    return tuple(cuda.to_device(x) if isinstance(x, np.ndarray) else x for x in args)
+        return flow.body_rows(CudaArrays, prep.body, n, args, prep.arrays, plan.encoding.dtype)
 
 
 def reference(plan, rows):

@@ -48,28 +48,28 @@ def is_device(x) -> bool:
         return False
 
 
+#: the types of a call's arguments that never lie on a device: passed over without a call
+_HOST_TYPES = frozenset({np.ndarray, int, float, str, bool, type(None)})
+
+
 def _any_device(args, kwargs) -> bool:
     """Whether any argument lies on a device (:func:`is_device`); numpy arrays, the common
-    case of every call, are passed over without a call."""
+    case of every call, and the keywords' names and numbers are passed over without a call."""
     for x in args:
-        if type(x) is not np.ndarray and is_device(x):
+        if type(x) not in _HOST_TYPES and is_device(x):
             return True
     for x in kwargs.values():
-        if type(x) is not np.ndarray and is_device(x):
+        if type(x) not in _HOST_TYPES and is_device(x):
             return True
     return False
 
 
 def _wants_cuda(model, backend) -> bool:
-    """Whether a call with device operands runs on the device: its backend is cuda, or auto
-    (unset) where the cuda backend can run."""
+    """Whether a call with device operands runs on the device: its backend (else the model's) is
+    cuda, or auto where the cuda backend can run (:func:`mmasim.backends.wants`)."""
     from mmasim import backends
 
-    name, _ = backends._requested(backend if backend is not None else getattr(model, "backend", None))
-    key = str(name).strip().lower()
-    if key == "auto":
-        return not _backend.unavailable()
-    return backends.resolve(name) == "cuda"
+    return backends.wants(backend if backend is not None else getattr(model, "backend", None), "cuda")
 
 
 def on_device(kind: str, gemm_handler=None):
@@ -82,7 +82,7 @@ def on_device(kind: str, gemm_handler=None):
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            if not _any_device(args, kwargs):
+            if not _any_device(args if kind == "gemm" else args[1:], kwargs):     # a method: args[0] the model
                 return fn(*args, **kwargs)
             if kind == "gemm":
                 if _wants_cuda(kwargs.get("model"), kwargs.get("backend")):

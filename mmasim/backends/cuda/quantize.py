@@ -32,6 +32,8 @@ from collections import namedtuple
 import numpy as np
 
 from mmasim.arith.encode import max_field, quiet_nan_field
+from mmasim.backends.cuda import arrays
+from mmasim.backends.cuda.arrays import Driver
 from mmasim.backends.numba.cache import jit as _jit
 from mmasim.backends.numba.primitives import (
     INF,
@@ -396,57 +398,24 @@ def cpu_driver(body):
 
 
 # ------------------------------------------------------------------ the host side
-class CpuArrays:
+#: how the quantization bodies are driven: work item ``b`` of ``n`` (the first argument) each
+ITEMS = Driver(cpu_driver, "quantize_cuda")
+
+
+class _Items:
+    """A target (:mod:`.arrays`) that launches a quantization body over ``n`` work items."""
+
+    @classmethod
+    def launch(cls, body, n, *args):
+        cls.drive(ITEMS, body, n, np.int64(n), *args)
+
+
+class CpuArrays(_Items, arrays.CpuArrays):
     """The CPU driver's arrays: numpy."""
 
-    name = "cpu"
 
-    @staticmethod
-    def empty(shape, dtype):
-        return np.zeros(shape, dtype)
-
-    @staticmethod
-    def put(a):
-        return np.asarray(a)
-
-    @staticmethod
-    def get(a):
-        return np.asarray(a)
-
-    @staticmethod
-    def launch(body, n, *args):
-        cpu_driver(body)(n, *args)
-
-
-class CudaArrays:
-    """The CUDA driver's arrays (``__cuda_array_interface__``: CUDA tensors, numba device arrays,
-    read in place by :func:`mmasim.backends.cuda.device.as_device`), a thread per work item
-    (:func:`mmasim.backends.cuda.driver.quantize_cuda`, launched by
-    :func:`mmasim.backends.cuda.backend.launch`: compiled without contraction, or simulated)."""
-
-    name = "cuda"
-
-    @staticmethod
-    def empty(shape, dtype):
-        from numba import cuda
-        return cuda.device_array(shape, dtype)
-
-    @staticmethod
-    def put(a):
-        from numba import cuda
-
-        from mmasim.backends.cuda import device
-        return device.as_device(a) if device.is_device(a) else cuda.to_device(np.ascontiguousarray(a))
-
-    @staticmethod
-    def get(a):
-        return a.copy_to_host()
-
-    @staticmethod
-    def launch(body, n, *args):
-        from mmasim.backends.cuda.backend import launch
-        from mmasim.backends.cuda.driver import quantize_cuda
-        launch(quantize_cuda, body, n, (np.int64(n), *args))
+class CudaArrays(_Items, arrays.CudaArrays):
+    """The CUDA driver's arrays, a thread per work item (:func:`mmasim.backends.cuda.driver.quantize_cuda`)."""
 
 
 TARGETS = {"cpu": CpuArrays, "cuda": CudaArrays}

@@ -19,8 +19,7 @@ from this one source.
 the stored elements of each row, by the rule's own table) and then its dense body.  A body
 returns ``(word, bad)``: ``bad`` where the CPU kernel would flag the row (a sum the
 reference refuses, beyond int64) or the selection is illegal; the reference computes those
-rows (or raises its error).  :class:`CpuRows` runs them on the CPU, as a backend's
-``compute``.
+rows (or raises its error).  :mod:`.flow` runs them, on the CPU (:class:`.flow.CpuRows`) and on CUDA.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from collections import namedtuple
 import numpy as np
 
 from mmasim.backends import fastpaths
-from mmasim.errors import UnsupportedDatapath
 from mmasim.backends.numba import kernels, unscaled
 from mmasim.backends.numba.cache import jit as _jit
 from mmasim.backends.numba.families import (
@@ -540,9 +538,18 @@ def selection(rule) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ CPU drivers
-def cpu_driver(body):
-    """The CPU driver of ``body``: a compiled loop over the rows, ``out[d], flags[d] = body(d, ...)``."""
+_DRIVERS: dict = {}
 
+
+def cpu_driver(body):
+    """The CPU driver of ``body``: a compiled loop over the rows, ``out[d], flags[d] = body(d, ...)``
+    (made once per body)."""
+    if body not in _DRIVERS:
+        _DRIVERS[body] = _rows_cpu(body)
+    return _DRIVERS[body]
+
+
+def _rows_cpu(body):
     def rows_cpu(wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step, block, out, flags):
         for d in range(out.shape[0]):
             out[d], flags[d] = body(d, wa, wb, wc, sa, sb, ia, ib, ic, isa, isb, ncols, TAB, FM, RA, ENC, step,
@@ -586,54 +593,3 @@ def select_args(plan, a, b, metadata, dtypes=None) -> tuple:
     n, k = len(wa), plan.datapath.stored_k
     return (wa, wb, np.ascontiguousarray(metadata, np.uint32), selection(rule), np.int64(rule.chunk),
             np.zeros((n, k), dt[0]), np.zeros((n, k), dt[1]))
-
-
-_DRIVERS: dict = {}
-
-
-def cpu_run(body, args, arrays, dtype):
-    """``(out, flags)`` of ``body`` on the driver arguments ``args`` (:func:`dense_args`) and
-    ``arrays`` (:func:`choose`), D in ``dtype``."""
-    if body not in _DRIVERS:
-        _DRIVERS[body] = cpu_driver(body)
-    n = len(args[2])
-    out, flags = np.zeros(n, dtype), np.zeros(n, np.bool_)
-    _DRIVERS[body](*args, *arrays, out, flags)
-    return out, flags
-
-
-class CpuRows:
-    """The per-row bodies run by their CPU drivers, as a backend computes rows
-    (``compute(plan, rows)``, :func:`mmasim.backends.plan.compute`): the sparse selection
-    (:func:`select_row`), the plan's body, and the numpy reference for the rows a body flags.
-    ``dtype``: the words' dtype for every operand (``None``: the plan's containers);
-    ``specialise``: the bodies compiled with each plan's constants (:func:`choose`)."""
-
-    name = "cuda rows on the cpu"
-
-    def __init__(self, dtype=None, specialise: bool = False):
-        self.dtype, self.specialise = dtype, specialise
-
-    def takes_matrices(self, plan) -> bool:
-        """No: :meth:`compute` reads materialized rows (a broadcast batch is as good)."""
-        return False
-
-    def compute(self, plan, rows):
-        from mmasim.backends.numpy import reference_rows
-
-        body, arrays, reason = choose(plan, self.specialise)
-        if body is None:
-            raise UnsupportedDatapath(f"no per-row body takes this {plan.datapath.accumulator!r} datapath ({reason}); "
-                                      f"the families with bodies: {', '.join(sorted(BODIES))}")
-        dtypes = None if self.dtype is None else (np.dtype(self.dtype),) * len(plan.word_dtypes)
-        ops = [rows.words(i) for i in range(len(rows.operands))]
-        legal = np.ones(len(rows), np.bool_)
-        if plan.sparse_rule is not None:
-            sel = select_args(plan, ops[0], ops[1], ops.pop(), dtypes)
-            select_cpu(*sel, legal)
-            ops[0], ops[1] = sel[-2:]
-        out, flags = cpu_run(body, dense_args(plan, *ops, dtypes=dtypes), arrays, plan.encoding.dtype)
-        redo = np.flatnonzero(flags | ~legal)
-        if redo.size:
-            out[redo] = reference_rows(plan, rows.take(redo))
-        return out
