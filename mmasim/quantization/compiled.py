@@ -260,7 +260,7 @@ def recontainer(words, src, dst, *, target: str = "cpu"):
     mat = arrays.put(words) if target != "cpu" else np.asarray(words).reshape(1, -1)
     out, status = _launch_elementwise(recontainer_body, mat, tuple(mat.shape), *specs, [0], word_dtype(dst), arrays)
     if status != OK:
-        casts.recontainer(mat.copy_to_host() if target != "cpu" else mat, src, dst)
+        casts.recontainer(mat.copy_to_host() if target != "cpu" else words, src, dst)
         raise QuantizeError(f"{src.key} -> {dst.key}: the compiled body flagged a word and the numpy code did not")
     return out if host_shape is None else out.reshape(host_shape)
 
