@@ -4,7 +4,9 @@
 
 Gives :func:`quantize` (:func:`mmasim.quantize`'s schemes and options, but the Hadamard
 transform, ``seed=`` and another container: :func:`compiled` says which), and :func:`per_tensor`
-(what :mod:`mmasim.torch.matmul` does under ``scaling="tensor"``).  Decides nothing of its own:
+(what :mod:`mmasim.torch.matmul` does under ``scaling="tensor"``), :func:`recontainer`
+(:func:`mmasim.quantization.casts.recontainer`) and :func:`values` (words as binary32 values
+times alpha: D and an output format's words in :mod:`mmasim.torch.matmul`).  Decides nothing of its own:
 the options are checked by :func:`mmasim.quantize` on an empty array of x's dimensions, the
 format facts (largest value, ``emax``, NaN words, NVFP4's tensor scales, FP8's current scale)
 come from :mod:`mmasim.quantization`, and where a body flags its input the numpy code runs on a
@@ -288,7 +290,7 @@ def tensor_scaled(scheme: str) -> bool:
 
 
 def placed_in(scheme: str) -> str:
-    """The container key the compiled quantization gives ``scheme``'s words in on the device: its
-    element format's, where its values are rounded in that format (not e2m1.sm120's e2m1)."""
-    cont = _format(lookup(scheme).element)
-    return cont.key if _rounding_format(cont).key == cont.key else _rounding_format(cont).key
+    """The container key the compiled quantization gives ``scheme``'s words in, on either target:
+    its element format's (words rounded in another container, e2m1.sm120's in e2m1, are moved
+    into it by :func:`recontainer`)."""
+    return _format(lookup(scheme).element).key

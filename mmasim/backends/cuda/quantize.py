@@ -1,6 +1,8 @@
 """Quantization as target-neutral numba bodies (issue 31): plain casts (with FP8 per-tensor
 scaling's binary32 product first), OCP MX (FLOOR and RCEIL), NVFP4 (1 x 16 blocks and 16 x 16 tiles) and DeepSeek FP8
-tiles, rounding to nearest even or stochastically (``cvt.rs`` with given random bits).
+tiles, rounding to nearest even or stochastically (``cvt.rs`` with given random bits); and the
+reverse way, words as binary32 values (:func:`values_body`) and words moved into another
+container of their format by value (:func:`recontainer_body`), decoded by the kernels' decoder.
 
 Each body works on one element or one block of a matrix ``x`` whose blocks run along its last
 axis, holds nothing but scalars and writes its words (and its block's scale); it returns a
