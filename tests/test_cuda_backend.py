@@ -74,7 +74,11 @@ _SCRIPT = """
             want = m.dot(a, b, c, backend="numpy", **kw)
             host = m.dot(a, b, c, backend="cuda", **kw)
             ops = [a, b, c, *kw.values()]
-            stubs = [Stub(x) for x in ops]
+            fmts = [m.a_format, m.b_format, m.c_format] + [m.scale_format if k.startswith("scale") else None
+                                                          for k in kw]
+            # on the device, words of the container's width (a signed one is read as unsigned)
+            stubs = [Stub(x.astype(np.uint32 if f is None else f"u{max(8, f.container_bits) // 8}"))
+                     for x, f in zip(ops, fmts)]
             del copies[:], referred[:]
             dev = m.dot(*stubs[:3], backend="cuda", **dict(zip(kw, stubs[3:])))
             n_copied = copied([s.a for s in stubs])
@@ -132,10 +136,13 @@ _SCRIPT = """
     # bad input
     errors = {}
     m = mmasim.MMA("A100", "mma.sync.m16n8k16.f32.f16.f16.f32")
-    a = rng.integers(0, 0x3c00, (4, 16)).astype(np.uint32)
+    a = rng.integers(0, 0x3c00, (4, 16)).astype(np.uint16)
     c = np.zeros(4, np.uint32)
     cases = {
-        "word above its container": lambda: m.dot(Stub(a | 0x10000), Stub(a), Stub(c), backend="cuda"),
+        "word above its container": lambda: m.dot(Stub(a.view(np.int16) | np.int16(-0x8000)), Stub(a), Stub(c),
+                                                  backend="cuda"),
+        "words wider than their container": lambda: m.dot(Stub(a.astype(np.uint32)), Stub(a), Stub(c),
+                                                          backend="cuda"),
         "values on the device": lambda: m.dot(Stub(a.astype(np.float32)), Stub(a), Stub(c), backend="cuda"),
         "K of a": lambda: m.dot(Stub(a[:, :8]), Stub(a), Stub(c), backend="cuda"),
         "batch shapes": lambda: m.dot(Stub(a), Stub(a[:3]), Stub(c), backend="cuda"),
@@ -209,6 +216,7 @@ def test_gemm_with_promotion_and_split_k_on_the_cuda_backend(simulated):
 
 @pytest.mark.parametrize("case,error", [
     ("word above its container", "WordRangeError"),
+    ("words wider than their container", "DtypeError"),
     ("values on the device", "DtypeError"),
     ("K of a", "ShapeError"),
     ("batch shapes", "ShapeError"),

@@ -32,7 +32,7 @@ if not missing():
     import numba
     from numba import cuda
 
-    from mmasim.backends.cuda import rows, target
+    from mmasim.backends.cuda import quantize, rows, target
     from mmasim.backends.cuda.driver import cuda_driver
     from mmasim.backends.numba import primitives
 
@@ -144,7 +144,9 @@ def test_every_body_and_the_sparse_selection_has_a_cuda_kernel(kernel_ptx):
     """Every body some built-in datapath takes (no built-in datapath multiplies then adds in
     binary64), and the selection of the sparse datapaths, for each target."""
     names = {name.split(".")[0] for name, _, _ in kernel_ptx}
-    assert names == (set(rows.ALL_BODIES) - {"mul_add_f64_body"}) | {"select_row"}
+    device = {"gather", "range", "add_row", "mul_row", "fma_row", "values_row", "words_row",
+              *(f"{name}_body" for name in quantize.BODIES)}
+    assert names == (set(rows.ALL_BODIES) - {"mul_add_f64_body"}) | {"select_row"} | device
     per_kernel = {}
     for name, arch, _ in kernel_ptx:
         per_kernel.setdefault(name, set()).add(arch)
@@ -209,10 +211,15 @@ def _sass(path, arch) -> str:
 
 
 def test_fixed_point_kernels_have_no_fused_multiply_add(kernel_ptx, specialised_ptx):
-    """No fma.rn in the PTX of a fixed-point body (or the selection), and no FFMA / DFMA /
-    HFMA2 in its SASS (sm_90a): the exact int64 rules alone."""
+    """No fma.rn in the PTX of a fixed-point body (or the selection, or a kernel of device
+    operands: copies, checks, quantization, binary32 add and multiply), and no FFMA / DFMA /
+    HFMA2 in its SASS (sm_90a): the exact int64 rules alone; the binary32 FFMA of promotion
+    (``fma_row``) is the one fused operation outside the IEEE chains."""
     for name, sm, path in kernel_ptx + specialised_ptx:
         if name.split(".")[0].rsplit("_", 1)[0] in IEEE or name.split(".")[0] in IEEE:
+            continue
+        if name.split(".")[0] == "fma_row":
+            assert re.findall(r"fma\.rn\.(f\d+)", path.read_text()) == ["f32"], path.name
             continue
         assert "fma.rn" not in path.read_text(), path.name
         if sm == "sm_90a":

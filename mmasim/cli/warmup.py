@@ -231,7 +231,8 @@ def cuda_ptx(folder, archs=None, specialised: bool = False, progress: bool = Tru
         for k in ks:
             t0, c0 = time.perf_counter(), time.process_time()
             paths = target.write_kernel(folder, k)
-            results.append(Warmed(f"{k.name} ({k.datapaths} datapaths, first {k.instruction})",
+            what = f"{k.datapaths} datapaths, first {k.instruction}" if k.plan is not None else k.instruction
+            results.append(Warmed(f"{k.name} ({what})",
                                   time.perf_counter() - t0, time.process_time() - c0, len(paths), 0))
             if bar is not None:
                 bar.update()

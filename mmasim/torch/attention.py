@@ -15,6 +15,11 @@ FlashAttention-3's FP8 forward (:func:`fa3_fp8`) in one key block; with ``"cudnn
 (``RTX5090-nvfp4-sage3``) SageAttention3's FP4 forward (:func:`scaled`,
 :mod:`mmasim.torch.scaled_attention`).
 
+CUDA tensors under ``backend="cuda"``: the plain path, ``"fa3-fp8"``, ``"fa3-fp8-flash"`` (one
+amax a matrix to the host) and ``"cudnn-mxfp8"`` stay on the device (their GEMMs on device words,
+the steps between torch ops); ``"sage3-nvfp4"`` computes each matrix from host copies and
+returns O to the device.
+
 ``multi_head_attention_forward`` is run as torch wrote it, its own calls (``linear``, ``bmm``,
 ``baddbmm``, ``scaled_dot_product_attention``) each emulated: :func:`unguarded` gives it without
 the ``__torch_function__`` check that would hand the whole call back to the mode.
@@ -142,6 +147,7 @@ def fa3_fp8_flash(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk
     torch = torch_()
     from mmasim.torch import flash_attention
     from mmasim.torch.function import as_numpy
+    from mmasim.torch.matmul import on_device
     fwd = _fa3_checks(em, dropout_p, attn_mask, "fa3-fp8-flash")
     if em.scaling not in ("cast", "tensor"):
         raise EmulationError(f"attention='fa3-fp8-flash' scales Q, K and V per matrix; it needs scaling 'cast' or "
@@ -150,12 +156,19 @@ def fa3_fp8_flash(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk
     batch, matrices = _matrices(q, k, v)
     (qs, dq), (ks, dk), (vs, dv) = (_per_matrix_scaled(t, fwd.a_format) for t in matrices)
     length, keys, width = q.size(-2), k.size(-2), v.size(-1)
-    out = np.zeros((qs.size(0), length, width), np.float32)
+    cast = attrs.evolve(em, scaling="cast", saturate=True, attention="softmax")
+    device = qs.size(0) and on_device(qs[0], ks[0], cast, None)     # CUDA tensors, backend cuda
+    descales = [x.reshape(-1).cpu().tolist() for x in (dq, dk, dv)]    # one scalar a matrix
+    out = []
     for i in range(qs.size(0)):
-        out[i] = flash_attention.fa3_flash(as_numpy(qs[i]), as_numpy(ks[i]), as_numpy(vs[i]), float(dq[i]),
-                                           float(dk[i]), float(dv[i]), scale, is_causal, fwd)
+        qi, ki, vi = (t[i] if device else torch.from_numpy(as_numpy(t[i])) for t in (qs, ks, vs))
+        o = flash_attention.fa3_flash(qi, ki, vi, *(d[i] for d in descales), scale, is_causal, fwd, device)
+        out.append(o)
     _recorded(record_qk, record_pv, qs.size(0), (length, keys, q.size(-1)), (length, width, keys))
-    return torch.from_numpy(out).reshape(*batch, length, width).to(q.device)
+    if not out:
+        return q.new_zeros((*batch, length, width), dtype=torch.float32)
+    out = torch.stack(out).reshape(*batch, length, width)
+    return out if device else out.to(q.device)
 
 
 def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, record_pv):
@@ -208,6 +221,7 @@ def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, recor
     torch = torch_()
     from mmasim.torch import scaled_attention
     from mmasim.torch.function import as_numpy
+    from mmasim.torch.matmul import on_device
     mode = em.attention
     model = em.model()
     elements, scale_format = SCALED[mode]
@@ -222,22 +236,30 @@ def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, recor
     batch, (qs, ks, vs) = _matrices(q, k, v)
     length, keys, width = q.size(-2), k.size(-2), v.size(-1)
     masks = None if attn_mask is None else attn_mask.expand(*batch, length, keys).reshape(-1, length, keys)
-    out = np.zeros((qs.size(0), length, width), np.float32)
+    # cuDNN's MXFP8 forward stays on the device where its QK^T GEMM does (CUDA tensors, backend cuda)
+    device = mode == "cudnn-mxfp8" and qs.size(0) and on_device(qs[0], ks[0], scaled_attention.cudnn_qk(em), None)
+    out = []
     shape_qk, shape_pv = (length, keys, q.size(-1)), (length, width, keys)
     for i in range(qs.size(0)):
-        qi, ki, vi = as_numpy(qs[i]), as_numpy(ks[i]), as_numpy(vs[i])
+        qi, ki, vi = (t[i].float() if device else as_numpy(t[i]) for t in (qs, ks, vs))
         if mode == "sage3-nvfp4":
             fmt = "f16" if q.dtype == torch.float16 else "bf16"
-            out[i], shape_qk, shape_pv = scaled_attention.sage3(qi, ki, vi, is_causal, scale, model, fmt)
+            o, shape_qk, shape_pv = scaled_attention.sage3(qi, ki, vi, is_causal, scale, model, fmt)
         else:
             mask = None if masks is None else masks[i]
 
-            def softmax(s, mask=mask):
-                p = _softmax(_masked(torch.from_numpy(s) * scale, mask, is_causal, length, keys))
-                return as_numpy(torch_().dropout(p, dropout_p, True) if dropout_p > 0 else p)
-            out[i], shape_qk, shape_pv = scaled_attention.cudnn_mxfp8(qi, ki, vi, model, softmax)
+            def softmax(s, mask=mask):      # float32 torch ops, where S lies
+                t = s if torch.is_tensor(s) else torch.from_numpy(s)
+                p = _softmax(_masked(t * scale, mask, is_causal, length, keys))
+                p = torch.dropout(p, dropout_p, True) if dropout_p > 0 else p
+                return p if torch.is_tensor(s) else as_numpy(p)
+            o, shape_qk, shape_pv = scaled_attention.cudnn_mxfp8(qi, ki, vi, em, softmax)
+        out.append(o if device else torch.from_numpy(o))
     _recorded(record_qk, record_pv, qs.size(0), shape_qk, shape_pv)
-    return torch.from_numpy(out).reshape(*batch, length, width).to(q.device)
+    if not out:
+        return q.new_zeros((*batch, length, width), dtype=torch.float32)
+    out = torch.stack(out).reshape(*batch, length, width)
+    return out if device else out.to(q.device)
 
 
 _UNGUARDED: dict = {}

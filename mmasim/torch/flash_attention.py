@@ -1,8 +1,9 @@
 """FlashAttention-3's FP8 forward block by block (the attention mode ``"fa3-fp8-flash"`` of
 :class:`~mmasim.torch.Emulation`; docs/torch.md, "Attention"), as Dao-AILab/flash-attention's
-``hopper/`` (at 0251105a2fb19d2957484b7f023cd8c115286ced) fixes it.  numpy in, numpy out, one
-``(batch, head)`` matrix at a time; every QK^T and PV block is one :func:`mmasim.gemm` of the
-emulation's instruction (``wgmma`` e4m3 on the ``H100-fp8-fa3`` preset).
+``hopper/`` (at 0251105a2fb19d2957484b7f023cd8c115286ced) fixes it.  One ``(batch, head)`` matrix
+at a time, its steps torch ops where the tensors lie; every QK^T and PV block is one
+:func:`mmasim.gemm` of the emulation's instruction (``wgmma`` e4m3 on the ``H100-fp8-fa3``
+preset), on the device for CUDA tensors under ``backend="cuda"``.
 
 - The blocks (``tile_size.h``, ``tile_size_fwd_sm90`` for 1-byte elements): ``kBlockN`` keys
   (160 for a head dimension up to 64, 128 up to 96, 224 up to 128, 160 up to 192, else 128) and
@@ -24,6 +25,7 @@ import math
 import numpy as np
 
 from mmasim.errors import EmulationError
+from mmasim.torch.function import torch_
 from mmasim.torch.scaled_attention import _cast, _pad, _round_up, _tiles
 
 F32 = np.float32
@@ -45,31 +47,39 @@ def block_m(head_dim: int) -> int:
     return 192 if head_dim <= 96 else 128
 
 
-def _exp2(x):
-    """``exp2f`` in binary32: torch's ``exp2`` (assumed, as for ``"fa3-fp8"``: the GPU's
-    ``ex2.approx`` may differ in the last bits)."""
-    import torch
-    return torch.from_numpy(np.ascontiguousarray(x, F32)).exp2().numpy()
+def _words(key, x, padded, on_device):
+    """The words of ``x`` (a float32 matrix) cast into format ``key`` (RN, saturating), padded
+    with zeros to ``padded``: on the device by the compiled quantization, else by
+    :func:`mmasim.torch.scaled_attention._cast` on a host copy."""
+    if on_device:
+        from mmasim.quantization import compiled
+        return compiled.quantize(x, key, target="cuda", saturate=True, pad=padded).words
+    return _cast(key, _pad(x.numpy(), *padded))
 
 
-def _row_sum(p):
-    """The row sums of ``p`` in binary32: torch's ``sum`` (assumed: FA3 sums per thread, then across a quad)."""
-    import torch
-    return torch.from_numpy(np.ascontiguousarray(p, F32)).sum(-1).numpy()
-
-
-def _gemm(a_words, b_words, model, c=None):
-    """``a @ b (+ c)`` of ``model`` on words, ``c`` float32 values or ``None`` (zero): float32."""
+def _gemm(a_words, b_words, model, c, like):
+    """``a @ b + c`` of ``model`` on words, ``c`` float32 values (a tensor) or ``None`` (zero):
+    a float32 tensor; on the device, as a tensor like ``like``, where the words lie there (``like``
+    ``None``: host words)."""
     from mmasim import gemm
-    cw = None if c is None else np.ascontiguousarray(c, F32).view(np.uint32)
+    torch = torch_()
+    if like is not None:
+        from mmasim.torch import on_device as device_gemm
+        cw = None if c is None else c.contiguous().view(torch.uint32)
+        d = gemm(a_words, b_words, cw, model=model, backend="cuda")
+        return device_gemm.values(d, model, a_words.shape[0], b_words.shape[1], np.float32(1), like)
+    cw = None if c is None else np.ascontiguousarray(c.numpy()).view(np.uint32)
     d = np.asarray(gemm(a_words, b_words, cw, model=model))
-    return np.ascontiguousarray(d).view(F32) if d.dtype == np.uint32 else d.astype(F32)
+    return torch.from_numpy(np.ascontiguousarray(d).view(F32) if d.dtype == np.uint32 else d.astype(F32))
 
 
-def fa3_flash(q, k, v, dq, dk, dv, scale, is_causal, model):
+def fa3_flash(q, k, v, dq, dk, dv, scale, is_causal, model, on_device=False):
     """FA3's FP8 forward of one matrix (see the module): ``q`` ``(L, D)``, ``k`` ``(S, D)``, ``v``
-    ``(S, Dv)`` the float32 values to cast to the instruction's formats (already times their
-    scales), ``dq``, ``dk``, ``dv`` their float32 descales.  ``O`` float32 ``(L, Dv)``."""
+    ``(S, Dv)`` float32 tensors of the values to cast to the instruction's formats (already
+    times their scales), ``dq``, ``dk``, ``dv`` their float32 descales.  ``O`` float32 ``(L, Dv)``.
+    Every step is a torch op where the tensors lie (``exp2`` and the row sums: torch's binary32
+    ones); ``on_device``: CUDA tensors, whose casts and GEMMs run on the device too (else host copies)."""
+    torch = torch_()
     L, D = q.shape
     S, Dv = v.shape
     if is_causal and L != S:
@@ -80,48 +90,47 @@ def fa3_flash(q, k, v, dq, dk, dv, scale, is_causal, model):
     Lp, Sp = _round_up(L, math.lcm(bm, tm)), _round_up(S, math.lcm(bn, tk, tn))
     Dp, Dvp = _round_up(D, tk), _round_up(Dv, tn)
     fa, fb = model.a_format.key, model.b_format.key
-    qw = _cast(fa, _pad(np.asarray(q, F32), Lp, Dp))
-    ktw = _cast(fb, _pad(np.asarray(k, F32), Sp, Dp).T)
-    vw = _cast(fb, _pad(np.asarray(v, F32), Sp, Dvp))
+    like = q if on_device else None
+    qw = _words(fa, q, (Lp, Dp), on_device)
+    ktw = _words(fb, k, (Sp, Dp), on_device).T
+    vw = _words(fb, v, (Sp, Dvp), on_device)
     log2 = F32(np.float64(F32(scale)) * math.log2(math.e))
-    c = F32(log2 * F32(F32(dq) * F32(dk)))                   # softmax_scale_log2 *= q_descale * k_descale
-    out = np.zeros((Lp, Dvp), F32)
+    c = float(F32(log2 * F32(F32(dq) * F32(dk))))            # softmax_scale_log2 *= q_descale * k_descale
+    out = []
     for mb in range(Lp // bm):
         rows = slice(mb * bm, (mb + 1) * bm)
         n_max = -(-S // bn)
         if is_causal:
             n_max = min(n_max, -(-((mb + 1) * bm + S - L) // bn))
-        o = np.zeros((bm, Dvp), F32)
+        o = q.new_zeros((bm, Dvp))
         row_max = row_sum = prev = None
         for n in reversed(range(n_max)):
             keys = slice(n * bn, (n + 1) * bn)
-            s = _gemm(qw[rows], ktw[:, keys], model)
-            col = np.arange(n * bn, (n + 1) * bn)[None, :]
+            s = _gemm(qw[rows], ktw[:, keys], model, None, like)
+            col = torch.arange(n * bn, (n + 1) * bn, device=s.device)[None, :]
             masked = col >= S
             if is_causal:
-                masked = masked | (col > np.arange(mb * bm, (mb + 1) * bm)[:, None] + S - L)
-            s = np.where(masked, F32(-np.inf), s).astype(F32)
+                masked = masked | (col > torch.arange(mb * bm, (mb + 1) * bm, device=s.device)[:, None] + S - L)
+            s = s.masked_fill(masked, -math.inf)
             if prev is not None:                             # the previous block's P V, into O
-                o = _gemm(prev[0], prev[1], model, o)
-            new_max = s.max(-1) if row_max is None else np.maximum(row_max, s.max(-1))
+                o = _gemm(prev[0], prev[1], model, o, like)
+            new_max = s.amax(-1) if row_max is None else torch.maximum(row_max, s.amax(-1))
             if row_max is not None:
-                cur = np.where(new_max == -np.inf, F32(0), new_max).astype(F32)
-                with np.errstate(invalid="ignore"):
-                    scores_scale = _exp2(((row_max - cur).astype(F32) * c).astype(F32))
-                scores_scale = np.where(np.isnan(scores_scale), F32(0), scores_scale).astype(F32)
-                row_sum = (row_sum * scores_scale).astype(F32)
+                cur = torch.where(new_max == -math.inf, 0.0, new_max)
+                scores_scale = torch.exp2((row_max - cur) * c)
+                scores_scale = torch.where(torch.isnan(scores_scale), 0.0, scores_scale)
+                row_sum = row_sum * scores_scale
             row_max = new_max
-            max_scaled = np.where(row_max == -np.inf, F32(0), ((row_max * c).astype(F32) - MAX_OFFSET)).astype(F32)
-            x = (s.astype(np.float64) * np.float64(c) - max_scaled[:, None].astype(np.float64)).astype(F32)
-            p = _exp2(x)
-            row_sum = _row_sum(p) if row_sum is None else (row_sum + _row_sum(p)).astype(F32)
-            prev = (_cast(fa, p), vw[keys])
+            max_scaled = torch.where(row_max == -math.inf, 0.0, row_max * c - float(MAX_OFFSET))
+            x = (s.double() * c - max_scaled[:, None].double()).float()     # one rounding, as FFMA
+            p = torch.exp2(x)
+            row_sum = p.sum(-1) if row_sum is None else row_sum + p.sum(-1)
+            prev = (_words(fa, p, tuple(p.shape), on_device), vw[keys])
             if n != n_max - 1:
-                o = (o * scores_scale[:, None]).astype(F32)
+                o = o * scores_scale[:, None]
         if prev is not None:
-            o = _gemm(prev[0], prev[1], model, o)
-            with np.errstate(divide="ignore"):
-                inv = np.where((row_sum == 0) | np.isnan(row_sum), F32(0), F32(1) / row_sum).astype(F32)
-            o = (o * (inv * F32(dv)).astype(F32)[:, None]).astype(F32)
-        out[rows] = o
-    return out[:L, :Dv]
+            o = _gemm(prev[0], prev[1], model, o, like)
+            inv = torch.where((row_sum == 0) | torch.isnan(row_sum), 0.0, 1 / row_sum)
+            o = o * (inv * float(F32(dv)))[:, None]
+        out.append(o)
+    return torch.cat(out)[:L, :Dv]

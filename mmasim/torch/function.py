@@ -54,18 +54,26 @@ def batch_keys(keys, i) -> tuple:
     return tuple(None if key is None else ((key[0], i), key[1]) for key in keys)
 
 
-def _run(a, b, em, step, memo, keys, record):
+def batched(a, b, em, step: str, memo=None, keys=(None, None)):
+    """:func:`gemms` of float tensors ``a`` ``(batch, M, K)`` and ``b`` ``(batch, K, N)``: float32
+    ``(batch, M, N)`` on ``a``'s device.  CUDA tensors under backend cuda stay on the device (each
+    GEMM :func:`mmasim.torch.matmul` of device operands: :mod:`mmasim.torch.on_device`); other
+    tensors are computed from host copies."""
     torch = torch_()
     batch, m, k = a.shape
     n = b.shape[2]
-    if record is not None:
-        record(step, batch, m, n, k)
     setting = em.for_gemm(step)
     if batch and m and n and k and on_device(a[0], b[0], setting, None):     # CUDA tensors, backend cuda
         return torch.stack([matmul(a[i].float(), b[i].float(), setting, keys=batch_keys(keys, i))
                             for i in range(batch)])
     d = gemms(as_numpy(a), as_numpy(b), em, step, memo, keys)
     return torch.from_numpy(d).to(a.device)
+
+
+def _run(a, b, em, step, memo, keys, record):
+    if record is not None:
+        record(step, a.shape[0], a.shape[1], b.shape[2], a.shape[2])
+    return batched(a, b, em, step, memo, keys)
 
 
 def _function():

@@ -168,12 +168,25 @@ def matmul(a, b, em, padded, roles=(None, None)):
         kwargs.update(promotion_scale_a=pa, promotion_scale_b=pb)
     d = gemm(wa, wb, None, model=model, backend="cuda", **kwargs)
     composed = any(k in kwargs for k in ("promote_every", "split_k", "promotion_scale_a"))
-    d_format = _format("f32") if composed else model.d_format      # a composition's binary32 words
-    y = compiled.values(d, d_format, target="cuda", alpha=da * db, shape=(M, N))
+    like = device.first_on_device((a, b))
+    y = values(d, model, M, N, np.float32(da * db), like, _format("f32") if composed else None)
     if em.output:           # D rounded to the output format (saturating, NaN kept) and read back
         q = compiled.quantize(y, em.output, target="cuda", saturate=True, nan="propagate")
-        y = compiled.values(q.words, _format(q.container), target="cuda")
-    return device.as_given_kind(y, device.first_on_device((a, b)))
+        y = values(q.words, model, M, N, np.float32(1), like, _format(q.container))
+    return y
+
+
+def values(d, model, M, N, alpha, like, fmt=None):
+    """The top-left ``(M, N)`` of words ``d`` (a device matrix of ``fmt``'s words; default:
+    ``model``'s D) as float32 values times ``alpha`` (binary32), on the device
+    (:func:`mmasim.quantization.compiled.values`): a torch tensor where ``like`` is one.  A
+    composition's D (promotion, split-K) is binary32 words: ``fmt`` f32."""
+    from mmasim.backends.cuda import device
+    from mmasim.quantization import compiled
+
+    out = compiled.values(device.as_device(d), model.d_format if fmt is None else fmt, target="cuda", alpha=alpha,
+                          shape=(M, N))
+    return device.as_given_kind(out, like)
 
 
 def from_host(fn, a, b, em, **kwargs):

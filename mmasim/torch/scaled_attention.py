@@ -1,7 +1,8 @@
 """Block-scaled attention forwards as two public kernels' sources fix them (the attention modes
 ``"cudnn-mxfp8"`` and ``"sage3-nvfp4"`` of :class:`~mmasim.torch.Emulation`; docs/torch.md,
-"Attention").  numpy in, numpy out, one ``(batch, head)`` matrix at a time;
-:func:`mmasim.torch.attention.sdpa` calls :func:`forward`.
+"Attention"), one ``(batch, head)`` matrix at a time, called by
+:func:`mmasim.torch.attention.scaled`: numpy in, numpy out, but :func:`cudnn_mxfp8` of CUDA
+tensors whose GEMMs the device takes, which stay on the device (:func:`_cudnn_pv_on_device`).
 
 ``"cudnn-mxfp8"``: cuDNN's MXFP8 SDPA graph as Transformer Engine builds it
 (NVIDIA/TransformerEngine ``transformer_engine/common/fused_attn/fused_attn_fp8.cu`` at
@@ -226,23 +227,50 @@ def cudnn_mxfp8_p(p):
     return words, np.full((p.shape[0], p.shape[1] // 32), E8M0_ONE, np.uint8)
 
 
-def cudnn_mxfp8(q, k, v, model, softmax):
-    """cuDNN's MXFP8 SDPA forward of one matrix: Q and K quantized by Transformer Engine's
-    ``MXFP8Quantizer`` along the head dimension, V along the keys (``mxfp8_e4m3``, blocks of 32,
-    e8m0 scales rounded up: RCEIL); ``S`` = the MXFP8 GEMM; ``softmax(S)`` the caller's float32
-    function (the scale, the masks, the softmax and dropout, as the graph's nodes do them); P by
-    :func:`cudnn_mxfp8_p`; ``O`` = the MXFP8 GEMM of P and V.  ``(O, (QK^T M, N, K), (PV M, N, K))``."""
+def cudnn_qk(em):
+    """The emulation of cuDNN's MXFP8 QK^T GEMM on ``em``'s instruction: Q and K quantized by
+    Transformer Engine's ``MXFP8Quantizer`` (``mxfp8_e4m3``, blocks of 32 along the head
+    dimension, e8m0 scales rounded up: RCEIL), a :func:`mmasim.torch.matmul.matmul`."""
+    from mmasim.torch.emulation import Emulation
+    return Emulation(em.arch, em.instruction, qualifiers=em.qualifiers, scaling="scheme", scheme="mxfp8_e4m3",
+                     scale_rounding="rceil")
+
+
+def cudnn_mxfp8(q, k, v, em, softmax):
+    """cuDNN's MXFP8 SDPA forward of one matrix (``q`` ``(L, D)``, ``k`` ``(S, D)``, ``v``
+    ``(S, Dv)``: float32 numpy matrices, or CUDA tensors whose QK^T GEMM the device takes, which
+    stay there): ``S`` = the MXFP8 GEMM of Q and K (:func:`cudnn_qk`); ``softmax(S)`` the caller's
+    float32 function (the scale, the masks, the softmax and dropout, as the graph's nodes do
+    them); P by :func:`cudnn_mxfp8_p`; ``O`` = the MXFP8 GEMM of P and V (V quantized along the
+    keys as Q and K are).  ``(O, (QK^T M, N, K), (PV M, N, K))``."""
     from mmasim import quantize
+    from mmasim.torch.matmul import matmul
+    model = em.model()
     L, D = q.shape
     S, Dv = v.shape
     tm, tn, tk = _tiles(model)
-    Lp, Sp = _round_up(L, tm), _round_up(S, math.lcm(tn, tk, 32))
-    Dp, Dvp = _round_up(D, math.lcm(tk, 32)), _round_up(Dv, tn)
-    qq = quantize(_pad(np.asarray(q, F32), Lp, Dp), "mxfp8_e4m3", axis=-1, scale_rounding="rceil")
-    kq = quantize(_pad(np.asarray(k, F32), Sp, Dp).T, "mxfp8_e4m3", axis=0, scale_rounding="rceil")
-    s = _gemm(qq, kq, model)[:L, :S]
-    p = softmax(s)
+    Lp, Sp, Dvp = _round_up(L, tm), _round_up(S, math.lcm(tn, tk, 32)), _round_up(Dv, tn)
+    p = softmax(matmul(q, k.T, cudnn_qk(em)))
+    shapes = (L, S, D), (L, Dv, S)
+    if not isinstance(p, np.ndarray):
+        return _cudnn_pv_on_device(p, v, model, (Lp, Sp, Dvp)), *shapes
     words, scales = cudnn_mxfp8_p(_pad(p, Lp, Sp))
     pq = _quantized(words, scales, "e4m3", "e4m3", "ue8m0", 32, 1, "mxfp8_e4m3")
     vq = quantize(_pad(np.asarray(v, F32), Sp, Dvp), "mxfp8_e4m3", axis=0, scale_rounding="rceil")
-    return _gemm(pq, vq, model)[:L, :Dv], (L, S, D), (L, Dv, S)
+    return _gemm(pq, vq, model)[:L, :Dv], *shapes
+
+
+def _cudnn_pv_on_device(p, v, model, padded):
+    """The PV GEMM of :func:`cudnn_mxfp8` on the device: P's words cast there with unit block
+    scales (:func:`cudnn_mxfp8_p`), V quantized along the keys there (its transpose along its
+    rows), both padded with zeros to ``padded`` ``(L', S', Dv')``; O float32 on the device."""
+    from mmasim import gemm
+    from mmasim.backends.cuda import device
+    from mmasim.quantization import compiled
+    from mmasim.torch import on_device
+    Lp, Sp, Dvp = padded
+    pw = compiled.quantize(p, "e4m3", target="cuda", saturate=True, pad=(Lp, Sp)).words
+    ps = device.cuda_module().to_device(np.full((Lp, Sp // 32), E8M0_ONE, np.uint8))
+    vq = compiled.quantize(v.T, "mxfp8_e4m3", -1, target="cuda", pad=(Dvp, Sp), scale_rounding="rceil")
+    d = gemm(pw, vq.words.T, None, model=model, backend="cuda", scale_a=ps, scale_b=vq.scales.T)
+    return on_device.values(d, model, p.shape[0], v.shape[1], np.float32(1), p)

@@ -83,6 +83,9 @@ def _run(row, out, *args):
     """``row`` over the elements of the 2-D device array ``out``."""
     from mmasim.backends.cuda import driver
 
+    # C-contiguous operands (a strided slice, a scale's column, copied on the device): one kernel
+    # per row function and dtypes, the one whose PTX CI checks
+    args = tuple(x if device._contiguous(x) else device._gather(x) for x in args)
     args = args + (args[0],) * (3 - len(args))
     _backend.launch(driver.elementwise_cuda, row, out.shape[0] * out.shape[1], (*args, out))
     return out

@@ -127,6 +127,16 @@ def argument_types(args) -> tuple:
     return tuple(typeof(x, Purpose.argument) for x in args)
 
 
+def launched(x) -> tuple:
+    """The :func:`.target.descriptor` of a kernel argument as numba-cuda types it at a launch (a device
+    array: its dtype, dimensions and layout; a Python int: int64)."""
+    a = getattr(x, "_ary", x)           # a simulated device array wraps a numpy array
+    if isinstance(a, np.ndarray) or hasattr(a, "__cuda_array_interface__"):
+        layout = "C" if a.flags["C_CONTIGUOUS"] else "F" if a.flags["F_CONTIGUOUS"] else "A"
+        return np.dtype(a.dtype).str, a.ndim, layout
+    return (np.dtype(np.int64).str if isinstance(x, int) else np.asarray(x).dtype.str), 0, ""
+
+
 _KERNELS: dict = {}
 _KERNELS_LOCK = threading.Lock()
 

@@ -104,15 +104,17 @@ def cuda_module():
     return cuda
 
 
-def _sim_view(cai) -> np.ndarray:
+def _sim_view(cai, owner=None) -> np.ndarray:
     """The host memory an ``__cuda_array_interface__`` names, as a numpy array (no copy): the
-    simulator's device memory."""
+    simulator's device memory, kept alive with ``owner`` (the object that holds it, as
+    :func:`numba.cuda.as_cuda_array` keeps it: a torch operand's contiguous copy)."""
     dtype = np.dtype(cai["typestr"])
     shape = tuple(int(n) for n in cai["shape"])
     strides = cai.get("strides") or tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * dtype.itemsize
                                           for i in range(len(shape)))
     extent = dtype.itemsize + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
     buf = (ctypes.c_char * max(extent, 1)).from_address(cai["data"][0])
+    buf.owner = owner                   # the array's base, and every view's
     return np.ndarray(shape, dtype, buffer=buf, strides=strides)
 
 
@@ -125,7 +127,7 @@ def as_device(x):
         if type(x).__name__ == "FakeCUDAArray":
             return x
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-        return FakeCUDAArray(_sim_view(x.__cuda_array_interface__))
+        return FakeCUDAArray(_sim_view(x.__cuda_array_interface__, x))
     return cuda.as_cuda_array(x)
 
 
@@ -200,7 +202,23 @@ def device_words(model, x, fmt, what):
     if np.dtype(d.dtype).kind not in "ui":
         raise DtypeError(f"{what} on the CUDA device must hold container words of {fmt.name} (an integer dtype); "
                          f"got {d.dtype}: values are converted on the host (pass a host array)")
+    if np.dtype(d.dtype).itemsize * 8 != max(8, fmt.container_bits):
+        raise DtypeError(f"{what} on the CUDA device must hold {fmt.name}'s {fmt.container_bits}-bit container words "
+                         f"in an integer dtype of {max(8, fmt.container_bits)} bits (e.g. torch.int"
+                         f"{max(8, fmt.container_bits)} or numpy.uint{max(8, fmt.container_bits)}); got {d.dtype}")
     return d
+
+
+def _as_container(x, dtype):
+    """The device words ``x`` (checked against their container) as ``dtype`` words of the same
+    width, without a copy: a signed dtype read as unsigned, so that the bodies run one kernel per
+    container (the one whose PTX CI checks)."""
+    if x is None or np.dtype(x.dtype) == np.dtype(dtype):
+        return x
+    if _backend.simulated():
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        return FakeCUDAArray(x._ary.view(dtype))
+    return x.view(dtype)
 
 
 def _check_range(rows2d, fmt, what):
@@ -250,7 +268,8 @@ def _compute(model, ops, index, n):
     if prep.body is None:
         # no body takes the plan: the reference for every row (from host copies of the operands)
         return cuda.to_device(compute(_backend.Reference, plan, _host_rows(ops, index, n)))
-    ops, index = list(ops), list(index)
+    dtypes = [*plan.word_dtypes[:3], *(plan.word_dtypes[3:5] if plan.scaled else ()), np.uint32]
+    ops, index = [_as_container(x, dt) for x, dt in zip(ops, dtypes)], list(index)
     if plan.order is not None:          # the steps take K in the plan's order
         for i in (0, 1):
             ops[i] = _gather(ops[i], index[i], plan.order)
@@ -269,9 +288,13 @@ def _compute(model, ops, index, n):
         if not ok.all():
             raise SparseMetadataError(f"{model.instruction}: sparse_metadata row {int(np.flatnonzero(~ok)[0])} "
                                       "holds an illegal selector (checked on the CUDA device)")
-    cuda_ops = ops
+    # the bodies read C-contiguous rows, so that one kernel per body and word types runs (the one
+    # whose PTX CI checks): a strided tile (a K slice, B read transposed) is copied on the device
+    cuda_ops = [x if i == 2 or x is None or _contiguous(x) else _gather(x) for i, x in enumerate(ops)]
     c = cuda_ops[2].reshape(-1) if _contiguous(cuda_ops[2]) else _gather(cuda_ops[2]).reshape(-1)
-    sa, sb = (cuda_ops[3], cuda_ops[4]) if plan.scaled else (cuda.to_device(np.zeros((1, 1), np.uint8)),) * 2
+    from mmasim.backends.numba import unscaled
+
+    sa, sb = (cuda_ops[3], cuda_ops[4]) if plan.scaled else (cuda.to_device(unscaled(np.uint8)),) * 2
     idx = [_empty_index() if i is None else cuda.to_device(i) for i in
            (index[0], index[1], index[2], *(index[3:5] if plan.scaled else (None, None)))]
     out, flags = be.run(plan, (cuda_ops[0], cuda_ops[1], c, sa, sb, *idx, 0), n)
@@ -359,7 +382,7 @@ def device_metadata(md):
             raise SparseMetadataError(f"sparse_metadata must be integer 32-bit words; got {arr.dtype}")
         return cuda_module().to_device(np.ascontiguousarray(arr, np.uint32))
     d = as_device(md)
-    if np.dtype(d.dtype).kind not in "ui":
+    if np.dtype(d.dtype).kind not in "ui" or np.dtype(d.dtype).itemsize != 4:
         raise SparseMetadataError(f"sparse_metadata on the CUDA device must be integer 32-bit words; got {d.dtype}")
     return d
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from mmasim.backends import fastpaths
 from mmasim.errors import UnsupportedDatapath
-from mmasim.backends.numba import kernels
+from mmasim.backends.numba import kernels, unscaled
 from mmasim.backends.numba.cache import jit as _jit
 from mmasim.backends.numba.families import (
     IEEE_ROWS,
@@ -573,7 +573,7 @@ def dense_args(plan, a, b, c, scale_a=None, scale_b=None, dtypes=None) -> tuple:
     if plan.scaled:
         ops += [asc(scale_a, dt[3]), asc(scale_b, dt[4])]
     else:
-        ops += [np.zeros((1, 1), dt[0])] * 2
+        ops += [unscaled(dt[0])] * 2
     return (*ops, *[_NO_INDEX] * 5, 0)
 
 

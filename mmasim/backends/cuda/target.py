@@ -119,16 +119,18 @@ CudaKernel = namedtuple("CudaKernel", "name driver signature plan instruction da
 
 
 def _words(sig) -> str:
-    """The word dtypes of array types ``sig``, for a file name: ``u1-u1-u4-u4``."""
+    """The word dtypes of array types ``sig``, for a file name: ``u1-u1-u4-u4`` (a layout other
+    than C-contiguous follows its dtype: ``u1f``, ``u1a``)."""
     return "-".join(f"{t.dtype.kind if hasattr(t.dtype, 'kind') else str(t.dtype)[0]}{t.dtype.bitwidth // 8}"
-                    for t in sig)
+                    f"{'' if t.layout == 'C' else t.layout.lower()}" for t in sig)
 
 
 def kernels(registry=None, architectures=None, specialise: bool = False) -> list:
     """Every distinct CUDA kernel of the registered datapaths (one per driver and argument
     types: :class:`CudaKernel`), in the order first met: the generic bodies, or with
     ``specialise`` one per plan's constants (:func:`.rows.choose`); each sparse datapath
-    also uses the driver of its selection (:func:`.rows.select_row`) for its A / B words.
+    also uses the driver of its selection (:func:`.rows.select_row`) for its A / B words;
+    then the kernels of device operands (:func:`device_kernels`).
     ``architectures``: the names of the architectures whose datapaths count (default: all
     but those that inherit another's)."""
     from mmasim.backends.cuda.driver import cuda_driver, select_cuda
@@ -161,7 +163,70 @@ def kernels(registry=None, architectures=None, specialise: bool = False) -> list
                 else:
                     found[key] = CudaKernel(f"{name}.{_words(words)}", driver(fn), types, plan,
                                             f"{arch.name} {dp.canonical(reg.formats)}", 1)
-    return list(found.values())
+    return list(found.values()) + device_kernels()
+
+
+def descriptor(t) -> tuple:
+    """``(dtype, ndim, layout)`` of a numba type (a scalar: ndim 0), as :func:`launched` reads an argument."""
+    from numba.np.numpy_support import as_dtype
+
+    if isinstance(t, numba.types.Array):
+        return as_dtype(t.dtype).str, t.ndim, t.layout
+    return as_dtype(t).str, 0, ""
+
+
+def _array(dtype, ndim: int = 2):
+    """numba-cuda's type of a C-contiguous device array of ``dtype`` and ``ndim`` dimensions."""
+    return numba.types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "C")
+
+
+def device_kernels() -> list:
+    """The CUDA kernels that carry no datapath's per-row body (:class:`CudaKernel` with no plan):
+    the copies and checks of device operands (:func:`.driver.gather_cuda`,
+    :func:`.driver.range_cuda`), the GEMM's binary32 operations (:mod:`.arith32`) and the
+    quantization bodies (:mod:`.quantize`), each for the argument types the device paths launch
+    it with (``tests/cuda_sim.py`` checks every launch of the simulated tests against this list)."""
+    from mmasim.backends.cuda import arith32, driver, quantize
+    from mmasim.backends.numba.kernels import _format_specs
+    from mmasim.backends.plan import Plan
+    from mmasim.registry.build import get_registry
+
+    reg = get_registry()
+    FM, _ = _format_specs(Plan.build(next(iter(reg.architectures.values())).datapaths[0], reg))
+    f8, i8, ix = _array(np.float64), _array(np.int64), _array(np.int64, 1)
+    out = []
+
+    def add(name, drv, fn, *types):
+        arrays_ = [t for t in types if isinstance(t, numba.types.Array)]
+        out.append(CudaKernel(f"{name}.{_words(arrays_)}", drv(fn), tuple(types), None, "device operands", 0))
+
+    for w in (np.uint8, np.uint16, np.uint32, np.uint64, np.float32):
+        for layout in "CFA":        # the copy that makes a strided operand C-contiguous
+            add("gather", driver.gather_cuda, None, _array(w).copy(layout=layout), ix, ix, _array(w))
+    for w in (np.int8, np.int16, np.int32, np.int64):     # signed words of their container's width, as they lie
+        for layout in "CFA":
+            add("range", driver.range_cuda, None, _array(w).copy(layout=layout), numba.int64, _array(np.int32, 1))
+    for layout in "CFA":            # byte words of a narrower container (e2m1, s4, b1)
+        add("range", driver.range_cuda, None, _array(np.uint8).copy(layout=layout), numba.uint64, _array(np.int32, 1))
+    for row in (arith32._add_row, arith32._mul_row, arith32._fma_row):
+        add(row.py_func.__name__.strip("_"), driver.elementwise_cuda, row, f8, f8, f8, f8)
+    f4 = _array(np.float32)         # the product of two promotion scales (binary32)
+    add("mul_row", driver.elementwise_cuda, arith32._mul_row, f4, f4, f4, f8)
+    for w in (np.uint8, np.uint16, np.uint32):
+        add("values_row", driver.elementwise_cuda, arith32._values_row, _array(w), numba.typeof(FM), ix, f8)
+    add("words_row", driver.elementwise_cuda, arith32._words_row, f8, f8, f8, _array(np.uint32))
+    common = (i8, i8, ix, _array(np.float64, 1))
+    status = _array(np.int8, 1)
+    for name, body in quantize.BODIES.items():
+        scales = _array(np.float32) if name == "deepseek" else _array(np.uint8)
+        outs = {"amax": [(f8, f8)], "values": [(_array(np.float32), _array(np.float32))]}.get(
+            name, [(_array(w), scales) for w in (np.uint8, np.uint16)])
+        inputs = {"values": [_array(w) for w in (np.uint16, np.uint32)]}.get(
+            name, [_array(np.float32)] + ([f8] if name == "amax" else []))
+        for x in inputs:
+            for o, sc in outs:
+                add(f"{name}_body", driver.quantize_cuda, body, numba.int64, x, *common, o, sc, status)
+    return out
 
 
 def write_kernel(folder, kernel: CudaKernel, archs=tuple(ARCHS)) -> list:

@@ -186,7 +186,7 @@ def kernel_args(plan, rows, dtypes=None) -> tuple:
     is array row d), and ``ncols`` (> 0: the matrix form, row d is A row d // ncols
     against B row d % ncols)."""
     dtypes = dtypes or plan.word_dtypes
-    no_scale = _NO_SCALE if dtypes[0] != np.int64 else _NO_SCALE64
+    no_scale = unscaled(dtypes[0])
     if rows.ncols:      # the matrices themselves (the common small call: no loops)
         ops, asc, ni = rows.operands, np.ascontiguousarray, _NO_INDEX
         sa, sb = (asc(ops[3], dtypes[3]), asc(ops[4], dtypes[4])) if plan.scaled else (no_scale, no_scale)
@@ -205,6 +205,13 @@ def kernel_args(plan, rows, dtypes=None) -> tuple:
 
 
 _NO_SCALE64 = np.zeros((1, 1), dtype=np.int64)
+
+
+def unscaled(word_dtype) -> np.ndarray:
+    """The scale operand a kernel of an unscaled plan reads (never read: one element), for A words
+    of ``word_dtype``: uint8 (int64 for the int64 words of the CPU driver), one type for every
+    driver so that a body is compiled once (:func:`kernel_args`, the CUDA rows)."""
+    return _NO_SCALE if np.dtype(word_dtype) != np.int64 else _NO_SCALE64
 _NO_SCALES_INDEX = [_NO_INDEX, _NO_INDEX]
 
 
