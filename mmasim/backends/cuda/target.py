@@ -217,14 +217,18 @@ def device_kernels() -> list:
     add("words_row", driver.elementwise_cuda, arith32._words_row, f8, f8, f8, _array(np.uint32))
     common = (i8, i8, ix, _array(np.float64, 1))
     status = _array(np.int8, 1)
+    words = (np.uint8, np.uint16, np.uint32, np.uint64)
     for name, body in quantize.BODIES.items():
         scales = _array(np.float32) if name == "deepseek" else _array(np.uint8)
-        outs = {"amax": [(f8, f8)], "values": [(_array(np.float32), _array(np.float32))]}.get(
-            name, [(_array(w), scales) for w in (np.uint8, np.uint16)])
-        inputs = {"values": [_array(w) for w in (np.uint16, np.uint32)]}.get(
-            name, [_array(np.float32)] + ([f8] if name == "amax" else []))
+        # a cast's words of every width (an output format's too); a matrix read transposed (B: 'F')
+        outs = {"amax": [(f8, f8)], "values": [(f4, f4)], "recontainer": [(_array(w), _array(w)) for w in words[:2]],
+                "cast": [(_array(w), scales) for w in words]}.get(name, [(_array(w), scales) for w in words[:2]])
+        inputs = {"values": [_array(w) for w in words], "recontainer": [_array(w) for w in words[:2]]}.get(
+            name, [f4, f4.copy(layout="F")] + ([f8] if name == "amax" else []))
         for x in inputs:
             for o, sc in outs:
+                if name == "recontainer" and o.dtype != x.dtype:
+                    continue
                 add(f"{name}_body", driver.quantize_cuda, body, numba.int64, x, *common, o, sc, status)
     return out
 
