@@ -180,6 +180,21 @@ def test_the_digest_covers_the_codes_the_kernels_freeze(tmp_path, monkeypatch):
     assert cache.sources_digest(tmp_path) != d0
 
 
+def test_the_digest_covers_the_cuda_bodies_their_cpu_drivers_inline(tmp_path, monkeypatch):
+    # quantize.py's CPU driver inlines the bodies of pcg64.py and hadamard.py: an edit of one of
+    # them alone must not leave the driver's old compile in use
+    import mmasim.backends.cuda.pcg64
+    assert Path(mmasim.backends.cuda.pcg64.__file__).resolve().parent == cache.CUDA_BODIES.resolve()
+    _sources(tmp_path)
+    bodies = tmp_path / "cuda"
+    bodies.mkdir()
+    (bodies / "pcg64.py").write_text("STEP = 1\n")
+    monkeypatch.setattr(cache, "CUDA_BODIES", bodies)
+    d0 = cache.sources_digest(tmp_path)
+    (bodies / "pcg64.py").write_text("STEP = 0\n")
+    assert cache.sources_digest(tmp_path) != d0
+
+
 def test_the_cache_folder_is_the_environment_variable_else_the_user_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("MMASIM_CACHE_DIR", str(tmp_path))
     assert cache.kernel_dir() == tmp_path / "numba" / cache.DIGEST[:20]

@@ -2,8 +2,9 @@
 (:mod:`mmasim.backends.cuda.quantize`), on the CPU (numpy arrays) or on a CUDA device
 (``__cuda_array_interface__`` arrays: the words and scales stay there).
 
-Gives :func:`quantize` (:func:`mmasim.quantize`'s schemes and options, but the Hadamard
-transform, ``seed=`` and another container: :func:`compiled` says which), and :func:`per_tensor`
+Gives :func:`quantize` (:func:`mmasim.quantize`'s schemes and options, but another container:
+:func:`compiled` says which; ``seed=``'s bits drawn by :mod:`mmasim.backends.cuda.pcg64`, the
+Hadamard transform on a device by :mod:`mmasim.quantization.on_device`), and :func:`per_tensor`
 (what :mod:`mmasim.torch.matmul` does under ``scaling="tensor"``), :func:`recontainer`
 (:func:`mmasim.quantization.casts.recontainer`) and :func:`values` (words as binary32 values
 times alpha: D and an output format's words in :mod:`mmasim.torch.matmul`).  Decides nothing of its own:
@@ -35,7 +36,7 @@ from mmasim.backends.cuda.quantize import (
     tensor_amax,
     values_body,
 )
-from mmasim.errors import QuantizeError
+from mmasim.errors import MMAError, QuantizeError
 from mmasim.quantization import casts
 from mmasim.quantization import rounding as rounding_
 from mmasim.quantization.quantize import (
@@ -57,8 +58,7 @@ from mmasim.quantization.quantize import (
 )
 
 #: what the compiled quantization does not do (the caller quantizes with numpy)
-NOT_COMPILED = {"hadamard": "the Hadamard transform", "seed": "random bits drawn from seed= (a host generator)",
-                "container": "another container"}
+NOT_COMPILED = {"container": "another container"}
 #: the scheme rules the bodies compile
 RULES = ("_mx", "_nvfp4", "_deepseek")
 
@@ -115,7 +115,8 @@ def _job(s, fmt, shape, nan, opts, saturate, tile, amax, prescale=None) -> Job:
 
 
 def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=None, nan: str = "raise", tile=None,
-             scale_rounding=None, rounding: str = "nearest", rbits=None, pad=None, prescale=None):
+             scale_rounding=None, rounding: str = "nearest", rbits=None, seed=None, hadamard=None, pad=None,
+             prescale=None):
     """:func:`mmasim.quantize` by the compiled bodies (``target``: ``"cpu"``, the CPU driver on
     numpy arrays; ``"cuda"``, the CUDA driver on ``__cuda_array_interface__`` arrays, whose
     words and scales stay on the device).  The options are checked by :func:`mmasim.quantize`
@@ -125,10 +126,16 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
     multiplied by it in binary32 first, as FP8 per-tensor scaling does (:func:`per_tensor`).
     ``target="cuda"``: x a matrix with its blocks along its last axis (``axis`` -1 or 1),
     ``rbits`` a device array; the words and scales are device arrays, NVFP4's tensor amax and
-    scale host scalars (one value read back)."""
+    scale host scalars (one value read back).  ``seed``: the random bits of
+    :func:`~mmasim.quantization.rounding.random_bits` drawn where the words are computed
+    (:func:`mmasim.backends.cuda.pcg64.random_bits`); ``hadamard``: x transformed first, on a
+    device by :func:`mmasim.quantization.on_device.hadamard`."""
     import attrs
 
+    from mmasim.backends.cuda import pcg64
     from mmasim.backends.plan import word_dtype
+    from mmasim.quantization import hadamard as rht
+    from mmasim.quantization import on_device
 
     arrays = TARGETS[target]
     s = lookup(scheme)
@@ -141,14 +148,18 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
     if prescale is not None and rule is not None:
         raise QuantizeError(f"{scheme}: prescale= is for plain casts (FP8 per-tensor scaling)")
     empty = np.zeros((0,) * ndim, np.float32)
-    options = dict(saturate=saturate, nan=nan, tile=tile, scale_rounding=scale_rounding, rounding=rounding)
+    options = dict(saturate=saturate, nan=nan, tile=tile, scale_rounding=scale_rounding, rounding=rounding,
+                   seed=seed, hadamard=hadamard)
     numpy_quantize(empty, scheme, axis, rbits=None if rbits is None else np.zeros(empty.shape, np.int64), **options)
     cont = _format(s.element)
     fmt = _rounding_format(cont)
+    spec = rht.Hadamard.of(hadamard)
     if target == "cpu":
-        values = _read(x, scheme)
+        values = source = _read(x, scheme)
         if rbits is not None:
             rbits = rounding_.element_bits(fmt, full, rbits, None)
+        elif seed is not None:
+            rbits = pcg64.random_bits(seed, (1, int(np.prod(full))), rounding_.rbits_width(fmt), arrays).reshape(full)
         ax = _axis(axis, values.ndim, scheme) if rule is not None else values.ndim - 1
         moved_full = np.moveaxis(np.empty(full, np.bool_), ax, -1).shape if ndim else (1,)
         if rule == "_deepseek":
@@ -164,21 +175,35 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
                                 f"(axis -1), not x of shape {tuple(x.shape)} with axis {axis}")
         ax, shape = 1, full
         mat, rb = arrays.put(x), None if rbits is None else arrays.put(rbits)
+        source = mat
+        if seed is not None:
+            rb = pcg64.random_bits(seed, full, rounding_.rbits_width(fmt), arrays)
 
     def refuse():
         """The numpy code on what the bodies flagged (on the host: this is the one copy), which raises."""
-        host = values if target == "cpu" else mat.copy_to_host()
+        host = source if target == "cpu" else source.copy_to_host()
         if pad is not None:
             host = np.pad(host, [(0, f - n) for f, n in zip(full, host.shape)])
         if prescale is not None:
             with np.errstate(over="ignore"):
                 host = (host.astype(np.float32) * np.float32(prescale)).astype(np.float32)
-        rbh = rbits if target == "cpu" or rb is None else rb.copy_to_host()
+        rbh = rbits if target == "cpu" or rbits is None else rb.copy_to_host()
         numpy_quantize(host, scheme, axis, rbits=rbh, **options)
         raise QuantizeError(f"{scheme}: the compiled bodies flagged the input and the numpy code did not")
 
     opts = Options(scale_rounding=_scale_rounding(scale_rounding, s) if rule is not None else None,
                    rounding=rounding)
+    if (s.block and shape[1] % s.block) or (spec is not None and shape[1] % rht.SIZE):
+        refuse()                    # blocks that do not divide x: the numpy code's error
+    if spec is not None and target == "cpu":
+        try:
+            mat = rht.transform(np.pad(mat, [(0, f - n) for f, n in zip(shape, mat.shape)]), -1, spec, "")
+        except MMAError:
+            refuse()
+    elif spec is not None:
+        mat = on_device.hadamard(mat, spec, shape)
+        if mat is None:
+            refuse()
     tiles = None
     amax = np.float32(0)
     if rule == "_deepseek":
@@ -280,13 +305,6 @@ def values(words, fmt, *, target: str = "cpu", alpha=1.0, shape=None):
     out, _ = _launch_elementwise(values_body, mat, tuple(mat.shape) if shape is None else tuple(shape), *specs,
                                  [np.float32(alpha)], np.float32, arrays)
     return out
-
-
-def tensor_scaled(scheme: str) -> bool:
-    """Whether ``scheme``'s words carry a tensor scale too (NVFP4: :func:`mmasim.gemm` applies it
-    in its epilogue)."""
-    s = lookup(scheme)
-    return s.rule is not None and s.rule.__name__ == "_nvfp4"
 
 
 def placed_in(scheme: str) -> str:

@@ -9,8 +9,9 @@ and ``hadamard_transform_utils.cuh`` (``get_hadamard_matrix_fragment``,
 (``row_cast_col_hadamard_transform_cast_fusion.cu``) rounds its accumulator to bf16 the same
 way "for bit-wise compatibility with unfused kernels".
 
-Gives :class:`Hadamard` (the sign vector and the MMA datapath the 16-term sums run on) and
-:func:`transform`.  The sums are computed by mmasim's own model of that datapath (B200
+Gives :class:`Hadamard` (the sign vector and the MMA datapath the 16-term sums run on),
+:func:`instruction_plan` (that datapath, checked) and :func:`transform` (its device form, on a
+matrix on a CUDA device: :func:`mmasim.quantization.on_device.hadamard`).  The sums are computed by mmasim's own model of that datapath (B200
 ``mma.sync.m16n8k16.f32.bf16.bf16`` by default: the instruction wmma m16n16k16 runs as), so
 their truncation is the hardware's, not binary32's.
 """
@@ -80,6 +81,17 @@ class Hadamard:
         return np.where((parity ^ flip[:, None]) == 1, -0.25, 0.25)
 
 
+def instruction_plan(spec: Hadamard, what: str) -> Plan:
+    """The plan of ``spec``'s instruction, which must be bf16 x bf16 -> f32 of K = 16."""
+    reg = get_registry()
+    found = lookup_instruction(reg, spec.arch, spec.instruction, {})
+    plan = Plan.build(found.datapath, reg)
+    if (plan.a_format.key, plan.b_format.key, plan.d_format.key, found.datapath.k) != ("bf16", "bf16", "f32", SIZE):
+        raise QuantizeError(f"{what}: the Hadamard transform runs on a bf16 x bf16 -> f32 instruction of K = 16, not "
+                            f"{spec.arch} {spec.instruction}")
+    return plan
+
+
 def transform(x, axis: int, spec: Hadamard, what: str) -> np.ndarray:
     """``x`` (bf16 values) with each group of 16 consecutive elements along ``axis`` replaced by
     its transform: the D words of ``spec``'s instruction on the group and each column of
@@ -97,11 +109,7 @@ def transform(x, axis: int, spec: Hadamard, what: str) -> np.ndarray:
     if x.ndim == 0 or x.shape[axis] % SIZE:
         raise BlockShapeError(f"{what}: the Hadamard transform runs over groups of {SIZE} along axis {axis}; "
                               f"x has shape {x.shape}")
-    found = lookup_instruction(reg, spec.arch, spec.instruction, {})
-    plan = Plan.build(found.datapath, reg)
-    if (plan.a_format.key, plan.b_format.key, plan.d_format.key, found.datapath.k) != ("bf16", "bf16", "f32", SIZE):
-        raise QuantizeError(f"{what}: the Hadamard transform runs on a bf16 x bf16 -> f32 instruction of K = 16, not "
-                            f"{spec.arch} {spec.instruction}")
+    plan = instruction_plan(spec, what)
     groups = np.moveaxis(words, axis, -1).reshape(-1, SIZE)
     cols = casts.cast(bf16, spec.matrix().T, what=what)          # row n: column n of diag(s) H / 4
     n = groups.shape[0]
@@ -119,4 +127,4 @@ def transform(x, axis: int, spec: Hadamard, what: str) -> np.ndarray:
     return np.moveaxis(rounded.reshape(shape), -1, axis).astype(np.float32)
 
 
-__all__ = ["TE_SIGNS", "Hadamard", "sign_mask", "transform"]
+__all__ = ["TE_SIGNS", "Hadamard", "sign_mask", "instruction_plan", "transform"]

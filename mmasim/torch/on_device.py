@@ -4,8 +4,8 @@ numba device arrays), nothing comes to the host but flags and scalars.
 
 The operands are quantized where they lie by the compiled quantization
 (:mod:`mmasim.quantization.compiled`: a cast, FP8 per-tensor scaling, FP8 delayed scaling, or a
-scheme: OCP MX, NVFP4 with its tensor scale, DeepSeek's FP8 tiles with their promotion
-scales), padded as :func:`mmasim.torch.matmul.matmul` pads them (zeros read past the matrix's
+scheme: OCP MX, NVFP4 with its tensor scale, seeded stochastic rounding and Hadamard transform
+(:mod:`mmasim.quantization.on_device`), DeepSeek's FP8 tiles with their promotion scales), padded as :func:`mmasim.torch.matmul.matmul` pads them (zeros read past the matrix's
 end) and placed by value into the containers the instruction reads
 (:func:`mmasim.quantization.compiled.recontainer`: e2m1's 4-bit code, byte and RTX Blackwell
 containers); B's blocks run along K, so B is read transposed (a device copy).  Under delayed
@@ -19,9 +19,9 @@ format, are cast into it (saturating, NaN propagated) and read back, on the devi
 tensor for torch operands.  What comes to the host: each body's status flag, the tensor amax
 of per-tensor and delayed scaling and NVFP4 (one value), the GEMM's own flags.
 
-:func:`takes` says which emulations run so; the others (the Hadamard transform and seeded
-stochastic rounding, whose device forms are not wired in yet; a scheme whose rule has no
-compiled body; a format whose words the bodies do not decode) are computed from host copies
+:func:`takes` says which emulations run so; the others (a Hadamard transform that reads another
+format than bf16; a scheme whose rule has no compiled body; a format whose words the bodies
+do not decode) are computed from host copies
 of the operands, and D returned to the device (:func:`from_host`).
 """
 
@@ -70,8 +70,8 @@ def takes(a, b, em, backend) -> str:
         return "an operand is on the host"
     if backends.resolve(backend) != "cuda":
         return "the backend is not cuda"
-    if em.hadamard or (em.scaling == "scheme" and em.a_rounding == "stochastic"):
-        return "the Hadamard transform and seeded stochastic rounding run on the host"
+    if em.hadamard and em.recipe_scheme().hadamard != "bf16":
+        return f"the Hadamard transform reads {em.recipe_scheme().hadamard} values, which the device makes from bf16 only"
     if em.scaling == "scheme" and not compiled.takes_rule(em.scheme):
         return f"{em.scheme}'s rule has no compiled body"
     pairs, out = _formats(em, em.model())
@@ -86,10 +86,11 @@ def takes(a, b, em, backend) -> str:
 
 
 def _transposed(x):
-    """The transpose of a 2-D device matrix, on the device (a copy)."""
+    """The transpose of a 2-D device matrix, on the device (a C-contiguous copy: the bodies are
+    compiled for C-contiguous matrices, :func:`mmasim.backends.cuda.target.device_kernels`)."""
     from mmasim.backends.cuda import device
 
-    return device.as_device(x).T
+    return device._gather(device.as_device(x).T)
 
 
 def _delayed(x, em, fmt, pad, role):
@@ -115,7 +116,7 @@ def _operand(x, em, model, fmt, pad, transposed: bool, role):
     """``(words, instruction scales, promotion scales, decode scale)`` of one operand on the
     device: ``x`` ``(rows, K)`` (B read transposed), its words ``pad`` ``(rows', K')`` in
     ``fmt``'s container; words and scales transposed back for B."""
-    from mmasim.quantization import compiled
+    from mmasim.quantization import compiled, on_device
     from mmasim.quantization.quantize import _format
 
     if transposed:
@@ -130,6 +131,12 @@ def _operand(x, em, model, fmt, pad, transposed: bool, role):
         opts = {"scale_rounding": em.scale_rounding} if em.scale_rounding else {}
         if transposed and em.b_tile:
             opts["tile"] = em.b_tile[::-1]
+        if em.hadamard:     # as mmasim.torch.matmul: the operand rounded to the scheme's format, then transformed
+            x, pad = on_device.bf16_values(compiled.quantize(x, em.recipe_scheme().hadamard, target="cuda",
+                                                             pad=pad).words), None
+            opts["hadamard"] = True
+        if not transposed and em.a_rounding == "stochastic":
+            opts.update(rounding="stochastic", seed=em.seed)
         q = compiled.quantize(x, em.scheme, -1, target="cuda", pad=pad, **opts)
         words = compiled.recontainer(q.words, _format(q.container), fmt, target="cuda")
         if q.scale_use == "promotion":

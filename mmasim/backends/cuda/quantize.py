@@ -163,6 +163,13 @@ def _at(x, i, j):
 
 
 @_inline
+def _element(b, out):
+    """``(i, j)``: work item ``b`` as element ``(i, j)`` (C order) of the 2-D ``out``."""
+    i = b // out.shape[1]
+    return i, b - i * out.shape[1]
+
+
+@_inline
 def _abs32(x, i, j):
     """``|x[i, j]|`` (:func:`_at`) in binary32 and its status: a recipe that computes in binary32
     refuses a value binary32 does not hold, NaN and infinities

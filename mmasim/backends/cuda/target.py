@@ -184,9 +184,9 @@ def device_kernels() -> list:
     """The CUDA kernels that carry no datapath's per-row body (:class:`CudaKernel` with no plan):
     the copies and checks of device operands (:func:`.driver.gather_cuda`,
     :func:`.driver.range_cuda`), the GEMM's binary32 operations (:mod:`.arith32`) and the
-    quantization bodies (:mod:`.quantize`), each for the argument types the device paths launch
+    quantization bodies (:mod:`.quantize`, :mod:`.pcg64`, :mod:`.hadamard`), each for the argument types the device paths launch
     it with (``tests/cuda_sim.py`` checks every launch of the simulated tests against this list)."""
-    from mmasim.backends.cuda import arith32, driver, quantize
+    from mmasim.backends.cuda import arith32, driver, hadamard, pcg64, quantize
     from mmasim.backends.numba.kernels import _format_specs
     from mmasim.backends.plan import Plan
     from mmasim.registry.build import get_registry
@@ -220,16 +220,22 @@ def device_kernels() -> list:
     words = (np.uint8, np.uint16, np.uint32, np.uint64)
     for name, body in quantize.BODIES.items():
         scales = _array(np.float32) if name == "deepseek" else _array(np.uint8)
-        # a cast's words of every width (an output format's too); a matrix read transposed (B: 'F')
+        # a cast's words of every width (an output format's too)
         outs = {"amax": [(f8, f8)], "values": [(f4, f4)], "recontainer": [(_array(w), _array(w)) for w in words[:2]],
                 "cast": [(_array(w), scales) for w in words]}.get(name, [(_array(w), scales) for w in words[:2]])
         inputs = {"values": [_array(w) for w in words], "recontainer": [_array(w) for w in words[:2]]}.get(
-            name, [f4, f4.copy(layout="F")] + ([f8] if name == "amax" else []))
+            name, [f4] + ([f8] if name == "amax" else []))
         for x in inputs:
             for o, sc in outs:
                 if name == "recontainer" and o.dtype != x.dtype:
                     continue
                 add(f"{name}_body", driver.quantize_cuda, body, numba.int64, x, *common, o, sc, status)
+    f4 = _array(np.float32)         # seed='s random bits (int64) and the Hadamard transform's bf16 steps
+    for body, x, o, sc in ((pcg64.bits_body, _array(np.uint64), i8, i8),
+                           (hadamard.bf16_words_body, f4, _array(np.uint16), _array(np.uint32)),
+                           (hadamard.bf16_round_body, _array(np.uint32), f4, f4),
+                           (hadamard.bf16_values_body, _array(np.uint16), f4, f4)):
+        add(body.py_func.__name__, driver.quantize_cuda, body, numba.int64, x, *common, o, sc, status)
     return out
 
 

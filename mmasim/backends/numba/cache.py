@@ -3,8 +3,9 @@
 Every kernel is compiled with :func:`jit`: a numba dispatcher whose on-disk cache is
 :class:`KernelCache`, in ``$MMASIM_CACHE_DIR`` or else the user cache folder for ``mmasim``
 (``~/.cache/mmasim`` on Linux), under ``numba/<digest>/``: :func:`sources_digest`, a SHA-256
-of every source file of this backend and of the codes it shares with the spec
-(``mmasim/arith/codes.py``), since the kernels inline primitives from several of them and
+of every source file of this backend, of the codes it shares with the spec
+(``mmasim/arith/codes.py``) and of the CUDA backend's bodies (``mmasim/backends/cuda/``, compiled
+here by their CPU drivers), since the kernels inline primitives from several of them and
 freeze the codes (a changed file changes the folder and the stamp numba checks).  Cells of
 a closure are keyed by what they are (:func:`_cell_key`), not by numba's pickle of them, which gives a
 dispatcher a random id.  Nothing is written on import, only when a kernel is compiled; a
@@ -50,14 +51,17 @@ _NUMBA_FILE = re.compile(r"[\w.]+-mmasim\.py\d+\w*\.(?:nbi|\d+\.nbc)(?:\.tmp\.[0
 _HERE = Path(__file__).parent
 #: the source outside this backend whose constants the kernels freeze: the shared codes and sentinels
 SHARED_CODES = _HERE.parents[1] / "arith" / "codes.py"
+#: the target-neutral bodies of the CUDA backend, which their CPU drivers compile here (a driver
+#: defined in one of its files inlines bodies and rules from the others)
+CUDA_BODIES = _HERE.parent / "cuda"
 _file_digests: dict = {}
 
 
 def sources_digest(folder: Path = _HERE) -> str:
-    """SHA-256 (hex) of the name and bytes of every ``.py`` file of ``folder`` and of
-    :data:`SHARED_CODES`."""
+    """SHA-256 (hex) of the name and bytes of every ``.py`` file of ``folder``, of
+    :data:`SHARED_CODES` and of :data:`CUDA_BODIES`."""
     digest = hashlib.sha256()
-    for f in [*sorted(Path(folder).glob("*.py")), SHARED_CODES]:
+    for f in [*sorted(Path(folder).glob("*.py")), SHARED_CODES, *sorted(CUDA_BODIES.glob("*.py"))]:
         digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return digest.hexdigest()
 
