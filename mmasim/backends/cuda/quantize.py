@@ -379,9 +379,7 @@ def values_body(b, x, rb, CS, TAB, P, out, scales):
     ``x[i, j]`` (of the format ``CS[0]`` decodes: D's, or an output format's) in binary32,
     times ``alpha = P[0]`` in binary32 unless it is 1: :func:`mmasim.torch.matmul.matmul`'s
     ``y * alpha`` (and its ``dequantize()``); an f32 word's value is its binary32 bits."""
-    C = out.shape[1]
-    i = b // C
-    j = b - i * C
+    i, j = _element(b, out)
     w = np.int64(x[i, j])
     fp = _fspec(CS, 0)
     if fp.tab_len == 0 and fp.integer == 0 and fp.field_shift == 0 and fp.field_bits == 32 and fp.exp_bits == 8:
@@ -400,9 +398,7 @@ def recontainer_body(b, x, rb, CS, TAB, P, out, scales):
     another of the same format (decoded by ``CS[2]``) by value
     (:func:`mmasim.quantization.casts.recontainer`): its value cast by ``CS[0]`` (saturating,
     NaN propagated), flagged where the word it gives reads another value."""
-    C = out.shape[1]
-    i = b // C
-    j = b - i * C
+    i, j = _element(b, out)
     v = _word_value(np.int64(x[i, j]), _fspec(CS, 1), TAB)
     w, st = _cast_value(v, _spec(CS, 0), np.int64(0), TAB)
     if st != OK:
