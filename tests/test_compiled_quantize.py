@@ -106,6 +106,51 @@ def test_compiled_cast_gives_the_numpy_casts_words_or_its_refusal(key, data):
         _same(lambda q: q(x.reshape(-1, 1 if len(x) % 2 else 2), key, saturate=saturate, nan=nan))
 
 
+def _words(fmt) -> np.ndarray:
+    """Words of ``fmt``: every word of a container of up to 16 bits, else those of :func:`_edges`
+    (an integer format: its ends, zero and a few between)."""
+    if fmt.integer:
+        return np.array([0, 1, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF, 0x00BC614E, 0x01000001], np.uint32)
+    if fmt.container_bits <= 16:
+        return (np.arange(1 << fmt.field_bits, dtype=np.uint64) << np.uint64(fmt.field_shift)).astype(
+            casts.word_dtype(fmt))
+    return casts.cast(fmt, _edges(fmt.key), saturate=True, nan="propagate")
+
+
+@pytest.mark.parametrize("key", CAST_FORMATS + ["s32"])
+def test_compiled_values_are_the_words_values_in_binary32_times_alpha(key):
+    """What D's words and an output format's words become in :func:`mmasim.torch.matmul.matmul`:
+    each word's value (:func:`mmasim.quantization.casts.values`; an integer word's) rounded to
+    binary32, then times alpha in binary32; NaN stays NaN."""
+    fmt = get_registry().formats[key]
+    words = _words(fmt)
+    exact = words.view(np.int32).astype(np.float64) if fmt.integer else casts.values(fmt, words)
+    for alpha in (np.float32(1), np.float32(0.75), np.float32(3.0e38)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            want = exact.astype(np.float32) * alpha if alpha != 1 else exact.astype(np.float32)
+        got = compiled.values(words.reshape(1, -1), fmt, alpha=alpha)[0]
+        nan = np.isnan(want)
+        assert (np.isnan(got) == nan).all() and got[~nan].tobytes() == want[~nan].tobytes(), (key, alpha)
+
+
+@pytest.mark.parametrize("src, dst", [("e2m1", "e2m1x"), ("e2m1x", "e2m1"), ("e2m1x", "e2m1.sm120"),
+                                      ("e2m1.sm120", "e2m1"), ("e4m3", "e5m2"), ("e5m2", "f16")])
+def test_compiled_recontainer_places_every_word_by_value_or_gives_the_numpy_codes_refusal(src, dst):
+    """:func:`mmasim.quantization.casts.recontainer` (e2m1's 4-bit code, byte and RTX Blackwell
+    containers; e4m3 words e5m2 does not hold: refused, naming the first)."""
+    formats = get_registry().formats
+    words = _words(formats[src])
+    try:
+        want = casts.recontainer(words, formats[src], formats[dst])
+    except mmasim.MMAError as e:
+        with pytest.raises(type(e)) as got:
+            compiled.recontainer(words, formats[src], formats[dst])
+        assert str(got.value) == str(e)
+        return
+    got = compiled.recontainer(words, formats[src], formats[dst])
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
 def _blocks(data, rows, cols, *, binary32: bool, specials: bool):
     """A ``(rows, cols)`` matrix of blocks of 16: each of its own magnitude (``2**e``, at e8m0's
     ends for binary64), some all zero, some with an element's edge value; NaN / inf where
@@ -293,7 +338,8 @@ def _ptxas() -> str | None:
 
 
 @pytest.mark.skipif(bool(missing()), reason=missing() or "numba-cuda installed")
-@pytest.mark.parametrize("name", ["cast", "mx_floor", "mx_rceil", "nvfp4", "deepseek", "amax", "values"])
+@pytest.mark.parametrize("name", ["cast", "mx_floor", "mx_rceil", "nvfp4", "deepseek", "amax", "values",
+                                  "recontainer"])
 def test_quantize_bodies_compile_to_ptx_for_sm90a_without_spills(name, tmp_path):
     """Each body's CUDA driver (float32 input, byte words) compiles to one PTX entry with no
     local memory, and ptxas assembles it with no stack frame, spill or local memory."""
@@ -304,7 +350,9 @@ def test_quantize_bodies_compile_to_ptx_for_sm90a_without_spills(name, tmp_path)
     body = BODIES[name]
     scales = np.zeros((1, 1), np.float32 if name == "deepseek" else np.float64 if name == "amax" else np.uint8)
     out = np.zeros((1, 1), {"amax": np.float64, "values": np.float32}.get(name, np.uint8))
-    arrays = (np.int64(1), np.zeros((1, 1), np.uint32 if name == "values" else np.float32), np.zeros((1, 1), np.int64), np.zeros((2, 15), np.int64),
+    words = {"values": np.uint32, "recontainer": np.uint8}
+    arrays = (np.int64(1), np.zeros((1, 1), words.get(name, np.float32)), np.zeros((1, 1), np.int64),
+              np.zeros((3, 15), np.int64),
               np.zeros(1, np.int64), np.zeros(4), out, scales, np.zeros(1, np.int8))
     assemble_without_spills(target.compile_ptx(quantize_cuda(body), tuple(numba.typeof(a) for a in arrays), "sm_90a"),
                             tmp_path / f"{name}.ptx")

@@ -5,7 +5,9 @@
 Gives :func:`quantize` (:func:`mmasim.quantize`'s schemes and options, but another container:
 :func:`compiled` says which; ``seed=``'s bits drawn by :mod:`mmasim.backends.cuda.pcg64`, the
 Hadamard transform on a device by :mod:`mmasim.quantization.on_device`), and :func:`per_tensor`
-(what :mod:`mmasim.torch.matmul` does under ``scaling="tensor"``).  Decides nothing of its own:
+(what :mod:`mmasim.torch.matmul` does under ``scaling="tensor"``), :func:`recontainer`
+(:func:`mmasim.quantization.casts.recontainer`) and :func:`values` (words as binary32 values
+times alpha: D and an output format's words in :mod:`mmasim.torch.matmul`).  Decides nothing of its own:
 the options are checked by :func:`mmasim.quantize` on an empty array of x's dimensions, the
 format facts (largest value, ``emax``, NaN words, NVFP4's tensor scales, FP8's current scale)
 come from :mod:`mmasim.quantization`, and where a body flags its input the numpy code runs on a
@@ -29,7 +31,10 @@ from mmasim.backends.cuda.quantize import (
     mx_floor_body,
     mx_rceil_body,
     nvfp4_body,
+    recontainer_body,
+    spec_rows,
     tensor_amax,
+    values_body,
 )
 from mmasim.errors import MMAError, QuantizeError
 from mmasim.quantization import casts
@@ -54,6 +59,8 @@ from mmasim.quantization.quantize import (
 
 #: what the compiled quantization does not do (the caller quantizes with numpy)
 NOT_COMPILED = {"container": "another container"}
+#: the scheme rules the bodies compile
+RULES = ("_mx", "_nvfp4", "_deepseek")
 
 
 def compiled(**options) -> str:
@@ -146,9 +153,6 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
     numpy_quantize(empty, scheme, axis, rbits=None if rbits is None else np.zeros(empty.shape, np.int64), **options)
     cont = _format(s.element)
     fmt = _rounding_format(cont)
-    if target != "cpu" and fmt.key != cont.key:
-        raise QuantizeError(f"{scheme}: its words are rounded in {fmt.key} and placed in {cont.key} "
-                            f"(casts.recontainer), which the CUDA driver does not do")
     spec = rht.Hadamard.of(hadamard)
     if target == "cpu":
         values = source = _read(x, scheme)
@@ -224,8 +228,7 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
         if rule is not None:
             scales = np.moveaxis(scales.reshape(*moved_full[:-1], scales.shape[-1]), -1, ax)
             tile_scales = None if tile_scales is None else np.moveaxis(tile_scales, -1, ax)
-    if fmt.key != cont.key:
-        out = casts.recontainer(out, fmt, cont)
+    out = recontainer(out, fmt, cont, target=target)
     if rule is None:
         return Quantized(out, None, fmt.name, cont.key, None, None, None, None, scheme, None)
     if rule == "_deepseek":
@@ -250,8 +253,62 @@ def per_tensor(x, key: str, *, target: str = "cpu", pad=None):
     return q.words, np.float32(np.float32(1) / scale)
 
 
+def takes_rule(scheme: str) -> bool:
+    """Whether the bodies compile ``scheme``'s rule (a plain cast, or one of :data:`RULES`)."""
+    s = lookup(scheme)
+    return s.rule is None or s.rule.__name__ in RULES
+
+
+def _launch_elementwise(body, words, shape, CS, TAB, P, dtype, arrays):
+    """``body`` over every element of ``shape`` (the top-left corner of 2-D ``words``): ``(out, status)``."""
+    out = arrays.empty(shape, dtype)
+    status = arrays.put(np.zeros(1, np.int8))
+    arrays.launch(body, int(np.prod(shape)), words, arrays.put(np.zeros((0, 0), np.int64)), arrays.put(CS),
+                  arrays.put(TAB), arrays.put(np.asarray(P, np.float64)), out, out, status)
+    return out, arrays.get(status)[0]
+
+
+def recontainer(words, src, dst, *, target: str = "cpu"):
+    """:func:`mmasim.quantization.casts.recontainer` (``src``'s container words as ``dst``'s,
+    another container of the same format, by value) by :func:`recontainer_body`: on a CUDA
+    device (``target="cuda"``, a matrix) the words stay there; a word ``dst`` does not hold is
+    refused by the numpy code (on a host copy), with its message."""
+    if src.key == dst.key:
+        return words
+    from mmasim.backends.plan import word_dtype
+
+    arrays = TARGETS[target]
+    specs = spec_rows([cast_spec(dst, saturate=True, nan="propagate", nan_field=casts._nan_field(dst))], [src, dst])
+    if target == "cpu" and specs is None:
+        return casts.recontainer(words, src, dst)
+    if specs is None:
+        raise QuantizeError(f"{src.key} -> {dst.key}: a format whose words the CUDA driver does not decode")
+    host_shape = None if target != "cpu" else np.shape(words)
+    mat = arrays.put(words) if target != "cpu" else np.asarray(words).reshape(1, -1)
+    out, status = _launch_elementwise(recontainer_body, mat, tuple(mat.shape), *specs, [0], word_dtype(dst), arrays)
+    if status != OK:
+        casts.recontainer(mat.copy_to_host() if target != "cpu" else words, src, dst)
+        raise QuantizeError(f"{src.key} -> {dst.key}: the compiled body flagged a word and the numpy code did not")
+    return out if host_shape is None else out.reshape(host_shape)
+
+
+def values(words, fmt, *, target: str = "cpu", alpha=1.0, shape=None):
+    """The binary32 values (float32) of ``fmt``'s words (a matrix; ``shape``: of its top-left
+    corner) times ``alpha`` in binary32 unless it is 1, by :func:`values_body`: the float32 D
+    of :func:`mmasim.torch.matmul.matmul` (``np.asarray(d, np.float32) * alpha``, an output
+    format's ``dequantize()``); on a CUDA device the values stay there."""
+    arrays = TARGETS[target]
+    specs = spec_rows([], [fmt])
+    if specs is None:
+        raise QuantizeError(f"{fmt.key}: a format whose words the compiled bodies do not decode")
+    mat = arrays.put(words)
+    out, _ = _launch_elementwise(values_body, mat, tuple(mat.shape) if shape is None else tuple(shape), *specs,
+                                 [np.float32(alpha)], np.float32, arrays)
+    return out
+
+
 def placed_in(scheme: str) -> str:
-    """The container key the compiled quantization gives ``scheme``'s words in on the device: its
-    element format's, where its values are rounded in that format (not e2m1.sm120's e2m1)."""
-    cont = _format(lookup(scheme).element)
-    return cont.key if _rounding_format(cont).key == cont.key else _rounding_format(cont).key
+    """The container key the compiled quantization gives ``scheme``'s words in, on either target:
+    its element format's (words rounded in another container, e2m1.sm120's in e2m1, are moved
+    into it by :func:`recontainer`)."""
+    return _format(lookup(scheme).element).key

@@ -60,13 +60,25 @@ class DelayedScaling:
         casts, as TE's ``atomicMaxFloat``)."""
         what = f"delayed scaling ({self.format.name})"
         v = _binary32(_read(x, what), what, "raise")
-        amax = np.max(np.abs(v), initial=F32(0))
-        self.amax_history[0] = max(self.amax_history[0], amax)
+        amax = self.record(np.max(np.abs(v), initial=F32(0)))
         with np.errstate(over="ignore"):
             scaled = v * self.scale
         words = casts.cast(self.format, scaled, saturate=True, what=what)
-        return Quantized(words, None, self.format.name, self.format.key, None, None, None, F32(F32(1) / self.scale),
-                         "fp8_delayed", None, amax=F32(amax))
+        return Quantized(words, None, self.format.name, self.format.key, None, None, None, self.scale_inv,
+                         "fp8_delayed", None, amax=amax)
+
+    def record(self, amax) -> np.float32:
+        """The step's amax so far: the largest of ``amax_history[0]`` and ``amax`` (a cast's
+        ``max |x|``, binary32), as TE's ``atomicMaxFloat``; returns ``amax`` as float32.  The
+        cast on a CUDA device (:mod:`mmasim.torch.on_device`) records the amax it reduced there."""
+        amax = F32(amax)
+        self.amax_history[0] = max(self.amax_history[0], amax)
+        return amax
+
+    @property
+    def scale_inv(self) -> np.float32:
+        """The decode scale of the current scale: ``RN(1 / scale)`` (``__frcp_rn``), the GEMM's alpha."""
+        return F32(F32(1) / self.scale)
 
     def update(self) -> np.float32:
         """The step's end: the amax that sets the next scale, the history rolled, the scale.

@@ -45,9 +45,13 @@ def gemms(a: np.ndarray, b: np.ndarray, em, step: str, memo=None, keys=(None, No
         return out
     setting = em.for_gemm(step)
     for i in range(batch):
-        ka, kb = (None if key is None else ((key[0], i), key[1]) for key in keys)
-        out[i] = matmul(a[i], b[i], setting, memo=memo, keys=(ka, kb))
+        out[i] = matmul(a[i], b[i], setting, memo=memo, keys=batch_keys(keys, i))
     return out
+
+
+def batch_keys(keys, i) -> tuple:
+    """The keys of matrix ``i`` of a batch: ``((name, i), transposed)`` (its delayed-scaling role too)."""
+    return tuple(None if key is None else ((key[0], i), key[1]) for key in keys)
 
 
 def batched(a, b, em, step: str, memo=None, keys=(None, None)):
@@ -60,7 +64,8 @@ def batched(a, b, em, step: str, memo=None, keys=(None, None)):
     n = b.shape[2]
     setting = em.for_gemm(step)
     if batch and m and n and k and on_device(a[0], b[0], setting, None):     # CUDA tensors, backend cuda
-        return torch.stack([matmul(a[i].float(), b[i].float(), setting) for i in range(batch)])
+        return torch.stack([matmul(a[i].float(), b[i].float(), setting, keys=batch_keys(keys, i))
+                            for i in range(batch)])
     d = gemms(as_numpy(a), as_numpy(b), em, step, memo, keys)
     return torch.from_numpy(d).to(a.device)
 

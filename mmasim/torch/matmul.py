@@ -132,6 +132,25 @@ def on_device(a, b, em, backend) -> bool:
     return device_route(a, b, em, backend) == ""
 
 
+def _keys(em, keys) -> tuple:
+    """A's and B's ``keys``; under delayed scaling an unnamed operand's role is its side."""
+    ka, kb = keys
+    if em.scaling == "delayed":
+        ka, kb = ka or ("A", False), kb or ("B", False)
+    return ka, kb
+
+
+def gemm_options(em) -> dict:
+    """The options of :func:`mmasim.gemm` that ``em`` names: promotion and split-K."""
+    kwargs = {}
+    if em.promote_every:
+        kwargs["promote_every"] = em.promote_every
+    if em.split_k:
+        kwargs["split_k"] = em.split_k
+        kwargs["split_reduce"] = em.split_reduce
+    return kwargs
+
+
 def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=None,
            keys=(None, None)) -> np.ndarray:
     """``a @ b`` (float ``(M, K)`` by ``(K, N)``) through the emulated GEMM: float32 ``(M, N)``.
@@ -145,7 +164,7 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=
         from mmasim.torch import on_device as device_gemm
         if route == "":             # CUDA operands under backend="cuda": all on the device
             pad = padded_shape(emulation, emulation.model(), a.shape[0], b.shape[1], a.shape[1])
-            return device_gemm.matmul(a, b, emulation, pad)
+            return device_gemm.matmul(a, b, emulation, pad, tuple(k and k[0] for k in _keys(emulation, keys)))
         return device_gemm.from_host(matmul, a, b, emulation, progress=progress, threads=threads, backend=backend,
                                      memo=memo, keys=keys)
     a = np.asarray(a, dtype=np.float32)
@@ -161,18 +180,11 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=
         qa, sa = _operand(_pad(a, Mp, Kp), model.a_format, em, axis=-1)
         qb, sb = _operand(_pad(b, Kp, Np), model.b_format, em, axis=0)
     else:
-        ka, kb = keys
-        if em.scaling == "delayed":     # an unnamed operand's delayed-scaling role: its side
-            ka, kb = ka or ("A", False), kb or ("B", False)
+        ka, kb = _keys(em, keys)
         qa, sa = _elementwise(a, model.a_format, em, Mp, Kp, memo, ka)
         qb, sb = _elementwise(b, model.b_format, em, Kp, Np, memo, kb)
-    kwargs = {}
-    if em.promote_every:
-        kwargs["promote_every"] = em.promote_every
-    if em.split_k:
-        kwargs["split_k"] = em.split_k
-        kwargs["split_reduce"] = em.split_reduce
-    d = gemm(qa, qb, None, model=model, progress=progress, threads=threads, backend=backend, words=False, **kwargs)
+    d = gemm(qa, qb, None, model=model, progress=progress, threads=threads, backend=backend, words=False,
+             **gemm_options(em))
     y = np.asarray(d, dtype=np.float32)[:M, :N]     # D's values (f16 / bf16 / f32: exact in float32)
     if sa != 1 or sb != 1:      # alpha = the two decode scales, D = alpha * D, binary32 (the epilogue)
         y = (y * np.float32(sa * sb)).astype(np.float32)

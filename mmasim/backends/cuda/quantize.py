@@ -1,6 +1,8 @@
 """Quantization as target-neutral numba bodies (issue 31): plain casts (with FP8 per-tensor
 scaling's binary32 product first), OCP MX (FLOOR and RCEIL), NVFP4 (1 x 16 blocks and 16 x 16 tiles) and DeepSeek FP8
-tiles, rounding to nearest even or stochastically (``cvt.rs`` with given random bits).
+tiles, rounding to nearest even or stochastically (``cvt.rs`` with given random bits); and the
+reverse way, words as binary32 values (:func:`values_body`) and words moved into another
+container of their format by value (:func:`recontainer_body`), decoded by the kernels' decoder.
 
 Each body works on one element or one block of a matrix ``x`` whose blocks run along its last
 axis, holds nothing but scalars and writes its words (and its block's scale); it returns a
@@ -60,8 +62,8 @@ from mmasim.backends.numba.primitives import (
 #: a body's status: done, or what the numpy code refuses (NaN, a negative value in an unsigned
 #: format, 0 in a format without zero, a value past the range it may not clamp, an MX block that
 #: would get the NaN scale, NaN or infinity where a recipe computes in binary32, a value that
-#: is not binary32 where one must be)
-OK, ST_NAN, ST_NEGATIVE, ST_ZERO, ST_OVER, ST_NAN_SCALE, ST_NONFINITE, ST_NOT_BINARY32 = range(8)
+#: is not binary32 where one must be, a word another container of its format does not hold)
+OK, ST_NAN, ST_NEGATIVE, ST_ZERO, ST_OVER, ST_NAN_SCALE, ST_NONFINITE, ST_NOT_BINARY32, ST_LOST = range(9)
 
 #: One cast into a float format (a row of the int64 array ``CS``, read by :func:`_spec`): the
 #: format's fields (:class:`~mmasim.arith.formats.Format`), ``max_field`` / ``nan_code`` (the
@@ -349,35 +351,70 @@ def amax_body(b, x, rb, CS, TAB, P, out, scales):
     return OK
 
 
-#: f16 decoded arithmetically (D's words, :func:`values_body`)
-F16_SPEC = FormatSpec(tab_off=0, tab_len=0, integer=0, field_shift=0, field_bits=16, exp_bits=5, man_bits=10,
-                      bias=15, signed=1, nan_rule=NAN_IEEE, subnormals=1)
+@_inline
+def _fspec(CS, i):
+    """Row ``i`` of ``CS`` as a :class:`~mmasim.backends.numba.primitives.FormatSpec` (a
+    format's decode spec in the first fields of the row: :func:`spec_rows`)."""
+    r = CS[i]
+    return FormatSpec(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10])
+
+
+@_inline
+def _word_value(w, fp, TAB):
+    """The binary64 value of word ``w`` of the format decoded by ``fp``
+    (:func:`mmasim.quantization.casts.values`: NaN, the infinities, integers and floats exact)."""
+    cls, s, m, q, _ = _decode(w, fp, TAB)
+    if cls == NAN:
+        return np.nan
+    if cls == INF:
+        v = np.inf
+    elif q < -1022:                 # binary64's subnormals: two exact steps
+        v = np.float64(m) * _pow2(q + 64) * _pow2(-64)
+    else:
+        v = np.float64(m) * _pow2(q)
+    return -v if s == 1 else v
 
 
 @_inline_rows
 def values_body(b, x, rb, CS, TAB, P, out, scales):
-    """``out[i, j]`` (work item ``b``, C order, over ``out``'s shape) = the value of D's word
-    ``x[i, j]`` (f32, or f16 where ``P[0]``) in binary32, times ``alpha = P[1]`` in binary32
-    unless it is 1: :func:`mmasim.torch.matmul.matmul`'s epilogue (``y * alpha``)."""
-    C = out.shape[1]
-    i = b // C
-    j = b - i * C
+    """``out[i, j]`` (work item ``b``, C order, over ``out``'s shape) = the value of the word
+    ``x[i, j]`` (of the format ``CS[0]`` decodes: D's, or an output format's) in binary32,
+    times ``alpha = P[0]`` in binary32 unless it is 1: :func:`mmasim.torch.matmul.matmul`'s
+    ``y * alpha`` (and its ``dequantize()``); an f32 word's value is its binary32 bits."""
+    i, j = _element(b, out)
     w = np.int64(x[i, j])
-    if P[0] != 0:
-        cls, s, m, q, _ = _decode(w, F16_SPEC, TAB)
-        v = np.nan if cls == NAN else (np.inf if cls == INF else np.float64(m) * _pow2(q))
-        y = np.float32(-v if s == 1 else v)
-    else:
+    fp = _fspec(CS, 0)
+    if fp.tab_len == 0 and fp.integer == 0 and fp.field_shift == 0 and fp.field_bits == 32 and fp.exp_bits == 8:
         y = np.float32(_f32_value(w))
-    if P[1] != 1:
-        y = y * np.float32(P[1])
+    else:
+        y = np.float32(_word_value(w, fp, TAB))
+    if P[0] != 1:
+        y = y * np.float32(P[0])
     out[i, j] = y
+    return OK
+
+
+@_inline_rows
+def recontainer_body(b, x, rb, CS, TAB, P, out, scales):
+    """Word ``b`` (C order) of ``x``, a container of a format (decoded by ``CS[1]``), placed in
+    another of the same format (decoded by ``CS[2]``) by value
+    (:func:`mmasim.quantization.casts.recontainer`): its value cast by ``CS[0]`` (saturating,
+    NaN propagated), flagged where the word it gives reads another value."""
+    i, j = _element(b, out)
+    v = _word_value(np.int64(x[i, j]), _fspec(CS, 1), TAB)
+    w, st = _cast_value(v, _spec(CS, 0), np.int64(0), TAB)
+    if st != OK:
+        return st
+    back = _word_value(w, _fspec(CS, 2), TAB)
+    if not (back == v or (back != back and v != v)):
+        return ST_LOST
+    out[i, j] = w
     return OK
 
 
 BODIES = {"cast": cast_body, "mx_floor": mx_floor_body, "mx_rceil": mx_rceil_body, "nvfp4": nvfp4_body,
           "deepseek": deepseek_body, "amax": amax_body,
-          "values": values_body}
+          "values": values_body, "recontainer": recontainer_body}
 
 _DRIVERS: dict = {}
 
@@ -419,6 +456,29 @@ class CudaArrays(_Items, arrays.CudaArrays):
 
 
 TARGETS = {"cpu": CpuArrays, "cuda": CudaArrays}
+
+
+def spec_rows(cast_specs, formats):
+    """``(CS, TAB)`` of a body that casts and decodes: the rows of ``cast_specs``
+    (:func:`cast_spec`), then the decode spec of each of ``formats`` (:func:`_fspec`, by
+    :func:`mmasim.backends.numba.kernels.format_spec` with its registered decoder) padded to a
+    row, their tables in ``TAB``; ``None`` where a format's words cannot be decoded so."""
+    from mmasim.backends.numba.kernels import format_spec
+    from mmasim.registry.build import get_registry
+
+    rows, tabs, off = [np.asarray(c, np.int64) for c in cast_specs], [], 0
+    for fmt in formats:
+        spec = format_spec(fmt, get_registry().decoders[fmt.decoder])
+        if spec is None:
+            return None
+        row, tab = spec
+        if tab is not None:
+            row = row._replace(tab_off=off)
+            tabs.append(tab)
+            off += len(tab)
+        rows.append(np.array(list(row) + [0] * (len(CastSpec._fields) - len(row)), np.int64))
+    TAB = np.concatenate(tabs).astype(np.int64) if tabs else np.zeros(1, np.int64)
+    return np.stack(rows), TAB
 
 
 def tensor_amax(x, arrays) -> np.float32:

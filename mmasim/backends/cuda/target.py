@@ -193,7 +193,7 @@ def device_kernels() -> list:
 
     reg = get_registry()
     FM, _ = _format_specs(Plan.build(next(iter(reg.architectures.values())).datapaths[0], reg))
-    f8, i8, ix = _array(np.float64), _array(np.int64), _array(np.int64, 1)
+    f8, f4, i8, ix = _array(np.float64), _array(np.float32), _array(np.int64), _array(np.int64, 1)
     out = []
 
     def add(name, drv, fn, *types):
@@ -210,23 +210,26 @@ def device_kernels() -> list:
         add("range", driver.range_cuda, None, _array(np.uint8).copy(layout=layout), numba.uint64, _array(np.int32, 1))
     for row in (arith32._add_row, arith32._mul_row, arith32._fma_row):
         add(row.py_func.__name__.strip("_"), driver.elementwise_cuda, row, f8, f8, f8, f8)
-    f4 = _array(np.float32)         # the product of two promotion scales (binary32)
     add("mul_row", driver.elementwise_cuda, arith32._mul_row, f4, f4, f4, f8)
     for w in (np.uint8, np.uint16, np.uint32):
         add("values_row", driver.elementwise_cuda, arith32._values_row, _array(w), numba.typeof(FM), ix, f8)
     add("words_row", driver.elementwise_cuda, arith32._words_row, f8, f8, f8, _array(np.uint32))
     common = (i8, i8, ix, _array(np.float64, 1))
     status = _array(np.int8, 1)
+    words = (np.uint8, np.uint16, np.uint32, np.uint64)
     for name, body in quantize.BODIES.items():
         scales = _array(np.float32) if name == "deepseek" else _array(np.uint8)
-        outs = {"amax": [(f8, f8)], "values": [(_array(np.float32), _array(np.float32))]}.get(
-            name, [(_array(w), scales) for w in (np.uint8, np.uint16)])
-        inputs = {"values": [_array(w) for w in (np.uint16, np.uint32)]}.get(
-            name, [_array(np.float32)] + ([f8] if name in ("amax", "cast") else []))   # cast: gemm's epilogue
+        # a cast's words of every width (an output format's too)
+        outs = {"amax": [(f8, f8)], "values": [(f4, f4)], "recontainer": [(_array(w), _array(w)) for w in words[:2]],
+                "cast": [(_array(w), scales) for w in words]}.get(name, [(_array(w), scales) for w in words[:2]])
+        inputs = {"values": [_array(w) for w in words], "recontainer": [_array(w) for w in words[:2]]}.get(
+            name, [f4] + ([f8] if name in ("amax", "cast") else []))   # cast: gemm's epilogue too
         for x in inputs:
             for o, sc in outs:
+                if name == "recontainer" and o.dtype != x.dtype:
+                    continue
                 add(f"{name}_body", driver.quantize_cuda, body, numba.int64, x, *common, o, sc, status)
-    f4 = _array(np.float32)         # seed='s random bits (int64) and the Hadamard transform's bf16 steps
+    # seed='s random bits (int64) and the Hadamard transform's bf16 steps
     for body, x, o, sc in ((pcg64.bits_body, _array(np.uint64), i8, i8),
                            (hadamard.bf16_words_body, f4, _array(np.uint16), _array(np.uint32)),
                            (hadamard.bf16_round_body, _array(np.uint32), f4, f4),

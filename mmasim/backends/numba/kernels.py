@@ -264,6 +264,24 @@ def _lane_specs(plan):
 _NO_FORMAT = FormatSpec(*[0] * len(FormatSpec._fields))    # a format the datapath does not have
 
 
+def format_spec(fmt, decoder):
+    """``(FormatSpec, table or None)`` of ``fmt`` read by ``decoder`` (the table's offset 0), or
+    ``None`` if it cannot be compiled: small containers (and plugin decoders of up to 16 bits)
+    a packed table built by the registered decoder; wider built-in formats decoded
+    arithmetically (a 64K-entry table misses the cache on random words)."""
+    builtin = decoder is decode_float or decoder is decode_int
+    small = fmt.container_bits <= 8 or (fmt.container_bits <= 16 and not builtin)
+    tab = _packed_table(fmt, decoder) if small else None
+    if tab is not None:
+        return _NO_FORMAT._replace(tab_len=len(tab)), tab
+    if not builtin or (decoder is decode_float and fmt.exp_bits + fmt.man_bits >= 63 and fmt.nan != "ieee") \
+            or (decoder is decode_int and fmt.field_bits >= 64):
+        return None
+    return FormatSpec(tab_off=0, tab_len=0, integer=int(decoder is decode_int), field_shift=fmt.field_shift,
+                      field_bits=fmt.field_bits, exp_bits=fmt.exp_bits, man_bits=fmt.man_bits, bias=fmt.bias,
+                      signed=int(fmt.signed), nan_rule=_NAN_CODES[fmt.nan], subnormals=int(fmt.subnormals)), None
+
+
 def _format_specs(plan):
     """(FM, TAB) for the A, B, C, D and scale formats of ``plan`` (``FM``: a :data:`FormatSpec`
     record each, rows ``A_FMT`` .. ``SCALE_FMT``); None if one cannot be compiled."""
@@ -278,28 +296,14 @@ def format_records(fmts, decoder_of):
     for fmt in fmts:
         row = _NO_FORMAT
         if fmt is not None:
-            decoder = decoder_of(fmt)
-            builtin = decoder is decode_float or decoder is decode_int
-            # small containers (and plugin decoders of up to 16 bits): a packed table built by
-            # the registered decoder; wider built-in formats are decoded arithmetically (a
-            # 64K-entry table misses the cache on random words)
-            small = fmt.container_bits <= 8 or (fmt.container_bits <= 16 and not builtin)
-            tab = _packed_table(fmt, decoder) if small else None
+            spec = format_spec(fmt, decoder_of(fmt))
+            if spec is None:
+                return None, None
+            row, tab = spec
             if tab is not None:
-                row = row._replace(tab_off=off, tab_len=len(tab))
+                row = row._replace(tab_off=off)
                 tabs.append(tab)
                 off += len(tab)
-            elif builtin:
-                row = FormatSpec(tab_off=0, tab_len=0, integer=int(decoder is decode_int), field_shift=fmt.field_shift,
-                                 field_bits=fmt.field_bits, exp_bits=fmt.exp_bits, man_bits=fmt.man_bits,
-                                 bias=fmt.bias, signed=int(fmt.signed), nan_rule=_NAN_CODES[fmt.nan],
-                                 subnormals=int(fmt.subnormals))
-                if decoder is decode_float and fmt.exp_bits + fmt.man_bits >= 63 and fmt.nan != "ieee":
-                    return None, None
-                if decoder is decode_int and fmt.field_bits >= 64:
-                    return None, None
-            else:
-                return None, None
         rows.append(row)
     TAB = np.ascontiguousarray(np.concatenate(tabs)) if tabs else _EMPTY_TAB
     return _records(rows), TAB
