@@ -236,7 +236,8 @@ def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, recor
     batch, (qs, ks, vs) = _matrices(q, k, v)
     length, keys, width = q.size(-2), k.size(-2), v.size(-1)
     masks = None if attn_mask is None else attn_mask.expand(*batch, length, keys).reshape(-1, length, keys)
-    # cuDNN's MXFP8 forward stays on the device where its QK^T GEMM does (CUDA tensors, backend cuda)
+    # cuDNN's MXFP8 forward stays on the device where its QK^T GEMM does (CUDA tensors, backend cuda);
+    # SageAttention3's does not: its ex2 is numpy's exp2 and its qm K^T numpy's BLAS (docs/torch.md)
     device = mode == "cudnn-mxfp8" and qs.size(0) and on_device(qs[0], ks[0], scaled_attention.cudnn_qk(em), None)
     out = []
     shape_qk, shape_pv = (length, keys, q.size(-1)), (length, width, keys)
