@@ -19,6 +19,8 @@ import textwrap
 
 import numpy as np
 import pytest
+
+import cuda_sim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -316,8 +318,10 @@ def test_cuda_drivers_under_the_simulator_give_the_cpu_drivers_words():
     tile) on device arrays: the CPU driver's words, scales and tensor scales, and the numpy
     code's refusal of a NaN block."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    r = subprocess.run([sys.executable, "-c", _SIMULATED], capture_output=True, text=True, env=env, timeout=900)
+    r = subprocess.run([sys.executable, "-c", cuda_sim.RECORDER + _SIMULATED], capture_output=True, text=True, env=env,
+                       timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
+    cuda_sim.check_launches(r.stderr)
     result = json.loads(r.stdout.strip().splitlines()[-1])
     refusal = result.pop("refusal")
     assert len(result) == 11 and all(all(v) for v in result.values()), result

@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+import cuda_sim
+
 from mmasim.backends.cuda import missing
 
 pytest.importorskip("torch")
@@ -25,9 +27,11 @@ def test_gpu_script_dry_run_under_the_simulator_writes_its_json_and_log(tmp_path
     from mmasim.backends.cuda import rows
 
     env = {k: v for k, v in os.environ.items() if k not in ("MMASIM_BACKEND", "NUMBA_ENABLE_CUDASIM")}
-    r = subprocess.run([sys.executable, str(SCRIPT), "--simulate", "--out", str(tmp_path)], capture_output=True,
-                       text=True, env=env, timeout=1500)
+    run = cuda_sim.RECORDER + (f"import runpy, sys\nsys.argv = [{str(SCRIPT)!r}, '--simulate', '--out', "
+                               f"{str(tmp_path)!r}]\nrunpy.run_path({str(SCRIPT)!r}, run_name='__main__')\n")
+    r = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, env=env, timeout=1500)
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    cuda_sim.check_launches(r.stderr)           # what the H200 runs is what CI compiled and assembled
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu.json", "gpu.log"]
     report = json.loads((tmp_path / "gpu.json").read_text())
     assert report["schema"] == "mmasim.gpu/1" and report["simulate"] is True

@@ -21,6 +21,8 @@ import textwrap
 
 import pytest
 
+import cuda_sim
+
 from mmasim.backends.cuda import missing
 
 pytestmark = pytest.mark.skipif(bool(missing()), reason=missing() or "numba-cuda installed")
@@ -83,8 +85,10 @@ _SCRIPT = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def simulated():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", MMASIM_BACKEND="numpy")
-    r = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, env=env, timeout=1200)
+    r = subprocess.run([sys.executable, "-c", cuda_sim.RECORDER + _SCRIPT], capture_output=True, text=True, env=env,
+                       timeout=1200)
     assert r.returncode == 0, r.stderr[-4000:]
+    cuda_sim.check_launches(r.stderr)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
