@@ -44,7 +44,7 @@ from mmasim.quantization.quantize import (
     Options,
     Quantized,
     _axis,
-    _format,
+    format_named,
     _nan_word,
     _read,
     _rounding_format,
@@ -97,7 +97,7 @@ def _job(s, fmt, shape, nan, opts, saturate, tile, amax, prescale=None) -> Job:
     rule = s.rule.__name__
     if rule == "_mx" and opts.scale_rounding == "rceil":
         m, q = casts.largest(fmt)
-        ue8m0 = cast_spec(_format("ue8m0"), saturate=True, mode=MODE_AWAY)
+        ue8m0 = cast_spec(format_named("ue8m0"), saturate=True, mode=MODE_AWAY)
         return Job(mx_rceil_body, R * (C // s.block), np.stack([elem, ue8m0]),
                    np.array([s.block, F32(1.0 / (m * 2.0 ** q))], np.float64), ((R, C // s.block), np.uint8))
     if rule == "_mx":
@@ -105,7 +105,7 @@ def _job(s, fmt, shape, nan, opts, saturate, tile, amax, prescale=None) -> Job:
                    np.array([s.block, casts.emax(fmt), _nan_word(fmt), nan == "propagate"], np.float64),
                    ((R, C // s.block), np.uint8))
     if rule == "_nvfp4":
-        return Job(nvfp4_body, R * (C // 16), np.stack([elem, cast_spec(_format(s.scale_format), saturate=True)]),
+        return Job(nvfp4_body, R * (C // 16), np.stack([elem, cast_spec(format_named(s.scale_format), saturate=True)]),
                    np.array([*nvfp4_tensor_scales(amax), tile is not None], np.float64), ((R, C // 16), np.uint8))
     if rule == "_deepseek":
         elem = cast_spec(fmt, nan_field=casts._nan_field(fmt))
@@ -151,7 +151,7 @@ def quantize(x, scheme: str, axis: int = -1, *, target: str = "cpu", saturate=No
     options = dict(saturate=saturate, nan=nan, tile=tile, scale_rounding=scale_rounding, rounding=rounding,
                    seed=seed, hadamard=hadamard)
     numpy_quantize(empty, scheme, axis, rbits=None if rbits is None else np.zeros(empty.shape, np.int64), **options)
-    cont = _format(s.element)
+    cont = format_named(s.element)
     fmt = _rounding_format(cont)
     spec = rht.Hadamard.of(hadamard)
     if target == "cpu":
@@ -248,7 +248,7 @@ def per_tensor(x, key: str, *, target: str = "cpu", pad=None):
     mat = arrays.put(x) if target != "cpu" else np.asarray(x, np.float32)
     amax = tensor_amax(mat, arrays)
     refuse_nonfinite_amax(amax)
-    scale = current_scale(amax, _format(key))
+    scale = current_scale(amax, format_named(key))
     q = quantize(x, key, target=target, saturate=True, pad=pad, prescale=scale)
     return q.words, np.float32(np.float32(1) / scale)
 
@@ -311,4 +311,4 @@ def placed_in(scheme: str) -> str:
     """The container key the compiled quantization gives ``scheme``'s words in, on either target:
     its element format's (words rounded in another container, e2m1.sm120's in e2m1, are moved
     into it by :func:`recontainer`)."""
-    return _format(lookup(scheme).element).key
+    return format_named(lookup(scheme).element).key

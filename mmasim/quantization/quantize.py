@@ -72,13 +72,13 @@ class Quantized:
 
     def element_values(self) -> np.ndarray:
         """The elements' own values (float64, exact), before any scale."""
-        return casts.values(_format(self.container), self.words)
+        return casts.values(format_named(self.container), self.words)
 
     def dequantize(self) -> np.ndarray:
         """The float64 values the words and scales represent (exact: every product fits binary64)."""
         v = self.element_values()
         if self.scale_use == "instruction":
-            s = casts.values(_format(self.scale_format), self.scales)
+            s = casts.values(format_named(self.scale_format), self.scales)
             v = v * np.repeat(s, self.block, axis=self.axis)
         elif self.scale_use == "promotion":
             t0, t1 = self.block
@@ -102,11 +102,11 @@ class Quantized:
         """The element words in container ``fmt`` (a :class:`~mmasim.arith.formats.Format` or its
         key) of the same format: ``"e2m1"`` (bits 5:2 of a byte, ``kind::mxf8f6f4``) for
         words made in ``"e2m1x"`` (a 4-bit code, ``kind::mxf4``), or ``model.a_format``."""
-        f = fmt if isinstance(fmt, Format) else _format(fmt, "container")
+        f = fmt if isinstance(fmt, Format) else format_named(fmt, "container")
         if f.name != self.format:
             raise UnknownScheme(f"words of {self.format} cannot become {f.name} words ({f.key}); "
                                 f"containers of {self.format}: {', '.join(_containers(self.format))}")
-        return casts.recontainer(self.words, _format(self.container), f, what=f"{f.key} words")
+        return casts.recontainer(self.words, format_named(self.container), f, what=f"{f.key} words")
 
 
 @attrs.frozen
@@ -151,7 +151,7 @@ def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise
     if s.rule is None:
         if tile is not None or scale_rounding is not None or hadamard is not None:
             raise QuantizeError(f"{scheme}: tile=, scale_rounding= and hadamard= are for recipes, not a plain cast")
-        own = _format(s.element)
+        own = format_named(s.element)
         cont = _container(own, container, scheme)
         fmt = _rounding_format(cont)
         if rounding == "stochastic":
@@ -175,12 +175,12 @@ def quantize(x, scheme: str, axis: int = -1, *, saturate=None, nan: str = "raise
     if rounding == "stochastic" and not s.stochastic:
         raise QuantizeError(f"{scheme}: {s.source or 'the recipe'} rounds to nearest; rounding='stochastic' is for "
                             f"{offering('stochastic')} and plain casts")
-    cont = _container(_format(s.element), container, scheme)
+    cont = _container(format_named(s.element), container, scheme)
     fmt = _rounding_format(cont)
     opts = Options(scale_rounding=_scale_rounding(scale_rounding, s), rounding=rounding, hadamard=hadamard,
                    rbits=None if rounding == "nearest" else rounding_.element_bits(fmt, values.shape, rbits, seed))
     q = s.rule(s, values, fmt, axis, nan, tile, opts)
-    return attrs.evolve(q, words=casts.recontainer(q.words, _format(q.container), cont), container=cont.key)
+    return attrs.evolve(q, words=casts.recontainer(q.words, format_named(q.container), cont), container=cont.key)
 
 
 def current_scale(amax, fmt) -> np.float32:
@@ -198,7 +198,7 @@ def current_scale(amax, fmt) -> np.float32:
         raise QuantizeError(f"current scaling: amax must be a non-negative binary32 value, not {amax!r}")
     if a == 0:
         return F32(1)
-    f = fmt if isinstance(fmt, Format) else _format(fmt)
+    f = fmt if isinstance(fmt, Format) else format_named(fmt)
     m, q = casts.largest(f)
     with np.errstate(over="ignore"):
         scale = F32(np.ldexp(float(m), q)) / a
@@ -259,7 +259,8 @@ def schemes() -> list:
 
 
 # ------------------------------------------------------------------ inputs and containers
-def _format(key: str, what: str = "format") -> Format:
+def format_named(key: str, what: str = "format") -> Format:
+    """The registered format ``key``; an unknown key is an :class:`~mmasim.UnknownScheme` naming them."""
     try:
         return get_registry().formats[key]
     except KeyError:
@@ -273,7 +274,7 @@ def _containers(name: str) -> list:
 def _container(fmt: Format, container, scheme: str) -> Format:
     if container is None:
         return fmt
-    f = _format(container, "container") if isinstance(container, str) else container
+    f = format_named(container, "container") if isinstance(container, str) else container
     if not isinstance(f, Format) or f.name != fmt.name:
         raise UnknownScheme(f"{scheme}: container {container!r} does not hold {fmt.name}; "
                             f"containers of {fmt.name}: {', '.join(_containers(fmt.name))}")
@@ -428,7 +429,7 @@ def _nvfp4(s: Scheme, x, fmt: Format, axis, nan: str, tile, opts: Options) -> Qu
     axis, xb = _blocks(x, axis, s.block, s.name)
     amax = np.max(np.abs(x), initial=F32(0))
     s_enc, s_dec = nvfp4_tensor_scales(amax)
-    ue4m3 = _format(s.scale_format)
+    ue4m3 = format_named(s.scale_format)
     block_amax = np.max(np.abs(xb), axis=-1, initial=F32(0))
     if tiled:                   # (rows, blocks) -> the max of each 16 rows, for each of them
         r, c = block_amax.shape

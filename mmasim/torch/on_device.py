@@ -39,16 +39,16 @@ def _formats(em, model) -> tuple:
     reads)`` of A, B and the instruction scales, and D's format and the output format's
     container: the formats whose words the device decodes."""
     from mmasim.quantization import compiled
-    from mmasim.quantization.quantize import _format
+    from mmasim.quantization.quantize import format_named
 
     pairs = []
     for fmt in (model.a_format, model.b_format):
         scheme = em.scheme if em.scaling == "scheme" else fmt.key
-        pairs.append((_format(compiled.placed_in(scheme)), fmt))
+        pairs.append((format_named(compiled.placed_in(scheme)), fmt))
     s = em.recipe_scheme()
     if s is not None and s.scale_use == "instruction" and model.scale_format is not None:
-        pairs.append((_format(s.scale_format), model.scale_format))
-    out = [model.d_format] + ([_format(compiled.placed_in(em.output))] if em.output else [])
+        pairs.append((format_named(s.scale_format), model.scale_format))
+    out = [model.d_format] + ([format_named(compiled.placed_in(em.output))] if em.output else [])
     return pairs, out
 
 
@@ -117,7 +117,7 @@ def _operand(x, em, model, fmt, pad, transposed: bool, role):
     device: ``x`` ``(rows, K)`` (B read transposed), its words ``pad`` ``(rows', K')`` in
     ``fmt``'s container; words and scales transposed back for B."""
     from mmasim.quantization import compiled, on_device
-    from mmasim.quantization.quantize import _format
+    from mmasim.quantization.quantize import format_named
 
     if transposed:
         x, pad = _transposed(x), pad[::-1]
@@ -138,11 +138,11 @@ def _operand(x, em, model, fmt, pad, transposed: bool, role):
         if not transposed and em.a_rounding == "stochastic":
             opts.update(rounding="stochastic", seed=em.seed)
         q = compiled.quantize(x, em.scheme, -1, target="cuda", pad=pad, **opts)
-        words = compiled.recontainer(q.words, _format(q.container), fmt, target="cuda")
+        words = compiled.recontainer(q.words, format_named(q.container), fmt, target="cuda")
         if q.scale_use == "promotion":
             promotion = q.scales
         elif q.scales is not None:
-            scales = compiled.recontainer(q.scales, _format(q.scale_format), model.scale_format, target="cuda")
+            scales = compiled.recontainer(q.scales, format_named(q.scale_format), model.scale_format, target="cuda")
         decode = np.float32(1) if q.tensor_scale is None else np.float32(q.tensor_scale)
     else:
         words = compiled.quantize(x, fmt.key, target="cuda", saturate=em.saturate, pad=pad).words
@@ -159,7 +159,7 @@ def matmul(a, b, em, padded, roles=(None, None)):
     from mmasim import gemm
     from mmasim.backends.cuda import device
     from mmasim.quantization import compiled
-    from mmasim.quantization.quantize import _format
+    from mmasim.quantization.quantize import format_named
     from mmasim.torch.matmul import gemm_options
 
     model = em.model()
@@ -176,10 +176,10 @@ def matmul(a, b, em, padded, roles=(None, None)):
     d = gemm(wa, wb, None, model=model, backend="cuda", **kwargs)
     composed = any(k in kwargs for k in ("promote_every", "split_k", "promotion_scale_a"))
     like = device.first_on_device((a, b))
-    y = values(d, model, M, N, np.float32(da * db), like, _format("f32") if composed else None)
+    y = values(d, model, M, N, np.float32(da * db), like, format_named("f32") if composed else None)
     if em.output:           # D rounded to the output format (saturating, NaN kept) and read back
         q = compiled.quantize(y, em.output, target="cuda", saturate=True, nan="propagate")
-        y = values(q.words, model, M, N, np.float32(1), like, _format(q.container))
+        y = values(q.words, model, M, N, np.float32(1), like, format_named(q.container))
     return y
 
 
