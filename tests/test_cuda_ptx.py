@@ -39,7 +39,8 @@ if not missing():
 #: the kernels of device operands (copies, checks, binary32 operations, quantization bodies)
 DEVICE_OPERANDS = {"gather", "range", "add_row", "mul_row", "fma_row", "values_row", "words_row",
                    "cast_body", "mx_floor_body", "mx_rceil_body", "nvfp4_body", "deepseek_body", "amax_body",
-                   "values_body", "recontainer_body", "bits_body", "bf16_words_body", "bf16_round_body", "bf16_values_body"}
+                   "values_body", "recontainer_body", "bits_body", "bf16_words_body", "bf16_round_body", "bf16_values_body",
+                   "add_c_body"}
 FIRST_ISA = {"sm_80": "7.0", "sm_90a": "8.0", "sm_100a": "8.6"}
 #: the bodies of IEEE chains: the precision of their one fma.rn per product (none: no FMA)
 IEEE = {"fma_f32_body": "f32", "fma_f64_body": "f64", "mul_add_f32_body": None, "mul_add_f64_body": None,

@@ -8,8 +8,8 @@ selectors, by the selection's legality flags), and D stays on the device: a torc
 for torch operands (``torch.as_tensor``), else a numba device array.  What does come to
 the host: one flag per check, one flag per row, the row indices of a broadcast batch go
 the other way, and, only where a row is flagged (a sum the body leaves to the reference),
-the operands, for the numpy reference of those rows; a datapath that adds C after its
-steps (``c_add``) adds it on the host (C and D visit the host).  Device operands are
+the operands, for the numpy reference of those rows.  A datapath that adds C after its
+steps (``c_add``) adds it on the device too (:mod:`.c_add`).  Device operands are
 container words: values (float dtypes) are refused (:class:`~mmasim.DtypeError`); numpy
 operands beside them are checked as :meth:`~mmasim.execution.model.Model.dot` checks words,
 then copied to the device.
@@ -257,7 +257,7 @@ def _compute(model, ops, index, n):
     """D words (a device array of ``n`` rows) of the device rows ``ops`` (A, B, C, scales,
     metadata: 2-D, C a column) read through ``index`` (a row index per operand, ``None``: the identity)."""
     from mmasim import backends
-    from mmasim.backends.plan import add_c, compute
+    from mmasim.backends.plan import compute
 
     cuda = cuda_module()
     plan = model.plan
@@ -291,7 +291,7 @@ def _compute(model, ops, index, n):
     # the bodies read C-contiguous rows, so that one kernel per body and word types runs (the one
     # whose PTX CI checks): a strided tile (a K slice, B read transposed) is copied on the device
     cuda_ops = [x if i == 2 or x is None or _contiguous(x) else _gather(x) for i, x in enumerate(ops)]
-    c = cuda_ops[2].reshape(-1) if _contiguous(cuda_ops[2]) else _gather(cuda_ops[2]).reshape(-1)
+    c = _column(cuda_ops[2])
     from mmasim.backends.numba import unscaled
 
     sa, sb = (cuda_ops[3], cuda_ops[4]) if plan.scaled else (cuda.to_device(unscaled(np.uint8)),) * 2
@@ -299,28 +299,32 @@ def _compute(model, ops, index, n):
            (index[0], index[1], index[2], *(index[3:5] if plan.scaled else (None, None)))]
     out, flags = be.run(plan, (cuda_ops[0], cuda_ops[1], c, sa, sb, *idx, 0), n)
     bad = flags.copy_to_host()
-    if bad.any() or plan.c_add is not None:
+    if bad.any():       # rows the body leaves to the reference: the operands come to the host
         d = out.copy_to_host()
-        if bad.any():       # rows the body leaves to the reference: the operands come to the host
-            sel = np.flatnonzero(bad)
-            d[sel] = _backend.reference(plan, _host_rows(*ref_rows, n).take(sel))
-        if plan.c_add is not None:
-            d = add_c(plan, d, _host_rows([c_given], [index[2]], n, c_only=True))
+        sel = np.flatnonzero(bad)
+        d[sel] = _backend.reference(plan, _host_rows(*ref_rows, n).take(sel))
         out = cuda.to_device(d)
+    if plan.c_add is not None:          # D + C on the device (:mod:`.c_add`)
+        from mmasim.backends.cuda.c_add import add_c_device
+        out = add_c_device(plan, out, _column(c_given), idx[2])
     return out
 
 
-def _host_rows(ops, index, n, c_only=False):
-    """Host copies of the device rows (C a column), as a :class:`~mmasim.backends.plan.Rows` of
-    ``n`` rows (``c_only``: C's words of the rows, from ``ops`` ``[C]``)."""
+def _column(c):
+    """The device column ``c`` (C's words) as a contiguous 1-D device array."""
+    return (c if _contiguous(c) else _gather(c)).reshape(-1)
+
+
+def _host_rows(ops, index, n):
+    """Host copies of the device rows (C a column), as a :class:`~mmasim.backends.plan.Rows` of ``n`` rows."""
     from mmasim.backends.plan import Rows
 
     arrays = []
     for i, (x, ix) in enumerate(zip(ops, index)):
         h = x.copy_to_host()
         h = h if ix is None else h[ix]
-        arrays.append(h[:, 0] if i == (0 if c_only else 2) else h)
-    return arrays[0] if c_only else Rows.batch(arrays, (n,), 0, n)
+        arrays.append(h[:, 0] if i == 2 else h)
+    return Rows.batch(arrays, (n,), 0, n)
 
 
 def first_on_device(xs):

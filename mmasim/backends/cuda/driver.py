@@ -87,3 +87,15 @@ def quantize_cuda(body):
                 status[0] = st
 
     return quantize_items_cuda
+
+
+def add_c_cuda(body):
+    """The CUDA driver of :func:`mmasim.backends.cuda.c_add.add_c_body`: ``out[d]`` (D + C of
+    row ``d``) in the thread of row ``d``."""
+
+    def add_c_rows(dw, cw, ic, FM, TAB, ENC, out):
+        d = cuda.grid(1)
+        if d < out.shape[0]:
+            out[d] = body(d, dw, cw, ic, FM, TAB, ENC)
+
+    return add_c_rows

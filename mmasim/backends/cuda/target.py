@@ -184,10 +184,11 @@ def device_kernels() -> list:
     """The CUDA kernels that carry no datapath's per-row body (:class:`CudaKernel` with no plan):
     the copies and checks of device operands (:func:`.driver.gather_cuda`,
     :func:`.driver.range_cuda`), the GEMM's binary32 operations (:mod:`.arith32`) and the
-    quantization bodies (:mod:`.quantize`, :mod:`.pcg64`, :mod:`.hadamard`), each for the argument types the device paths launch
+    quantization bodies (:mod:`.quantize`, :mod:`.pcg64`, :mod:`.hadamard`) and D + C
+    (:mod:`.c_add`), each for the argument types the device paths launch
     it with (``tests/cuda_sim.py`` checks every launch of the simulated tests against this list)."""
-    from mmasim.backends.cuda import arith32, driver, hadamard, pcg64, quantize
-    from mmasim.backends.numba.kernels import _format_specs
+    from mmasim.backends.cuda import arith32, c_add, driver, hadamard, pcg64, quantize
+    from mmasim.backends.numba.kernels import _format_specs, encoding_record
     from mmasim.backends.plan import Plan
     from mmasim.registry.build import get_registry
 
@@ -235,6 +236,11 @@ def device_kernels() -> list:
                            (hadamard.bf16_round_body, _array(np.uint32), f4, f4),
                            (hadamard.bf16_values_body, _array(np.uint16), f4, f4)):
         add(body.py_func.__name__, driver.quantize_cuda, body, numba.int64, x, *common, o, sc, status)
+    # C added after a datapath's steps (D's words, C's, C's row index, FM, TAB, ENC, D + C)
+    ENC = numba.typeof(encoding_record(reg.encodings["rne-f32"]))
+    for w in (np.uint16, np.uint32):
+        add("add_c_body", driver.add_c_cuda, c_add.add_c_body, _array(w, 1), _array(w, 1), ix, numba.typeof(FM), ix,
+            ENC, _array(w, 1))
     return out
 
 

@@ -82,6 +82,15 @@ def _records(recs):
     return np.array([tuple(int(x) for x in r) for r in recs], dtype=[(f, np.int64) for f in recs[0]._fields])
 
 
+def encoding_record(enc):
+    """Encoding ``enc`` (:class:`mmasim.arith.encode.Encoding`) as a kernel's ``ENC``: an
+    :data:`EncodingSpec` as a one-element structured array."""
+    return _records([EncodingSpec(
+        mode=_MODES[enc.mode], bias=enc.bias, frac_bits=enc.frac_bits, word_frac_bits=enc.word_frac_bits,
+        inf_word=enc.inf_word, sign_bit=enc.sign_bit if enc.sign_bit < (1 << 63) else enc.sign_bit - (1 << 64),
+        nan_word=enc.nan_word, word_mask=(1 << enc.word_bits) - 1 if enc.word_bits < 64 else -1)])
+
+
 def _spec_of(FM, f):
     """Record ``f`` of ``FM`` as a :data:`FormatSpec` of Python ints."""
     return FormatSpec(*FM[f].item())
@@ -123,11 +132,7 @@ class Kernel:
         self.encoding = plan.encoding
         self.step = plan.step
         self.FM, self.TAB = _format_specs(plan)
-        enc = plan.encoding
-        self.ENC = _records([EncodingSpec(
-            mode=_MODES[enc.mode], bias=enc.bias, frac_bits=enc.frac_bits, word_frac_bits=enc.word_frac_bits,
-            inf_word=enc.inf_word, sign_bit=enc.sign_bit if enc.sign_bit < (1 << 63) else enc.sign_bit - (1 << 64),
-            nan_word=enc.nan_word, word_mask=(1 << enc.word_bits) - 1 if enc.word_bits < 64 else -1)])
+        self.ENC = encoding_record(plan.encoding)
         self.block = int(plan.datapath.block or 1)
         self.scaled = plan.scaled
         self.extra = ()                     # further arrays of the kernel (the lean window's tables)
