@@ -16,8 +16,9 @@ import numpy as np
 
 from mmasim.arith import ieee
 from mmasim.arith.decode import decode_float
-from mmasim.arith.encode import BUILTIN_ENCODINGS
-from mmasim.arith.formats import BUILTIN_FORMATS
+from mmasim.arith.codes import INF, NAN
+from mmasim.arith.encode import BUILTIN_ENCODINGS, encode
+from mmasim.arith.formats import BUILTIN_FORMATS, Format
 
 F32 = next(f for f in BUILTIN_FORMATS if f.key == "f32")
 RNE_F32 = next(e for e in BUILTIN_ENCODINGS if e.key == "rne-f32")
@@ -96,4 +97,18 @@ def values(fmt, words) -> np.ndarray:
     return ieee.values(decode_float(fmt, w.reshape(-1))).reshape(w.shape)
 
 
-__all__ = ["from_words", "to_words", "add", "mul", "fma", "values", "hardware_rounds", "F32", "RNE_F32"]
+
+
+def cast(values, fmt: Format, saturate: bool) -> np.ndarray:
+    """The words of ``fmt`` of binary32 values (float64 arrays) on the host: one RNE rounding by
+    :func:`mmasim.arith.encode.encode` (``saturate`` as :func:`mmasim.composition.epilogue.convert` takes it; NaN the
+    format's quiet NaN with its sign)."""
+    x = ieee.decompose(np.asarray(values, dtype=np.float64))
+    words, _ = encode(fmt, x.sign == 1, x.m, x.q, saturate=saturate, nan=x.cls == NAN, inf=x.cls == INF)
+    return words.astype(_WORD[fmt.container_bits]).reshape(np.shape(values))
+
+
+_WORD = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+
+
+__all__ = ["from_words", "to_words", "add", "mul", "fma", "values", "cast", "hardware_rounds", "F32", "RNE_F32"]

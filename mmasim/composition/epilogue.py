@@ -12,9 +12,6 @@ import attrs
 import numpy as np
 
 from mmasim.arith import binary32
-from mmasim.arith.codes import INF, NAN
-from mmasim.arith.encode import encode
-from mmasim.arith.ieee import decompose
 from mmasim.errors import GemmOptionError
 from mmasim.arith.formats import Format
 from mmasim.operands.words import typed_dtype
@@ -88,7 +85,7 @@ def output(epi, acc, source, arith=None):
 
 
 def _host():
-    from mmasim.composition.mainloop import HOST        # mainloop imports this module
+    from mmasim.composition.mainloop import HOST
 
     return HOST
 
@@ -179,16 +176,4 @@ def convert(d, fmt: Format, saturate: bool, arith=None):
     return arith.cast(arith.values(binary32.F32, words32), fmt, saturate)
 
 
-def cast(values, fmt: Format, saturate: bool) -> np.ndarray:
-    """The words of ``fmt`` of binary32 values (float64 arrays) on the host: one RNE rounding by
-    :func:`mmasim.arith.encode.encode` (``saturate`` as :func:`convert` takes it; NaN the
-    format's quiet NaN with its sign)."""
-    x = decompose(np.asarray(values, dtype=np.float64))
-    words, _ = encode(fmt, x.sign == 1, x.m, x.q, saturate=saturate, nan=x.cls == NAN, inf=x.cls == INF)
-    return words.astype(_WORD[fmt.container_bits]).reshape(np.shape(values))
-
-
-_WORD = {8: np.uint8, 16: np.uint16, 32: np.uint32}
-
-
-__all__ = ["Epilogue", "build", "of_gemm", "output", "convert", "cast", "OUTPUT_FORMATS"]
+__all__ = ["Epilogue", "build", "of_gemm", "output", "convert", "OUTPUT_FORMATS"]

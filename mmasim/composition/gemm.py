@@ -104,10 +104,10 @@ def gemm(A, B, C=None, arch=None, instruction=None, *, k_order="forward", scale_
     or no source.  Every composition accumulates in binary32: a D binary32 cannot hold (integer,
     f64) takes the plain chain only (any option is a :class:`~mmasim.GemmOptionError`).
     """
-    model = _model(model, arch, instruction, qualifiers)
+    model = operands.gemm_model(model, arch, instruction, qualifiers)
     backend = _whole_job_backend(model, backend, A, B)
     words = operands.words_option(words)
-    options = requested(A, B, promote_every, split_k, split_reduce, promotion_scale_a, promotion_scale_b,
+    options = operands.requested_options(A, B, promote_every, split_k, split_reduce, promotion_scale_a, promotion_scale_b,
                         alpha, beta, out_format, saturate)
     if any_dask(A, B, C, scale_a, scale_b, sparse_metadata):
         if options:
@@ -141,19 +141,6 @@ def _progress(progress, ops):
     finally:
         if bar is not None:
             bar.close()
-
-
-def requested(A, B, promote_every, split_k, split_reduce, psa, psb, alpha, beta, out_format, saturate) -> list:
-    """The options of a call beyond the plain chain, named as its caller wrote them (empty: the
-    plain chain)."""
-    shown = [f"{name}={value!r}" for name, value in (("promote_every", promote_every), ("split_k", split_k),
-                                                     ("out_format", out_format), ("saturate", saturate))
-             if value is not None]
-    if not (isinstance(split_reduce, str) and split_reduce == "sequential"):
-        shown.append(f"split_reduce={split_reduce!r}")
-    shown += [name for name, value in (("promotion_scale_a", psa), ("promotion_scale_b", psb), ("alpha", alpha),
-                                       ("beta", beta)) if value is not None]
-    return shown + [f"a quantized {what}" for what, x in (("A", A), ("B", B)) if operands.is_quantized(x)]
 
 
 def _composed(model, ops, C, *, promote_every, split_k, split_reduce, promotion_scale_a, promotion_scale_b,
@@ -199,16 +186,6 @@ def _composed(model, ops, C, *, promote_every, split_k, split_reduce, promotion_
             acc = _threads.by_rows(M, K * N, block, nworkers, bar, len(ops.order), warm=lambda: block(slice(0, 1)),
                                    per_thread=mainloop.GEMM_CHUNKS_PER_THREAD)
     return ep.output(epi, acc, source, mainloop.HOST)
-
-
-def _model(model, arch, instruction, qualifiers) -> Model:
-    if model is None:
-        if arch is None or instruction is None:
-            raise OperandError("gemm needs arch= and instruction= (or model=)")
-        return Model.lookup(arch, instruction, **qualifiers)
-    if qualifiers or arch is not None or instruction is not None:
-        raise OperandError("gemm: pass either model= or arch=/instruction= (with qualifiers), not both")
-    return model
 
 
 def _whole_job_backend(model: Model, backend, A, B):

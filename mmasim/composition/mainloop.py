@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 
 from mmasim.arith import binary32
-from mmasim.composition import epilogue, operands
+from mmasim.composition import operands
 from mmasim.errors import DtypeError, GemmOptionError
 from mmasim.execution import threads as _threads
 
@@ -69,7 +69,7 @@ class Arith:
 
 HOST = Arith(zeros=np.zeros, values=binary32.values, add=binary32.add, mul=binary32.mul, fma=binary32.fma,
              widen=lambda sb, bn: np.repeat(sb, bn, axis=1), tile=_host_tile, words=binary32.to_words,
-             cast=epilogue.cast)
+             cast=binary32.cast)
 
 
 #: blocks of rows per thread of a gemm on several threads (each block chains every K tile)

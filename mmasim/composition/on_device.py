@@ -20,7 +20,7 @@ import numpy as np
 from mmasim.backends.cuda import device
 from mmasim.composition import epilogue as ep
 from mmasim.composition import mainloop, operands
-from mmasim.composition.operands import check_shapes, promotion_blocks
+from mmasim.composition.operands import check_shapes, gemm_model, promotion_blocks, requested_options
 from mmasim.errors import DtypeError, GemmOptionError, ScaleError, SparseMetadataError
 
 
@@ -136,12 +136,11 @@ def gemm_of_device_operands(fn, args, kwargs):
     ``instruction``, ``words``, the options); device operands are words, and D is their words
     (a device array; a torch tensor for torch operands), or with ``words=False`` their values
     where the device holds that dtype (:func:`_values_dtype`): a view of the same memory."""
-    from mmasim.composition import gemm as _gemm     # it imports this module
 
     bound = inspect.signature(fn).bind(*args, **kwargs)
     given = bound.arguments
     first = device.first_on_device((*args, *kwargs.values()))
-    model = _gemm._model(given.get("model"), given.get("arch"), given.get("instruction"),
+    model = gemm_model(given.get("model"), given.get("arch"), given.get("instruction"),
                          given.pop("qualifiers", {}))
     words = operands.words_option(given.get("words"))
     for what in ("A", "B"):
@@ -149,7 +148,7 @@ def gemm_of_device_operands(fn, args, kwargs):
             raise DtypeError(f"gemm on the CUDA device: {what} is a quantized tensor, a host object; pass its words "
                              "and scales as operands on the device (a tensor scale as alpha), or every operand on "
                              "the host")
-    options = _gemm.requested(given["A"], given["B"], *(given.get(o) for o in (
+    options = requested_options(given["A"], given["B"], *(given.get(o) for o in (
         "promote_every", "split_k")), given.get("split_reduce", "sequential"), *(given.get(o) for o in (
             "promotion_scale_a", "promotion_scale_b", "alpha", "beta", "out_format", "saturate")))
     if options:

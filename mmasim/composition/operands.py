@@ -301,5 +301,31 @@ def promotion_blocks(sa, sb, M: int, K: int, N: int):
     return K // sa.shape[1], N // sb.shape[1]
 
 
-__all__ = ["GemmOperand", "Checked", "check", "check_shapes", "tile_order", "matrices", "zero_c", "operand",
+def gemm_model(model, arch, instruction, qualifiers):
+    """The model of a :func:`mmasim.gemm` call: ``model=``, or ``arch`` / ``instruction`` (with qualifiers) looked up."""
+    from mmasim.execution.model import Model
+
+    if model is None:
+        if arch is None or instruction is None:
+            raise OperandError("gemm needs arch= and instruction= (or model=)")
+        return Model.lookup(arch, instruction, **qualifiers)
+    if qualifiers or arch is not None or instruction is not None:
+        raise OperandError("gemm: pass either model= or arch=/instruction= (with qualifiers), not both")
+    return model
+
+
+def requested_options(A, B, promote_every, split_k, split_reduce, psa, psb, alpha, beta, out_format, saturate) -> list:
+    """The options of a call beyond the plain chain, named as its caller wrote them (empty: the
+    plain chain)."""
+    shown = [f"{name}={value!r}" for name, value in (("promote_every", promote_every), ("split_k", split_k),
+                                                     ("out_format", out_format), ("saturate", saturate))
+             if value is not None]
+    if not (isinstance(split_reduce, str) and split_reduce == "sequential"):
+        shown.append(f"split_reduce={split_reduce!r}")
+    shown += [name for name, value in (("promotion_scale_a", psa), ("promotion_scale_b", psb), ("alpha", alpha),
+                                       ("beta", beta)) if value is not None]
+    return shown + [f"a quantized {what}" for what, x in (("A", A), ("B", B)) if is_quantized(x)]
+
+
+__all__ = ["gemm_model", "requested_options", "GemmOperand", "Checked", "check", "check_shapes", "tile_order", "matrices", "zero_c", "operand",
            "is_quantized", "promotion_blocks", "words", "result", "words_option"]

@@ -318,6 +318,16 @@ class Emulation:
             raise EmulationError("Emulation: Transformer Engine quantizes 16 x 16 weight tiles without the Hadamard "
                                  "transform; give hadamard=True or b_tile, not both")
 
+    def gemm_options(self) -> dict:
+        """The options of :func:`mmasim.gemm` this setting names: promotion and split-K."""
+        kwargs = {}
+        if self.promote_every:
+            kwargs["promote_every"] = self.promote_every
+        if self.split_k:
+            kwargs["split_k"] = self.split_k
+            kwargs["split_reduce"] = self.split_reduce
+        return kwargs
+
     def recipe_scheme(self):
         """The :class:`~mmasim.registry.scheme.Scheme` of ``scheme`` (``None`` without one)."""
         if self.scheme is None:

@@ -140,17 +140,6 @@ def _keys(em, keys) -> tuple:
     return ka, kb
 
 
-def gemm_options(em) -> dict:
-    """The options of :func:`mmasim.gemm` that ``em`` names: promotion and split-K."""
-    kwargs = {}
-    if em.promote_every:
-        kwargs["promote_every"] = em.promote_every
-    if em.split_k:
-        kwargs["split_k"] = em.split_k
-        kwargs["split_reduce"] = em.split_reduce
-    return kwargs
-
-
 def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=None,
            keys=(None, None)) -> np.ndarray:
     """``a @ b`` (float ``(M, K)`` by ``(K, N)``) through the emulated GEMM: float32 ``(M, N)``.
@@ -184,7 +173,7 @@ def matmul(a, b, emulation, *, progress=False, threads=None, backend=None, memo=
         qa, sa = _elementwise(a, model.a_format, em, Mp, Kp, memo, ka)
         qb, sb = _elementwise(b, model.b_format, em, Kp, Np, memo, kb)
     d = gemm(qa, qb, None, model=model, progress=progress, threads=threads, backend=backend, words=False,
-             **gemm_options(em))
+             **em.gemm_options())
     y = np.asarray(d, dtype=np.float32)[:M, :N]     # D's values (f16 / bf16 / f32: exact in float32)
     if sa != 1 or sb != 1:      # alpha = the two decode scales, D = alpha * D, binary32 (the epilogue)
         y = (y * np.float32(sa * sb)).astype(np.float32)

@@ -160,7 +160,6 @@ def matmul(a, b, em, padded, roles=(None, None)):
     from mmasim.backends.cuda import device
     from mmasim.quantization import compiled
     from mmasim.quantization.quantize import format_named
-    from mmasim.torch.matmul import gemm_options
 
     model = em.model()
     M, K = a.shape
@@ -168,7 +167,7 @@ def matmul(a, b, em, padded, roles=(None, None)):
     Mp, Np, Kp = padded
     wa, sa, pa, da = _operand(a, em, model, model.a_format, (Mp, Kp), False, roles[0])
     wb, sb, pb, db = _operand(b, em, model, model.b_format, (Kp, Np), True, roles[1])
-    kwargs = gemm_options(em)
+    kwargs = em.gemm_options()
     if sa is not None:
         kwargs.update(scale_a=sa, scale_b=sb)
     if pa is not None:
