@@ -22,11 +22,11 @@ import pytest
 from mmasim.backends.cuda import missing
 
 #: opens every simulated script: each kernel launch recorded (its driver, body and argument
-#: types, :func:`mmasim.backends.cuda.backend.launched`) and printed to stderr at exit, for
+#: types, :func:`mmasim.backends.cuda.launch.launched`) and printed to stderr at exit, for
 #: :func:`check_launches`
 RECORDER = textwrap.dedent("""
     import atexit as _atexit, json as _json, sys as _sys
-    from mmasim.backends.cuda import backend as _backend
+    from mmasim.backends.cuda import launch as _backend
     _launches = set()
     _launch = _backend.launch
     def _recorded(driver, fn, n, args):

@@ -24,6 +24,7 @@ import cuda_sim
 import mmasim
 from mmasim import backends
 from mmasim.backends.cuda import backend as cuda_backend
+from mmasim.backends.cuda import launch as cuda_launch
 from mmasim.backends.cuda import missing
 
 #: one datapath of every family the bodies take (and the forms around them)
@@ -55,7 +56,7 @@ _SCRIPT = """
     from numba import cuda
     from mmasim.operands import wordgen
 
-    from mmasim.backends.cuda import backend as cb
+    from mmasim.backends.cuda import launch as cb
     referred = []   # the rows a body flags, computed by the reference
     _ref = cb.reference
     def reference(plan, rows):
@@ -291,7 +292,7 @@ def test_kernels_launched_on_a_gpu_are_compiled_without_contraction(arch, instru
     sig = target.signature(plan, arrays)
 
     def ops(forced):
-        with (cuda_backend.forced_nvvm() if forced else contextlib.nullcontext()), target._target_device((9, 0, "a")):
+        with (cuda_launch.forced_nvvm() if forced else contextlib.nullcontext()), target._target_device((9, 0, "a")):
             cres = cuda_dispatcher.compile_cuda(cuda_driver(body), cuda_types.void, sig,
                                                 nvvm_options={"opt": 3, "fastmath": False}, cc=(9, 0))
         return re.findall(r"\b((?:mul|add|sub)(?:\.rn)?\.f(?:32|64))\b", cres.library.get_asm_str(cc=(9, 0, "a")))
@@ -355,7 +356,7 @@ def test_a_gpu_kernel_is_compiled_eagerly_with_its_targets_first_isa_and_no_cont
     args = (*rows.dense_args(plan, z, z, np.zeros(4, np.uint32)), *arrays, np.zeros(4, np.uint32),
             np.zeros(4, np.bool_))
     with target._target_device((9, 0, "a")):
-        kernel = cuda_backend._gpu_kernel(cuda_driver, body, cuda_backend.argument_types(args))
+        kernel = cuda_launch._gpu_kernel(cuda_driver, body, cuda_launch.argument_types(args))
     (compiled,) = kernel.overloads.values()
     lib = compiled._codelibrary
     ptx = "\n".join(lib._ptx_cache[(9, 0, "a")])

@@ -135,7 +135,7 @@ MOVED = {"word_tables", "code_tables", "one_product_window", "GROUP_RULES", "_na
 #: a bound check compares with one of these bit budgets (or with a power of two of 9 bits or more)
 BUDGETS = {31, 52, 53, 62}
 #: where kernels.py keeps the decode specs' layout (the word fields a spec can hold)
-SPEC_LAYOUT = {"_format_specs", "Kernel"}
+SPEC_LAYOUT = {"_format_specs", "format_spec", "format_records", "encoding_record", "Kernel"}
 
 
 def _budget(node) -> bool:

@@ -8,7 +8,7 @@ Each operation is an elementwise kernel (:func:`.driver.elementwise_cuda`, a thr
 of a 2-D result) of a target-neutral numba row function: ``x + y`` (FADD) and ``x * y`` (FMUL)
 in binary32, ``fma(x, y, z)`` (FFMA) by the project's neutral ``llvm.fma``
 (:func:`mmasim.backends.numba.primitives._fma`, as the IEEE FMA chains use it), compiled with
-NVVM's contraction off (:func:`.backend.forced_nvvm`), so each is one IEEE RNE operation as
+NVVM's contraction off (:func:`.launch.forced_nvvm`), so each is one IEEE RNE operation as
 :mod:`mmasim.arith.binary32` computes it on the host.  Values are binary32 values held in
 float64 device arrays (as the host holds them); an operand of shape ``(M, 1)`` or ``(1, N)``
 is broadcast, a binary32 scalar (the epilogue's alpha and beta) too.  Words of any format
@@ -24,7 +24,7 @@ import functools
 
 import numpy as np
 
-from mmasim.backends.cuda import backend as _backend
+from mmasim.backends.cuda import launch as _launch
 from mmasim.backends.cuda import device
 from mmasim.backends.numba.primitives import _bitcast, _decode, _fma, _fmt, _inline_rows, _value
 
@@ -91,7 +91,7 @@ def _run(row, out, *args):
     # per row function and dtypes, the one whose PTX CI checks
     args = tuple(x if device._contiguous(x) else device._gather(x) for x in args)
     args = args + (args[0],) * (3 - len(args))
-    _backend.launch(driver.elementwise_cuda, row, out.shape[0] * out.shape[1], (*args, out))
+    _launch.launch(driver.elementwise_cuda, row, out.shape[0] * out.shape[1], (*args, out))
     return out
 
 

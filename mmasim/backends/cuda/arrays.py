@@ -36,8 +36,8 @@ class CpuArrays:
 
 class CudaArrays:
     """The CUDA drivers' arrays (``__cuda_array_interface__``: CUDA tensors, numba device arrays,
-    read in place by :func:`mmasim.backends.cuda.device.as_device`), a thread per work item
-    (launched by :func:`mmasim.backends.cuda.backend.launch`: compiled without contraction, or
+    read in place by :func:`mmasim.backends.cuda.launch.as_device`), a thread per work item
+    (launched by :func:`mmasim.backends.cuda.launch.launch`: compiled without contraction, or
     simulated)."""
 
     name = "cuda"
@@ -51,8 +51,8 @@ class CudaArrays:
     def put(a):
         from numba import cuda
 
-        from mmasim.backends.cuda import device
-        return device.as_device(a) if device.is_device(a) else cuda.to_device(np.ascontiguousarray(a))
+        from mmasim.backends.cuda.launch import as_device, is_device
+        return as_device(a) if is_device(a) else cuda.to_device(np.ascontiguousarray(a))
 
     @staticmethod
     def get(a):
@@ -61,7 +61,7 @@ class CudaArrays:
     @staticmethod
     def drive(driver, body, n, *args):
         from mmasim.backends.cuda import driver as drivers
-        from mmasim.backends.cuda.backend import launch
+        from mmasim.backends.cuda.launch import launch
         launch(getattr(drivers, driver.cuda), body, n, args)
 
 

@@ -13,34 +13,21 @@ leaves D there.
 The rows a body flags (a sum beyond int64, an illegal sparse selector) are computed by the
 numpy reference, one level: a plan no body takes is the reference's for every row.
 
-Compiling for a GPU: numba-cuda's kernels are compiled eagerly for the argument types of the
-call (:func:`_gpu_kernel`) with :data:`.target.NVVM_OPTIONS` forced into NVVM (numba-cuda
-passes only ``opt`` and ``fastmath``, and NVVM's default ``-fma=1`` would contract ``a * b + c``
-into ``fma.rn``, which the IEEE chains cannot have), without link-time optimisation (whose
-code generation would not see those options), and the PTX declares the lowest PTX ISA of its
-target (:data:`.target.ARCHS`) so that a CUDA 13.0 driver JITs what a newer NVVM writes.
-
-Under ``NUMBA_ENABLE_CUDASIM=1`` the same drivers run in numba-cuda's simulator, each thread
-calling the CPU-compiled body on the host arrays the simulator wraps; the simulator is not
-thread-safe, so its launches are serialised (:data:`_SIM_LOCK`).
+Launching (compiled for a GPU without contraction, or in numba-cuda's simulator) is :mod:`.launch`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import threading
 import weakref
 
 import numpy as np
 
 from mmasim.backends.cuda import missing
+from mmasim.backends.cuda.launch import reference, simulated
 from mmasim.backends import plan as plans
 from mmasim.registry.hookspecs import hookimpl
-
-#: threads per block of every launch
-THREADS = 128
 
 #: under ``auto``, the products of one job from which a GPU takes it (none in the simulator):
 #: below it, copying the operands to the device and launching cost more than the CPU's work
@@ -50,12 +37,6 @@ CUDA_MIN_PRODUCTS = 1 << 28
 #: a specialised body has far fewer registers, but costs a compile per datapath
 SPECIALISE_MIN_ROWS = 1 << 20
 
-_SIM_LOCK = threading.Lock()
-
-
-def simulated() -> bool:
-    """Whether numba-cuda's simulator stands in for the GPU (``NUMBA_ENABLE_CUDASIM=1``)."""
-    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
 
 @functools.lru_cache(maxsize=None)
@@ -79,104 +60,6 @@ def unavailable() -> str:
 def gpu_present() -> bool:
     """Whether a real CUDA GPU is usable (never in the simulator): what ``auto`` asks."""
     return not missing() and not simulated() and not _gpu_missing()
-
-
-# ------------------------------------------------------------------ kernels
-def _host(x):
-    """A simulated kernel's array as the CPU-compiled body reads it: the simulator wraps each
-    (a ``FakeWithinKernelCUDAArray`` of a ``FakeCUDAArray`` of the numpy array)."""
-    item = x.__dict__.get("_item", x) if type(x).__name__ == "FakeWithinKernelCUDAArray" else x
-    return item.__dict__.get("_ary", item) if type(item).__name__ == "FakeCUDAArray" else item
-
-
-@contextlib.contextmanager
-def forced_nvvm():
-    """numba-cuda's compiles in this block ask NVVM for :data:`.target.NVVM_OPTIONS` (no
-    contraction to fma), and the PTX they write (and link, as an eager compile binds its
-    kernel) declares the lowest PTX ISA of its target where :data:`.target.ARCHS` names it;
-    under the lock of :mod:`.target` (its typing of the neutral intrinsics and its own compiles)."""
-    from numba.cuda import codegen
-    from numba.cuda import dispatcher as cuda_dispatcher
-
-    from mmasim.backends.cuda import target
-
-    with target._LOCK:
-        saved, saved_asm = cuda_dispatcher.compile_cuda, codegen.CUDACodeLibrary.get_asm_strs
-
-        def compile_cuda(*args, **kwargs):
-            kwargs["nvvm_options"] = {**(kwargs.get("nvvm_options") or {}), **target.NVVM_OPTIONS}
-            return saved(*args, **kwargs)
-
-        def get_asm_strs(self, cc=None):
-            ptxes = saved_asm(self, cc)
-            cc = self._ensure_cc(cc)
-            for cc_, isa in target.ARCHS.values():
-                if tuple(cc) == tuple(cc_):
-                    ptxes = self._ptx_cache[cc] = [target._declare_isa(p, isa) for p in ptxes]
-            return ptxes
-
-        cuda_dispatcher.compile_cuda, codegen.CUDACodeLibrary.get_asm_strs = compile_cuda, get_asm_strs
-        try:
-            yield
-        finally:
-            cuda_dispatcher.compile_cuda, codegen.CUDACodeLibrary.get_asm_strs = saved, saved_asm
-
-
-def argument_types(args) -> tuple:
-    """numba-cuda's types of a kernel's arguments, as its dispatcher types them at a launch."""
-    from numba.cuda.typing.typeof import Purpose, typeof
-
-    return tuple(typeof(x, Purpose.argument) for x in args)
-
-
-def launched(x) -> tuple:
-    """The :func:`.target.descriptor` of a kernel argument as numba-cuda types it at a launch (a device
-    array: its dtype, dimensions and layout; a Python int: int64)."""
-    a = getattr(x, "_ary", x)           # a simulated device array wraps a numpy array
-    if isinstance(a, np.ndarray) or hasattr(a, "__cuda_array_interface__"):
-        layout = "C" if a.flags["C_CONTIGUOUS"] else "F" if a.flags["F_CONTIGUOUS"] else "A"
-        return np.dtype(a.dtype).str, a.ndim, layout
-    return (np.dtype(np.int64).str if isinstance(x, int) else np.asarray(x).dtype.str), 0, ""
-
-
-_KERNELS: dict = {}
-_KERNELS_LOCK = threading.Lock()
-
-
-def _gpu_kernel(driver, fn, types):
-    """The kernel of ``driver(fn)`` compiled for argument ``types`` (:func:`forced_nvvm`; no LTO,
-    whose code generation would not see NVVM's options)."""
-    from numba import cuda
-
-    key = (driver, fn, types)
-    with _KERNELS_LOCK:
-        if key not in _KERNELS:
-            with forced_nvvm():         # compiled and bound (linked, loaded) here
-                _KERNELS[key] = cuda.jit(types, lto=False)(driver(fn))
-        return _KERNELS[key]
-
-
-def _sim_kernel(driver, fn):
-    """The simulated kernel of ``driver(fn)``: ``fn`` called on the host arrays."""
-    from numba import cuda
-
-    key = (driver, fn)
-    with _KERNELS_LOCK:
-        if key not in _KERNELS:
-            _KERNELS[key] = cuda.jit(driver(lambda d, *xs: fn(d, *map(_host, xs))))
-        return _KERNELS[key]
-
-
-def launch(driver, fn, n: int, args) -> None:
-    """``driver(fn)`` over ``n`` rows (a thread per row) on ``args`` (device arrays and scalars)."""
-    if n == 0:
-        return
-    grid = (n + THREADS - 1) // THREADS
-    if simulated():
-        with _SIM_LOCK:
-            _sim_kernel(driver, fn)[grid, THREADS](*args)
-    else:
-        _gpu_kernel(driver, fn, argument_types(args))[grid, THREADS](*args)
 
 
 # ------------------------------------------------------------------ the backend
@@ -256,21 +139,6 @@ class CudaBackend:
 
         prep = self.prepared(plan, n)
         return flow.body_rows(CudaArrays, prep.body, n, args, prep.arrays, plan.encoding.dtype)
-
-
-def reference(plan, rows):
-    """D words of ``rows`` by the numpy reference alone (:func:`mmasim.backends.numpy.reference_rows`):
-    the rows a body flags, and every row of a plan no body takes (one level, no other path)."""
-    from mmasim.backends.numpy import reference_rows
-
-    return reference_rows(plan, rows)
-
-
-class Reference:
-    """:func:`reference` as a backend object (``compute(plan, rows)``), for :func:`mmasim.backends.plan.compute`."""
-
-    name = "reference"
-    compute = staticmethod(reference)
 
 
 @hookimpl

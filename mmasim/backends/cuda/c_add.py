@@ -9,7 +9,7 @@ their binary64 values, their sum rounded to odd in binary64 (TwoSum, as
 and that sum decoded as a binary64 word and packed into ``plan.c_add``'s words by
 :func:`~mmasim.backends.numba.primitives._pack` (the kernels' one rounding, as
 :func:`mmasim.arith.ieee.pack`).  Its drivers: :func:`_add_c_cpu` (a compiled loop on the
-host) and :func:`.driver.add_c_cuda` (a thread per row), launched by :func:`.backend.launch`.
+host) and :func:`.driver.add_c_cuda` (a thread per row), launched by :func:`.launch.launch`.
 """
 
 from __future__ import annotations
@@ -86,9 +86,9 @@ def add_c_device(plan, d, c, ic):
     array, empty: the identity): a new device array of D words, computed on the device."""
     from numba import cuda
 
-    from mmasim.backends.cuda import backend, driver
+    from mmasim.backends.cuda import driver, launch
 
     out = cuda.device_array(d.shape[0], plan.encoding.dtype)
     args = (d, c, ic, *(cuda.to_device(a) for a in _arrays(plan)), out)
-    backend.launch(driver.add_c_cuda, add_c_body, d.shape[0], args)
+    launch.launch(driver.add_c_cuda, add_c_body, d.shape[0], args)
     return out

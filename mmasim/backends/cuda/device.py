@@ -27,25 +27,13 @@ GPU reads it.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 
 import numpy as np
 
-from mmasim.backends.cuda import backend as _backend
+from mmasim.backends.cuda import launch as _launch
+from mmasim.backends.cuda.launch import _contiguous, as_device, cuda_module, is_device  # noqa: F401 (read as device.*)
 from mmasim.errors import DtypeError, OperandError, ScaleError, ShapeError, SparseMetadataError, WordRangeError
-
-
-def is_device(x) -> bool:
-    """Whether ``x`` lies on a CUDA device (``__cuda_array_interface__``, or the simulator's arrays)."""
-    if x is None or isinstance(x, (np.ndarray, int, float, str)):
-        return False
-    if type(x).__name__ == "FakeCUDAArray":
-        return True
-    try:
-        return hasattr(x, "__cuda_array_interface__")
-    except Exception:       # a CPU tensor's property raises
-        return False
 
 
 #: the types of a call's arguments that never lie on a device: passed over without a call
@@ -99,49 +87,12 @@ def on_device(kind: str, gemm_handler=None):
 
 
 # ------------------------------------------------------------------ device arrays
-def cuda_module():
-    from numba import cuda
-    return cuda
-
-
-def _sim_view(cai, owner=None) -> np.ndarray:
-    """The host memory an ``__cuda_array_interface__`` names, as a numpy array (no copy): the
-    simulator's device memory, kept alive with ``owner`` (the object that holds it, as
-    :func:`numba.cuda.as_cuda_array` keeps it: a torch operand's contiguous copy)."""
-    dtype = np.dtype(cai["typestr"])
-    shape = tuple(int(n) for n in cai["shape"])
-    strides = cai.get("strides") or tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * dtype.itemsize
-                                          for i in range(len(shape)))
-    extent = dtype.itemsize + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
-    buf = (ctypes.c_char * max(extent, 1)).from_address(cai["data"][0])
-    buf.owner = owner                   # the array's base, and every view's
-    return np.ndarray(shape, dtype, buffer=buf, strides=strides)
-
-
-def as_device(x):
-    """``x`` as a numba device array, without a copy (torch: made contiguous on its device first)."""
-    cuda = cuda_module()
-    if type(x).__module__.startswith("torch"):
-        x = x.contiguous()          # on its device
-    if _backend.simulated():
-        if type(x).__name__ == "FakeCUDAArray":
-            return x
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-        return FakeCUDAArray(_sim_view(x.__cuda_array_interface__, x))
-    return cuda.as_cuda_array(x)
-
-
-def _contiguous(x) -> bool:
-    """Whether the device array ``x`` is C-contiguous."""
-    return x.is_c_contiguous() if callable(getattr(x, "is_c_contiguous", None)) else x.flags["C_CONTIGUOUS"]
-
-
 def _launch_plain(driver, n, args):
     """A kernel of :mod:`.driver` with no body (``"gather_cuda"``, ``"range_cuda"``) over ``n``
-    rows (:func:`.backend.launch`)."""
+    rows (:func:`.launch.launch`)."""
     from mmasim.backends.cuda import driver as drivers     # numba: imported with the first device operand
 
-    _backend.launch(getattr(drivers, driver), None, n, args)
+    _launch.launch(getattr(drivers, driver), None, n, args)
 
 
 def _empty_index():
@@ -178,7 +129,7 @@ def _rows2d(x, vector: bool, what: str):
 def _as_column(x):
     """A 1-D device array as a 2-D column view (no copy)."""
     cuda = cuda_module()
-    if _backend.simulated():
+    if _launch.simulated():
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
         a = x._ary
         return FakeCUDAArray(np.lib.stride_tricks.as_strided(a, (a.shape[0], 1), (a.strides[0], a.itemsize)))
@@ -215,7 +166,7 @@ def _as_container(x, dtype):
     container (the one whose PTX CI checks)."""
     if x is None or np.dtype(x.dtype) == np.dtype(dtype):
         return x
-    if _backend.simulated():
+    if _launch.simulated():
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
         return FakeCUDAArray(x._ary.view(dtype))
     return x.view(dtype)
@@ -267,7 +218,7 @@ def _compute(model, ops, index, n):
     prep = be.prepared(plan)
     if prep.body is None:
         # no body takes the plan: the reference for every row (from host copies of the operands)
-        return cuda.to_device(compute(_backend.Reference, plan, _host_rows(ops, index, n)))
+        return cuda.to_device(compute(_launch.Reference, plan, _host_rows(ops, index, n)))
     dtypes = [*plan.word_dtypes[:3], *(plan.word_dtypes[3:5] if plan.scaled else ()), np.uint32]
     ops, index = [_as_container(x, dt) for x, dt in zip(ops, dtypes)], list(index)
     if plan.order is not None:          # the steps take K in the plan's order
@@ -302,7 +253,7 @@ def _compute(model, ops, index, n):
     if bad.any():       # rows the body leaves to the reference: the operands come to the host
         d = out.copy_to_host()
         sel = np.flatnonzero(bad)
-        d[sel] = _backend.reference(plan, _host_rows(*ref_rows, n).take(sel))
+        d[sel] = _launch.reference(plan, _host_rows(*ref_rows, n).take(sel))
         out = cuda.to_device(d)
     if plan.c_add is not None:          # D + C on the device (:mod:`.c_add`)
         from mmasim.backends.cuda.c_add import add_c_device

@@ -38,15 +38,9 @@ from numba.cuda import extending as cuda_extending  # noqa: E402
 from numba.cuda.typing import typeof as cuda_typeof  # noqa: E402
 
 from mmasim.backends.cuda import rows  # noqa: E402
+from mmasim.backends.cuda.launch import _LOCK, ARCHS, NVVM_OPTIONS, _declare_isa  # noqa: E402,F401 (target.*)
 from mmasim.backends.numba.primitives import NEUTRAL_INTRINSICS  # noqa: E402
 
-#: target -> (compute capability, PTX ISA version its PTX declares: the first that knows it)
-ARCHS = {"sm_80": ((8, 0, ""), (7, 0)), "sm_90a": ((9, 0, "a"), (8, 0)), "sm_100a": ((10, 0, "a"), (8, 6))}
-
-#: NVVM options of every compile: optimized, IEEE division and square root, no contraction to fma
-NVVM_OPTIONS = {"opt": 3, "fastmath": False, "fma": False}
-
-_LOCK = threading.Lock()
 _TWINS: dict = {}
 _previous_typeof = cuda_typeof.typeof_impl.dispatch(_Intrinsic)
 
@@ -72,14 +66,6 @@ def _target_device(cc):
         yield
     finally:
         cuda_dispatcher.get_current_device = saved
-
-
-def _declare_isa(ptx: str, isa) -> str:
-    """``ptx`` with its ``.version`` lowered to ``isa`` (never raised)."""
-    m = re.search(r"^\.version (\d+)\.(\d+)$", ptx, flags=re.M)
-    if m is None or (int(m.group(1)), int(m.group(2))) <= tuple(isa):
-        return ptx
-    return ptx[:m.start()] + ".version %d.%d" % tuple(isa) + ptx[m.end():]
 
 
 def compile_ptxs(fn, sig, archs=tuple(ARCHS)) -> dict:
