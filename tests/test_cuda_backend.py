@@ -349,7 +349,7 @@ def test_a_gpu_kernel_is_compiled_eagerly_with_its_targets_first_isa_and_no_cont
 
     monkeypatch.setattr(codegen.CUDACodeLibrary, "_ensure_cc", lambda self, cc: cc or (9, 0, "a"))
     monkeypatch.setattr(cuda_dispatcher._Kernel, "bind", lambda self: None)
-    monkeypatch.setattr(cuda_backend, "_KERNELS", {})
+    monkeypatch.setattr(cuda_launch, "_KERNELS", {})
     plan = mmasim.MMA("Ampere", "mma.sync.m8n8k4.f32.f16.f16").plan
     body, arrays = rows.body_for(plan)
     z = np.zeros((4, 4), np.uint16)
