@@ -16,9 +16,8 @@ then copied to the device.
 
 :func:`mmasim.gemm` on device operands: its plain chain, promotion and split-K run on the
 device, one instruction per K tile on views of the operands (:func:`device_tile`;
-:mod:`mmasim.composition.on_device`, the binary32 operations by :mod:`.arith32`); with an
-epilogue it is computed from host copies of them (the composition runs on the host), each K
-tile by the cuda backend, and D returned to the device.
+:mod:`mmasim.composition.on_device`, the binary32 operations by :mod:`.arith32`), and so does
+its epilogue (the output conversion by the compiled cast): D stays on the device.
 
 Under ``NUMBA_ENABLE_CUDASIM=1`` the simulator's device memory is host memory: an
 ``__cuda_array_interface__`` object is read through its pointer, without a copy, as the
