@@ -17,7 +17,8 @@ F = torch.nn.functional
 import mmasim  # noqa: E402
 import mmasim.torch as mt  # noqa: E402
 from mmasim.torch import flash_attention as fl  # noqa: E402
-from torch_direct import H100_E4M3, host, rand, same  # noqa: E402
+from mmasim.arith.ex2 import ex2  # noqa: E402
+from torch_direct import H100_E4M3, ffma, host, rand, same, tree_sum  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -59,12 +60,11 @@ def test_fa3_fp8_flash_over_two_key_blocks_is_the_online_softmax_composed_by_han
     kw = _words((kh * sk).astype(f32), 320, 32)
     vw = _words((vh * sv).astype(f32), 320, 16)
     c = f32(f32(np.float64(f32(1 / math.sqrt(32))) * math.log2(math.e)) * f32(dq * dk))
-    exp2 = lambda x: torch.exp2(torch.from_numpy(x.astype(f32))).numpy()           # noqa: E731
-    rowsum = lambda p: torch.from_numpy(p).sum(-1).numpy()                          # noqa: E731
+    rowsum = lambda p: tree_sum(p, 1)                                                # noqa: E731
 
-    def p_of(s, mx):        # P = exp2(RN(S * c - (RN(max * c) - 8))), one rounding as FFMA
+    def p_of(s, mx):        # P = ex2(RN(S * c - (RN(max * c) - 8))), one rounding as FFMA
         shift = ((mx * c).astype(f32) - f32(8)).astype(f32)
-        return exp2((s.astype(np.float64) * np.float64(c) - shift[:, None]).astype(f32))
+        return ex2(ffma(s, c, -shift[:, None]))
 
     s1 = _gemm(qw, kw[160:].T, m)
     s1[:, 40:] = -np.inf                                      # keys 200..319 are past the end
@@ -74,7 +74,7 @@ def test_fa3_fp8_flash_over_two_key_blocks_is_the_online_softmax_composed_by_han
     s0 = _gemm(qw, kw[:160].T, m)
     o = _gemm(mmasim.quantize(p1, "e4m3", saturate=True).words, vw[160:], m, np.zeros((192, 16), f32))
     m0 = np.maximum(m1, s0.max(-1))
-    scores_scale = exp2(((m1 - m0).astype(f32) * c).astype(f32))
+    scores_scale = ex2(((m1 - m0).astype(f32) * c).astype(f32))
     p0 = p_of(s0, m0)
     l0 = ((l1 * scores_scale).astype(f32) + rowsum(p0)).astype(f32)
     o = (o * scores_scale[:, None]).astype(f32)               # rescale_o after the previous block's PV

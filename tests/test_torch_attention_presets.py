@@ -15,9 +15,10 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 import mmasim  # noqa: E402
+from mmasim.arith.ex2 import ex2  # noqa: E402
 import mmasim.torch as mt  # noqa: E402
 from mmasim.torch import scaled_attention as sa  # noqa: E402
-from torch_direct import host, rand, same  # noqa: E402
+from torch_direct import ffma, host, rand, same, tree_sum  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -39,7 +40,8 @@ def test_sage3_p_is_scaled_to_448_times_6_and_divided_by_its_unrounded_block_sca
     #   s = -2.25: 1.5; s = -5: 6 * 2^-4.75 = 0.22 -> 0
     s[0, 16:19] = [-0.25, -1.5015, -2.25]
     max_scaled = f32(f32(0) * f32(1) + sa.SAGE3_FP8XFP4_LOG2)
-    p, words, scales = sa.sage3_p(s, [max_scaled], f32(1))
+    p, words, scales = sa.sage3_p(torch.from_numpy(s), torch.tensor([max_scaled]), f32(1))
+    p = p.numpy()
     assert abs(float(p[0, 0]) - 2688.0) < 2688.0 * 2 ** -20                 # 448 * 6: the row maximum's P~
     assert words[0, :16].tolist() == [7, 6, 5, 4, 3, 2, 1, 0] + [0] * 8   # e2m1 codes of 6, 4, 3, 2, 1.5, 1, 0.5, 0
     assert words[0, 16:].tolist() == [7, 5, 3] + [0] * 13                 # 6, 3 (not 2), 1.5, then 0
@@ -54,11 +56,10 @@ def test_sage3_quantize_scales_each_16_by_amax_over_6_in_e4m3_and_multiplies_by_
     x[0, :4] = [3.0, -1.5, 0.2, 1.0]           # amax 3: sf = 0.5 (e4m3 0x30), x * 2 = 6, -3, 0.4, 2
     x[0, 16:19] = [1.3, 0.6, -0.5]             # amax 1.3: 1.3 / 6 = 0.2167 -> e4m3 0.21875 (0x26),
     #                                            x * (1 / 0.21875) = 5.94, 2.74, -2.29 -> 6, 3, -2
-    q = sa.sage3_quantize(x, 1)
-    assert q.words[0, :4].tolist() == [7, 8 | 5, 1, 4]
-    assert q.words[0, 16:19].tolist() == [7, 5, 8 | 4]
-    assert q.scales.tolist() == [[0x30, 0x26]] and q.tensor_scale is None
-    assert sa.sage3_quantize(x.T, 0).scales.T.tolist() == q.scales.tolist()     # along the other axis
+    words, scales = sa.sage3_quantize(torch.from_numpy(x))
+    assert words[0, :4].tolist() == [7, 8 | 5, 1, 4]
+    assert words[0, 16:19].tolist() == [7, 5, 8 | 4]
+    assert scales.tolist() == [[0x30, 0x26]]
 
 
 # ------------------------------------------------------------------ cuDNN MXFP8: P by hand
@@ -110,38 +111,41 @@ def _sage3_by_hand(qh, kh, vh, blocks, instruction=NVFP4_RTX):
     """SageAttention3's forward of one head composed of its steps: bf16 operands, K less its mean,
     Q less its mean per 128 queries with delta_s = bf16(bf16(qm) K^T) as the QK^T GEMM's C, the
     NVFP4 GEMMs (sage3_quantize, sage3_p), the online softmax over ``blocks`` key blocks of 128
-    from the last to the first, O * (1 / l) rounded to bf16."""
+    from the last to the first, O * (1 / l) rounded to bf16.  The sums in pairwise halves, ex2
+    correctly rounded (mmasim.arith.ex2, checked against mpmath in tests/test_ex2.py), FFMA once rounded."""
     m = mmasim.Model.lookup(*instruction)
     bf = lambda x: mmasim.quantize(np.asarray(x, f32), "bf16").dequantize().astype(f32)   # noqa: E731
+    t = lambda x: torch.from_numpy(np.ascontiguousarray(x, f32))                          # noqa: E731
     L, D = qh.shape
     S = kh.shape[0]
     q, k, v = bf(qh), bf(kh), bf(vh)
-    k = bf(k - bf(k.mean(0, dtype=f32)))
+    k = bf(k - bf((tree_sum(k, 0) / f32(S)).astype(f32)))
     q, k, v = _pad(q, 128, 64), _pad(k, 128 * blocks, 64), _pad(v, 128 * blocks, 8)
-    qm = (q.sum(0, dtype=f32) / f32(128)).astype(f32)
+    qm = (tree_sum(q, 0) / f32(128)).astype(f32)
     q = bf(q - qm)
-    delta = bf(bf(qm)[None, :] @ k.T)
-    s = np.asarray(mmasim.gemm(sa.sage3_quantize(q, 1), sa.sage3_quantize(k.T, 0),
-                               np.repeat(delta, 128, axis=0).astype(f32), model=m), f32)
+    delta = bf(tree_sum(bf(qm)[None, :] * k, 1))                  # qm K^T: each key's products, summed
+    qw, qs = sa.sage3_quantize(t(q))
+    kw, ks = sa.sage3_quantize(t(k))
+    s = np.asarray(mmasim.gemm(qw, kw.T, np.repeat(delta[None, :], 128, axis=0).astype(f32).view(np.uint32),
+                               model=m, scale_a=qs, scale_b=ks.T)).view(f32).copy()
     s[:, S:] = -np.inf
     c = f32(np.float64(f32(1 / math.sqrt(D))) * math.log2(math.e))
-    vq = sa.sage3_quantize(v, 0)
+    vw, vs = sa.sage3_quantize(t(v.T))
     o = row_sum = row_max = None
     for n in reversed(range(blocks)):
         sb = s[:, 128 * n:128 * (n + 1)]
         new_max = sb.max(-1) if row_max is None else np.maximum(row_max, sb.max(-1))
         if row_max is not None:            # scores_scale = ex2((m_prev - m) * c); row_sum *= it
-            rescale = np.exp2(((row_max - new_max).astype(f32) * c).astype(f32)).astype(f32)
+            rescale = ex2(((row_max - new_max).astype(f32) * c).astype(f32))
             row_sum = (row_sum * rescale).astype(f32)
         row_max = new_max
-        max_scaled = (row_max.astype(np.float64) * c + np.float64(sa.SAGE3_FP8XFP4_LOG2)).astype(f32)
-        p, words, scales = sa.sage3_p(sb, max_scaled, c)
-        row_sum = p.sum(-1, dtype=f32) if o is None else (row_sum + p.sum(-1, dtype=f32)).astype(f32)
-        pq = mmasim.Quantized(words, scales, "e2m1", "e2m1x", "ue4m3", 16, 1, None, "nvfp4", "instruction")
-        vb = mmasim.Quantized(vq.words[128 * n:128 * (n + 1)], vq.scales[8 * n:8 * (n + 1)], "e2m1", "e2m1x",
-                              "ue4m3", 16, 0, None, "nvfp4", "instruction")
-        part = np.asarray(mmasim.gemm(pq, vb, None, model=m), f32)
-        o = part if o is None else (o.astype(np.float64) * rescale[:, None] + part).astype(f32)
+        max_scaled = ffma(row_max, c, sa.SAGE3_FP8XFP4_LOG2)
+        p, words, scales = sa.sage3_p(t(sb), t(max_scaled), c)
+        p = p.numpy()
+        row_sum = tree_sum(p, 1) if o is None else (row_sum + tree_sum(p, 1)).astype(f32)
+        part = np.asarray(mmasim.gemm(words, vw[:, 128 * n:128 * (n + 1)].T, None, model=m, scale_a=scales,
+                                      scale_b=vs[:, 8 * n:8 * (n + 1)].T)).view(f32)
+        o = part if o is None else ffma(o, rescale[:, None], part)
     o = (o * (f32(1) / row_sum)[:, None]).astype(f32)
     return bf(o)[:L, :vh.shape[1]]
 

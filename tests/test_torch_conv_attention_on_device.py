@@ -81,6 +81,7 @@ _SCRIPT = TORCH + textwrap.dedent("""
         "cudnn-mxfp8": lambda: sdpa_case("B200-mxfp8-sdpa", (1, 1, 8, 16), False),
         "fa3-fp8-flash, two key blocks": lambda: sdpa_case("H100-fp8-fa3", (1, 1, 8, 16), False, keys=40,
                                                            attention="fa3-fp8-flash"),
+        "sage3-nvfp4, two key blocks": lambda: sdpa_case("RTX5090-nvfp4-sage3", (1, 1, 4, 32), False, keys=130),
     }
     out = {}
     for name, case in cases.items():

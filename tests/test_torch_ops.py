@@ -17,8 +17,9 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 import mmasim.torch as mt  # noqa: E402
+from mmasim.arith.ex2 import ex2  # noqa: E402
 from torch_direct import (A100 as A100_NAMES, H100_E4M3, H100_E5M2, batched, direct,  # noqa: E402
-                          direct_tensor_scaled, host, rand, same)
+                          direct_tensor_scaled, ffma, host, rand, same, tree_sum)
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -261,9 +262,8 @@ def test_fa3_fp8_attention_is_flashattention3s_fp8_forward_composed_by_hand():
         s = np.where(np.tril(np.ones((16, 16), bool)), s, -np.inf).astype(f32)
         c = f32(log2 * f32(f32(1 / sq) * f32(1 / sk)))
         shift = (s.max(-1, keepdims=True) * c - f32(8)).astype(f32)
-        x = (s.astype(np.float64) * np.float64(c) - shift).astype(f32)
-        p = torch.exp2(torch.from_numpy(x))
-        inv = 1 / p.sum(-1, keepdim=True)
+        p = torch.from_numpy(ex2(ffma(s, c, -shift)))              # FFMA, then ex2 (correctly rounded)
+        inv = 1 / torch.from_numpy(tree_sum(host(p), 1))[:, None]
         acc = direct(host(p), (vh * sv).astype(f32), H100_E4M3, (64, 8, 32))
         want[h] = acc * host(inv * torch.tensor(f32(1 / sv)))
     assert same(y, want[None])

@@ -11,6 +11,7 @@ import pathlib
 import numpy as np
 
 import mmasim
+from mmasim.arith import binary32
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -107,3 +108,20 @@ def example(name: str):
 def torch_md() -> str:
     """docs/torch.md with its whitespace runs made single spaces (for sentences that wrap)."""
     return " ".join((ROOT / "docs" / "torch.md").read_text(encoding="utf-8").split())
+
+
+def tree_sum(x, axis):
+    """A float32 sum along ``axis`` in pairwise halves (zeros to a power of two; element i plus element
+    i + n/2), the order docs/torch.md fixes for the kernels' sums."""
+    x = np.moveaxis(np.asarray(x, np.float32), axis, -1)
+    n = 1 << (x.shape[-1] - 1).bit_length()
+    x = np.concatenate([x, np.zeros((*x.shape[:-1], n - x.shape[-1]), np.float32)], -1)
+    while x.shape[-1] > 1:
+        x = (x[..., :x.shape[-1] // 2] + x[..., x.shape[-1] // 2:]).astype(np.float32)
+    return x[..., 0]
+
+
+def ffma(a, b, c):
+    """FFMA: a * b + c rounded once to binary32 (mmasim.arith.binary32.fma)."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(t, np.float32).astype(np.float64) for t in (a, b, c)))
+    return binary32.fma(a, b, c).astype(np.float32)

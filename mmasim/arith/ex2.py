@@ -207,11 +207,29 @@ def _two_word(ops, j, r):
 
 
 def _round_pair(ops, s, e):
-    """``s + e`` (``|e| <= ulp(s)/2``, ``s`` a normal binary64) rounded to nearest even binary32."""
-    midpoint = (ops.view(s, ops.i64) & _LOW_BITS) == _HALF_ULP_BITS
+    """``s + e`` (``|e| <= ulp(s)/2``) rounded to nearest even binary32: ``s`` converted, moved
+    first one binary64 ulp toward ``e`` where it is a binary32 midpoint and ``e != 0``.  A
+    midpoint is a binary64 whose low 29 mantissa bits are ``1 << 28`` where ``|s| >= 2**-126``,
+    an odd multiple of ``2**-150`` below (the subnormal binary32 grid)."""
+    normal = abs(s) >= _MIN_NORMAL
+    t = ops.where(normal, 0.0, s) * 2.0 ** 150  # exact, below 2**24
+    whole = ops.floor(t)
+    odd = (t == whole) & (whole - 2.0 * ops.floor(whole * 0.5) == 1.0)
+    midpoint = ops.where(normal, (ops.view(s, ops.i64) & _LOW_BITS) == _HALF_ULP_BITS, odd)
     nudge = midpoint & (e != 0)
     toward = ops.where(e > 0, float("inf"), float("-inf"))
     return ops.to(ops.where(nudge, ops.nextafter(s, toward), s), ops.f32)
+
+
+def binary32_of_sum(s, e):
+    """``s + e`` rounded once to nearest even binary32 (subnormal results kept, overflow to
+    infinity, NaN and infinities as ``s``'s): ``s`` and ``e`` binary64 numpy arrays or torch
+    tensors, ``e`` the exact error of the binary64 sum ``s`` (a TwoSum's pair, ``|e| <= ulp(s)/2``).
+    The float32 result is of ``s``'s kind; FFMA's single rounding
+    (:func:`mmasim.torch.attention_steps.ffma`) is one."""
+    ops = _TorchOps(s) if _is_tensor(s) else _NumpyOps(s)
+    e = ops.where(e == e, e, 0.0)               # NaN errors (s infinite or NaN) nudge nothing
+    return _round_pair(ops, s, e)
 
 
 def approximation(x: np.ndarray):

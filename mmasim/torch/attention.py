@@ -15,10 +15,9 @@ FlashAttention-3's FP8 forward (:func:`fa3_fp8`) in one key block; with ``"cudnn
 (``RTX5090-nvfp4-sage3``) SageAttention3's FP4 forward (:func:`scaled`,
 :mod:`mmasim.torch.scaled_attention`).
 
-CUDA tensors under ``backend="cuda"``: the plain path, ``"fa3-fp8"``, ``"fa3-fp8-flash"`` (one
-amax a matrix to the host) and ``"cudnn-mxfp8"`` stay on the device (their GEMMs on device words,
-the steps between torch ops); ``"sage3-nvfp4"`` computes each matrix from host copies and
-returns O to the device.
+CUDA tensors under ``backend="cuda"``: the plain path and every mode (``"fa3-fp8"`` and
+``"fa3-fp8-flash"`` bring one amax a matrix to the host) stay on the device (their GEMMs on device
+words, the steps between torch ops and :mod:`mmasim.torch.attention_steps`).
 
 ``multi_head_attention_forward`` is run as torch wrote it, its own calls (``linear``, ``bmm``,
 ``baddbmm``, ``scaled_dot_product_attention``) each emulated: :func:`unguarded` gives it without
@@ -34,6 +33,7 @@ import attrs
 import numpy as np
 
 from mmasim.errors import EmulationError
+from mmasim.torch import attention_steps as steps
 from mmasim.torch.contract import contract
 from mmasim.torch.function import torch_
 
@@ -183,8 +183,9 @@ def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, 
       (``softmax_scale_log2 *= q_descale * k_descale``, ``flash_fwd_kernel_sm90.h``);
     - ``P = exp2(S * c - (max * c - 8))`` per row (``scale_apply_exp2`` with ``Max_offset = 8``:
       P up to 2^8), ``S * c - m`` one rounding (FA3's FFMA), a row with every key masked gives 0;
-      exp2 is torch's binary32 ``exp2`` (assumed: the GPU's ``ex2.approx`` may differ in the last
-      bits); the row sum ``l`` of the unrounded P is torch's binary32 sum (assumed: FA3's thread
+      exp2 is :func:`mmasim.torch.attention_steps.ex2` (assumed: 2^x correctly rounded, ftz; the
+      GPU's ``ex2.approx`` may differ in the last bits); the row sum ``l`` of the unrounded P adds
+      in pairwise halves (:func:`~mmasim.torch.attention_steps.tree_sum`; assumed: FA3's thread
       and quad reduction order differs);
     - P cast to e4m3 (RNE, saturating) and the PV GEMM with V;
     - ``O = acc * RN(RN(1 / l) * v_descale)`` (``finalize(v_descale)`` then ``rescale_o``).
@@ -202,9 +203,8 @@ def fa3_fp8(q, k, v, bl, attn_mask, dropout_p, is_causal, scale, em, record_qk, 
     c = (torch.tensor(float(log2)) * (dq * dk)).to(torch.float32)
     m = s.detach().amax(dim=-1, keepdim=True)
     shift = torch.where(m == float("-inf"), torch.zeros_like(m), m * c - FA3_MAX_OFFSET)
-    x = (s.double() * c.double() - shift.double()).to(torch.float32)     # one rounding, as FFMA
-    p = torch.exp2(x)
-    total = p.sum(-1, keepdim=True)
+    p = steps.ex2(steps.ffma(s, c.to(s.dtype), -shift))                 # FFMA, then ex2
+    total = steps.tree_sum(p).unsqueeze(-1)
     inv = torch.where((total == 0) | torch.isnan(total), torch.zeros_like(total), 1 / total)
     acc = contract(p, vs, bl + ["l", "s"], bl + ["s", "v"], bl + ["l", "v"], cast, record_pv)
     return acc * (inv * dv)
@@ -236,16 +236,17 @@ def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, recor
     batch, (qs, ks, vs) = _matrices(q, k, v)
     length, keys, width = q.size(-2), k.size(-2), v.size(-1)
     masks = None if attn_mask is None else attn_mask.expand(*batch, length, keys).reshape(-1, length, keys)
-    # cuDNN's MXFP8 forward stays on the device where its QK^T GEMM does (CUDA tensors, backend cuda);
-    # SageAttention3's does not: its ex2 is numpy's exp2 and its qm K^T numpy's BLAS (docs/torch.md)
-    device = mode == "cudnn-mxfp8" and qs.size(0) and on_device(qs[0], ks[0], scaled_attention.cudnn_qk(em), None)
+    # the forward stays on the device where its QK^T GEMM does (CUDA tensors, backend cuda)
+    gemm_em = scaled_attention.cudnn_qk(em) if mode == "cudnn-mxfp8" else em
+    device = qs.size(0) and on_device(qs[0], ks[0], gemm_em, None)
     out = []
     shape_qk, shape_pv = (length, keys, q.size(-1)), (length, width, keys)
     for i in range(qs.size(0)):
         qi, ki, vi = (t[i].float() if device else as_numpy(t[i]) for t in (qs, ks, vs))
         if mode == "sage3-nvfp4":
             fmt = "f16" if q.dtype == torch.float16 else "bf16"
-            o, shape_qk, shape_pv = scaled_attention.sage3(qi, ki, vi, is_causal, scale, model, fmt)
+            qi, ki, vi = (t if device else torch.from_numpy(t) for t in (qi, ki, vi))
+            o, shape_qk, shape_pv = scaled_attention.sage3(qi, ki, vi, is_causal, scale, model, fmt, bool(device))
         else:
             mask = None if masks is None else masks[i]
 
@@ -255,7 +256,7 @@ def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, recor
                 p = torch.dropout(p, dropout_p, True) if dropout_p > 0 else p
                 return p if torch.is_tensor(s) else as_numpy(p)
             o, shape_qk, shape_pv = scaled_attention.cudnn_mxfp8(qi, ki, vi, em, softmax)
-        out.append(o if device else torch.from_numpy(o))
+        out.append(o if device or torch.is_tensor(o) else torch.from_numpy(o))
     _recorded(record_qk, record_pv, qs.size(0), shape_qk, shape_pv)
     if not out:
         return q.new_zeros((*batch, length, width), dtype=torch.float32)

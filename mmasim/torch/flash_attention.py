@@ -26,7 +26,7 @@ import numpy as np
 
 from mmasim.errors import EmulationError
 from mmasim.torch.function import torch_
-from mmasim.torch.scaled_attention import _cast, _pad, _round_up, _tiles
+from mmasim.torch import attention_steps as steps
 
 F32 = np.float32
 #: FlashAttention-3's FP8 exponent offset (``Max_offset``)
@@ -47,38 +47,13 @@ def block_m(head_dim: int) -> int:
     return 192 if head_dim <= 96 else 128
 
 
-def _words(key, x, padded, on_device):
-    """The words of ``x`` (a float32 matrix) cast into format ``key`` (RN, saturating), padded
-    with zeros to ``padded``: on the device by the compiled quantization, else by
-    :func:`mmasim.torch.scaled_attention._cast` on a host copy."""
-    if on_device:
-        from mmasim.quantization import compiled
-        return compiled.quantize(x, key, target="cuda", saturate=True, pad=padded).words
-    return _cast(key, _pad(x.numpy(), *padded))
-
-
-def _gemm(a_words, b_words, model, c, like):
-    """``a @ b + c`` of ``model`` on words, ``c`` float32 values (a tensor) or ``None`` (zero):
-    a float32 tensor; on the device, as a tensor like ``like``, where the words lie there (``like``
-    ``None``: host words)."""
-    from mmasim import gemm
-    torch = torch_()
-    if like is not None:
-        from mmasim.torch import on_device as device_gemm
-        cw = None if c is None else c.contiguous().view(torch.uint32)
-        d = gemm(a_words, b_words, cw, model=model, backend="cuda")
-        return device_gemm.values(d, model, a_words.shape[0], b_words.shape[1], np.float32(1), like)
-    cw = None if c is None else np.ascontiguousarray(c.numpy()).view(np.uint32)
-    d = np.asarray(gemm(a_words, b_words, cw, model=model))
-    return torch.from_numpy(np.ascontiguousarray(d).view(F32) if d.dtype == np.uint32 else d.astype(F32))
-
-
 def fa3_flash(q, k, v, dq, dk, dv, scale, is_causal, model, on_device=False):
     """FA3's FP8 forward of one matrix (see the module): ``q`` ``(L, D)``, ``k`` ``(S, D)``, ``v``
     ``(S, Dv)`` float32 tensors of the values to cast to the instruction's formats (already
     times their scales), ``dq``, ``dk``, ``dv`` their float32 descales.  ``O`` float32 ``(L, Dv)``.
-    Every step is a torch op where the tensors lie (``exp2`` and the row sums: torch's binary32
-    ones); ``on_device``: CUDA tensors, whose casts and GEMMs run on the device too (else host copies)."""
+    Every step is a torch op where the tensors lie or one of
+    :mod:`mmasim.torch.attention_steps` (``exp2`` as :func:`~mmasim.torch.attention_steps.ex2`,
+    the row sums in :func:`~mmasim.torch.attention_steps.tree_sum`'s order); ``on_device``: CUDA tensors, whose casts and GEMMs run on the device too (else host copies)."""
     torch = torch_()
     L, D = q.shape
     S, Dv = v.shape
@@ -86,14 +61,14 @@ def fa3_flash(q, k, v, dq, dk, dv, scale, is_causal, model, on_device=False):
         raise EmulationError(f"attention='fa3-fp8-flash': FlashAttention-3 aligns its causal mask to the bottom "
                              f"right; modelled for as many queries as keys (got {L} queries, {S} keys)")
     bm, bn = block_m(D), block_n(D)
-    tm, tn, tk = _tiles(model)
-    Lp, Sp = _round_up(L, math.lcm(bm, tm)), _round_up(S, math.lcm(bn, tk, tn))
-    Dp, Dvp = _round_up(D, tk), _round_up(Dv, tn)
+    tm, tn, tk = steps.tiles(model)
+    Lp, Sp = steps.round_up(L, math.lcm(bm, tm)), steps.round_up(S, math.lcm(bn, tk, tn))
+    Dp, Dvp = steps.round_up(D, tk), steps.round_up(Dv, tn)
     fa, fb = model.a_format.key, model.b_format.key
     like = q if on_device else None
-    qw = _words(fa, q, (Lp, Dp), on_device)
-    ktw = _words(fb, k, (Sp, Dp), on_device).T
-    vw = _words(fb, v, (Sp, Dvp), on_device)
+    qw = steps.words_of(fa, q, (Lp, Dp), on_device)
+    ktw = steps.words_of(fb, k, (Sp, Dp), on_device).T
+    vw = steps.words_of(fb, v, (Sp, Dvp), on_device)
     log2 = F32(np.float64(F32(scale)) * math.log2(math.e))
     c = float(F32(log2 * F32(F32(dq) * F32(dk))))            # softmax_scale_log2 *= q_descale * k_descale
     out = []
@@ -106,30 +81,29 @@ def fa3_flash(q, k, v, dq, dk, dv, scale, is_causal, model, on_device=False):
         row_max = row_sum = prev = None
         for n in reversed(range(n_max)):
             keys = slice(n * bn, (n + 1) * bn)
-            s = _gemm(qw[rows], ktw[:, keys], model, None, like)
+            s = steps.block_gemm(qw[rows], ktw[:, keys], model, None, like)
             col = torch.arange(n * bn, (n + 1) * bn, device=s.device)[None, :]
             masked = col >= S
             if is_causal:
                 masked = masked | (col > torch.arange(mb * bm, (mb + 1) * bm, device=s.device)[:, None] + S - L)
             s = s.masked_fill(masked, -math.inf)
             if prev is not None:                             # the previous block's P V, into O
-                o = _gemm(prev[0], prev[1], model, o, like)
+                o = steps.block_gemm(prev[0], prev[1], model, o, like)
             new_max = s.amax(-1) if row_max is None else torch.maximum(row_max, s.amax(-1))
             if row_max is not None:
                 cur = torch.where(new_max == -math.inf, 0.0, new_max)
-                scores_scale = torch.exp2((row_max - cur) * c)
+                scores_scale = steps.ex2((row_max - cur) * c)
                 scores_scale = torch.where(torch.isnan(scores_scale), 0.0, scores_scale)
                 row_sum = row_sum * scores_scale
             row_max = new_max
             max_scaled = torch.where(row_max == -math.inf, 0.0, row_max * c - float(MAX_OFFSET))
-            x = (s.double() * c - max_scaled[:, None].double()).float()     # one rounding, as FFMA
-            p = torch.exp2(x)
-            row_sum = p.sum(-1) if row_sum is None else row_sum + p.sum(-1)
-            prev = (_words(fa, p, tuple(p.shape), on_device), vw[keys])
+            p = steps.ex2(steps.ffma(s, s.new_tensor(c), -max_scaled[:, None]))     # FFMA, then ex2
+            row_sum = steps.tree_sum(p) if row_sum is None else row_sum + steps.tree_sum(p)
+            prev = (steps.words_of(fa, p, tuple(p.shape), on_device), vw[keys])
             if n != n_max - 1:
                 o = o * scores_scale[:, None]
         if prev is not None:
-            o = _gemm(prev[0], prev[1], model, o, like)
+            o = steps.block_gemm(prev[0], prev[1], model, o, like)
             inv = torch.where((row_sum == 0) | torch.isnan(row_sum), 0.0, 1 / row_sum)
             o = o * (inv * float(F32(dv)))[:, None]
         out.append(o)

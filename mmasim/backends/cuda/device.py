@@ -27,6 +27,7 @@ GPU reads it.
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 
@@ -42,10 +43,7 @@ _HOST_TYPES = frozenset({np.ndarray, int, float, str, bool, type(None)})
 def _any_device(args, kwargs) -> bool:
     """Whether any argument lies on a device (:func:`is_device`); numpy arrays, the common
     case of every call, and the keywords' names and numbers are passed over without a call."""
-    for x in args:
-        if type(x) not in _HOST_TYPES and is_device(x):
-            return True
-    for x in kwargs.values():
+    for x in itertools.chain(args, kwargs.values()):
         if type(x) not in _HOST_TYPES and is_device(x):
             return True
     return False
