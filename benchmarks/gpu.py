@@ -17,7 +17,11 @@ budget (:data:`BUDGET`, seconds; what a part could not start in time is listed i
   doubling up to 8192^3 while the budget lasts (each from host arrays: the GEMM layer's
   promotion runs on the host);
 - ``preset``: ``mmasim.torch.linear`` under ``H100-fp8-tensor``, forward and backward, sizes
-  doubling up to a 4096 x 4096 layer on a batch of 4096.
+  doubling up to a 4096 x 4096 layer on a batch of 4096;
+- ``attention``: ``scaled_dot_product_attention`` under every attention mode, on CUDA tensors
+  (``backend="cuda"``) and on their CPU copies (the numba backend), words compared; the ex2 and
+  FFMA rules (:mod:`mmasim.arith.ex2`, :mod:`mmasim.torch.attention_steps`) on 2^24 random inputs
+  on the device and in numpy, words compared (in the simulator: CPU tensors under the cuda backend).
 
 The JSON names the machine (``nvidia-smi``, else numba-cuda's device name).
 """
@@ -55,13 +59,15 @@ FAMILIES = {
 }
 
 #: seconds each part may start work in (a part's work already started runs to its end)
-BUDGET = {"validate": 70, "rows": 140, "throughput": 60, "gemm": 100, "preset": 60}
+BUDGET = {"validate": 70, "rows": 125, "throughput": 60, "gemm": 100, "preset": 60, "attention": 45}
 
 #: sizes: on a GPU, and in the simulator (--simulate)
 SIZES = {
-    False: {"rows": 1 << 24, "throughput": 1 << 24, "gemm": (1024, 8192), "preset": (512, 4096)},
-    # (the gemm sizes: the first M = N = K and the last; NVFP4 takes M in multiples of 128)
-    True: {"rows": 96, "throughput": 64, "gemm": (128, 128), "preset": (64, 64)},
+    False: {"rows": 1 << 24, "throughput": 1 << 24, "gemm": (1024, 8192), "preset": (512, 4096),
+            "attention": ((1, 2, 384, 64), 1 << 24)},
+    # (the gemm sizes: the first M = N = K and the last; NVFP4 takes M in multiples of 128;
+    # attention: (batch, heads, tokens, head dimension) and the ex2 / FFMA inputs)
+    True: {"rows": 96, "throughput": 64, "gemm": (128, 128), "preset": (64, 64), "attention": ((1, 1, 8, 16), 4096)},
 }
 
 H100_FP8 = ("H100", "wgmma.mma_async.m64n8k32.f32.e4m3.e4m3")
@@ -325,6 +331,67 @@ def part_preset(guard, log, simulate):
     return runs
 
 
+#: the attention modes: (preset, Emulation options)
+ATTENTION = {"softmax": ("A100-bf16", {}), "fa3-fp8": ("H100-fp8-fa3", {}),
+             "fa3-fp8-flash": ("H100-fp8-fa3", {"attention": "fa3-fp8-flash"}),
+             "cudnn-mxfp8": ("B200-mxfp8-sdpa", {}), "sage3-nvfp4": ("RTX5090-nvfp4-sage3", {})}
+
+
+def _differing(a, b) -> int:
+    """How many float32 words of two tensors differ."""
+    import torch
+    return int((a.cpu().contiguous().view(torch.int32) != b.cpu().contiguous().view(torch.int32)).sum())
+
+
+def part_attention(guard, log, simulate):
+    import attrs
+    import numpy as np
+    import torch
+
+    import mmasim.torch as mt
+    from mmasim import backends
+    from mmasim.arith import ex2 as rule
+    from mmasim.torch import attention_steps
+
+    shape, n = SIZES[simulate]["attention"]
+    dev = "cpu" if simulate else "cuda"
+    out = {}
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(-151, 129, n).astype(np.float32),            # every result's binade
+                        (rng.standard_normal(n) * 2.0 ** rng.integers(-30, 3, n)).astype(np.float32),
+                        rng.integers(0, 1 << 32, n // 16, dtype=np.uint64).astype(np.uint32).view(np.float32)])
+    t = time.perf_counter()
+    got = rule.ex2(torch.from_numpy(x).to(dev))
+    out["ex2 differing words"] = _differing(got, torch.from_numpy(rule.ex2(x)))
+    a, b, c = (rng.standard_normal(n).astype(np.float32) * 2.0 ** rng.integers(-20, 20, n) for _ in range(3))
+    got = attention_steps.ffma(*(torch.from_numpy(v).to(dev) for v in (a, b, c)))
+    out["ffma differing words"] = _differing(got, attention_steps.ffma(*(torch.from_numpy(v) for v in (a, b, c))))
+    out["ex2 + ffma s"] = time.perf_counter() - t
+    log(f"attention: ex2 {out['ex2 differing words']} / {x.size} words differ, ffma {out['ffma differing words']} / {n}")
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(shape) for _ in range(3))
+    for mode, (preset, options) in ATTENTION.items():
+        if not guard.allows(mode):
+            continue
+        em = attrs.evolve(mt.preset(preset), **options)
+        runs = {}
+        for name, where, backend in (("device", dev, "cuda"), ("host", "cpu", "numba")):
+            os.environ[backends.ENV] = backend
+            try:
+                t0 = time.perf_counter()
+                with torch.no_grad(), mt.emulate(None, em):
+                    runs[name] = torch.nn.functional.scaled_dot_product_attention(*(x.to(where) for x in (q, k, v)))
+                runs[name + " s"] = time.perf_counter() - t0
+            finally:
+                os.environ.pop(backends.ENV, None)
+        out[mode] = {"differing words": _differing(runs["device"], runs["host"]), "words": runs["host"].numel(),
+                     "on the device": str(runs["device"].device), "device s": runs["device s"],
+                     "host s": runs["host s"]}
+        log(f"attention {mode}: {out[mode]['differing words']} / {out[mode]['words']} words differ "
+            f"(device {runs['device s']:.2f} s, host {runs['host s']:.2f} s)")
+    return out
+
+
 def warm_cpu() -> int:
     """``--warm-cpu``: the CPU compiled backend's kernel of every family compiled into its cache
     (run by :func:`main` in a subprocess while the GPU validates)."""
@@ -345,7 +412,7 @@ def warm_cpu() -> int:
 _WARMING: list = []
 
 PARTS = {"validate": part_validate, "rows": part_rows, "throughput": part_throughput, "gemm": part_gemm,
-         "preset": part_preset}
+         "preset": part_preset, "attention": part_attention}
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,7 @@
 """benchmarks/gpu.py, the prepared device script of the CUDA backend, dry-run in numba-cuda's
 simulator (``--simulate``: every part at tiny sizes): one JSON and one log in the folder, every
 family present in its row comparison and throughput, every word identical to the CPU backend's,
-both GEMMs and the preset run, no part failed.  Needs numba-cuda and torch."""
+both GEMMs and the preset run, every attention mode's words the same, no part failed.  Needs numba-cuda and torch."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_gpu_script_dry_run_under_the_simulator_writes_its_json_and_log(tmp_path
     assert report["schema"] == "mmasim.gpu/1" and report["simulate"] is True
     assert "simulator" in report["machine"]["gpu"]
     parts = report["parts"]
-    assert set(parts) == {"validate", "rows", "throughput", "gemm", "preset"}
+    assert set(parts) == {"validate", "rows", "throughput", "gemm", "preset", "attention"}
     assert all(p["error"] is None and p["skipped"] == [] for p in parts.values()), {
         k: (p["error"], p["skipped"]) for k, p in parts.items()}
     assert parts["validate"]["result"]["ok"] and parts["validate"]["result"]["files"] >= 1
@@ -49,4 +49,9 @@ def test_gpu_script_dry_run_under_the_simulator_writes_its_json_and_log(tmp_path
     gemm = parts["gemm"]["result"]
     assert len(gemm) == 2 and all(runs and runs[0]["identical"] for runs in gemm.values()), gemm
     assert parts["preset"]["result"] and all(run["finite"] for run in parts["preset"]["result"])
+    att = parts["attention"]["result"]
+    assert att["ex2 differing words"] == 0 and att["ffma differing words"] == 0, att
+    modes = {k: v for k, v in att.items() if isinstance(v, dict)}
+    assert set(modes) == {"softmax", "fa3-fp8", "fa3-fp8-flash", "cudnn-mxfp8", "sage3-nvfp4"}
+    assert all(v["differing words"] == 0 and v["words"] > 0 for v in modes.values()), modes
     assert "total" in (tmp_path / "gpu.log").read_text()

@@ -142,3 +142,21 @@ def test_register_kernel_is_a_hook_plugin():
             mmasim.unregister(name="kernel:integer_copy")
         mmasim.unregister(name="copy-family")
     assert "integer" in backends.compiled_families()
+
+
+def test_plan_map_keys_by_identity_and_forgets_a_collected_plan():
+    import gc
+
+    from mmasim.backends.plan import PlanMap
+
+    class Key:          # stands for a plan: compared by identity, weakly referable
+        pass
+
+    prepared, a, b = PlanMap(), Key(), Key()
+    prepared[a] = "kernel of a"
+    assert prepared.get(a) == "kernel of a" and prepared.get(b, "none") == "none"
+    assert a in prepared and b not in prepared and prepared[a] == "kernel of a"
+    assert prepared.setdefault(b, {}) == {} and len(prepared) == 2
+    del a
+    gc.collect()
+    assert len(prepared) == 1 and prepared.pop(b) == {} and len(prepared) == 0

@@ -17,8 +17,8 @@ May import the packages below it (``errors`` .. ``registry``).
 from __future__ import annotations
 
 import os
-import weakref
 
+from mmasim.backends.plan import PlanMap
 from mmasim.errors import MMAError
 from mmasim.registry.build import get_registry
 from mmasim.backends.numba import (
@@ -43,7 +43,7 @@ ENV = "MMASIM_BACKEND"
 #: factory -> its backend object (one per registered factory)
 _instances: dict = {}
 #: plan -> products computed under ``auto`` by numpy so far in this process (:func:`choose`)
-_auto_products: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_auto_products = PlanMap()
 
 
 class BackendError(MMAError, ValueError):

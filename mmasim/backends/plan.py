@@ -14,6 +14,8 @@ added after them) the same way for every backend.
 
 from __future__ import annotations
 
+import weakref
+
 import attrs
 import numpy as np
 
@@ -32,6 +34,47 @@ def word_dtype(fmt):
     """The unsigned dtype that holds ``fmt``'s container words (what kernels read)."""
     bits = fmt.container_bits
     return np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32 if bits <= 32 else np.uint64
+
+
+class PlanMap:
+    """What a backend prepares per plan, gone with the plan: a dict keyed by the plan's identity
+    (plans compare by identity), each entry dropped when its plan is collected
+    (``weakref.finalize``).  A lookup is one dict lookup, where a ``WeakKeyDictionary`` makes a
+    weak reference on every call (the per-call path of a small matrix call reads it twice)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self):
+        self._data: dict = {}
+
+    def get(self, plan, default=None):
+        return self._data.get(id(plan), default)
+
+    def __setitem__(self, plan, value) -> None:
+        key = id(plan)
+        if key not in self._data:
+            weakref.finalize(plan, self._data.pop, key, None)
+        self._data[key] = value
+
+    def __getitem__(self, plan):
+        return self._data[id(plan)]
+
+    def __delitem__(self, plan) -> None:
+        del self._data[id(plan)]
+
+    def setdefault(self, plan, value):
+        if id(plan) not in self._data:
+            self[plan] = value
+        return self._data[id(plan)]
+
+    def pop(self, plan, default=None):
+        return self._data.pop(id(plan), default)
+
+    def __contains__(self, plan) -> bool:
+        return id(plan) in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
 
 
 @attrs.frozen(eq=False)

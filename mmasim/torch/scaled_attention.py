@@ -1,8 +1,10 @@
 """Block-scaled attention forwards as two public kernels' sources fix them (the attention modes
 ``"cudnn-mxfp8"`` and ``"sage3-nvfp4"`` of :class:`~mmasim.torch.Emulation`; docs/torch.md,
 "Attention"), one ``(batch, head)`` matrix at a time, called by
-:func:`mmasim.torch.attention.scaled`: numpy in, numpy out, but :func:`cudnn_mxfp8` of CUDA
-tensors whose GEMMs the device takes, which stay on the device (:func:`_cudnn_pv_on_device`).
+:func:`mmasim.torch.attention.scaled`.  :func:`cudnn_mxfp8` takes numpy matrices, or CUDA
+tensors whose GEMMs the device takes, which stay on the device (:func:`_cudnn_pv_on_device`);
+:func:`sage3` takes float32 tensors and runs its steps as torch ops where they lie
+(:mod:`mmasim.torch.attention_steps`), on the device for CUDA tensors.
 
 ``"cudnn-mxfp8"``: cuDNN's MXFP8 SDPA graph as Transformer Engine builds it
 (NVIDIA/TransformerEngine ``transformer_engine/common/fused_attn/fused_attn_fp8.cu`` at

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import weakref
 
 import numpy as np
 
@@ -90,7 +89,7 @@ class CudaBackend:
         #: more (default: on a GPU, not in the simulator, where every specialisation would be one
         #: more CPU compile); smaller calls share the generic bodies (one compile per argument types)
         self.specialise = (not simulated()) if specialise is None else specialise
-        self._prepared = weakref.WeakKeyDictionary()
+        self._prepared = plans.PlanMap()
         self._lock = threading.Lock()
 
     def prepared(self, plan, rows: int = 0):

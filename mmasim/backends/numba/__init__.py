@@ -10,8 +10,6 @@ kernel of a plan is this backend's preparation, kept here by plan (:func:`kernel
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from mmasim.registry import registration
@@ -19,6 +17,7 @@ from mmasim.registry.hookspecs import hookimpl
 from mmasim.registry.manager import get_plugin_manager
 from mmasim.registry.build import get_registry
 from mmasim.backends.numpy import reference_rows
+from mmasim.backends.plan import PlanMap
 
 #: the backend's name, and the backend a kernel key of a plain family name means
 NAME = "numba"
@@ -85,7 +84,7 @@ def _plan(x):
 
 
 #: plan -> its compiled kernel (or None): this backend's preparation, gone with the plan
-_KERNELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_KERNELS = PlanMap()
 _UNBUILT = object()
 
 

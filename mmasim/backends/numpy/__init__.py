@@ -9,18 +9,17 @@ and the datapaths no kernel takes, go to it directly.
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from mmasim.arith.sparse import select
+from mmasim.backends.plan import PlanMap
 from mmasim.backends.numpy.reference import reference
 from mmasim.registry.hookspecs import hookimpl
 
 __all__ = ["NumpyBackend", "reference", "reference_rows", "lean_path"]
 
 #: plan -> its lean path (or None): this backend's preparation, gone with the plan
-_LEAN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LEAN = PlanMap()
 _UNBUILT = object()
 
 
