@@ -100,6 +100,17 @@ def sage3_p(s, max_scaled, c, on_device=False):
             steps.words_of("e4m3", sf, tuple(sf.shape), on_device))
 
 
+def _qm_kt(qm, k):
+    """``qm K^T`` in float32 (``qm`` ``(groups, D)``, ``k`` ``(S, D)``, bf16 values: each product
+    exact), each sum in :func:`~mmasim.torch.attention_steps.tree_sum`'s order; the products of
+    as many groups at a time as :data:`~mmasim.backends.plan.CHUNK_ELEMENTS` holds."""
+    from mmasim.backends.plan import CHUNK_ELEMENTS
+    torch = torch_()
+    step = max(1, CHUNK_ELEMENTS // max(1, k.numel()))
+    return torch.cat([steps.tree_sum(qm[g:g + step, None, :] * k[None, :, :], -1)
+                      for g in range(0, qm.shape[0], step)]) if qm.shape[0] else qm.new_zeros((0, k.shape[0]))
+
+
 def sage3(q, k, v, is_causal, scale, model, out_format="bf16", on_device=False):
     """SageAttention3's forward of one ``(batch, head)`` matrix (``q`` ``(L, D)``, ``k`` ``(S, D)``,
     ``v`` ``(S, Dv)``, float32 tensors): ``(O float32 (L, Dv), (QK^T M, N, K), (PV M, N, K))``.
@@ -136,7 +147,7 @@ def sage3(q, k, v, is_causal, scale, model, out_format="bf16", on_device=False):
     groups = q.reshape(Lp // SAGE3_BLOCK, SAGE3_BLOCK, Dp)
     qm32 = steps.tree_sum(groups, 1) / SAGE3_BLOCK
     q = bf16(groups - qm32[:, None, :]).reshape(Lp, Dp)
-    delta = bf16(steps.tree_sum(bf16(qm32)[:, None, :] * k[None, :, :], -1))    # (groups, Sp); products exact
+    delta = bf16(_qm_kt(bf16(qm32), k))                       # (groups, Sp)
     c_start = delta.repeat_interleave(SAGE3_BLOCK, 0)
     qw, qs = sage3_quantize(q, on_device)
     kw, ks = sage3_quantize(k, on_device)
