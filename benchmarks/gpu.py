@@ -2,10 +2,12 @@
 
     python benchmarks/gpu.py --out DIR            # on a GPU machine (numba-cuda installed)
     python benchmarks/gpu.py --out DIR --simulate # a dry run: every part at tiny sizes in numba-cuda's simulator
+    python benchmarks/gpu.py --out DIR --budget 190 --parts rows,gemm   # a share of a lent machine's minutes
 
 Writes ``DIR/gpu.json`` (``mmasim.gpu/1``) and ``DIR/gpu.log``.  Parts, each under its own time
-budget (:data:`BUDGET`, seconds; what a part could not start in time is listed in its
-``skipped``), the whole well under 8 minutes:
+budget (:data:`BUDGET`, seconds, or ``--budget`` shared in those proportions; what a part could
+not start in time is listed in its ``skipped``), the whole well under 8 minutes
+(tools/hardware/device_session.sh runs it after the H200 measurement, in one budget):
 
 - ``validate``: every bundled vector file under ``backend="cuda"`` (``mmasim validate --backend cuda``);
 - ``rows``: random rows (2^24 on a GPU) of one datapath of every family (:data:`FAMILIES`), the
@@ -420,6 +422,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="the folder of gpu.json and gpu.log (made if absent)")
     ap.add_argument("--simulate", action="store_true", help="every part at tiny sizes in numba-cuda's simulator")
     ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated parts (default: all)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help=f"seconds for the parts run, shared in the proportions of BUDGET (default {sum(BUDGET.values())}: "
+                         "BUDGET as it is)")
     ap.add_argument("--warm-cpu", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.warm_cpu:
@@ -436,8 +441,14 @@ def main(argv=None) -> int:
     report = {"schema": "mmasim.gpu/1", "simulate": args.simulate, "machine": machine(args.simulate),
               "budget s": BUDGET, "parts": {}}
     log("machine:", report["machine"])
-    for name in args.parts.split(","):
-        guard = Guard(BUDGET[name])
+    names = args.parts.split(",")
+    unknown = [n for n in names if n not in PARTS]
+    if unknown:
+        ap.error(f"unknown part(s) {', '.join(unknown)}; parts: {', '.join(PARTS)}")
+    scale = 1.0 if args.budget is None else args.budget / sum(BUDGET[n] for n in names)
+    report["budget s"] = {n: BUDGET[n] * scale for n in names}
+    for name in names:
+        guard = Guard(BUDGET[name] * scale)
         t0 = time.perf_counter()
         try:
             result, error = PARTS[name](guard, log, args.simulate), None

@@ -1001,6 +1001,11 @@ def h200_sh(pattern: str) -> int:
     return int(re.search(pattern, (ROOT / "tools" / "hardware" / "h200_run.sh").read_text(encoding="utf-8")).group(1))
 
 
+def session_sh(pattern: str) -> int:
+    """A number of tools/hardware/device_session.sh: the first group of ``pattern`` in its text."""
+    return int(re.search(pattern, (ROOT / "tools" / "hardware" / "device_session.sh").read_text(encoding="utf-8")).group(1))
+
+
 def h200_comment(pattern: str) -> int:
     """A limit of the lent machine as tools/hardware/h200_run.py records it (its comments)."""
     return int(re.search(pattern, (ROOT / "tools" / "hardware" / "h200_run.py").read_text(encoding="utf-8")).group(1))
@@ -1065,6 +1070,10 @@ H200 = [
             V(h200_comment, r"the device returns at most (\d+) files"),
             V(h200_comment, r"the device returns files of at most (\d+) MiB"),
             lambda m: h200().PART_BYTES / 2 ** 20),
+    checked("harness.md", r"runs this command with (\d+)%\s+of its `--budget` \(default (\d+) s\), then `benchmarks/gpu.py` "
+            r"against the same install with what is\s+left less (\d+) s, and packs what comes back into at most (\d+) files",
+            V(session_sh, r"H200_BUDGET=\$\(\(BUDGET \* (\d+) / 100\)\)"), V(session_sh, r"\nBUDGET=(\d+)"),
+            V(session_sh, r"START\) - (\d+)\)\)"), V(h200_comment, r"the device returns at most (\d+) files")),
 ]
 
 
