@@ -99,7 +99,10 @@ def test_the_kernels_attention_words_do_not_depend_on_the_cpus_simd_level():
     import subprocess
     import sys
 
-    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:                 # numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
 
     lowered = dict(os.environ, ATEN_CPU_CAPABILITY="default",
                    NPY_DISABLE_CPU_FEATURES=" ".join(f for f in __cpu_dispatch__ if __cpu_features__.get(f)))
