@@ -21,7 +21,9 @@ not start in time is listed in its ``skipped``), the whole well under 8 minutes
 - ``preset``: ``mmasim.torch.linear`` under ``H100-fp8-tensor``, forward and backward, sizes
   doubling up to a 4096 x 4096 layer on a batch of 4096;
 - ``attention``: ``scaled_dot_product_attention`` under every attention mode, on CUDA tensors
-  (``backend="cuda"``) and on their CPU copies (the numba backend), words compared; the ex2 and
+  (``backend="cuda"``) and on their CPU copies (the numba backend), words compared (the plain
+  softmax and ``cudnn-mxfp8`` use torch's own float32 softmax, whose CUDA kernels may differ from
+  its CPU kernels in the last bits: docs/torch.md, "On the device"); the ex2 and
   FFMA rules (:mod:`mmasim.arith.ex2`, :mod:`mmasim.torch.attention_steps`) on 2^24 random inputs
   on the device and in numpy, words compared (in the simulator: CPU tensors under the cuda backend).
 
