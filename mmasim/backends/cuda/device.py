@@ -68,20 +68,23 @@ def on_device(kind: str, gemm_handler=None):
     other call as before."""
 
     def deco(fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            if not _any_device(args if kind == "gemm" else args[1:], kwargs):     # a method: args[0] the model
-                return fn(*args, **kwargs)
-            if kind == "gemm":
-                if _wants_cuda(kwargs.get("model"), kwargs.get("backend")):
+        if kind == "gemm":
+            @functools.wraps(fn)
+            def gemm_wrapper(*args, **kwargs):
+                if _any_device(args, kwargs) and _wants_cuda(kwargs.get("model"), kwargs.get("backend")):
                     return gemm_handler(fn, args, kwargs)
                 return fn(*args, **kwargs)
-            model, *ops = args
-            if not _wants_cuda(model, kwargs.get("backend")):
-                return fn(*args, **kwargs)
-            return (dot if kind == "dot" else matrix)(model, *ops, **kwargs)
 
-        return wrapper
+            return gemm_wrapper
+        device_fn = dot if kind == "dot" else matrix
+
+        @functools.wraps(fn)
+        def method_wrapper(model, *ops, **kwargs):
+            if _any_device(ops, kwargs) and _wants_cuda(model, kwargs.get("backend")):
+                return device_fn(model, *ops, **kwargs)
+            return fn(model, *ops, **kwargs)
+
+        return method_wrapper
 
     return deco
 
