@@ -116,3 +116,16 @@ def test_the_kernels_attention_words_do_not_depend_on_the_cpus_simd_level():
         pytest.skip("this CPU's SIMD kernels and the baseline ones give the same exp2: nothing to compare")
     for mode in ("sage3-nvfp4", "fa3-fp8", "fa3-fp8-flash"):
         assert runs[0][mode] == runs[1][mode], mode
+
+
+def test_fa3_fp8s_backward_runs_through_the_exact_steps():
+    """``"fa3-fp8"`` has a backward (docs/torch.md): its ex2 and FFMA steps pass gradients on."""
+    import mmasim.torch as mt
+
+    g = torch.Generator().manual_seed(11)
+    q, k, v = (torch.randn(1, 1, 8, 16, generator=g).requires_grad_() for _ in range(3))
+    with mt.emulate(None, "H100-fp8-fa3"):
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    y.square().sum().backward()
+    for t in (q, k, v):
+        assert t.grad is not None and bool(torch.isfinite(t.grad).all()) and float(t.grad.abs().max()) > 0
