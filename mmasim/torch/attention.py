@@ -165,9 +165,16 @@ def fa3_fp8_flash(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk
         o = flash_attention.fa3_flash(qi, ki, vi, *(d[i] for d in descales), scale, is_causal, fwd, device)
         out.append(o)
     _recorded(record_qk, record_pv, qs.size(0), (length, keys, q.size(-1)), (length, width, keys))
+    return _stacked(out, q, batch, (length, width), device)
+
+
+def _stacked(out, q, batch, shape, device):
+    """The per-matrix outputs ``out`` (float32 tensors) as one ``(*batch, *shape)`` tensor on
+    ``q``'s device (``device``: they lie there already)."""
+    torch = torch_()
     if not out:
-        return q.new_zeros((*batch, length, width), dtype=torch.float32)
-    out = torch.stack(out).reshape(*batch, length, width)
+        return q.new_zeros((*batch, *shape), dtype=torch.float32)
+    out = torch.stack(out).reshape(*batch, *shape)
     return out if device else out.to(q.device)
 
 
@@ -258,10 +265,7 @@ def scaled(q, k, v, attn_mask, dropout_p, is_causal, scale, em, record_qk, recor
             o, shape_qk, shape_pv = scaled_attention.cudnn_mxfp8(qi, ki, vi, em, softmax)
         out.append(o if device or torch.is_tensor(o) else torch.from_numpy(o))
     _recorded(record_qk, record_pv, qs.size(0), shape_qk, shape_pv)
-    if not out:
-        return q.new_zeros((*batch, length, width), dtype=torch.float32)
-    out = torch.stack(out).reshape(*batch, length, width)
-    return out if device else out.to(q.device)
+    return _stacked(out, q, batch, (length, width), device)
 
 
 _UNGUARDED: dict = {}

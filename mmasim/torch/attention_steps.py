@@ -25,27 +25,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from mmasim.arith import ex2 as ex2_rule
+from mmasim.arith import ieee
 from mmasim.torch.function import torch_
 
 F32 = np.float32
 
 
-def fmt_named(key):
-    """The registry's format ``key``."""
-    from mmasim.registry.build import get_registry
-    return get_registry().formats[key]
-
-
 def cast_words(key, x):
     """RN(x) into format ``key``, saturating (``cvt.rn.satfinite``): its words (numpy)."""
     from mmasim.quantization import casts
-    return casts.cast(fmt_named(key), np.asarray(x, np.float64), saturate=True, what=f"attention {key}")
+    from mmasim.quantization.quantize import format_named
+    return casts.cast(format_named(key), np.asarray(x, np.float64), saturate=True, what=f"attention {key}")
 
 
 def host_values(key, words):
     """The values of format ``key``'s words (numpy)."""
     from mmasim.quantization import casts
-    return casts.values(fmt_named(key), words)
+    from mmasim.quantization.quantize import format_named
+    return casts.values(format_named(key), words)
 
 
 def round_up(n, q):
@@ -89,7 +87,8 @@ def values_of(key, words, like):
         return torch.from_numpy(np.ascontiguousarray(host_values(key, words), F32))
     from mmasim.backends.cuda import device
     from mmasim.quantization import compiled
-    out = compiled.values(device.as_device(words), fmt_named(key), target="cuda")
+    from mmasim.quantization.quantize import format_named
+    out = compiled.values(device.as_device(words), format_named(key), target="cuda")
     return device.as_given_kind(out, like)
 
 
@@ -151,25 +150,14 @@ def _differentiable(exact, plain, *args):
     return Exact.apply(*args)
 
 
-def _ex2(x):
-    from mmasim.arith.ex2 import ex2 as rule
-    return rule(x)
-
-
 def ex2(x):
     """``ex2.approx.ftz.f32`` of a float32 tensor (:func:`mmasim.arith.ex2.ex2`), differentiable
     (the derivative of ``2^x``)."""
-    return _differentiable(_ex2, torch_().exp2, x)
+    return _differentiable(ex2_rule.ex2, torch_().exp2, x)
 
 
 def _ffma(a, b, c):
-    from mmasim.arith.ex2 import binary32_of_sum
-    p = a.double() * b.double()
-    c = c.double()
-    s = p + c
-    z = s - p
-    e = (p - (s - z)) + (c - z)
-    return binary32_of_sum(s, e)
+    return ex2_rule.binary32_of_sum(*ieee.two_sum(a.double() * b.double(), c.double()))
 
 
 def ffma(a, b, c):
