@@ -97,8 +97,6 @@ def values(fmt, words) -> np.ndarray:
     return ieee.values(decode_float(fmt, w.reshape(-1))).reshape(w.shape)
 
 
-
-
 def cast(values, fmt: Format, saturate: bool) -> np.ndarray:
     """The words of ``fmt`` of binary32 values (float64 arrays) on the host: one RNE rounding by
     :func:`mmasim.arith.encode.encode` (``saturate`` as :func:`mmasim.composition.epilogue.convert` takes it; NaN the

@@ -57,6 +57,7 @@ from mmasim.backends.numba.primitives import (
     _inline_rows,
     _pow2,
     _round_any,
+    _value,
 )
 
 #: a body's status: done, or what the numpy code refuses (NaN, a negative value in an unsigned
@@ -364,15 +365,7 @@ def _word_value(w, fp, TAB):
     """The binary64 value of word ``w`` of the format decoded by ``fp``
     (:func:`mmasim.quantization.casts.values`: NaN, the infinities, integers and floats exact)."""
     cls, s, m, q, _ = _decode(w, fp, TAB)
-    if cls == NAN:
-        return np.nan
-    if cls == INF:
-        v = np.inf
-    elif q < -1022:                 # binary64's subnormals: two exact steps
-        v = np.float64(m) * _pow2(q + 64) * _pow2(-64)
-    else:
-        v = np.float64(m) * _pow2(q)
-    return -v if s == 1 else v
+    return _value(cls, s, m, q)
 
 
 @_inline_rows
@@ -463,20 +456,16 @@ def spec_rows(cast_specs, formats):
     (:func:`cast_spec`), then the decode spec of each of ``formats`` (:func:`_fspec`, by
     :func:`mmasim.backends.numba.kernels.format_spec` with its registered decoder) padded to a
     row, their tables in ``TAB``; ``None`` where a format's words cannot be decoded so."""
-    from mmasim.backends.numba.kernels import format_spec
+    from mmasim.backends.numba.kernels import placed_specs
     from mmasim.registry.build import get_registry
 
-    rows, tabs, off = [np.asarray(c, np.int64) for c in cast_specs], [], 0
-    for fmt in formats:
-        spec = format_spec(fmt, get_registry().decoders[fmt.decoder])
-        if spec is None:
-            return None
-        row, tab = spec
-        if tab is not None:
-            row = row._replace(tab_off=off)
-            tabs.append(tab)
-            off += len(tab)
-        rows.append(np.array(list(row) + [0] * (len(CastSpec._fields) - len(row)), np.int64))
+    decoders = get_registry().decoders
+    placed = placed_specs(formats, lambda f: decoders[f.decoder])
+    if placed is None:
+        return None
+    specs, tabs = placed
+    rows = [np.asarray(c, np.int64) for c in cast_specs]
+    rows += [np.array(list(row) + [0] * (len(CastSpec._fields) - len(row)), np.int64) for row in specs]
     TAB = np.concatenate(tabs).astype(np.int64) if tabs else np.zeros(1, np.int64)
     return np.stack(rows), TAB
 

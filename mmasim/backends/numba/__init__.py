@@ -211,6 +211,8 @@ def unscaled(word_dtype) -> np.ndarray:
     of ``word_dtype``: uint8 (int64 for the int64 words of the CPU driver), one type for every
     driver so that a body is compiled once (:func:`kernel_args`, the CUDA rows)."""
     return _NO_SCALE if np.dtype(word_dtype) != np.int64 else _NO_SCALE64
+
+
 _NO_SCALES_INDEX = [_NO_INDEX, _NO_INDEX]
 
 

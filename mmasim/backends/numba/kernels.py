@@ -294,22 +294,33 @@ def _format_specs(plan):
                           plan.decoder)
 
 
-def format_records(fmts, decoder_of):
-    """(FM, TAB) of the formats ``fmts`` (a :data:`FormatSpec` record each, in order; ``None``:
-    no format), ``decoder_of(fmt)`` the registered decode function; None if one cannot be compiled."""
+def placed_specs(fmts, decoder_of):
+    """``(specs, tables)``: the :data:`FormatSpec` of each of ``fmts`` (``None``: no format) by
+    :func:`format_spec`, ``decoder_of(fmt)`` its registered decode function, each table's offset
+    (``tab_off``) its place in the concatenation of ``tables``; ``None`` if one cannot be compiled."""
     rows, tabs, off = [], [], 0
     for fmt in fmts:
         row = _NO_FORMAT
         if fmt is not None:
             spec = format_spec(fmt, decoder_of(fmt))
             if spec is None:
-                return None, None
+                return None
             row, tab = spec
             if tab is not None:
                 row = row._replace(tab_off=off)
                 tabs.append(tab)
                 off += len(tab)
         rows.append(row)
+    return rows, tabs
+
+
+def format_records(fmts, decoder_of):
+    """(FM, TAB) of the formats ``fmts`` (a :data:`FormatSpec` record each, in order; ``None``:
+    no format), ``decoder_of(fmt)`` the registered decode function; None if one cannot be compiled."""
+    placed = placed_specs(fmts, decoder_of)
+    if placed is None:
+        return None, None
+    rows, tabs = placed
     TAB = np.ascontiguousarray(np.concatenate(tabs)) if tabs else _EMPTY_TAB
     return _records(rows), TAB
 
